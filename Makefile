@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+# The one build of gpuos. `make` builds the host tool and the GPU runtime image,
+# `make test` runs everything that needs no GPU, `make gpu-test` the GPU suite,
+# `make demo` the main job, `make check` the portable core through gcc and nvcc.
+
+CC        ?= gcc
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= sm_80 sm_86 sm_89 sm_90
+BUILD     ?= build
+
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclude -MMD -MP
+NVCCFLAGS ?= -O3
+override NVCCFLAGS += -std=c++17 -Iinclude -Xcompiler -Wall -MMD -MP
+LDLIBS_HOST := /usr/lib/x86_64-linux-gnu/liburing.a /usr/lib/x86_64-linux-gnu/libelf.a \
+               /usr/lib/x86_64-linux-gnu/libz.a -lzstd -lpthread -ldl -lrt -lm
+LDLIBS_CUDA := $(CUDA_HOME)/lib64/libcudart_static.a -lstdc++
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# nvcc -gencode flags for each architecture, SASS plus PTX of the newest.
+GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(subst sm_,,$(a)),code=$(a))
+
+RUNTIME_SRC := $(wildcard runtime/*.c)
+BOOT_SRC    := $(filter-out boot/main.c boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/emu/*.c))
+CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
+RT_IMAGE    := $(BUILD)/kernels/runtime.fatbin
+
+.PHONY: all test demo gpu-test check bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke
+all: $(BUILD)/gpuos
+
+deps:
+	$(Q)bash scripts/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# boot/cuda.c reaches the CUDA runtime (linked statically) and, through it,
+# the Driver API at run time; it never links libcuda.
+$(BUILD)/boot/cuda.o: boot/cuda.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
+
+$(BUILD)/libgpuos.a: $(CORE_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin.
+$(RT_IMAGE): kernels/runtime.cu
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $< ($(CUDA_ARCH))")
+	$(Q)$(NVCC) $(NVCCFLAGS) $(GENCODE) -fatbin $< -o $@
+
+$(BUILD)/kernels/image.o: kernels/image.S $(RT_IMAGE)
+	@$(if $(Q),echo "  AS      $<")
+	$(Q)$(CC) -c -DGPUOS_RT_IMAGE='"$(RT_IMAGE)"' $< -o $@
+
+$(BUILD)/gpuos: $(BUILD)/boot/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CUDA) $(LDLIBS_HOST)
+
+# Host mode only, no CUDA at all, statically linked: for guests and initramfs.
+$(BUILD)/static/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+static: $(BUILD)/gpuos-static
+$(BUILD)/gpuos-static: $(BUILD)/static/boot/main.o $(BUILD)/static/boot/cuda_none.o \
+		$(RUNTIME_SRC:%.c=$(BUILD)/static/%.o) $(BOOT_SRC:%.c=$(BUILD)/static/%.o)
+	@$(if $(Q),echo "  LD      $@ (static, host mode only)")
+	$(Q)$(CC) $(CFLAGS) -static -o $@ $^ $(LDLIBS_HOST)
+
+# ---- tests ----------------------------------------------------------------------
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:%.c=$(BUILD)/%)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@")
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
+
+test-unit: $(UNIT_BIN)
+	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t --jobs 2 $(CRITERION_ARGS); done
+
+test-emu: $(BUILD)/gpuos
+	$(Q)bash tests/emu/run.sh $(BUILD)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory test-unit
+	$(Q)$(MAKE) --no-print-directory test-emu
+	$(Q)$(MAKE) --no-print-directory check
+	@echo "make test: all passed"
+
+# The portable headers and core through both compilers.
+check:
+	@mkdir -p $(BUILD)/check
+	$(Q)for f in include/gpuos/*.h; do \
+		echo "#include \"gpuos/$$(basename $$f)\"" > $(BUILD)/check/$$(basename $$f .h).c; \
+		$(CC) $(CFLAGS) -fsyntax-only $(BUILD)/check/$$(basename $$f .h).c || exit 1; \
+		cp $(BUILD)/check/$$(basename $$f .h).c $(BUILD)/check/$$(basename $$f .h).cu; \
+		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -c $(BUILD)/check/$$(basename $$f .h).cu -o /dev/null || exit 1; \
+	done
+	$(Q)for f in $(RUNTIME_SRC); do \
+		$(CC) -x c++ -std=c++17 -Wall -Wextra -Werror -Iinclude -fsyntax-only $$f || exit 1; \
+	done
+	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc"
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot/emu/emu.h - the emulated NVMe controller.
+ *
+ * A device, not a mock: a register file at NVMe offsets (CAP, VS, CC, CSTS,
+ * AQA, ASQ, ACQ, doorbells at 0x1000 with CAP.DSTRD stride) in memory the
+ * driver writes with ordinary MMIO stores (a CPU thread, or a GPU with
+ * st.mmio.relaxed.sys); a controller thread that follows CC (enable/reset
+ * handshake, shutdown) and serves the admin queue; worker threads that poll
+ * the I/O SQ doorbells and serve read/write/flush. Every address in a queue
+ * or PRP is an IOVA translated through the table of regions mapped with
+ * gpuos_emu_map(); anything else is a DMA fault (status 0x004 Data Transfer
+ * Error plus a recorded event), never a crash.
+ *
+ * It knows only the NVMe spec (gpuos/nvme.h); nothing of the runtime.
+ */
+#ifndef GPUOS_EMU_H
+#define GPUOS_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuos/nvme.h"
+
+enum gpuos_emu_backend {
+	GPUOS_EMU_RAM = 0,   /* image read into memory at start; writes stay in memory */
+	GPUOS_EMU_FILE = 1,  /* pread/pwrite on the image */
+	GPUOS_EMU_URING = 2, /* io_uring, O_DIRECT where the file system allows */
+	GPUOS_EMU_NULL = 3   /* no data: reads return zeros, writes vanish */
+};
+
+#define GPUOS_EMU_MAX_LBA_FAULTS 16
+
+/* Options, from "emu:PATH[,k=v...]" (see gpuos_emu_parse). */
+struct gpuos_emu_opts {
+	size_t   size;           /* sizeof(struct gpuos_emu_opts), for growth */
+	char     path[4096];     /* image; empty for backend=null */
+	enum gpuos_emu_backend backend;   /* backend=ram|file|uring|null, default ram */
+	uint64_t null_bytes;     /* size of a null namespace (size=BYTES), default 1 TiB */
+	uint32_t lba_bytes;      /* lba=512|4096, default 512 */
+	uint32_t mdts_kib;       /* mdts=KiB, a power of two times 4 KiB; 0 = no limit; default 512 */
+	uint32_t queues;         /* queues=N: I/O queue pairs granted at most, default 16 */
+	uint32_t depth;          /* depth=N: MQES+1, entries per queue at most, default 1024 */
+	uint32_t dstrd;          /* dstrd=N: CAP.DSTRD, default 0 */
+	uint32_t workers;        /* workers=N: I/O worker threads, default min(queues, 2) */
+	uint32_t to;             /* to=N: CAP.TO in 500 ms units, default 20 */
+	uint32_t rdy_ms;         /* rdy_ms=N: delay before CSTS.RDY follows CC.EN, default 1 */
+	int      never_ready;    /* never_ready=1: CSTS.RDY never becomes 1 (a broken controller) */
+	int      start_enabled;  /* enabled=1: comes up with CC.EN=1 and CSTS.RDY=1, as after firmware */
+	uint32_t latency_us;     /* latency_us=N: each command completes no earlier than N us after fetch */
+	double   gbps;           /* gbps=X: transfer rate limit in GB/s (1e9 bytes), 0 = none */
+	uint32_t iops;           /* iops=N: command rate limit, 0 = none */
+	int      ooo;            /* ooo=1: post completions out of fetch order */
+	/* faults=ITEM[+ITEM...] with ITEM one of
+	 *   lba:START[-END][:STATUS]  commands touching these LBAs fail with STATUS
+	 *                             (hex SCT<<8|SC, default 0x281 unrecovered read error)
+	 *   rate:P[:STATUS]           each I/O command fails with probability P
+	 *   lost:P                    each I/O completion is silently dropped with probability P
+	 *   lost_every:N              every Nth I/O completion is dropped
+	 *   cfs:N                     after N I/O commands the controller sets CSTS.CFS and stops
+	 */
+	struct { uint64_t start, end; uint16_t status; } lba_fault[GPUOS_EMU_MAX_LBA_FAULTS];
+	uint32_t n_lba_faults;
+	double   fault_rate;
+	uint16_t fault_rate_status;
+	double   lost_rate;
+	uint32_t lost_every;
+	uint64_t cfs_after;
+	uint64_t seed;           /* seed=N for the random faults and ooo shuffles */
+	char     model[41];      /* model=STR (no commas), default "gpuos emulated NVMe" */
+	char     serial[21];     /* serial=STR, default derived from the path */
+};
+
+/* Defaults into *o. */
+void gpuos_emu_opts_default(struct gpuos_emu_opts *o);
+
+/* Parse "PATH[,k=v...]" (the part after "emu:") into *o, defaults first.
+ * Returns 0, or -EINVAL with a one-line reason in err. */
+int gpuos_emu_parse(const char *args, struct gpuos_emu_opts *o, char *err, size_t errlen);
+
+/* Where the register file and DMA copies go. All callbacks may be NULL:
+ * then registers live in ordinary memory and DEVICE regions are refused. */
+struct gpuos_emu_env {
+	void *ctx;
+	/* memory the driver (CPU or GPU) writes with MMIO stores; zeroed */
+	void *(*alloc_regs)(void *ctx, size_t len);
+	void (*free_regs)(void *ctx, void *p, size_t len);
+	/* copy between host memory and device memory (emulated DMA into VRAM);
+	 * returns only when the copy is complete; 0 or a negative errno */
+	int (*dev_copy)(void *ctx, void *dst, const void *src, size_t len, int to_device);
+};
+
+enum gpuos_emu_region_kind {
+	GPUOS_EMU_REGION_HOST = 0,   /* ptr is a host address */
+	GPUOS_EMU_REGION_DEVICE = 1  /* ptr is a device address: data moves through dev_copy */
+};
+
+struct gpuos_emu_stats {
+	uint64_t admin_cmds;
+	uint64_t io_cmds;
+	uint64_t read_bytes;
+	uint64_t write_bytes;
+	uint64_t errors;         /* commands completed with a non-zero status */
+	uint64_t dma_faults;     /* addresses outside every region */
+	uint64_t last_fault_iova;
+	uint64_t lost;           /* completions dropped by fault injection */
+	uint64_t cq_full_waits;  /* times a worker waited for CQ space */
+	uint32_t csts;
+};
+
+struct gpuos_emu;
+
+/* Create the controller: opens the backend, allocates the register file
+ * through env (copied), starts the controller thread. Returns 0 or a
+ * negative errno with a one-line reason in err (-ENOENT missing image, ...). */
+int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
+		     struct gpuos_emu **out, char *err, size_t errlen);
+
+/* Stop every thread, close the backend, free the register file. */
+void gpuos_emu_destroy(struct gpuos_emu *e);
+
+/* The register file (BAR0), GPUOS_NVME_REGS_MIN bytes at least. */
+volatile uint32_t *gpuos_emu_regs(struct gpuos_emu *e);
+size_t gpuos_emu_regs_len(struct gpuos_emu *e);
+
+/* IOMMU-like table: [iova, iova+len) maps to ptr. Regions must not overlap.
+ * Returns 0, -EEXIST on overlap, -ENOSPC when the table is full, -ENOTSUP
+ * for a DEVICE region without env.dev_copy. */
+int gpuos_emu_map(struct gpuos_emu *e, uint64_t iova, void *ptr, size_t len,
+		  enum gpuos_emu_region_kind kind);
+int gpuos_emu_unmap(struct gpuos_emu *e, uint64_t iova);
+
+void gpuos_emu_get_stats(struct gpuos_emu *e, struct gpuos_emu_stats *s);
+
+/* Namespace size in bytes (as identify reports it times the LBA size). */
+uint64_t gpuos_emu_ns_bytes(struct gpuos_emu *e);
+
+#endif /* GPUOS_EMU_H */

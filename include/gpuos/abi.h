@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuos/abi.h - the mailbox ABI between clients (GPU app threads, host
+ * tools) and the runtime, and the device-memory layouts boot/ hands to the
+ * runtime. Versioned: GPUOS_ABI_VERSION changes whenever a layout or a
+ * meaning here changes; app images carry it in an ELF note.
+ *
+ * Mailbox protocol (one slot, multi-producer, one consumer at a time):
+ *
+ *   state   FREE --client CAS--> CLAIMED --client release--> POSTED
+ *           POSTED --runtime--> TAKEN --runtime release--> DONE
+ *           DONE --client release--> FREE
+ *
+ * - A client reserves a slot by fetch_add on `ticket` (spreads thousands of
+ *   threads over the slots) then CAS FREE->CLAIMED on a slot's state; after
+ *   probing GPUOS_MBOX_PROBE slots without success it gives up with
+ *   GPUOS_ST_FULL (backpressure; nothing is dropped or overwritten).
+ * - The client writes the request fields, then stores state = POSTED with
+ *   release semantics at system scope (the runtime may be a CPU thread in
+ *   host mode, the client may be a host tool), then fetch_adds the slot's
+ *   partition `posted` counter so the owning service warp knows to scan.
+ * - The runtime loads state with acquire (pairs with the client's release),
+ *   reads the request, and later writes status/result fields, then stores
+ *   state = DONE with release (pairs with the client's acquire load of state).
+ *   If `batch` is non-zero it then adds 1 to that 32-bit counter (system-scope
+ *   atomic after the DONE release), so a warp or block that posted many waits
+ *   on one word.
+ * - The client loads state with acquire until DONE, reads the results, and
+ *   releases the slot with a release store of FREE.
+ *
+ * All pointers in requests are in the runtime's address space: device
+ * pointers when the runtime runs on the GPU, host pointers in host mode.
+ */
+#ifndef GPUOS_ABI_H
+#define GPUOS_ABI_H
+
+#include "gpuos/port.h"
+
+GPUOS_EXTERN_C_BEGIN
+
+#define GPUOS_ABI_VERSION 1u
+#define GPUOS_MBOX_MAGIC  0x786f626du /* "mbox" */
+#define GPUOS_RT_MAGIC    0x736f7067u /* "gpos" */
+
+/* ---- opcodes ---------------------------------------------------------------- */
+enum gpuos_op {
+	GPUOS_OP_NOP = 0,        /* completes at once; measures the mailbox path */
+	GPUOS_OP_READ_RAW = 1,   /* bytes [offset, offset+length) of the namespace -> dst; needs allow_raw */
+	GPUOS_OP_WRITE_RAW = 2,  /* reserved: writes need --allow-write (not served yet) */
+	/* 16..31: files (next ABI users; the runtime answers BAD_OPCODE until served) */
+	GPUOS_OP_OPEN = 16,
+	GPUOS_OP_STAT = 17,
+	GPUOS_OP_READDIR = 18,
+	GPUOS_OP_READ = 19,
+	GPUOS_OP_CLOSE = 20,
+	/* 32..47: GGUF models */
+	GPUOS_OP_GGUF_OPEN = 32,
+	GPUOS_OP_GGUF_INFO = 33,
+	GPUOS_OP_GGUF_FIND = 34,
+	GPUOS_OP_GGUF_TENSOR = 35,
+	GPUOS_OP_GGUF_LOAD = 36,
+	GPUOS_OP_GGUF_LOAD_LAYER = 37,
+	GPUOS_OP_MAX = 64
+};
+
+/* ---- request status (what the runtime answers; never a negative errno) ---- */
+enum gpuos_status {
+	GPUOS_ST_OK = 0,
+	GPUOS_ST_BAD_OPCODE = 1,   /* unknown or unserved opcode */
+	GPUOS_ST_BAD_RANGE = 2,    /* offset/length past the end of the device or file */
+	GPUOS_ST_BAD_DST = 3,      /* destination null or outside registered memory */
+	GPUOS_ST_OVERFLOW = 4,     /* offset + length overflows, or length over the limit */
+	GPUOS_ST_NVME = 5,         /* the controller failed a command: see nvme_status */
+	GPUOS_ST_TIMEOUT = 6,      /* a command did not complete within the controller's timeout */
+	GPUOS_ST_CTRL_FATAL = 7,   /* CSTS.CFS: the controller failed; nothing more is served */
+	GPUOS_ST_FULL = 8,         /* mailbox full (set by the client library, not the runtime) */
+	GPUOS_ST_DENIED = 9,       /* not allowed (raw access without allow_raw, writes) */
+	GPUOS_ST_NOENT = 10,
+	GPUOS_ST_NOTDIR = 11,
+	GPUOS_ST_LOOP = 12,
+	GPUOS_ST_CORRUPT = 13,
+	GPUOS_ST_UNSUPPORTED = 14,
+	GPUOS_ST_BAD_HANDLE = 15,
+	GPUOS_ST_NOSPC = 16,
+	GPUOS_ST_STOPPING = 17,    /* runtime is shutting down */
+	GPUOS_ST_BAD_FLAGS = 18,
+	GPUOS_ST_COUNT
+};
+
+/* Readable name for a status ("range past the end of the device"); never NULL. */
+GPUOS_HD const char *gpuos_status_name(uint32_t st);
+
+/* ---- the mailbox ------------------------------------------------------------- */
+enum gpuos_slot_state {
+	GPUOS_SLOT_FREE = 0,
+	GPUOS_SLOT_CLAIMED = 1,
+	GPUOS_SLOT_POSTED = 2,
+	GPUOS_SLOT_TAKEN = 3,
+	GPUOS_SLOT_DONE = 4
+};
+
+#define GPUOS_MBOX_PROBE 64u           /* slots a client tries before FULL */
+#define GPUOS_MAX_LENGTH (1ull << 40)  /* longest single request, bytes */
+
+struct gpuos_mbox_slot {
+	/* first 64 bytes: the request, written by the client */
+	uint32_t state;        /* 0x00 enum gpuos_slot_state, see protocol above */
+	uint16_t opcode;       /* 0x04 enum gpuos_op */
+	uint16_t flags;        /* 0x06 opcode specific, 0 for READ_RAW */
+	uint32_t handle;       /* 0x08 file/model handle */
+	uint32_t rsvd0c;       /* 0x0c */
+	uint64_t offset;       /* 0x10 byte offset */
+	uint64_t length;       /* 0x18 byte count */
+	uint64_t dst;          /* 0x20 destination (runtime address space) */
+	uint64_t arg;          /* 0x28 opcode specific (a path pointer, an index) */
+	uint64_t batch;        /* 0x30 address of a uint32 counter bumped on DONE, or 0 */
+	uint64_t tag;          /* 0x38 client's own, returned untouched */
+	/* --- cache line boundary (64): the completion, written by the runtime --- */
+	uint32_t status;       /* 0x40 enum gpuos_status */
+	uint16_t nvme_status;  /* 0x44 first failing NVMe status (SCT<<8|SC, DNR 0x4000), 0 if none */
+	uint16_t rsvd46;       /* 0x46 */
+	uint64_t result;       /* 0x48 bytes transferred, or opcode specific */
+	uint64_t result2;      /* 0x50 opcode specific */
+	uint64_t t_done_ns;    /* 0x58 runtime clock at completion */
+	uint8_t  rsvd60[32];   /* 0x60 .. 0x7f */
+};
+static_assert(sizeof(struct gpuos_mbox_slot) == 128, "mailbox slot size");
+static_assert(offsetof(struct gpuos_mbox_slot, status) == 64, "completion on its own cache line");
+static_assert(offsetof(struct gpuos_mbox_slot, tag) == 0x38, "slot tag");
+
+/* Slots are split in `nparts` contiguous partitions, one per service warp. */
+#define GPUOS_MBOX_MAX_PARTS 256u
+
+struct gpuos_mbox_part {
+	uint32_t posted;       /* 0x00 bumped by clients after each POSTED (system-scope atomic) */
+	uint32_t rsvd[15];     /* one counter per 64-byte line */
+};
+static_assert(sizeof(struct gpuos_mbox_part) == 64, "partition counter line");
+
+struct gpuos_mbox {
+	uint32_t magic;        /* 0x00 GPUOS_MBOX_MAGIC */
+	uint32_t version;      /* 0x04 GPUOS_ABI_VERSION */
+	uint32_t nslots;       /* 0x08 total slots, a multiple of nparts */
+	uint32_t nparts;       /* 0x0c partitions (== service warps) */
+	uint64_t slots_off;    /* 0x10 byte offset of slot 0 from this header */
+	uint32_t rsvd18[10];   /* 0x18 .. 0x3f */
+	/* --- cache line boundary (64) --- */
+	uint32_t ticket;       /* 0x40 clients' fetch_add to pick a first slot */
+	uint32_t rsvd44[15];
+	/* --- cache line boundary (128) --- */
+	struct gpuos_mbox_part part[GPUOS_MBOX_MAX_PARTS]; /* 0x80 */
+};
+static_assert(offsetof(struct gpuos_mbox, ticket) == 64, "ticket on its own line");
+static_assert(offsetof(struct gpuos_mbox, part) == 128, "partition counters");
+
+GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *gpuos_mbox_slots(struct gpuos_mbox *mb)
+{
+	return (struct gpuos_mbox_slot *)((char *)mb + mb->slots_off);
+}
+
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_mbox_bytes(uint32_t nslots)
+{
+	return sizeof(struct gpuos_mbox) + (uint64_t)nslots * sizeof(struct gpuos_mbox_slot);
+}
+
+/* ---- runtime control block (host <-> runtime) -------------------------------- */
+enum gpuos_rt_cmd {
+	GPUOS_RT_CMD_RUN = 0,
+	GPUOS_RT_CMD_PARK = 1,   /* drain in-flight commands, leave state, exit */
+	GPUOS_RT_CMD_STOP = 2    /* drain, finish every posted request with STOPPING, exit */
+};
+enum gpuos_rt_state {
+	GPUOS_RT_STATE_BOOT = 0,
+	GPUOS_RT_STATE_RUNNING = 1,
+	GPUOS_RT_STATE_PARKED = 2,
+	GPUOS_RT_STATE_STOPPED = 3,
+	GPUOS_RT_STATE_FATAL = 4
+};
+
+/* Counters per service warp, written by that warp only (relaxed), read by the host. */
+struct gpuos_rt_stats {
+	uint64_t requests;     /* 0x00 requests completed */
+	uint64_t bytes;        /* 0x08 payload bytes delivered */
+	uint64_t errors;       /* 0x10 requests completed with a non-OK status */
+	uint64_t commands;     /* 0x18 NVMe commands submitted */
+	uint64_t timeouts;     /* 0x20 commands that timed out */
+	uint64_t doorbells;    /* 0x28 SQ doorbell stores */
+	uint64_t polls;        /* 0x30 service loop iterations */
+	uint64_t inflight;     /* 0x38 commands in flight now */
+};
+static_assert(sizeof(struct gpuos_rt_stats) == 64, "stats line");
+
+struct gpuos_rt_ctl {
+	uint32_t cmd;          /* 0x00 enum gpuos_rt_cmd, written by the host (release, sys) */
+	uint32_t rsvd04[15];
+	/* --- cache line boundary (64) --- */
+	uint32_t state;        /* 0x40 enum gpuos_rt_state, written by service warp 0 */
+	uint32_t warps_done;   /* 0x44 warps that reached PARK/STOP (atomic) */
+	uint32_t fatal_csts;   /* 0x48 CSTS value seen when the controller failed */
+	uint32_t epoch;        /* 0x4c launches so far (park/resume count) */
+	uint32_t rsvd50[12];
+	/* --- cache line boundary (128) --- */
+	struct gpuos_rt_stats stats[]; /* one per service warp */
+};
+static_assert(offsetof(struct gpuos_rt_ctl, state) == 64, "ctl state line");
+static_assert(offsetof(struct gpuos_rt_ctl, stats) == 128, "ctl stats");
+
+GPUOS_EXTERN_C_END
+
+#endif /* GPUOS_ABI_H */

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuos/port.h - the only header that knows gcc from nvcc.
+ *
+ * Everything in include/gpuos/ and runtime/ is C11 that is also valid C++ and
+ * compiles for the host (gcc, one "lane" per service thread) and for the GPU
+ * (nvcc, 32 lanes per warp). This file names the primitives they share:
+ * function qualifiers, lane/warp helpers, atomics with explicit ordering and
+ * scope, fences, MMIO stores, a monotonic clock.
+ *
+ * Scopes: "dev" orders against other threads of the same GPU (or, on the host,
+ * other CPU threads); "sys" orders against the CPU and against PCIe peers (the
+ * SSD, or the emulated controller's CPU threads). Ordering follows the PTX
+ * memory model (PTX ISA, "Memory Consistency Model") on the GPU and the C11
+ * model through the __atomic builtins on the host.
+ */
+#ifndef GPUOS_PORT_H
+#define GPUOS_PORT_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "gpuos assumes a little-endian host (NVMe structures are little-endian)"
+#endif
+
+#ifndef __cplusplus
+/* C11's keyword; <assert.h> maps static_assert to it in C. */
+#ifndef static_assert
+#define static_assert _Static_assert
+#endif
+#endif
+
+#ifdef __cplusplus
+#define GPUOS_EXTERN_C_BEGIN extern "C" {
+#define GPUOS_EXTERN_C_END }
+#else
+#define GPUOS_EXTERN_C_BEGIN
+#define GPUOS_EXTERN_C_END
+#endif
+
+#if defined(__CUDACC__)
+#define GPUOS_HD __host__ __device__
+#define GPUOS_INLINE static __forceinline__
+#else
+#define GPUOS_HD
+#define GPUOS_INLINE static inline __attribute__((always_inline))
+#endif
+
+/* True in the device pass of nvcc: code here runs on a GPU lane. */
+#if defined(__CUDA_ARCH__)
+#define GPUOS_ON_GPU 1
+#else
+#define GPUOS_ON_GPU 0
+#endif
+
+#define GPUOS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GPUOS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- lanes and warps ------------------------------------------------------
+ * A "warp" is the unit that owns queue pairs. On the GPU it is 32 lanes; on
+ * the host it is one thread, width 1, lane 0. Code written as
+ * for (i = lane; i < n; i += width) runs unchanged on both.
+ */
+#define GPUOS_WARP_MAX 32u
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_warp_width(void)
+{
+#if GPUOS_ON_GPU
+	return 32u;
+#else
+	return 1u;
+#endif
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_lane_id(void)
+{
+#if GPUOS_ON_GPU
+	uint32_t l;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+	return l;
+#else
+	return 0u;
+#endif
+}
+
+/* Bit i set when lane i passes pred. All lanes of the warp must call it. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_warp_ballot(int pred)
+{
+#if GPUOS_ON_GPU
+	return __ballot_sync(0xffffffffu, pred);
+#else
+	return pred ? 1u : 0u;
+#endif
+}
+
+/* Value of v held by lane src. All lanes of the warp must call it. */
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_warp_bcast64(uint64_t v, uint32_t src)
+{
+#if GPUOS_ON_GPU
+	return __shfl_sync(0xffffffffu, (unsigned long long)v, (int)src);
+#else
+	(void)src;
+	return v;
+#endif
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_warp_bcast32(uint32_t v, uint32_t src)
+{
+#if GPUOS_ON_GPU
+	return __shfl_sync(0xffffffffu, v, (int)src);
+#else
+	(void)src;
+	return v;
+#endif
+}
+
+/* Reconverge the warp; orders shared/global accesses among its lanes. */
+GPUOS_INLINE GPUOS_HD void gpuos_warp_sync(void)
+{
+#if GPUOS_ON_GPU
+	__syncwarp();
+#endif
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_popc(uint32_t v)
+{
+#if GPUOS_ON_GPU
+	return (uint32_t)__popc(v);
+#else
+	return (uint32_t)__builtin_popcount(v);
+#endif
+}
+
+/* Number of set bits of mask below bit `lane` (rank of this lane among the set). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_rank_below(uint32_t mask, uint32_t lane)
+{
+	return gpuos_popc(mask & ((1u << lane) - 1u));
+}
+
+/* Index of the lowest set bit; mask must be non-zero. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_ffs(uint32_t mask)
+{
+#if GPUOS_ON_GPU
+	return (uint32_t)__ffs((int)mask) - 1u;
+#else
+	return (uint32_t)__builtin_ctz(mask);
+#endif
+}
+
+/* Back off politely while polling. */
+GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
+{
+#if GPUOS_ON_GPU
+	__nanosleep(64);
+#elif defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* ---- clock ------------------------------------------------------------------
+ * Nanoseconds from an arbitrary origin, monotonic. On the GPU %globaltimer
+ * (updated about every microsecond); on the host CLOCK_MONOTONIC.
+ */
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(__CUDACC__)
+#error "gpuos/port.h needs clock_gettime: compile with -D_GNU_SOURCE (the Makefile does)"
+#endif
+#include <time.h>
+
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_now_ns(void)
+{
+#if GPUOS_ON_GPU
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* ---- atomics ----------------------------------------------------------------
+ * Named by ordering and scope. _dev: other threads of this GPU (or other CPU
+ * threads in host mode). _sys: the CPU and PCIe peers too.
+ */
+/* One definition per compiler pass: PTX ld/st with .sem.scope on the GPU,
+ * __atomic builtins on the host. */
+#if GPUOS_ON_GPU
+#define GPUOS_DEF_LD(name, T, bits, C, sem, scope, hostorder)                  \
+	GPUOS_INLINE GPUOS_HD T name(const T *p)                               \
+	{                                                                      \
+		T r;                                                           \
+		asm volatile("ld." sem "." scope ".global.u" #bits " %0, [%1];" \
+			     : "=" C(r) : "l"(p) : "memory");                  \
+		return r;                                                      \
+	}
+#define GPUOS_DEF_ST(name, T, bits, C, sem, scope, hostorder)                  \
+	GPUOS_INLINE GPUOS_HD void name(T *p, T v)                             \
+	{                                                                      \
+		asm volatile("st." sem "." scope ".global.u" #bits " [%0], %1;" \
+			     :: "l"(p), C(v) : "memory");                      \
+	}
+#else
+#define GPUOS_DEF_LD(name, T, bits, C, sem, scope, hostorder)                  \
+	GPUOS_INLINE GPUOS_HD T name(const T *p)                               \
+	{                                                                      \
+		return __atomic_load_n(p, hostorder);                          \
+	}
+#define GPUOS_DEF_ST(name, T, bits, C, sem, scope, hostorder)                  \
+	GPUOS_INLINE GPUOS_HD void name(T *p, T v)                             \
+	{                                                                      \
+		__atomic_store_n(p, v, hostorder);                             \
+	}
+#endif
+
+GPUOS_DEF_LD(gpuos_load_acquire_dev32, uint32_t, 32, "r", "acquire", "gpu", __ATOMIC_ACQUIRE)
+GPUOS_DEF_LD(gpuos_load_acquire_sys32, uint32_t, 32, "r", "acquire", "sys", __ATOMIC_ACQUIRE)
+GPUOS_DEF_LD(gpuos_load_relaxed_dev32, uint32_t, 32, "r", "relaxed", "gpu", __ATOMIC_RELAXED)
+GPUOS_DEF_LD(gpuos_load_relaxed_sys32, uint32_t, 32, "r", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_LD(gpuos_load_acquire_sys64, uint64_t, 64, "l", "acquire", "sys", __ATOMIC_ACQUIRE)
+GPUOS_DEF_LD(gpuos_load_relaxed_sys64, uint64_t, 64, "l", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_LD(gpuos_load_relaxed_sys16, uint16_t, 16, "h", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_ST(gpuos_store_release_dev32, uint32_t, 32, "r", "release", "gpu", __ATOMIC_RELEASE)
+GPUOS_DEF_ST(gpuos_store_release_sys32, uint32_t, 32, "r", "release", "sys", __ATOMIC_RELEASE)
+GPUOS_DEF_ST(gpuos_store_relaxed_sys32, uint32_t, 32, "r", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_ST(gpuos_store_relaxed_sys64, uint64_t, 64, "l", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_ST(gpuos_store_release_sys64, uint64_t, 64, "l", "release", "sys", __ATOMIC_RELEASE)
+
+/* Returns the old value. Relaxed on their own: pair them with fences. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_fetch_add_sys32(uint32_t *p, uint32_t v)
+{
+#if GPUOS_ON_GPU
+	return atomicAdd_system(p, v);
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_fetch_add_sys64(uint64_t *p, uint64_t v)
+{
+#if GPUOS_ON_GPU
+	return (uint64_t)atomicAdd_system((unsigned long long *)p, (unsigned long long)v);
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+/* Compare-and-swap; returns the value found (== expect on success). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_cas_sys32(uint32_t *p, uint32_t expect, uint32_t desired)
+{
+#if GPUOS_ON_GPU
+	return atomicCAS_system(p, expect, desired);
+#else
+	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expect;
+#endif
+}
+
+/* ---- fences -------------------------------------------------------------- */
+
+/* Orders this thread's earlier memory accesses before its later ones as seen
+ * by other threads of this GPU (host: other CPU threads). */
+GPUOS_INLINE GPUOS_HD void gpuos_fence_dev(void)
+{
+#if GPUOS_ON_GPU
+	asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* The same, observed by the CPU and by PCIe peers (an SSD fetching an SQE,
+ * the emulated controller's threads). */
+GPUOS_INLINE GPUOS_HD void gpuos_fence_sys(void)
+{
+#if GPUOS_ON_GPU
+	asm volatile("fence.sc.sys;" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ---- MMIO -------------------------------------------------------------------
+ * Controller registers (BAR0 or the emulator's register file). Stores are
+ * never merged or reordered with other MMIO stores of this thread; on the GPU
+ * they are st.mmio.relaxed.sys (PTX ISA 8.2, sm_70+), which also work on
+ * ordinary pinned host memory. A doorbell store still needs a fence_sys
+ * before it to publish the queue entries it announces.
+ */
+GPUOS_INLINE GPUOS_HD void gpuos_mmio_write32(volatile uint32_t *reg, uint32_t v)
+{
+#if GPUOS_ON_GPU
+	asm volatile("st.mmio.relaxed.sys.global.u32 [%0], %1;" :: "l"(reg), "r"(v) : "memory");
+#else
+	*reg = v;
+#endif
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mmio_read32(const volatile uint32_t *reg)
+{
+#if GPUOS_ON_GPU
+	uint32_t v;
+	asm volatile("ld.mmio.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(reg) : "memory");
+	return v;
+#else
+	return *reg;
+#endif
+}
+
+/* 64-bit registers (CAP, ASQ, ACQ): two 32-bit accesses, low half first
+ * (NVMe base spec 3.1.2: the host may access them as two dwords). */
+GPUOS_INLINE GPUOS_HD void gpuos_mmio_write64(volatile uint32_t *reg, uint64_t v)
+{
+	gpuos_mmio_write32(reg, (uint32_t)v);
+	gpuos_mmio_write32(reg + 1, (uint32_t)(v >> 32));
+}
+
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_mmio_read64(const volatile uint32_t *reg)
+{
+	uint64_t lo = gpuos_mmio_read32(reg);
+	uint64_t hi = gpuos_mmio_read32(reg + 1);
+	return lo | (hi << 32);
+}
+
+/* ---- small helpers ---------------------------------------------------------- */
+#define GPUOS_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GPUOS_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GPUOS_DIV_ROUND_UP(a, b) (((a) + (b) - 1) / (b))
+#define GPUOS_ALIGN_UP(a, b) (GPUOS_DIV_ROUND_UP(a, b) * (b))
+#define GPUOS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* GPUOS_PORT_H */

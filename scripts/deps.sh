@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install, from Debian's packages, whatever gpuos needs to build and test.
+# Idempotent and quiet when everything is present; runs apt-get update only
+# when something must be installed.
+set -euo pipefail
+
+pkgs=(
+	build-essential pkg-config
+	libcriterion-dev   # unit and e2e tests
+	liburing-dev       # emulator uring backend, CPU baseline (linked statically)
+	libelf-dev         # device image inspection
+	e2fsprogs          # mke2fs -d / debugfs build and check test images
+	gdisk              # sgdisk: GPT test images
+	zstd gnuplot-nox
+	qemu-system-x86 busybox-static cpio kmod   # the QEMU referee test
+	python3
+)
+# A GGUF reader written by others (@huggingface/gguf) runs under node; a
+# machine may already carry node and npm from another source (nodesource's
+# nodejs bundles npm and conflicts with Debian's npm package).
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
