@@ -14,7 +14,7 @@ override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclu
 NVCCFLAGS ?= -O3
 override NVCCFLAGS += -std=c++17 -Iinclude -Xcompiler -Wall -MMD -MP
 LDLIBS_HOST := /usr/lib/x86_64-linux-gnu/liburing.a /usr/lib/x86_64-linux-gnu/libelf.a \
-               /usr/lib/x86_64-linux-gnu/libz.a -lzstd -lpthread -ldl -lrt -lm
+               /usr/lib/x86_64-linux-gnu/libz.a /usr/lib/x86_64-linux-gnu/libzstd.a -lpthread -ldl -lrt -lm
 LDLIBS_CUDA := $(CUDA_HOME)/lib64/libcudart_static.a -lstdc++
 
 ifeq ($(V),1)
@@ -31,7 +31,7 @@ BOOT_SRC    := $(filter-out boot/main.c boot/cuda.c boot/cuda_none.c,$(wildcard 
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 RT_IMAGE    := $(BUILD)/kernels/runtime.fatbin
 
-.PHONY: all test demo gpu-test check bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke
+.PHONY: all test demo gpu-test gpu-build check bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke
 all: $(BUILD)/gpuos
 
 deps:
@@ -54,7 +54,7 @@ $(BUILD)/libgpuos.a: $(CORE_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin.
-$(RT_IMAGE): kernels/runtime.cu
+$(RT_IMAGE): kernels/runtime.cu $(wildcard kernels/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $< ($(CUDA_ARCH))")
 	$(Q)$(NVCC) $(NVCCFLAGS) $(GENCODE) -fatbin $< -o $@
@@ -91,12 +91,42 @@ test-unit: $(UNIT_BIN)
 test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/run.sh $(BUILD)
 
+# ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
+# the runtime runs on CPU threads against the emulated controller).
+TSAN_DIR := $(BUILD)/tsan
+TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclude
+TSAN_SRC := $(RUNTIME_SRC) $(BOOT_SRC) boot/cuda_none.c
+$(TSAN_DIR)/test_runtime: tests/unit/test_runtime.c $(TSAN_SRC) $(wildcard include/gpuos/*.h runtime/*.h boot/*.h boot/emu/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@ (ThreadSanitizer)")
+	$(Q)$(CC) $(TSAN_FLAGS) -o $@ tests/unit/test_runtime.c $(TSAN_SRC) -lcriterion $(LDLIBS_HOST)
+tsan: $(TSAN_DIR)/test_runtime
+	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $< --jobs 1 $(CRITERION_ARGS)
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-emu
+	$(Q)$(MAKE) --no-print-directory tsan
 	$(Q)$(MAKE) --no-print-directory check
 	@echo "make test: all passed"
+
+# ---- the GPU machine ------------------------------------------------------------
+# Built here (Debian, with Criterion and liburing), run there: the GPU
+# machine has neither, so the shared suites link a small Criterion stand-in
+# and everything is static but libc. `make gpu-test` on a machine with a GPU
+# builds and runs; GPU_TEST_BUILD_ONLY=1 only builds (for carrying build/).
+GPU_DIR := $(BUILD)/gpu
+$(GPU_DIR)/test_runtime: tests/unit/test_runtime.c tests/gpu/mini_criterion.h $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
+	$(Q)$(CC) $(CFLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
+gpu-build: all $(GPU_DIR)/test_runtime
+gpu-test: gpu-build
+	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
+
+bench: all
+	$(Q)bash bench/run.sh $(BUILD)
 
 # The portable headers and core through both compilers.
 check:

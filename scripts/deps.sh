@@ -9,7 +9,7 @@ pkgs=(
 	build-essential pkg-config
 	libcriterion-dev   # unit and e2e tests
 	liburing-dev       # emulator uring backend, CPU baseline (linked statically)
-	libelf-dev         # device image inspection
+	libelf-dev libzstd-dev zlib1g-dev  # device image inspection (libelf, linked statically)
 	e2fsprogs          # mke2fs -d / debugfs build and check test images
 	gdisk              # sgdisk: GPT test images
 	zstd gnuplot-nox

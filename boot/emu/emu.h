@@ -30,6 +30,7 @@ enum gpuos_emu_backend {
 };
 
 #define GPUOS_EMU_MAX_LBA_FAULTS 16
+#define GPUOS_EMU_MAX_REGIONS    1024   /* gpuos_emu_map() entries */
 
 /* Options, from "emu:PATH[,k=v...]" (see gpuos_emu_parse). */
 struct gpuos_emu_opts {

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/* Option parsing and host clients for the `gpuos` commands. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "shm.h"
+
+void cli_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "gpuos %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int num(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+	if (!v || !*v) {
+		cli_err(cmd, "%s needs a value", opt);
+		return -1;
+	}
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || *end || v[0] == '-' || x > max) {
+		cli_err(cmd, "%s: '%s' is not a number in 0..%llu", opt, v, (unsigned long long)max);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
+{
+	int i, npos = 0;
+	uint64_t v;
+
+	memset(c, 0, sizeof(*c));
+	gpuos_boot_opts_default(&c->boot);
+	c->part = -1;
+	c->argv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!c->argv)
+		return -1;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDVAL()                                                          \
+	do {                                                               \
+		if (!val) {                                                \
+			cli_err(cmd, "%s needs a value", a);               \
+			return -1;                                         \
+		}                                                          \
+		i++;                                                       \
+	} while (0)
+		if (strcmp(a, "--") == 0) {
+			for (i++; i < argc; i++)
+				c->argv[npos++] = argv[i];
+			break;
+		} else if (strcmp(a, "--device") == 0 || strcmp(a, "-d") == 0) {
+			NEEDVAL();
+			c->boot.device = val;
+		} else if (strcmp(a, "--host") == 0) {
+			c->boot.host_mode = 1;
+		} else if (strcmp(a, "--allow-raw") == 0) {
+			c->boot.allow_raw = 1;
+		} else if (strcmp(a, "--force") == 0) {
+			c->boot.force = 1;
+		} else if (strcmp(a, "--json") == 0) {
+			c->json = 1;
+		} else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+			c->verbose = 1;
+		} else if (strcmp(a, "--socket") == 0) {
+			NEEDVAL();
+			c->socket = val;
+		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+			NEEDVAL();
+			c->out = val;
+		} else if (strcmp(a, "--entry") == 0) {
+			NEEDVAL();
+			c->entry = val;
+		} else if (strcmp(a, "--warps") == 0 || strcmp(a, "--queues") == 0 || strcmp(a, "--depth") == 0 ||
+			   strcmp(a, "--slots") == 0 || strcmp(a, "--xfer-kib") == 0 || strcmp(a, "--timeout-ms") == 0 ||
+			   strcmp(a, "--mbox-slots") == 0 || strcmp(a, "--part") == 0 || strcmp(a, "--grid") == 0 ||
+			   strcmp(a, "--block") == 0) {
+			NEEDVAL();
+			if (num(cmd, a, val, 1u << 30, &v))
+				return -1;
+			if (!strcmp(a, "--warps")) c->boot.warps = (uint32_t)v;
+			else if (!strcmp(a, "--queues")) c->boot.queues = (uint32_t)v;
+			else if (!strcmp(a, "--depth")) c->boot.depth = (uint32_t)v;
+			else if (!strcmp(a, "--slots")) c->boot.slots = (uint32_t)v;
+			else if (!strcmp(a, "--xfer-kib")) c->boot.xfer_kib = (uint32_t)v;
+			else if (!strcmp(a, "--timeout-ms")) c->boot.timeout_ms = (uint32_t)v;
+			else if (!strcmp(a, "--mbox-slots")) c->boot.mbox_slots = (uint32_t)v;
+			else if (!strcmp(a, "--part")) c->part = (int)v;
+			else if (!strcmp(a, "--grid")) c->grid = (unsigned)v;
+			else c->block = (unsigned)v;
+		} else if (strcmp(a, "--heap-mib") == 0) {
+			NEEDVAL();
+			if (num(cmd, a, val, 1u << 20, &v))
+				return -1;
+			c->boot.heap_bytes = v << 20;
+		} else if (strcmp(a, "--offset") == 0 || strcmp(a, "--length") == 0) {
+			NEEDVAL();
+			if (num(cmd, a, val, ~0ull, &v))
+				return -1;
+			if (!strcmp(a, "--offset")) {
+				c->offset = v;
+				c->have_offset = 1;
+			} else {
+				c->length = v;
+				c->have_length = 1;
+			}
+		} else if (a[0] == '-' && a[1] != 0) {
+			cli_err(cmd, "unknown option %s", a);
+			return -1;
+		} else {
+			c->argv[npos++] = argv[i];
+		}
+#undef NEEDVAL
+	}
+	c->argc = npos;
+	return 0;
+}
+
+/* ---- clients ------------------------------------------------------------------- */
+
+/* One request/response line over the service's control socket. */
+int service_call(int fd, const char *line, char *reply, size_t len)
+{
+	size_t n = 0;
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+		return -EIO;
+	while (n + 1 < len) {
+		ssize_t r = read(fd, reply + n, 1);
+		if (r <= 0)
+			return -EIO;
+		if (reply[n] == '\n')
+			break;
+		n++;
+	}
+	reply[n] = 0;
+	return 0;
+}
+
+int service_connect(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		close(fd);
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(a.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+		close(fd);
+		snprintf(err, errlen, "no gpuos service at %s: %s", path, strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
+static int attach(struct cli *c, struct client *cl, char *err, size_t errlen)
+{
+	char reply[512], name[128];
+	unsigned long long off = 0, len = 0;
+	const struct gpuos_shm_hdr *h;
+	struct stat st;
+	int fd, r;
+
+	fd = service_connect(c->socket, err, errlen);
+	if (fd < 0)
+		return fd;
+	r = service_call(fd, "attach\n", reply, sizeof(reply));
+	if (r || sscanf(reply, "ok shm=%127s heap_off=%llu heap_len=%llu", name, &off, &len) != 3) {
+		snprintf(err, errlen, "service at %s refused to attach: %s", c->socket, r ? "connection lost" : reply);
+		close(fd);
+		return -EIO;
+	}
+	int sfd = shm_open(name, O_RDWR, 0);
+	if (sfd < 0 || fstat(sfd, &st)) {
+		snprintf(err, errlen, "open the service's shared memory %s: %s", name, strerror(errno));
+		if (sfd >= 0)
+			close(sfd);
+		close(fd);
+		return -EIO;
+	}
+	cl->shm_len = (uint64_t)st.st_size;
+	cl->shm = mmap(NULL, cl->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+	close(sfd);
+	if (cl->shm == MAP_FAILED) {
+		snprintf(err, errlen, "map the service's shared memory: %s", strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	h = (const struct gpuos_shm_hdr *)cl->shm;
+	if (h->magic != GPUOS_SHM_MAGIC || h->version != GPUOS_ABI_VERSION || off < h->heap_off ||
+	    off + len > cl->shm_len) {
+		snprintf(err, errlen, "the service's shared memory has another layout (ABI %u, ours %u)", h->version,
+			 GPUOS_ABI_VERSION);
+		munmap(cl->shm, cl->shm_len);
+		close(fd);
+		return -EPROTO;
+	}
+	cl->mb = (struct gpuos_mbox *)((char *)cl->shm + h->mbox_off);
+	cl->heap = (char *)cl->shm + off;
+	cl->heap_rt = h->rt_base + off;
+	cl->heap_len = len;
+	cl->sock = fd; /* held open: the service frees our heap share when it closes */
+	return 0;
+}
+
+int client_open(struct cli *c, struct client *cl, char *err, size_t errlen)
+{
+	int r;
+	memset(cl, 0, sizeof(*cl));
+	cl->sock = -1;
+	if (c->socket)
+		return attach(c, cl, err, errlen);
+	if (!c->boot.device) {
+		snprintf(err, errlen, "give --device DEV (emu:IMAGE, null, pci:...) or --socket PATH");
+		return -EINVAL;
+	}
+	r = gpuos_boot(&c->boot, &cl->sys, err, errlen);
+	if (r)
+		return r;
+	cl->mb = gpuos_sys_mbox(cl->sys);
+	cl->heap = (char *)gpuos_sys_heap(cl->sys, &cl->heap_rt, &cl->heap_len);
+	return 0;
+}
+
+int client_close(struct client *cl, char *err, size_t errlen)
+{
+	int r = 0;
+	if (cl->sys)
+		r = gpuos_shutdown(cl->sys, err, errlen);
+	if (cl->shm)
+		munmap(cl->shm, cl->shm_len);
+	if (cl->sock >= 0)
+		close(cl->sock);
+	memset(cl, 0, sizeof(*cl));
+	cl->sock = -1;
+	return r;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* boot/cli.h - what the `gpuos` commands share: options, errors, clients. */
+#ifndef GPUOS_BOOT_CLI_H
+#define GPUOS_BOOT_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpuos/gpuos.h"
+#include "gpuos/host.h"
+
+#define GPUOS_EXIT_FAIL 2   /* every error: bad usage, bad device, failed I/O */
+
+struct cli {
+	struct gpuos_boot_opts boot;
+	const char *socket;      /* --socket PATH: use a running service */
+	const char *out;         /* -o FILE */
+	int json;
+	int part;                /* --part N, -1 = default */
+	uint64_t offset, length;
+	int have_offset, have_length;
+	const char *entry;
+	unsigned grid, block;
+	int verbose;
+	/* positional arguments */
+	int argc;
+	char **argv;
+};
+
+/* Parse argv (after the command name) into *c. Unknown options are an
+ * error (exit 2 with a message). Returns 0 or -1. */
+int cli_parse(struct cli *c, const char *cmd, int argc, char **argv);
+
+/* Print "gpuos CMD: MESSAGE" on stderr. */
+void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A host client of a runtime: booted for this command's lifetime, or a
+ * running service reached through --socket. */
+struct client {
+	struct gpuos_mbox *mb;
+	char *heap;              /* client memory, host mapping */
+	uint64_t heap_rt;        /* the same in runtime space */
+	uint64_t heap_len;
+	struct gpuos_sys *sys;   /* when booted here */
+	int sock;                /* when attached: the service connection (held open) */
+	void *shm;
+	uint64_t shm_len;
+};
+
+int client_open(struct cli *c, struct client *cl, char *err, size_t errlen);
+int client_close(struct client *cl, char *err, size_t errlen);
+
+/* Default socket path when --socket is given without a value elsewhere. */
+#define GPUOS_DEFAULT_SOCKET "/tmp/gpuos.sock"
+
+int cmd_identify(int argc, char **argv);
+int cmd_read(int argc, char **argv);
+int cmd_boot(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif /* GPUOS_BOOT_CLI_H */

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuos bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop]
+ *             [--warps W] [--queues Q] [--host] [--json]
+ * Requests per second and round-trip latency through the whole path, with
+ * GPU threads as clients (a kernel of the runtime image) when the runtime
+ * runs on the GPU, CPU threads otherwise. Also the CPU time the process used
+ * during the run, without the emulated controller's own threads.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpuos/bench.h"
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* CPU seconds of this process's threads, leaving out the emulator's
+ * (their names start with "emu"): the controller is not the service. */
+static double cpu_seconds_without_emu(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	double total = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], comm[64] = "", buf[1024];
+		FILE *f;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		if (strncmp(comm, "emu", 3) == 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (fgets(buf, sizeof(buf), f)) {
+				/* fields after the ")" of comm: state is field 3; utime 14, stime 15 */
+				char *p = strrchr(buf, ')');
+				unsigned long ut = 0, st = 0;
+				if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+					total += (double)(ut + st) / (double)hz;
+			}
+			fclose(f);
+		}
+	}
+	closedir(d);
+	return total;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct hbench {
+	struct gpuos_mbox *mb;
+	uint64_t dst;
+	uint64_t span;
+	uint32_t bytes, iters, samples, op;
+	uint32_t *lat;
+	uint32_t errors;
+	uint64_t seed;
+};
+
+static void *host_client(void *p)
+{
+	struct hbench *h = (struct hbench *)p;
+	uint64_t s = h->seed * 0x9e3779b97f4a7c15ull + 1;
+	uint64_t nblocks = h->span / h->bytes;
+	uint32_t i;
+	for (i = 0; i < h->iters; i++) {
+		struct gpuos_req rq;
+		struct gpuos_result res;
+		uint64_t t0, t1;
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = (uint16_t)h->op;
+		rq.offset = (s % nblocks) * h->bytes;
+		rq.length = h->bytes;
+		rq.dst = h->dst;
+		t0 = gpuos_now_ns();
+		if (gpuos_call(h->mb, &rq, 0, &res) != GPUOS_ST_OK)
+			h->errors++;
+		t1 = gpuos_now_ns();
+		if (i < h->samples)
+			h->lat[i] = (uint32_t)(t1 - t0);
+	}
+	return NULL;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct cli c;
+	struct gpuos_sys *s;
+	char err[512];
+	uint32_t threads = 0, iters = 0, bytes = 4096, op = GPUOS_OP_READ_RAW, samples, errors = 0;
+	uint32_t *lat;
+	uint64_t n_lat, span, t_start = ~0ull, t_end = 0;
+	double secs, cpu0, cpu1, wall0;
+	int i, gpu;
+	const char *opname = "read";
+
+	/* bench's own options, then the common ones */
+	char **rest = calloc((size_t)argc + 1, sizeof(char *));
+	int nrest = 0;
+	for (i = 0; i < argc; i++) {
+		if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+			threads = (uint32_t)strtoul(argv[++i], NULL, 0);
+		else if (i + 1 < argc && !strcmp(argv[i], "--iters"))
+			iters = (uint32_t)strtoul(argv[++i], NULL, 0);
+		else if (i + 1 < argc && !strcmp(argv[i], "--bytes"))
+			bytes = (uint32_t)strtoul(argv[++i], NULL, 0);
+		else if (i + 1 < argc && !strcmp(argv[i], "--op")) {
+			opname = argv[++i];
+			if (!strcmp(opname, "nop"))
+				op = GPUOS_OP_NOP;
+			else if (strcmp(opname, "read")) {
+				cli_err("bench", "--op read|nop");
+				return GPUOS_EXIT_FAIL;
+			}
+		} else
+			rest[nrest++] = argv[i];
+	}
+	if (cli_parse(&c, "bench", nrest, rest))
+		return GPUOS_EXIT_FAIL;
+	if (!c.boot.device) {
+		cli_err("bench", "give --device DEV");
+		return GPUOS_EXIT_FAIL;
+	}
+	if (bytes == 0 || bytes > (16u << 20)) {
+		cli_err("bench", "--bytes must be 1..16 MiB");
+		return GPUOS_EXIT_FAIL;
+	}
+	c.boot.allow_raw = 1;
+	c.boot.quiet = 1;
+	c.boot.mbox_vram = 1;
+	if (!threads)
+		threads = 1;
+	if (!iters)
+		iters = 1000;
+	c.boot.dev_heap_bytes = (uint64_t)threads * bytes;
+	if (c.boot.heap_bytes == 0)
+		c.boot.heap_bytes = GPUOS_MAX((uint64_t)threads * bytes, 1u << 20);
+	if (gpuos_boot(&c.boot, &s, err, sizeof(err))) {
+		cli_err("bench", "%s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	gpu = gpuos_sys_info(s)->gpu;
+	span = gpuos_sys_info(s)->namespace_lbas * gpuos_sys_info(s)->lba_bytes;
+	if (span > (1ull << 40))
+		span = 1ull << 40;
+	if (span < bytes) {
+		cli_err("bench", "the device is smaller than one request");
+		gpuos_shutdown(s, err, sizeof(err));
+		return GPUOS_EXIT_FAIL;
+	}
+	samples = iters < 1000 ? iters : 1000;
+	n_lat = (uint64_t)threads * samples;
+	lat = calloc(n_lat, sizeof(uint32_t));
+	cpu0 = cpu_seconds_without_emu();
+	wall0 = now_s();
+	if (gpu) {
+		struct gpuos_bench_args a;
+		uint64_t a_rt, lat_rt, misc_rt, heap_len;
+		uint64_t misc[3] = { 0, ~0ull, 0 };
+		memset(&a, 0, sizeof(a));
+		if (gpuos_sys_dev_alloc(s, sizeof(a), &a_rt) || gpuos_sys_dev_alloc(s, n_lat * 4u, &lat_rt) ||
+		    gpuos_sys_dev_alloc(s, sizeof(misc), &misc_rt)) {
+			cli_err("bench", "out of GPU memory");
+			gpuos_shutdown(s, err, sizeof(err));
+			return GPUOS_EXIT_FAIL;
+		}
+		gpuos_sys_copy(s, (void *)(uintptr_t)misc_rt, misc, sizeof(misc), 1);
+		a.mbox = gpuos_sys_mbox_rt(s);
+		a.dst = gpuos_sys_dev_heap(s, &heap_len);
+		a.span = span;
+		a.lat = lat_rt;
+		a.errors = misc_rt;
+		a.t_start = misc_rt + 8;
+		a.t_end = misc_rt + 16;
+		a.bytes = bytes;
+		a.iters = iters;
+		a.samples = samples;
+		a.nthreads = threads;
+		a.opcode = op;
+		a.seed = 1234;
+		gpuos_sys_copy(s, (void *)(uintptr_t)a_rt, &a, sizeof(a), 1);
+		if (gpuos_sys_launch_client(s, "gpuos_bench_client", a_rt, (threads + 127u) / 128u,
+					    threads < 128u ? threads : 128u, err, sizeof(err)) ||
+		    gpuos_sys_wait_client(s, err, sizeof(err))) {
+			cli_err("bench", "%s", err);
+			gpuos_shutdown(s, err, sizeof(err));
+			return GPUOS_EXIT_FAIL;
+		}
+		gpuos_sys_copy(s, lat, (void *)(uintptr_t)lat_rt, n_lat * 4u, 0);
+		gpuos_sys_copy(s, misc, (void *)(uintptr_t)misc_rt, sizeof(misc), 0);
+		errors = (uint32_t)misc[0];
+		t_start = misc[1];
+		t_end = misc[2];
+		secs = (double)(t_end - t_start) * 1e-9;
+	} else {
+		pthread_t *t = calloc(threads, sizeof(pthread_t));
+		struct hbench *h = calloc(threads, sizeof(struct hbench));
+		uint64_t heap_rt, heap_len;
+		gpuos_sys_heap(s, &heap_rt, &heap_len);
+		for (i = 0; i < (int)threads; i++) {
+			h[i].mb = gpuos_sys_mbox(s);
+			h[i].dst = heap_rt + (uint64_t)i * bytes;
+			h[i].span = span;
+			h[i].bytes = bytes;
+			h[i].iters = iters;
+			h[i].samples = samples;
+			h[i].op = op;
+			h[i].lat = lat + (uint64_t)i * samples;
+			h[i].seed = (uint64_t)i + 1;
+			pthread_create(&t[i], NULL, host_client, &h[i]);
+		}
+		for (i = 0; i < (int)threads; i++) {
+			pthread_join(t[i], NULL);
+			errors += h[i].errors;
+		}
+		secs = now_s() - wall0;
+		free(t);
+		free(h);
+	}
+	cpu1 = cpu_seconds_without_emu();
+	{
+		double wall = now_s() - wall0;
+		double reqs = (double)threads * iters;
+		struct gpuos_stats st;
+		char ctrl[256];
+		const struct gpuos_info *in = gpuos_sys_info(s);
+		qsort(lat, n_lat, sizeof(uint32_t), cmp_u32);
+		gpuos_sys_stats(s, &st);
+		gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
+		if (c.json)
+			printf("{\"device\": \"%s\", \"runtime\": \"%s\", \"op\": \"%s\", \"bytes\": %u, \"threads\": %u, "
+			       "\"iters\": %u, \"warps\": %u, \"queues\": %u, \"requests_per_s\": %.0f, \"gb_per_s\": %.3f, "
+			       "\"lat_median_us\": %.2f, \"lat_p99_us\": %.2f, \"errors\": %u, \"cpu_s\": %.3f, "
+			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu}\n",
+			       c.boot.device, gpu ? in->gpu_name : "host", opname, bytes, threads, iters, in->warps,
+			       in->queues_used, reqs / secs, reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0,
+			       lat[(n_lat * 99) / 100] / 1000.0, errors, cpu1 - cpu0, wall,
+			       (unsigned long long)st.commands, (unsigned long long)st.doorbells);
+		else
+			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %u bytes\n"
+			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
+			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n",
+			       opname, c.boot.device, gpu ? in->gpu_name : "CPU threads", in->warps,
+			       in->queues_used / in->warps, threads, iters, opname, bytes, reqs / secs,
+			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0,
+			       errors, cpu1 - cpu0, wall);
+	}
+	free(lat);
+	if (gpuos_shutdown(s, err, sizeof(err))) {
+		cli_err("bench", "shutdown: %s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	return errors ? GPUOS_EXIT_FAIL : 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* gpuos identify [--json] --device DEV */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "json.h"
+
+int cmd_identify(int argc, char **argv)
+{
+	struct cli c;
+	struct gpuos_info in;
+	char err[512];
+	int r;
+
+	if (cli_parse(&c, "identify", argc, argv))
+		return GPUOS_EXIT_FAIL;
+	if (!c.boot.device) {
+		cli_err("identify", "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)");
+		return GPUOS_EXIT_FAIL;
+	}
+	r = gpuos_identify(&c.boot, &in, err, sizeof(err));
+	if (r) {
+		cli_err("identify", "%s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	if (c.json) {
+		printf("{\"model\": ");
+		json_str(stdout, in.model);
+		printf(", \"serial\": ");
+		json_str(stdout, in.serial);
+		printf(", \"firmware\": ");
+		json_str(stdout, in.firmware);
+		printf(", \"version\": \"%u.%u.%u\", \"mqes\": %u, \"dstrd\": %u, \"mdts_bytes\": %u, "
+		       "\"lba_bytes\": %u, \"namespace_lbas\": %llu, \"io_queues\": %u}\n",
+		       in.version >> 16, (in.version >> 8) & 0xffu, in.version & 0xffu, in.mqes - 1u, in.dstrd,
+		       in.mdts_bytes, in.lba_bytes, (unsigned long long)in.namespace_lbas, in.io_queues);
+	} else {
+		printf("model:          %s\n", in.model);
+		printf("serial:         %s\n", in.serial);
+		printf("firmware:       %s\n", in.firmware);
+		printf("version:        %u.%u.%u\n", in.version >> 16, (in.version >> 8) & 0xffu, in.version & 0xffu);
+		printf("MQES:           %u (%u entries per queue)\n", in.mqes - 1u, in.mqes);
+		printf("DSTRD:          %u (doorbell stride %u bytes)\n", in.dstrd, 4u << in.dstrd);
+		if (in.mdts_bytes)
+			printf("MDTS:           %u bytes\n", in.mdts_bytes);
+		else
+			printf("MDTS:           no limit\n");
+		printf("LBA size:       %u bytes\n", in.lba_bytes);
+		printf("namespace:      %llu LBAs (%llu bytes), NSID %u\n", (unsigned long long)in.namespace_lbas,
+		       (unsigned long long)in.namespace_lbas * in.lba_bytes, in.nsid);
+		printf("I/O queues:     %u granted\n", in.io_queues);
+	}
+	return 0;
+}

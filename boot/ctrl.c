@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Controller selection by device string, and DMA memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctrl.h"
+
+extern const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops;
+extern const struct gpuos_ctrl_ops gpuos_ctrl_null_ops;
+extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops;
+/* pci: is linked in when boot/pci.c provides it (weak, so the table builds either way). */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops __attribute__((weak));
+
+int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, struct gpuos_ctrl **out,
+		    char *err, size_t errlen)
+{
+	const struct gpuos_ctrl_ops *table[4];
+	const struct gpuos_ctrl_ops *ops = NULL;
+	struct gpuos_ctrl *c;
+	size_t i, n = 0;
+	int r;
+
+	table[n++] = &gpuos_ctrl_emu_ops;
+	table[n++] = &gpuos_ctrl_gpunull_ops; /* before "null": longest prefix first */
+	table[n++] = &gpuos_ctrl_null_ops;
+	if (&gpuos_ctrl_pci_ops)
+		table[n++] = &gpuos_ctrl_pci_ops;
+	*out = NULL;
+	if (!dev || !*dev) {
+		snprintf(err, errlen, "no device given (--device emu:IMAGE, null, or pci:DDDD:BB:DD.F)");
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		size_t pl = strlen(table[i]->prefix);
+		if (strncmp(dev, table[i]->prefix, pl) == 0) {
+			ops = table[i];
+			dev += pl;
+			break;
+		}
+	}
+	if (!ops) {
+		snprintf(err, errlen, "device '%s': unknown kind (expected emu:IMAGE[,k=v...], null[:SIZE], gpu-null or pci:DDDD:BB:DD.F)", dev);
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ops = ops;
+	c->gpu = gpu;
+	c->force = force;
+	c->next_iova = 0x100000000ull; /* synthetic IOVAs start at 4 GiB: never a host pointer by accident */
+	r = ops->open(c, dev, err, errlen);
+	if (r) {
+		free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void gpuos_ctrl_close(struct gpuos_ctrl *c)
+{
+	if (!c)
+		return;
+	c->ops->close(c);
+	free(c);
+}
+
+int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out)
+{
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	len = (len + 4095u) & ~(size_t)4095u;
+	out->len = len;
+	if (c->gpu && kind == GPUOS_MEM_VRAM) {
+		r = gpuos_gpu_dev_alloc(c->gpu, len, &out->rt);
+		if (r)
+			return r;
+		r = gpuos_gpu_memset(c->gpu, out->rt, 0, len);
+		if (r) {
+			gpuos_gpu_dev_free(c->gpu, out->rt);
+			return r;
+		}
+		out->vram = 1;
+	} else if (c->gpu) {
+		r = gpuos_gpu_host_alloc(c->gpu, len, &out->host, &out->rt);
+		if (r)
+			return r;
+	} else {
+		out->host = aligned_alloc(4096, len);
+		if (!out->host)
+			return -ENOMEM;
+		memset(out->host, 0, len);
+		out->rt = (uint64_t)(uintptr_t)out->host;
+	}
+	if (map) {
+		r = c->ops->map(c, out->vram ? (void *)(uintptr_t)out->rt : out->host, len, out->vram, &out->iova);
+		if (r) {
+			gpuos_dma_free(c, out);
+			return r;
+		}
+	}
+	return 0;
+}
+
+void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d)
+{
+	if (d->iova)
+		c->ops->unmap(c, d->iova, d->len);
+	if (d->vram)
+		gpuos_gpu_dev_free(c->gpu, d->rt);
+	else if (c->gpu)
+		gpuos_gpu_host_free(c->gpu, d->host);
+	else
+		free(d->host);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot/ctrl.h - controllers behind one ops table, chosen at run time from the
+ * device string (DESIGN.md 4): "emu:PATH[,k=v...]", "null[:SIZE]",
+ * "pci:DDDD:BB:DD.F". And the DMA memory every controller reads and writes.
+ */
+#ifndef GPUOS_BOOT_CTRL_H
+#define GPUOS_BOOT_CTRL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu.h"
+
+struct gpuos_ctrl;
+
+struct gpuos_ctrl_ops {
+	const char *prefix;    /* device string prefix: "emu:", "null", "pci:" */
+	/* args: the device string after the prefix. 0 or -errno, reason in err. */
+	int (*open)(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen);
+	void (*close)(struct gpuos_ctrl *c);
+	/* Make [ptr, ptr+len) reachable by the controller's DMA at *iova.
+	 * vram: ptr is a GPU device address (emulated P2P), else host memory. */
+	int (*map)(struct gpuos_ctrl *c, void *ptr, size_t len, int vram, uint64_t *iova);
+	void (*unmap)(struct gpuos_ctrl *c, uint64_t iova, size_t len);
+	/* Optional: one line of controller statistics for --verbose / stats. */
+	void (*describe)(struct gpuos_ctrl *c, char *buf, size_t len);
+	/* 1: no registers and no admin queue (gpu-null); see boot/loopback.h. */
+	int loopback;
+};
+
+struct gpuos_ctrl {
+	const struct gpuos_ctrl_ops *ops;
+	volatile uint32_t *regs;  /* BAR0 as the host maps it */
+	uint64_t regs_rt;         /* BAR0 as the runtime sees it (GPU address, or == regs) */
+	size_t regs_len;
+	struct gpuos_gpu *gpu;    /* NULL in host mode */
+	void *priv;
+	int force;                /* --force: skip the safety refusals of pci: */
+	uint64_t next_iova;       /* for controllers that pick IOVAs themselves */
+};
+
+/* Open the controller named by dev. gpu may be NULL (host mode). Returns 0,
+ * -EINVAL for a device string no controller knows, or the controller's error;
+ * a one-line reason in err. */
+int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, struct gpuos_ctrl **out,
+		    char *err, size_t errlen);
+void gpuos_ctrl_close(struct gpuos_ctrl *c);
+
+/* ---- DMA memory ---------------------------------------------------------------- */
+enum gpuos_mem_kind {
+	GPUOS_MEM_HOST = 0,  /* pinned host memory (plain memory in host mode) */
+	GPUOS_MEM_VRAM = 1   /* GPU memory; host memory in host mode */
+};
+
+struct gpuos_dma {
+	void *host;       /* host mapping, NULL for VRAM */
+	uint64_t rt;      /* address in the runtime's space */
+	uint64_t iova;    /* address the controller uses; 0 when not mapped */
+	size_t len;
+	int vram;
+};
+
+/* Allocate len bytes (rounded up to 4 KiB, zeroed) and map them for the
+ * controller unless map == 0. 0 or -ENOMEM / the controller's map error. */
+int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out);
+void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d);
+
+/* Register operations for the host side of bring-up. */
+static inline uint32_t gpuos_reg_read32(struct gpuos_ctrl *c, uint32_t off)
+{
+	return c->regs[off / 4];
+}
+static inline void gpuos_reg_write32(struct gpuos_ctrl *c, uint32_t off, uint32_t v)
+{
+	c->regs[off / 4] = v;
+}
+/* 64-bit registers as two dwords, low first (NVMe 3.1). */
+static inline uint64_t gpuos_reg_read64(struct gpuos_ctrl *c, uint32_t off)
+{
+	uint64_t lo = c->regs[off / 4], hi = c->regs[off / 4 + 1];
+	return lo | (hi << 32);
+}
+static inline void gpuos_reg_write64(struct gpuos_ctrl *c, uint32_t off, uint64_t v)
+{
+	c->regs[off / 4] = (uint32_t)v;
+	c->regs[off / 4 + 1] = (uint32_t)(v >> 32);
+}
+
+#endif /* GPUOS_BOOT_CTRL_H */

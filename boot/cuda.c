@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot/gpu.h on CUDA: the CUDA runtime is linked statically (it finds
+ * libcuda.so.1 at run time), and the few Driver API calls the runtime API
+ * lacks (loading the embedded image, launching from it) are reached through
+ * cudaGetDriverEntryPointByVersion. On a machine without the driver every
+ * entry point fails cleanly and gpuos runs in host mode.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "gpu.h"
+
+typedef CUresult (*pfn_module_load_data)(CUmodule *, const void *);
+typedef CUresult (*pfn_launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+				      unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*pfn_get_error_string)(CUresult, const char **);
+
+struct gpuos_gpu {
+	int dev;
+	char name[256];
+	int sm;
+	int sm_count;
+	CUmodule module;
+	const void *image;
+	cudaStream_t stream[GPUOS_STREAMS]; /* non-blocking: never wait on each other */
+	pfn_module_load_data module_load_data;
+	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+	pfn_launch_kernel launch_kernel;
+	pfn_get_error_string get_error_string;
+};
+
+static int entry(const char *sym, void **fn)
+{
+	enum cudaDriverEntryPointQueryResult q;
+	cudaError_t e = cudaGetDriverEntryPointByVersion(sym, fn, 12000, cudaEnableDefault, &q);
+	return (e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn) ? 0 : -ENOSYS;
+}
+
+int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
+{
+	struct gpuos_gpu *g;
+	struct cudaDeviceProp prop;
+	int n = 0;
+	cudaError_t e;
+
+	*out = NULL;
+	/* Before the first CUDA call: every function is loaded when its module
+	 * is, never lazily while the runtime spins (notes/PLATFORM.md). */
+	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+	e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n == 0) {
+		snprintf(why, whylen, "no usable GPU (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+		return -ENODEV;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->dev = 0;
+	if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+		snprintf(why, whylen, "cannot open GPU 0");
+		free(g);
+		return -ENODEV;
+	}
+	snprintf(g->name, sizeof(g->name), "%s", prop.name);
+	g->sm = prop.major * 10 + prop.minor;
+	g->sm_count = prop.multiProcessorCount;
+	if (!prop.unifiedAddressing || !prop.canMapHostMemory) {
+		snprintf(why, whylen, "GPU %s lacks unified addressing or mapped host memory", g->name);
+		free(g);
+		return -ENODEV;
+	}
+	if (entry("cuModuleLoadData", (void **)&g->module_load_data) ||
+	    entry("cuModuleGetFunction", (void **)&g->module_get_function) ||
+	    entry("cuLaunchKernel", (void **)&g->launch_kernel) ||
+	    entry("cuGetErrorString", (void **)&g->get_error_string)) {
+		snprintf(why, whylen, "the CUDA driver lacks the Driver API entry points gpuos needs");
+		free(g);
+		return -ENODEV;
+	}
+	for (n = 0; n < GPUOS_STREAMS; n++) {
+		if (cudaStreamCreateWithFlags(&g->stream[n], cudaStreamNonBlocking) != cudaSuccess) {
+			snprintf(why, whylen, "cannot create a stream");
+			free(g);
+			return -ENODEV;
+		}
+	}
+	*out = g;
+	return 0;
+}
+
+void gpuos_gpu_close(struct gpuos_gpu *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < GPUOS_STREAMS; i++)
+		cudaStreamDestroy(g->stream[i]);
+	free(g);
+}
+
+const char *gpuos_gpu_name(const struct gpuos_gpu *g) { return g->name; }
+int gpuos_gpu_sm(const struct gpuos_gpu *g) { return g->sm; }
+int gpuos_gpu_sm_count(const struct gpuos_gpu *g) { return g->sm_count; }
+
+int gpuos_gpu_host_alloc(struct gpuos_gpu *g, size_t len, void **host, uint64_t *dev)
+{
+	void *p = NULL, *d = NULL;
+	(void)g;
+	if (cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
+		return -ENOMEM;
+	if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
+		cudaFreeHost(p);
+		return -EIO;
+	}
+	memset(p, 0, len);
+	*host = p;
+	*dev = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host)
+{
+	(void)g;
+	if (host)
+		cudaFreeHost(host);
+}
+
+int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev)
+{
+	void *d = NULL;
+	(void)g;
+	if (cudaHostRegister(host, len, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess)
+		return -ENOMEM;
+	if (cudaHostGetDevicePointer(&d, host, 0) != cudaSuccess) {
+		cudaHostUnregister(host);
+		return -EIO;
+	}
+	*dev = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host)
+{
+	(void)g;
+	cudaHostUnregister(host);
+}
+
+int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev)
+{
+	void *p = NULL;
+	(void)g;
+	if (cudaMalloc(&p, len) != cudaSuccess)
+		return -ENOMEM;
+	*dev = (uint64_t)(uintptr_t)p;
+	return 0;
+}
+
+void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev)
+{
+	(void)g;
+	/* cudaFree synchronises the device: never while the runtime spins
+	 * (notes/PLATFORM.md); callers free only after it has stopped. */
+	if (dev)
+		cudaFree((void *)(uintptr_t)dev);
+}
+
+/* Each calling thread gets its own non-blocking stream, so emulator workers
+ * copying at once never wait on each other or on the runtime kernel. */
+static pthread_key_t stream_key;
+static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
+static void stream_free(void *s) { cudaStreamDestroy((cudaStream_t)s); }
+static void stream_key_make(void) { pthread_key_create(&stream_key, stream_free); }
+
+static cudaStream_t my_stream(void)
+{
+	cudaStream_t s;
+	pthread_once(&stream_once, stream_key_make);
+	s = (cudaStream_t)pthread_getspecific(stream_key);
+	if (!s) {
+		if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+			return NULL;
+		pthread_setspecific(stream_key, s);
+	}
+	return s;
+}
+
+int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device)
+{
+	cudaStream_t s = my_stream();
+	(void)g;
+	if (!s)
+		return -EIO;
+	if (cudaMemcpyAsync(dst, src, len, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s) != cudaSuccess)
+		return -EIO;
+	return cudaStreamSynchronize(s) == cudaSuccess ? 0 : -EIO;
+}
+
+int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len)
+{
+	cudaStream_t s = my_stream();
+	(void)g;
+	if (!s)
+		return -EIO;
+	if (cudaMemsetAsync((void *)(uintptr_t)dev, v, len, s) != cudaSuccess)
+		return -EIO;
+	return cudaStreamSynchronize(s) == cudaSuccess ? 0 : -EIO;
+}
+
+static const char *cu_err(struct gpuos_gpu *g, CUresult r)
+{
+	const char *s = NULL;
+	if (g->get_error_string(r, &s) != CUDA_SUCCESS || !s)
+		s = "unknown CUDA error";
+	return s;
+}
+
+int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry_name, uint64_t arg,
+		     unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	CUfunction fn;
+	CUresult r;
+	void *params[1];
+
+	if (!g->module || g->image != image) {
+		r = g->module_load_data(&g->module, image);
+		if (r != CUDA_SUCCESS) {
+			snprintf(why, whylen, "cannot load the runtime image: %s", cu_err(g, r));
+			return -EIO;
+		}
+		g->image = image;
+	}
+	r = g->module_get_function(&fn, g->module, entry_name);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, whylen, "no entry %s in the runtime image: %s", entry_name, cu_err(g, r));
+		return -EIO;
+	}
+	params[0] = &arg;
+	r = g->launch_kernel(fn, grid, 1, 1, block, 1, 1, 0, (CUstream)g->stream[stream], params, NULL);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, whylen, "cannot launch %s: %s", entry_name, cu_err(g, r));
+		return -EIO;
+	}
+	return 0;
+}
+
+int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen)
+{
+	cudaError_t e = cudaStreamSynchronize(g->stream[stream]);
+	if (e != cudaSuccess) {
+		snprintf(why, whylen, "runtime kernel failed: %s", cudaGetErrorString(e));
+		return -EIO;
+	}
+	return 0;
+}
+
+int gpuos_gpu_running(struct gpuos_gpu *g, int stream)
+{
+	return cudaStreamQuery(g->stream[stream]) == cudaErrorNotReady;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* The host-mode-only build (make static): no CUDA anywhere. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "gpu.h"
+
+int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
+{
+	*out = NULL;
+	snprintf(why, whylen, "this gpuos binary is built without CUDA (host mode only)");
+	return -ENODEV;
+}
+void gpuos_gpu_close(struct gpuos_gpu *g) { (void)g; }
+const char *gpuos_gpu_name(const struct gpuos_gpu *g) { (void)g; return "none"; }
+int gpuos_gpu_sm(const struct gpuos_gpu *g) { (void)g; return 0; }
+int gpuos_gpu_sm_count(const struct gpuos_gpu *g) { (void)g; return 0; }
+int gpuos_gpu_host_alloc(struct gpuos_gpu *g, size_t len, void **host, uint64_t *dev) { (void)g; (void)len; (void)host; (void)dev; return -ENODEV; }
+void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host) { (void)g; (void)host; }
+int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev) { (void)g; (void)host; (void)len; (void)dev; return -ENODEV; }
+void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host) { (void)g; (void)host; }
+int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev) { (void)g; (void)len; (void)dev; return -ENODEV; }
+void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev) { (void)g; (void)dev; }
+int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device) { (void)g; (void)dst; (void)src; (void)len; (void)to_device; return -ENODEV; }
+int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len) { (void)g; (void)dev; (void)v; (void)len; return -ENODEV; }
+int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry, uint64_t arg,
+		     unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	(void)g; (void)stream; (void)image; (void)entry; (void)arg; (void)grid; (void)block;
+	snprintf(why, whylen, "no CUDA in this build");
+	return -ENODEV;
+}
+int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen) { (void)g; (void)stream; (void)why; (void)whylen; return -ENODEV; }
+int gpuos_gpu_running(struct gpuos_gpu *g, int stream) { (void)g; (void)stream; return 0; }

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: MIT
+/*
+ * boot/emu/emu_opts.c - options of the emulated controller: defaults, the
+ * "PATH[,k=v...]" parser and the checks that create() repeats, so that a
+ * struct filled by hand is held to the same rules as a parsed string.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+
+void emu_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->backend = GPUOS_EMU_RAM;
+	o->null_bytes = 1ull << 40;
+	o->lba_bytes = 512;
+	o->mdts_kib = 512;
+	o->queues = 16;
+	o->depth = 1024;
+	o->dstrd = 0;
+	o->workers = 2;            /* min(queues, 2); parse recomputes it for queues= */
+	o->to = 20;
+	o->rdy_ms = 1;
+	o->fault_rate_status = 0x281;
+	o->seed = 1;
+	snprintf(o->model, sizeof(o->model), "%s", "gpuos emulated NVMe");
+}
+
+size_t emu_regs_len_for(uint32_t queues, uint32_t dstrd)
+{
+	/* the CQ head doorbell of the last queue ends the register file */
+	uint64_t end = (uint64_t)GPUOS_NVME_REG_DBS +
+		       (2ull * queues + 2ull) * (4ull << dstrd);
+	uint64_t len = GPUOS_ALIGN_UP(end, (uint64_t)EMU_PAGE);
+
+	if (len < GPUOS_NVME_REGS_MIN)
+		len = GPUOS_NVME_REGS_MIN;
+	return len > (uint64_t)EMU_REGS_MAX ? 0 : (size_t)len;
+}
+
+static int printable(const char *s)
+{
+	for (; *s; s++)
+		if (!isprint((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	if (o->backend > GPUOS_EMU_NULL) {
+		emu_errf(err, errlen, "emu: backend: unknown backend %d", (int)o->backend);
+		return -EINVAL;
+	}
+	if (o->backend != GPUOS_EMU_NULL && !o->path[0]) {
+		emu_errf(err, errlen, "emu: no image path (use \"null\" for an image-less controller)");
+		return -EINVAL;
+	}
+	if (o->lba_bytes != 512 && o->lba_bytes != 4096) {
+		emu_errf(err, errlen, "emu: lba: must be 512 or 4096, not %u", o->lba_bytes);
+		return -EINVAL;
+	}
+	/* MDTS is a power of two times the minimum page (identify 5.17.2.1) */
+	if (o->mdts_kib && (o->mdts_kib % 4 || (o->mdts_kib / 4) & (o->mdts_kib / 4 - 1) ||
+			    o->mdts_kib > (1u << 20))) {
+		emu_errf(err, errlen, "emu: mdts: must be 0 or 4 KiB times a power of two up to 1 GiB, not %u",
+			 o->mdts_kib);
+		return -EINVAL;
+	}
+	/* MDTS 0 means "no limit", so one page (2^0) cannot be said */
+	if (o->mdts_kib == 4) {
+		emu_errf(err, errlen, "emu: mdts: 4 KiB cannot be reported (MDTS 0 means no limit); use 8 or more");
+		return -EINVAL;
+	}
+	if (o->queues < 1 || o->queues > 65535) {
+		emu_errf(err, errlen, "emu: queues: must be 1..65535, not %u", o->queues);
+		return -EINVAL;
+	}
+	if (o->depth < 2 || o->depth > 65536) {
+		emu_errf(err, errlen, "emu: depth: must be 2..65536 (CAP.MQES is 16 bits), not %u", o->depth);
+		return -EINVAL;
+	}
+	if (o->dstrd > 15) {
+		emu_errf(err, errlen, "emu: dstrd: must be 0..15, not %u", o->dstrd);
+		return -EINVAL;
+	}
+	if (!emu_regs_len_for(o->queues, o->dstrd)) {
+		emu_errf(err, errlen, "emu: dstrd: stride %u with %u queues needs more than %u MiB of doorbells",
+			 o->dstrd, o->queues, EMU_REGS_MAX >> 20);
+		return -EINVAL;
+	}
+	if (o->workers < 1 || o->workers > 256) {
+		emu_errf(err, errlen, "emu: workers: must be 1..256, not %u", o->workers);
+		return -EINVAL;
+	}
+	if (o->to < 1 || o->to > 255) {
+		emu_errf(err, errlen, "emu: to: must be 1..255 (500 ms units), not %u", o->to);
+		return -EINVAL;
+	}
+	if (o->rdy_ms > 600000) {
+		emu_errf(err, errlen, "emu: rdy_ms: at most 600000, not %u", o->rdy_ms);
+		return -EINVAL;
+	}
+	if (!(o->gbps >= 0.0) || !isfinite(o->gbps)) {
+		emu_errf(err, errlen, "emu: gbps: must be a finite rate >= 0");
+		return -EINVAL;
+	}
+	if (o->backend == GPUOS_EMU_NULL && o->null_bytes < o->lba_bytes) {
+		emu_errf(err, errlen, "emu: size: %llu bytes is less than one LBA",
+			 (unsigned long long)o->null_bytes);
+		return -EINVAL;
+	}
+	if (o->n_lba_faults > GPUOS_EMU_MAX_LBA_FAULTS) {
+		emu_errf(err, errlen, "emu: faults: at most %d lba ranges", GPUOS_EMU_MAX_LBA_FAULTS);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < o->n_lba_faults; i++) {
+		if (o->lba_fault[i].end < o->lba_fault[i].start || !o->lba_fault[i].status) {
+			emu_errf(err, errlen, "emu: faults: lba range %u is empty or has status 0", i);
+			return -EINVAL;
+		}
+	}
+	if (!(o->fault_rate >= 0.0 && o->fault_rate <= 1.0) ||
+	    !(o->lost_rate >= 0.0 && o->lost_rate <= 1.0)) {
+		emu_errf(err, errlen, "emu: faults: probabilities must be in [0, 1]");
+		return -EINVAL;
+	}
+	if (o->fault_rate > 0.0 && !o->fault_rate_status) {
+		emu_errf(err, errlen, "emu: faults: rate needs a non-zero status");
+		return -EINVAL;
+	}
+	if (memchr(o->model, 0, sizeof(o->model)) == NULL || !printable(o->model)) {
+		emu_errf(err, errlen, "emu: model: at most 40 printable characters");
+		return -EINVAL;
+	}
+	if (memchr(o->serial, 0, sizeof(o->serial)) == NULL || !printable(o->serial)) {
+		emu_errf(err, errlen, "emu: serial: at most 20 printable characters");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- parser ---- */
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!*s || *s == '-' || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on") || !strcmp(s, "true"))
+		*out = 1;
+	else if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off") || !strcmp(s, "false"))
+		*out = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_prob(const char *s, double *out)
+{
+	char *end;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !(v >= 0.0 && v <= 1.0))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Bytes with an optional binary suffix: 4096, 64M, 1T. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	char num[32], *end;
+	size_t n = strlen(s);
+	unsigned shift = 0;
+
+	if (!n || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	switch (num[n - 1]) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: break;
+	}
+	if (shift)
+		num[--n] = 0;
+	if (!n || num[0] == '-')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(num, &end, 0);
+	if (errno || *end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* An NVMe status as SCT<<8|SC in hex ("281", "0x281"), DNR (0x4000) allowed. */
+static int parse_status(const char *s, uint16_t *out)
+{
+	char *end;
+
+	if (!*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 16);
+	if (errno || *end || v == 0 || v > 0x7fff)
+		return -EINVAL;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+/* One faults= item; s is modified. */
+static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	char orig[96];
+	char *colon = strchr(s, ':');
+
+	snprintf(orig, sizeof(orig), "%s", s);
+
+	if (!colon)
+		goto bad;
+	*colon = 0;
+	char *arg = colon + 1;
+	char *arg2 = strchr(arg, ':');
+	if (arg2)
+		*arg2++ = 0;
+
+	if (!strcmp(s, "lba")) {
+		uint64_t a, b;
+		uint16_t st = 0x281;
+		char *dash = strchr(arg, '-');
+		if (o->n_lba_faults >= GPUOS_EMU_MAX_LBA_FAULTS) {
+			emu_errf(err, errlen, "emu: faults: at most %d lba ranges", GPUOS_EMU_MAX_LBA_FAULTS);
+			return -EINVAL;
+		}
+		if (dash)
+			*dash++ = 0;
+		if (parse_u64(arg, &a))
+			goto bad;
+		b = a;
+		if (dash && (parse_u64(dash, &b) || b < a))
+			goto bad;
+		if (arg2 && parse_status(arg2, &st))
+			goto bad;
+		o->lba_fault[o->n_lba_faults].start = a;
+		o->lba_fault[o->n_lba_faults].end = b;
+		o->lba_fault[o->n_lba_faults].status = st;
+		o->n_lba_faults++;
+		return 0;
+	}
+	if (!strcmp(s, "rate")) {
+		if (parse_prob(arg, &o->fault_rate) || (arg2 && parse_status(arg2, &o->fault_rate_status)))
+			goto bad;
+		return 0;
+	}
+	if (arg2)
+		goto bad;
+	if (!strcmp(s, "lost")) {
+		if (parse_prob(arg, &o->lost_rate))
+			goto bad;
+		return 0;
+	}
+	if (!strcmp(s, "lost_every")) {
+		if (parse_u32(arg, &o->lost_every) || !o->lost_every)
+			goto bad;
+		return 0;
+	}
+	if (!strcmp(s, "cfs")) {
+		if (parse_u64(arg, &o->cfs_after) || !o->cfs_after)
+			goto bad;
+		return 0;
+	}
+bad:
+	emu_errf(err, errlen,
+		 "emu: faults: bad item '%s' (lba:START[-END][:STATUS], rate:P[:STATUS], lost:P, lost_every:N, cfs:N)",
+		 orig);
+	return -EINVAL;
+}
+
+static int parse_kv(char *key, char *val, struct gpuos_emu_opts *o, int *workers_set,
+		    char *err, size_t errlen)
+{
+	int r = 0;
+
+	if (!strcmp(key, "backend")) {
+		if (!strcmp(val, "ram")) o->backend = GPUOS_EMU_RAM;
+		else if (!strcmp(val, "file")) o->backend = GPUOS_EMU_FILE;
+		else if (!strcmp(val, "uring")) o->backend = GPUOS_EMU_URING;
+		else if (!strcmp(val, "null")) o->backend = GPUOS_EMU_NULL;
+		else r = -EINVAL;
+		if (r)
+			emu_errf(err, errlen, "emu: backend: '%s' is not ram, file, uring or null", val);
+		return r;
+	}
+	if (!strcmp(key, "size"))
+		r = parse_bytes(val, &o->null_bytes) || !o->null_bytes ? -EINVAL : 0;
+	else if (!strcmp(key, "lba"))
+		r = parse_u32(val, &o->lba_bytes);
+	else if (!strcmp(key, "mdts"))
+		r = parse_u32(val, &o->mdts_kib);
+	else if (!strcmp(key, "queues"))
+		r = parse_u32(val, &o->queues);
+	else if (!strcmp(key, "depth"))
+		r = parse_u32(val, &o->depth);
+	else if (!strcmp(key, "dstrd"))
+		r = parse_u32(val, &o->dstrd);
+	else if (!strcmp(key, "workers")) {
+		r = parse_u32(val, &o->workers);
+		*workers_set = 1;
+	} else if (!strcmp(key, "to"))
+		r = parse_u32(val, &o->to);
+	else if (!strcmp(key, "rdy_ms"))
+		r = parse_u32(val, &o->rdy_ms);
+	else if (!strcmp(key, "never_ready"))
+		r = parse_bool(val, &o->never_ready);
+	else if (!strcmp(key, "enabled"))
+		r = parse_bool(val, &o->start_enabled);
+	else if (!strcmp(key, "latency_us"))
+		r = parse_u32(val, &o->latency_us);
+	else if (!strcmp(key, "gbps")) {
+		char *end;
+		errno = 0;
+		o->gbps = strtod(val, &end);
+		r = (!*val || errno || *end || !(o->gbps >= 0.0) || !isfinite(o->gbps)) ? -EINVAL : 0;
+	} else if (!strcmp(key, "iops"))
+		r = parse_u32(val, &o->iops);
+	else if (!strcmp(key, "ooo"))
+		r = parse_bool(val, &o->ooo);
+	else if (!strcmp(key, "seed"))
+		r = parse_u64(val, &o->seed);
+	else if (!strcmp(key, "model") || !strcmp(key, "serial")) {
+		char *dst = key[0] == 'm' ? o->model : o->serial;
+		size_t cap = key[0] == 'm' ? sizeof(o->model) : sizeof(o->serial);
+		if (strlen(val) >= cap || !printable(val)) {
+			emu_errf(err, errlen, "emu: %s: at most %zu printable characters", key, cap - 1);
+			return -EINVAL;
+		}
+		memcpy(dst, val, strlen(val) + 1);
+		return 0;
+	} else if (!strcmp(key, "faults")) {
+		char *save = NULL;
+		if (!*val) {
+			emu_errf(err, errlen, "emu: faults: empty list");
+			return -EINVAL;
+		}
+		for (char *it = strtok_r(val, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
+			r = parse_fault(it, o, err, errlen);
+			if (r)
+				return r;
+		}
+		return 0;
+	} else {
+		emu_errf(err, errlen, "emu: unknown option '%s'", key);
+		return -EINVAL;
+	}
+	if (r)
+		emu_errf(err, errlen, "emu: %s: bad value '%s'", key, val);
+	return r;
+}
+
+int gpuos_emu_parse(const char *args, struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	char *buf, *save = NULL, *tok;
+	int workers_set = 0, r = 0;
+
+	gpuos_emu_opts_default(o);
+	if (err && errlen)
+		err[0] = 0;
+	if (!args) {
+		emu_errf(err, errlen, "emu: no arguments");
+		return -EINVAL;
+	}
+	buf = strdup(args);
+	if (!buf) {
+		emu_errf(err, errlen, "emu: out of memory");
+		return -ENOMEM;
+	}
+
+	/* the path runs to the first comma; strtok_r would skip an empty one */
+	char *comma = strchr(buf, ',');
+	if (comma)
+		*comma = 0;
+	if (strlen(buf) >= sizeof(o->path)) {
+		emu_errf(err, errlen, "emu: path: longer than %zu bytes", sizeof(o->path) - 1);
+		r = -EINVAL;
+		goto out;
+	}
+	if (!strcmp(buf, "null")) {
+		o->backend = GPUOS_EMU_NULL;
+	} else {
+		memcpy(o->path, buf, strlen(buf) + 1);
+	}
+
+	for (tok = comma ? strtok_r(comma + 1, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq) {
+			emu_errf(err, errlen, "emu: option '%s' is not key=value", tok);
+			r = -EINVAL;
+			goto out;
+		}
+		*eq = 0;
+		r = parse_kv(tok, eq + 1, o, &workers_set, err, errlen);
+		if (r)
+			goto out;
+	}
+	if (!workers_set)
+		o->workers = GPUOS_MIN(o->queues, 2u);
+	r = emu_opts_check(o, err, errlen);
+out:
+	free(buf);
+	return r;
+}

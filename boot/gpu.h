@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot/gpu.h - everything boot/ needs from CUDA, behind one small interface.
+ * boot/cuda.c implements it with the statically linked CUDA runtime and the
+ * Driver API reached at run time (never a link against libcuda);
+ * boot/cuda_none.c is the host-mode-only build (make static).
+ *
+ * All functions are host-only; 0 or a negative errno.
+ */
+#ifndef GPUOS_BOOT_GPU_H
+#define GPUOS_BOOT_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gpuos_gpu;
+
+/* Open the first GPU. -ENODEV (with the reason in why) when there is no
+ * driver or no device: the caller runs in host mode. Sets
+ * CUDA_MODULE_LOADING=EAGER first (a lazy load while the runtime spins
+ * deadlocks, notes/PLATFORM.md). */
+int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen);
+void gpuos_gpu_close(struct gpuos_gpu *g);
+const char *gpuos_gpu_name(const struct gpuos_gpu *g);
+int gpuos_gpu_sm(const struct gpuos_gpu *g);       /* e.g. 90 */
+int gpuos_gpu_sm_count(const struct gpuos_gpu *g);
+
+/* Pinned host memory, mapped for the GPU (zero-copy); *dev is its device address. */
+int gpuos_gpu_host_alloc(struct gpuos_gpu *g, size_t len, void **host, uint64_t *dev);
+void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host);
+/* Pin and map existing host memory (page aligned) for the GPU. */
+int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev);
+void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host);
+/* Device memory. */
+int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev);
+void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev);
+/* Synchronous copy on the calling thread's own non-blocking stream (safe
+ * while the runtime kernel spins). to_device: host -> device, else device -> host. */
+int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device);
+int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len);
+
+/* Streams: the runtime kernel, the loopback controller, client kernels. */
+enum gpuos_gpu_stream { GPUOS_STREAM_RT = 0, GPUOS_STREAM_LOOP = 1, GPUOS_STREAM_CLIENT = 2, GPUOS_STREAMS = 3 };
+
+/* Load the runtime image (once: every kernel of gpuos is in it, loaded
+ * before the runtime spins), launch `entry` with one pointer argument on
+ * the given non-blocking stream, grid x block threads. Returns at once. */
+int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry, uint64_t arg,
+		     unsigned grid, unsigned block, char *why, size_t whylen);
+/* Wait for the launches on a stream to end; -EIO with the CUDA error in why. */
+int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen);
+/* 1 if work on the stream is still running. */
+int gpuos_gpu_running(struct gpuos_gpu *g, int stream);
+
+#endif /* GPUOS_BOOT_GPU_H */

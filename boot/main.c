@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* The `gpuos` command: dispatch to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpuos COMMAND [options]\n"
+		"  identify [--json] --device DEV        bring up a controller, print what it is\n"
+		"  read --device DEV --allow-raw --offset B --length B [-o FILE]\n"
+		"                                        read bytes of the device through the runtime\n"
+		"  boot --device DEV [--warps N] [--queues N] [--depth N] [--host] [--socket PATH] [--allow-raw]\n"
+		"                                        run the runtime as a service\n"
+		"  stop [--socket PATH]                  stop a running service\n"
+		"  bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--json]\n"
+		"                                        requests/s and latency through the whole path\n"
+		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
+		"--host runs the runtime on CPU threads (the default when no GPU is present).\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+	if (argc < 2) {
+		usage(stderr);
+		return GPUOS_EXIT_FAIL;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "identify"))
+		return cmd_identify(argc - 2, argv + 2);
+	if (!strcmp(cmd, "read"))
+		return cmd_read(argc - 2, argv + 2);
+	if (!strcmp(cmd, "boot"))
+		return cmd_boot(argc - 2, argv + 2);
+	if (!strcmp(cmd, "bench"))
+		return cmd_bench(argc - 2, argv + 2);
+	if (!strcmp(cmd, "stop"))
+		return cmd_stop(argc - 2, argv + 2);
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "gpuos: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return GPUOS_EXIT_FAIL;
+}

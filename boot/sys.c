@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Booting a runtime (include/gpuos/host.h): controller, bring-up, queues,
+ * DMA memory, the descriptor, and the runtime itself on the GPU (one
+ * persistent kernel, one warp per block) or on CPU threads (host mode).
+ *
+ * Memory, by who touches it:
+ * - queues (SQ/CQ) and PRP lists: pinned host memory the controller DMAs
+ *   (Tier 1); bounce buffers: VRAM on the GPU (emulated P2P for emu:), host
+ *   memory otherwise;
+ * - mailbox and client heap: one shared-memory segment, so host clients in
+ *   other processes can post (boot/service.c), registered with the GPU;
+ * - control block: pinned host memory; runtime state and descriptor: VRAM.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gpuos/host.h"
+#include "gpuos/rt.h"
+#include "bringup.h"
+#include "ctrl.h"
+#include "gpu.h"
+#include "loopback.h"
+#include "gpuos/loopback.h"
+#include "shm.h"
+#include "../runtime/rt.h"
+
+extern const char gpuos_rt_image[] __attribute__((weak));
+
+struct gpuos_sys {
+	struct gpuos_boot_opts opts;
+	struct gpuos_info info;
+	struct gpuos_gpu *gpu;
+	struct gpuos_ctrl *ctrl;
+	struct gpuos_nvme_dev nvme;
+	int nvme_up;
+	uint32_t nq;              /* queue pairs created */
+	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES], cq[GPUOS_RT_MAX_QUEUES];
+	struct gpuos_dma bounce, prp, ctl, state, desc_dev, mbox_dev, dev_heap;
+	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES], loop_cq_db[GPUOS_RT_MAX_QUEUES];
+	struct gpuos_rt_desc *desc;   /* host copy */
+	/* shared segment: header, mailbox, heap */
+	char shm_name[64];
+	void *shm;
+	size_t shm_len;
+	uint64_t shm_rt;              /* runtime-space address of the segment */
+	int shm_registered;
+	/* host mode */
+	pthread_t *threads;
+	int running;
+};
+
+struct warp_arg {
+	const struct gpuos_rt_desc *d;
+	uint32_t w;
+};
+
+static void *host_warp(void *p)
+{
+	struct warp_arg *a = (struct warp_arg *)p;
+	gpuos_rt_warp_run(a->d, a->w);
+	free(a);
+	return NULL;
+}
+
+void gpuos_boot_opts_default(struct gpuos_boot_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+}
+
+static struct gpuos_rt_ctl *ctl_host(struct gpuos_sys *s)
+{
+	return (struct gpuos_rt_ctl *)s->ctl.host;
+}
+
+static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	struct gpuos_rt_ctl *ctl = ctl_host(s);
+	uint32_t w;
+
+	/* Publish cmd=RUN and every descriptor write before the runtime starts;
+	 * pairs with its acquire load of cmd (thread/kernel start also orders). */
+	__atomic_store_n(&ctl->warps_done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctl->cmd, GPUOS_RT_CMD_RUN, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctl->state, GPUOS_RT_STATE_RUNNING, __ATOMIC_RELEASE);
+	ctl->epoch++;
+	if (s->gpu) {
+		int r;
+		if (s->ctrl->ops->loopback && (r = gpuos_loop_start(s->ctrl, gpuos_rt_image, err, errlen)))
+			return r;
+		r = gpuos_gpu_launch(s->gpu, GPUOS_STREAM_RT, gpuos_rt_image, "gpuos_rt_kernel", s->desc_dev.rt,
+					 s->desc->nwarps, 32, err, errlen);
+		if (r)
+			return r;
+	} else {
+		s->threads = calloc(s->desc->nwarps, sizeof(pthread_t));
+		if (!s->threads)
+			return -ENOMEM;
+		for (w = 0; w < s->desc->nwarps; w++) {
+			struct warp_arg *a = malloc(sizeof(*a));
+			if (!a || pthread_create(&s->threads[w], NULL, host_warp, a)) {
+				free(a);
+				snprintf(err, errlen, "cannot start runtime thread %u", w);
+				/* threads already started see STOP and leave */
+				__atomic_store_n(&ctl->cmd, GPUOS_RT_CMD_STOP, __ATOMIC_RELEASE);
+				while (w-- > 0)
+					pthread_join(s->threads[w], NULL);
+				free(s->threads);
+				s->threads = NULL;
+				return -EAGAIN;
+			}
+			a->d = s->desc;
+			a->w = w;
+		}
+	}
+	s->running = 1;
+	return 0;
+}
+
+/* Ask the runtime to park or stop and wait until every warp has left. */
+static int stop_runtime(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen)
+{
+	struct gpuos_rt_ctl *ctl = ctl_host(s);
+	uint32_t w;
+	int r = 0;
+
+	if (!s->running)
+		return 0;
+	/* Pairs with the runtime's acquire load of cmd in its loop. */
+	__atomic_store_n(&ctl->cmd, cmd, __ATOMIC_RELEASE);
+	if (s->gpu) {
+		r = gpuos_gpu_wait(s->gpu, GPUOS_STREAM_RT, err, errlen);
+		/* The loopback controller stops after the runtime has drained. */
+		if (s->ctrl->ops->loopback) {
+			int r2 = gpuos_loop_stop(s->ctrl, err, errlen);
+			if (!r)
+				r = r2;
+		}
+	} else {
+		for (w = 0; w < s->desc->nwarps; w++)
+			pthread_join(s->threads[w], NULL);
+		free(s->threads);
+		s->threads = NULL;
+	}
+	s->running = 0;
+	if (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) != GPUOS_RT_STATE_FATAL)
+		__atomic_store_n(&ctl->state, cmd == GPUOS_RT_CMD_PARK ? GPUOS_RT_STATE_PARKED : GPUOS_RT_STATE_STOPPED,
+				 __ATOMIC_RELEASE);
+	return r;
+}
+
+int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	return stop_runtime(s, GPUOS_RT_CMD_PARK, err, errlen);
+}
+
+int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	if (s->running)
+		return 0;
+	return start_runtime(s, err, errlen);
+}
+
+static void teardown(struct gpuos_sys *s)
+{
+	char e[256];
+	uint32_t q;
+
+	if (s->running)
+		stop_runtime(s, GPUOS_RT_CMD_STOP, e, sizeof(e));
+	if (s->nvme_up) {
+		for (q = s->nq; q > 0; q--)
+			gpuos_nvme_delete_qpair(&s->nvme, q, e, sizeof(e));
+	}
+	for (q = 0; q < GPUOS_RT_MAX_QUEUES; q++) {
+		if (s->sq[q].len)
+			gpuos_dma_free(s->ctrl, &s->sq[q]);
+		if (s->cq[q].len)
+			gpuos_dma_free(s->ctrl, &s->cq[q]);
+	}
+	if (s->bounce.len)
+		gpuos_dma_free(s->ctrl, &s->bounce);
+	if (s->prp.len)
+		gpuos_dma_free(s->ctrl, &s->prp);
+	if (s->ctl.len)
+		gpuos_dma_free(s->ctrl, &s->ctl);
+	if (s->state.len)
+		gpuos_dma_free(s->ctrl, &s->state);
+	if (s->desc_dev.len)
+		gpuos_dma_free(s->ctrl, &s->desc_dev);
+	if (s->mbox_dev.len)
+		gpuos_dma_free(s->ctrl, &s->mbox_dev);
+	if (s->dev_heap.len)
+		gpuos_dma_free(s->ctrl, &s->dev_heap);
+	if (s->nvme_up)
+		gpuos_nvme_shutdown(&s->nvme, NULL, 0);
+	if (s->shm) {
+		if (s->shm_registered)
+			gpuos_gpu_host_unregister(s->gpu, s->shm);
+		munmap(s->shm, s->shm_len);
+		shm_unlink(s->shm_name);
+	}
+	free(s->desc);
+	if (s->ctrl)
+		gpuos_ctrl_close(s->ctrl);
+	if (s->gpu)
+		gpuos_gpu_close(s->gpu);
+	free(s);
+}
+
+static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	char why[256];
+	(void)err;
+	(void)errlen;
+	if (s->opts.host_mode) {
+		if (!s->opts.quiet)
+			fprintf(stderr, "gpuos: host mode (--host): the runtime runs on CPU threads\n");
+		return 0;
+	}
+	if (!gpuos_rt_image) {
+		if (!s->opts.quiet)
+			fprintf(stderr, "gpuos: host mode: this binary carries no GPU runtime image\n");
+		return 0;
+	}
+	if (gpuos_gpu_open(&s->gpu, why, sizeof(why))) {
+		s->gpu = NULL;
+		if (!s->opts.quiet)
+			fprintf(stderr, "gpuos: host mode: %s; the runtime runs on CPU threads\n", why);
+	}
+	return 0;
+}
+
+static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char *err, size_t errlen)
+{
+	uint64_t mbox_bytes = gpuos_mbox_bytes(nslots);
+	uint64_t heap = s->opts.heap_bytes ? s->opts.heap_bytes : 64ull << 20;
+	struct gpuos_shm_hdr *h;
+	struct gpuos_mbox *mb;
+	int fd, r;
+
+	heap = (heap + 0xffffu) & ~0xffffull;
+	s->shm_len = GPUOS_SHM_MBOX_OFF + ((mbox_bytes + 0xffffu) & ~0xffffull) + heap;
+	snprintf(s->shm_name, sizeof(s->shm_name), "/gpuos-%d-%p", (int)getpid(), (void *)s);
+	fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "shared memory %s: %s", s->shm_name, strerror(errno));
+		return r;
+	}
+	if (ftruncate(fd, (off_t)s->shm_len)) {
+		r = -errno;
+		close(fd);
+		shm_unlink(s->shm_name);
+		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->shm_len, strerror(-r));
+		return r;
+	}
+	s->shm = mmap(NULL, s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	close(fd);
+	if (s->shm == MAP_FAILED) {
+		s->shm = NULL;
+		shm_unlink(s->shm_name);
+		snprintf(err, errlen, "map shared memory: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	if (s->gpu) {
+		r = gpuos_gpu_host_register(s->gpu, s->shm, s->shm_len, &s->shm_rt);
+		if (r) {
+			snprintf(err, errlen, "register shared memory with the GPU: %s", strerror(-r));
+			return r;
+		}
+		s->shm_registered = 1;
+	} else {
+		s->shm_rt = (uint64_t)(uintptr_t)s->shm;
+	}
+	h = (struct gpuos_shm_hdr *)s->shm;
+	h->magic = GPUOS_SHM_MAGIC;
+	h->version = GPUOS_ABI_VERSION;
+	h->mbox_off = GPUOS_SHM_MBOX_OFF;
+	h->heap_off = GPUOS_SHM_MBOX_OFF + ((mbox_bytes + 0xffffu) & ~0xffffull);
+	h->heap_len = heap;
+	h->rt_base = s->shm_rt;
+	mb = (struct gpuos_mbox *)((char *)s->shm + h->mbox_off);
+	mb->magic = GPUOS_MBOX_MAGIC;
+	mb->version = GPUOS_ABI_VERSION;
+	mb->nslots = nslots;
+	mb->nparts = nparts;
+	mb->slots_off = sizeof(struct gpuos_mbox);
+	return 0;
+}
+
+static int bring_up(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	int r;
+	r = gpuos_ctrl_open(s->opts.device, s->gpu, s->opts.force, &s->ctrl, err, errlen);
+	if (r)
+		return r;
+	if (s->ctrl->ops->loopback) {
+		/* gpu-null: nothing to bring up; it answers like a 1 TiB namespace. */
+		struct gpuos_nvme_dev *d = &s->nvme;
+		memset(d, 0, sizeof(*d));
+		d->c = s->ctrl;
+		d->vs = GPUOS_NVME_VS(2, 0, 0);
+		d->mqes = 4096;
+		d->to_ms = 10000;
+		d->lba_bytes = 512;
+		d->ns_lbas = 1ull << 31;
+		d->nsid = 1;
+		d->nn = 1;
+		snprintf(d->model, sizeof(d->model), "gpuos gpu-null loopback");
+		snprintf(d->serial, sizeof(d->serial), "gpu-null");
+		snprintf(d->firmware, sizeof(d->firmware), "1.0");
+		return 0;
+	}
+	r = gpuos_nvme_enable(&s->nvme, s->ctrl, err, errlen);
+	if (r)
+		return r;
+	s->nvme_up = 1;
+	return 0;
+}
+
+static void fill_info(struct gpuos_sys *s)
+{
+	struct gpuos_info *i = &s->info;
+	memcpy(i->model, s->nvme.model, sizeof(i->model));
+	memcpy(i->serial, s->nvme.serial, sizeof(i->serial));
+	memcpy(i->firmware, s->nvme.firmware, sizeof(i->firmware));
+	i->version = s->nvme.vs;
+	i->mqes = s->nvme.mqes;
+	i->dstrd = s->nvme.dstrd;
+	i->mdts_bytes = s->nvme.mdts_bytes;
+	i->lba_bytes = s->nvme.lba_bytes;
+	i->namespace_lbas = s->nvme.ns_lbas;
+	i->nsid = s->nvme.nsid;
+	i->io_queues = s->nvme.io_queues;
+	i->gpu = s->gpu != NULL;
+	snprintf(i->gpu_name, sizeof(i->gpu_name), "%s", s->gpu ? gpuos_gpu_name(s->gpu) : "none (host mode)");
+}
+
+int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, char *err, size_t errlen)
+{
+	struct gpuos_sys *s = calloc(1, sizeof(*s));
+	int r;
+	if (!s)
+		return -ENOMEM;
+	s->opts = *o;
+	/* identify needs no runtime; only gpu-null needs the GPU to exist at all */
+	s->opts.quiet = 1;
+	s->opts.host_mode = o->host_mode || !o->device || strncmp(o->device, "gpu-null", 8) != 0;
+	r = open_gpu(s, err, errlen);
+	if (!r)
+		r = bring_up(s, err, errlen);
+	if (!r && s->ctrl->ops->loopback)
+		s->nvme.io_queues = GPUOS_LOOP_MAX_QUEUES;
+	else if (!r)
+		r = gpuos_nvme_set_queues(&s->nvme, o->queues ? o->queues : 65535u, err, errlen);
+	if (!r) {
+		fill_info(s);
+		*info = s->info;
+		if (s->nvme_up)
+			r = gpuos_nvme_shutdown(&s->nvme, err, errlen);
+		s->nvme_up = 0;
+	}
+	teardown(s);
+	return r;
+}
+
+int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen)
+{
+	struct gpuos_sys *s = calloc(1, sizeof(*s));
+	struct gpuos_rt_desc *d;
+	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, i;
+	uint64_t *prp;
+	const char *why;
+	int r;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->opts = *o;
+	warps = o->warps ? o->warps : 1;
+	if (warps > GPUOS_RT_MAX_WARPS) {
+		snprintf(err, errlen, "--warps %u: at most %u", warps, GPUOS_RT_MAX_WARPS);
+		free(s);
+		return -EINVAL;
+	}
+	r = open_gpu(s, err, errlen);
+	if (!r)
+		r = bring_up(s, err, errlen);
+	if (r)
+		goto fail;
+
+	/* Queues: at least one per warp, a multiple of the warps, what was granted at most. */
+	nq = o->queues ? o->queues : warps;
+	if (nq < warps)
+		nq = warps;
+	if (nq > GPUOS_RT_MAX_QUEUES)
+		nq = GPUOS_RT_MAX_QUEUES;
+	if (s->ctrl->ops->loopback)
+		s->nvme.io_queues = nq;
+	else if ((r = gpuos_nvme_set_queues(&s->nvme, nq, err, errlen)))
+		goto fail;
+	if (s->nvme.io_queues < warps) {
+		if (!o->quiet)
+			fprintf(stderr, "gpuos: the controller grants %u I/O queues; running %u service warps instead of %u\n",
+				s->nvme.io_queues, s->nvme.io_queues, warps);
+		warps = s->nvme.io_queues;
+	}
+	nq = GPUOS_MIN(nq, s->nvme.io_queues);
+	nq -= nq % warps;
+	qpw = nq / warps;
+	depth = o->depth ? o->depth : 256;
+	depth = GPUOS_MIN(depth, s->nvme.mqes);
+	if (depth < 2) {
+		snprintf(err, errlen, "queue depth %u: need at least 2 entries", depth);
+		r = -EINVAL;
+		goto fail;
+	}
+	slots = o->slots ? o->slots : 64;
+	slots = GPUOS_MIN(slots, GPUOS_RT_MAX_SLOTS_PER_WARP);
+	slots = GPUOS_MIN(slots, qpw * (depth - 1u));
+	xfer = (o->xfer_kib ? o->xfer_kib : 128) * 1024u;
+	if (s->nvme.mdts_bytes && xfer > s->nvme.mdts_bytes)
+		xfer = s->nvme.mdts_bytes;
+	if (xfer > 2u << 20)
+		xfer = 2u << 20;
+	xfer &= ~4095u;
+	if (xfer < 4096u || xfer < s->nvme.lba_bytes) {
+		snprintf(err, errlen, "transfer size %u bytes is below one page or one LBA", xfer);
+		r = -EINVAL;
+		goto fail;
+	}
+
+	/* I/O queue pairs: contiguous, page aligned (CAP.CQR). */
+	if (s->ctrl->ops->loopback) {
+		r = gpuos_loop_queues(s->ctrl, nq, depth, s->sq, s->cq, s->loop_sq_db, s->loop_cq_db, err, errlen);
+		if (r)
+			goto fail;
+	}
+	for (q = 0; q < nq && !s->ctrl->ops->loopback; q++) {
+		r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_sqe), GPUOS_MEM_HOST, 1, &s->sq[q]);
+		if (!r)
+			r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_cqe), GPUOS_MEM_HOST, 1, &s->cq[q]);
+		if (r) {
+			snprintf(err, errlen, "allocate I/O queue %u: %s", q + 1, strerror(-r));
+			goto fail;
+		}
+		r = gpuos_nvme_create_qpair(&s->nvme, q + 1, depth, s->sq[q].iova, s->cq[q].iova, err, errlen);
+		if (r)
+			goto fail;
+		s->nq = q + 1;
+	}
+
+	/* Bounce buffers and their PRP lists, one of each per command slot. */
+	r = gpuos_dma_alloc(s->ctrl, (size_t)warps * slots * xfer, GPUOS_MEM_VRAM, 1, &s->bounce);
+	if (!r)
+		r = gpuos_dma_alloc(s->ctrl, (size_t)warps * slots * 4096u, GPUOS_MEM_HOST, 1, &s->prp);
+	if (r) {
+		snprintf(err, errlen, "allocate %zu bytes of bounce buffers: %s", (size_t)warps * slots * xfer, strerror(-r));
+		goto fail;
+	}
+	prp = (uint64_t *)s->prp.host;
+	for (i = 0; i < warps * slots; i++) {
+		uint32_t pg;
+		for (pg = 1; pg < xfer / 4096u; pg++)
+			prp[(size_t)i * 512u + pg - 1u] = s->bounce.iova + (uint64_t)i * xfer + (uint64_t)pg * 4096u;
+	}
+
+	nslots = o->mbox_slots ? o->mbox_slots : 1024;
+	nslots = GPUOS_MAX(nslots, warps);
+	nslots -= nslots % warps;
+	r = make_shm(s, nslots, warps, err, errlen);
+	if (r)
+		goto fail;
+	if (o->mbox_vram && s->gpu) {
+		/* The same header, in VRAM; slots start FREE (zero). */
+		uint64_t mb_bytes = gpuos_mbox_bytes(nslots);
+		r = gpuos_dma_alloc(s->ctrl, mb_bytes, GPUOS_MEM_VRAM, 0, &s->mbox_dev);
+		if (!r)
+			r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->mbox_dev.rt, gpuos_sys_mbox(s),
+					   sizeof(struct gpuos_mbox), 1);
+		if (r) {
+			snprintf(err, errlen, "allocate the mailbox in VRAM: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	if (o->dev_heap_bytes && s->gpu) {
+		r = gpuos_dma_alloc(s->ctrl, o->dev_heap_bytes, GPUOS_MEM_VRAM, 0, &s->dev_heap);
+		if (r) {
+			snprintf(err, errlen, "allocate %llu bytes of VRAM client memory: %s",
+				 (unsigned long long)o->dev_heap_bytes, strerror(-r));
+			goto fail;
+		}
+	}
+	r = gpuos_dma_alloc(s->ctrl, sizeof(struct gpuos_rt_ctl) + warps * sizeof(struct gpuos_rt_stats),
+			    GPUOS_MEM_HOST, 0, &s->ctl);
+	if (r)
+		goto fail;
+
+	d = s->desc = calloc(1, sizeof(*d));
+	if (!d) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	d->magic = GPUOS_RT_MAGIC;
+	d->version = GPUOS_ABI_VERSION;
+	d->nwarps = warps;
+	d->nqueues = nq;
+	d->nsid = s->nvme.nsid;
+	d->lba_shift = (uint32_t)__builtin_ctz(s->nvme.lba_bytes);
+	d->ns_lbas = s->nvme.ns_lbas;
+	d->xfer_bytes = xfer;
+	d->flags = o->allow_raw ? GPUOS_RT_ALLOW_RAW : 0;
+	d->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : s->nvme.to_ms) * 1000000ull;
+	d->csts = s->ctrl->regs_rt ? s->ctrl->regs_rt + GPUOS_NVME_REG_CSTS : 0;
+	d->mbox = s->mbox_dev.len ? s->mbox_dev.rt : s->shm_rt + GPUOS_SHM_MBOX_OFF;
+	d->ctl = s->ctl.rt;
+	d->slots_per_warp = slots;
+	d->bounce = s->bounce.rt;
+	d->bounce_iova = s->bounce.iova;
+	d->prp = s->prp.rt;
+	d->prp_iova = s->prp.iova;
+	/* The client heap is the one region clients may name as a destination. */
+	{
+		struct gpuos_shm_hdr *h = (struct gpuos_shm_hdr *)s->shm;
+		d->nregions = 1;
+		d->region[0].base = s->shm_rt + h->heap_off;
+		d->region[0].len = h->heap_len;
+		d->region[0].iova = 0;
+		if (s->dev_heap.len) {
+			d->region[1].base = s->dev_heap.rt;
+			d->region[1].len = s->dev_heap.len;
+			d->region[1].flags = GPUOS_RT_REGION_VRAM;
+			d->nregions = 2;
+		}
+	}
+	for (q = 0; q < nq; q++) {
+		d->queue[q].sq = s->sq[q].rt;
+		d->queue[q].cq = s->cq[q].rt;
+		d->queue[q].sq_db = s->ctrl->ops->loopback ? s->loop_sq_db[q] : gpuos_nvme_sq_db_rt(&s->nvme, q + 1);
+		d->queue[q].cq_db = s->ctrl->ops->loopback ? s->loop_cq_db[q] : gpuos_nvme_cq_db_rt(&s->nvme, q + 1);
+		d->queue[q].qid = q + 1;
+		d->queue[q].depth = depth;
+	}
+	d->state_bytes = gpuos_rt_state_bytes(d);
+	r = gpuos_dma_alloc(s->ctrl, d->state_bytes, GPUOS_MEM_VRAM, 0, &s->state);
+	if (r) {
+		snprintf(err, errlen, "allocate runtime state: %s", strerror(-r));
+		goto fail;
+	}
+	d->state = s->state.rt;
+	{
+		/* The check reads the mailbox through the host mapping. */
+		struct gpuos_rt_desc tmp = *d;
+		tmp.mbox = (uint64_t)(uintptr_t)s->shm + GPUOS_SHM_MBOX_OFF;
+		if (gpuos_rt_desc_check(&tmp, &why)) {
+			snprintf(err, errlen, "runtime descriptor: %s", why);
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	if (s->gpu) {
+		r = gpuos_dma_alloc(s->ctrl, sizeof(*d), GPUOS_MEM_VRAM, 0, &s->desc_dev);
+		if (!r)
+			r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->desc_dev.rt, d, sizeof(*d), 1);
+		if (r) {
+			snprintf(err, errlen, "copy the runtime descriptor to the GPU: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	s->info.queues_used = nq;
+	s->info.depth = depth;
+	s->info.warps = warps;
+	s->info.xfer_bytes = xfer;
+	fill_info(s);
+	r = start_runtime(s, err, errlen);
+	if (r)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	teardown(s);
+	return r;
+}
+
+int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	uint32_t q;
+	int r = 0, r2;
+
+	if (!s)
+		return 0;
+	if (s->running)
+		r = stop_runtime(s, GPUOS_RT_CMD_STOP, err, errlen);
+	for (q = s->nq; q > 0 && s->nvme_up; q--) {
+		r2 = gpuos_nvme_delete_qpair(&s->nvme, q, err, errlen);
+		if (r2 && !r)
+			r = r2;
+	}
+	s->nq = 0;
+	if (s->nvme_up) {
+		r2 = gpuos_nvme_shutdown(&s->nvme, err, errlen);
+		if (r2 && !r)
+			r = r2;
+		s->nvme_up = 0;
+	}
+	teardown(s);
+	return r;
+}
+
+const struct gpuos_info *gpuos_sys_info(const struct gpuos_sys *s)
+{
+	return &s->info;
+}
+
+void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
+{
+	const struct gpuos_rt_ctl *ctl = (const struct gpuos_rt_ctl *)s->ctl.host;
+	uint32_t w;
+	memset(st, 0, sizeof(*st));
+	for (w = 0; w < s->desc->nwarps; w++) {
+		const struct gpuos_rt_stats *x = &ctl->stats[w];
+		st->requests += __atomic_load_n(&x->requests, __ATOMIC_RELAXED);
+		st->bytes += __atomic_load_n(&x->bytes, __ATOMIC_RELAXED);
+		st->errors += __atomic_load_n(&x->errors, __ATOMIC_RELAXED);
+		st->commands += __atomic_load_n(&x->commands, __ATOMIC_RELAXED);
+		st->timeouts += __atomic_load_n(&x->timeouts, __ATOMIC_RELAXED);
+		st->doorbells += __atomic_load_n(&x->doorbells, __ATOMIC_RELAXED);
+		st->polls += __atomic_load_n(&x->polls, __ATOMIC_RELAXED);
+	}
+	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
+}
+
+void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len)
+{
+	if (s->ctrl->ops->describe)
+		s->ctrl->ops->describe(s->ctrl, buf, len);
+	else if (len)
+		buf[0] = 0;
+}
+
+struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s)
+{
+	return (struct gpuos_mbox *)((char *)s->shm + GPUOS_SHM_MBOX_OFF);
+}
+
+void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len)
+{
+	const struct gpuos_shm_hdr *h = (const struct gpuos_shm_hdr *)s->shm;
+	if (rt_addr)
+		*rt_addr = s->shm_rt + h->heap_off;
+	if (len)
+		*len = h->heap_len;
+	return (char *)s->shm + h->heap_off;
+}
+
+uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s)
+{
+	return s->desc->mbox;
+}
+
+uint64_t gpuos_sys_dev_heap(const struct gpuos_sys *s, uint64_t *len)
+{
+	if (len)
+		*len = s->dev_heap.len;
+	return s->dev_heap.rt;
+}
+
+int gpuos_sys_dev_alloc(struct gpuos_sys *s, size_t len, uint64_t *rt)
+{
+	if (!s->gpu) {
+		void *p = aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
+		if (!p)
+			return -ENOMEM;
+		memset(p, 0, len);
+		*rt = (uint64_t)(uintptr_t)p;
+		return 0;
+	}
+	/* cudaMalloc is safe while the runtime spins; cudaFree is not (PLATFORM.md). */
+	int r = gpuos_gpu_dev_alloc(s->gpu, len, rt);
+	if (!r)
+		r = gpuos_gpu_memset(s->gpu, *rt, 0, len);
+	return r;
+}
+
+void gpuos_sys_dev_free(struct gpuos_sys *s, uint64_t rt)
+{
+	if (!s->gpu)
+		free((void *)(uintptr_t)rt);
+	else if (!s->running)
+		gpuos_gpu_dev_free(s->gpu, rt);
+	else {
+		/* Freeing now would deadlock against the spinning runtime: park around it. */
+		char e[128];
+		gpuos_park(s, e, sizeof(e));
+		gpuos_gpu_dev_free(s->gpu, rt);
+		gpuos_resume(s, e, sizeof(e));
+	}
+}
+
+int gpuos_sys_copy(struct gpuos_sys *s, void *dst, const void *src, size_t len, int to_device)
+{
+	if (!s->gpu) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	return gpuos_gpu_copy(s->gpu, dst, src, len, to_device);
+}
+
+int gpuos_sys_launch_client(struct gpuos_sys *s, const char *entry, uint64_t arg, unsigned grid,
+			    unsigned block, char *err, size_t errlen)
+{
+	if (!s->gpu) {
+		snprintf(err, errlen, "GPU clients need the GPU runtime (this one runs in host mode)");
+		return -ENODEV;
+	}
+	return gpuos_gpu_launch(s->gpu, GPUOS_STREAM_CLIENT, gpuos_rt_image, entry, arg, grid, block, err, errlen);
+}
+
+int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	if (!s->gpu)
+		return 0;
+	return gpuos_gpu_wait(s->gpu, GPUOS_STREAM_CLIENT, err, errlen);
+}
+
+const char *gpuos_sys_shm_name(const struct gpuos_sys *s)
+{
+	return s->shm_name;
+}
+
+int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	if (s->gpu && s->running && !gpuos_gpu_running(s->gpu, GPUOS_STREAM_RT))
+		return gpuos_gpu_wait(s->gpu, GPUOS_STREAM_RT, err, errlen) ? -EIO : 0;
+	return 0;
+}

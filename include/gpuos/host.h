@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuos/host.h - the host API: boot a runtime on a controller, hand clients
+ * the mailbox and registered memory, park/resume, statistics, shutdown.
+ * The `gpuos` command is built on it; embedding programs link libgpuos.
+ *
+ * Rules while the runtime runs on the GPU (notes/PLATFORM.md): no module
+ * loads, no cudaFree, no device-wide synchronisation - or gpuos_park()
+ * around them.
+ *
+ * Functions return 0 or a negative errno; a one-line reason goes to err.
+ */
+#ifndef GPUOS_HOST_H
+#define GPUOS_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuos/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gpuos_boot_opts {
+	size_t size;              /* sizeof(struct gpuos_boot_opts) */
+	const char *device;       /* emu:PATH[,k=v], null[:SIZE], pci:DDDD:BB:DD.F */
+	uint32_t warps;           /* service warps (0: 1) */
+	uint32_t queues;          /* I/O queue pairs asked for (0: one per warp) */
+	uint32_t depth;           /* entries per queue (0: 256, capped by MQES) */
+	uint32_t slots;           /* in-flight commands per warp (0: 64) */
+	uint32_t xfer_kib;        /* bytes per command in KiB (0: 128, capped by MDTS) */
+	uint32_t mbox_slots;      /* mailbox slots (0: 1024) */
+	uint64_t heap_bytes;      /* client memory shared with host clients (0: 64 MiB) */
+	uint64_t dev_heap_bytes;  /* client memory in VRAM for GPU clients (0: none) */
+	int mbox_vram;            /* mailbox in VRAM: fastest for GPU clients, no host clients */
+	uint32_t timeout_ms;      /* per command (0: the controller's CAP.TO) */
+	int host_mode;            /* run the runtime on CPU threads even with a GPU */
+	int allow_raw;            /* READ_RAW allowed */
+	int force;                /* pci: skip safety refusals */
+	int quiet;                /* no notices on stderr */
+};
+
+struct gpuos_info {
+	char model[41], serial[21], firmware[9];
+	uint32_t version;          /* VS register */
+	uint32_t mqes;             /* CAP.MQES + 1 */
+	uint32_t dstrd;
+	uint32_t mdts_bytes;       /* 0: no limit */
+	uint32_t lba_bytes;
+	uint64_t namespace_lbas;
+	uint32_t nsid;
+	uint32_t io_queues;        /* granted by the controller */
+	uint32_t queues_used;
+	uint32_t depth;
+	uint32_t warps;
+	uint32_t xfer_bytes;
+	int gpu;                   /* 1: the runtime runs on the GPU */
+	char gpu_name[128];
+};
+
+struct gpuos_stats {
+	uint64_t requests, bytes, errors, commands, timeouts, doorbells, polls;
+	uint32_t state;            /* enum gpuos_rt_state */
+};
+
+struct gpuos_sys;
+
+void gpuos_boot_opts_default(struct gpuos_boot_opts *o);
+
+/* Open the controller, bring it up, create the queues, start the runtime. */
+int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen);
+
+/* Bring-up only (no runtime): fill *info and shut the controller down again. */
+int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, char *err, size_t errlen);
+
+/* Drain and stop the runtime, delete the queues, CC.SHN, free everything. */
+int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen);
+
+/* Park: the runtime finishes in-flight commands, keeps its state, exits.
+ * Resume: it continues where it stopped. */
+int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen);
+int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen);
+
+const struct gpuos_info *gpuos_sys_info(const struct gpuos_sys *s);
+void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st);
+/* One line describing the controller's own counters (emulator: DMA faults...). */
+void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len);
+
+/* The mailbox as host code sees it (host clients post with gpuos/gpuos.h). */
+struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s);
+
+/* Client memory registered with the runtime: host mapping + runtime-space
+ * address of the same bytes. */
+void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len);
+
+/* The mailbox in runtime space (what GPU clients are given). */
+uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s);
+
+/* VRAM client memory (dev_heap_bytes), runtime-space address; 0 if none. */
+uint64_t gpuos_sys_dev_heap(const struct gpuos_sys *s, uint64_t *len);
+
+/* GPU mode: allocate/copy/free device memory and launch a kernel of the
+ * runtime image as a client (stream of its own), wait for it. */
+int gpuos_sys_dev_alloc(struct gpuos_sys *s, size_t len, uint64_t *rt);
+void gpuos_sys_dev_free(struct gpuos_sys *s, uint64_t rt);
+int gpuos_sys_copy(struct gpuos_sys *s, void *dst, const void *src, size_t len, int to_device);
+int gpuos_sys_launch_client(struct gpuos_sys *s, const char *entry, uint64_t arg, unsigned grid,
+			    unsigned block, char *err, size_t errlen);
+int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen);
+
+/* The shared-memory name and layout, for other processes (see boot/service.c). */
+const char *gpuos_sys_shm_name(const struct gpuos_sys *s);
+
+/* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
+int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUOS_HOST_H */

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuos/rt.h - the runtime descriptor: what boot/ hands the runtime before it
+ * launches it (device memory layout, queues, regions, limits). Written by the
+ * host before launch, read-only for the runtime. All addresses are in the
+ * runtime's address space (device pointers on the GPU, host pointers in host
+ * mode); IOVAs are what the controller sees.
+ */
+#ifndef GPUOS_RT_H
+#define GPUOS_RT_H
+
+#include "gpuos/abi.h"
+#include "gpuos/nvme.h"
+
+GPUOS_EXTERN_C_BEGIN
+
+#define GPUOS_RT_MAX_QUEUES  256u
+#define GPUOS_RT_MAX_REGIONS 64u
+#define GPUOS_RT_MAX_WARPS   256u
+#define GPUOS_RT_MAX_SLOTS_PER_WARP 256u /* in-flight commands per warp (CIDs) */
+#define GPUOS_RT_MAX_REQS_PER_WARP  64u  /* requests a warp works on at once */
+
+/* flags */
+#define GPUOS_RT_ALLOW_RAW   (1u << 0)  /* READ_RAW allowed */
+#define GPUOS_RT_ALLOW_WRITE (1u << 1)
+
+struct gpuos_rt_queue {
+	uint64_t sq;           /* 0x00 struct gpuos_nvme_sqe[depth], DMA memory */
+	uint64_t cq;           /* 0x08 struct gpuos_nvme_cqe[depth], DMA memory */
+	uint64_t sq_db;        /* 0x10 volatile uint32_t *, MMIO */
+	uint64_t cq_db;        /* 0x18 volatile uint32_t *, MMIO */
+	uint32_t qid;          /* 0x20 NVMe queue id (1-based) */
+	uint32_t depth;        /* 0x24 entries (MQES+1 at most) */
+	uint64_t rsvd28;       /* 0x28 */
+};
+static_assert(sizeof(struct gpuos_rt_queue) == 48, "rt queue size");
+
+/* Memory a controller may DMA into: [base, base+len) is at iova..iova+len. */
+#define GPUOS_RT_REGION_VRAM (1u << 0)
+struct gpuos_rt_region {
+	uint64_t base;         /* 0x00 runtime-space address */
+	uint64_t len;          /* 0x08 */
+	uint64_t iova;         /* 0x10 */
+	uint32_t flags;        /* 0x18 */
+	uint32_t rsvd1c;       /* 0x1c */
+};
+static_assert(sizeof(struct gpuos_rt_region) == 32, "rt region size");
+
+struct gpuos_rt_desc {
+	uint32_t magic;        /* GPUOS_RT_MAGIC */
+	uint32_t version;      /* GPUOS_ABI_VERSION */
+	uint32_t nwarps;       /* service warps (host mode: threads) */
+	uint32_t nqueues;      /* I/O queue pairs, nqueues % nwarps == 0, >= nwarps */
+	uint32_t nsid;         /* namespace served */
+	uint32_t lba_shift;    /* log2 of the LBA size */
+	uint64_t ns_lbas;      /* namespace size in LBAs */
+	uint32_t xfer_bytes;   /* bytes per command at most (MDTS and bounce size), multiple of 4 KiB */
+	uint32_t flags;        /* GPUOS_RT_ALLOW_* */
+	uint64_t timeout_ns;   /* a command that takes longer fails its request */
+	uint64_t csts;         /* const volatile uint32_t * CSTS register, MMIO (0: not polled) */
+	uint64_t mbox;         /* struct gpuos_mbox * */
+	uint64_t ctl;          /* struct gpuos_rt_ctl * */
+	uint64_t state;        /* runtime private state, state_bytes long, zeroed before first launch */
+	uint64_t state_bytes;
+	uint32_t slots_per_warp; /* in-flight commands per warp, <= GPUOS_RT_MAX_SLOTS_PER_WARP */
+	uint32_t nregions;
+	/* Per command slot: a bounce buffer of xfer_bytes and a PRP list page. Slot s
+	 * of warp w is index w * slots_per_warp + s. */
+	uint64_t bounce;       /* runtime-space address of bounce buffer 0 */
+	uint64_t bounce_iova;
+	uint64_t prp;          /* PRP list pages, 4 KiB each, in DMA memory */
+	uint64_t prp_iova;
+	struct gpuos_rt_region region[GPUOS_RT_MAX_REGIONS];
+	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES];
+};
+
+GPUOS_EXTERN_C_END
+
+#endif /* GPUOS_RT_H */

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// A GPU client for measurements: each thread posts a request, waits for it,
+// and times it (include/gpuos/bench.h). Built into the runtime image so it
+// is loaded before the runtime spins (notes/PLATFORM.md: no module loads later).
+#include "gpuos/bench.h"
+#include "gpuos/gpuos.h"
+
+extern "C" __global__ void gpuos_bench_client(const struct gpuos_bench_args *a)
+{
+	const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint32_t *lat = (uint32_t *)(uintptr_t)a->lat;
+	uint64_t s = ((uint64_t)a->seed << 32) ^ (t * 0x9e3779b97f4a7c15ull);
+	uint64_t nblocks = a->span / a->bytes;
+	uint32_t i, errs = 0;
+
+	if (t >= a->nthreads)
+		return;
+	if (t == 0)
+		atomicMin((unsigned long long *)(uintptr_t)a->t_start, (unsigned long long)gpuos_now_ns());
+	for (i = 0; i < a->iters; i++) {
+		struct gpuos_req rq;
+		struct gpuos_result res;
+		uint64_t t0, t1;
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		rq.opcode = (uint16_t)a->opcode;
+		rq.flags = 0;
+		rq.handle = 0;
+		rq.offset = (s % nblocks) * a->bytes;
+		rq.length = a->bytes;
+		rq.dst = a->dst + (uint64_t)t * a->bytes;
+		rq.arg = 0;
+		rq.batch = 0;
+		rq.tag = i;
+		t0 = gpuos_now_ns();
+		if (gpuos_call(mb, &rq, 0, &res) != GPUOS_ST_OK)
+			errs++;
+		t1 = gpuos_now_ns();
+		if (i < a->samples)
+			lat[(uint64_t)t * a->samples + i] = (uint32_t)(t1 - t0);
+	}
+	if (errs)
+		atomicAdd((unsigned int *)(uintptr_t)a->errors, errs);
+	atomicMax((unsigned long long *)(uintptr_t)a->t_end, (unsigned long long)gpuos_now_ns());
+}

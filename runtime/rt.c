@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The service loop (DESIGN.md 2 and 6). One warp = one owner of its queue
+ * pairs, its command slots and its mailbox partition: no locks between warps.
+ *
+ * Lanes work in parallel where the work is parallel (scanning mailbox slots,
+ * reading CQEs, writing SQEs, copying data, scanning for timeouts); the
+ * bookkeeping of requests and slots is done by lane 0, and every change lane
+ * 0 makes to warp state is followed by gpuos_warp_sync() before other lanes
+ * read it (on the GPU __syncwarp orders memory among the warp's lanes).
+ */
+#include <errno.h>
+
+#include "rt.h"
+#include "queue.h"
+
+/* ---- private state ----------------------------------------------------------- */
+
+enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_ZOMBIE = 2 };
+
+struct rt_slot {            /* one in-flight NVMe command; CID = slot index in the warp */
+	uint32_t busy;
+	uint32_t req;           /* index in the warp's request table */
+	uint32_t q;             /* queue (global index) it was submitted on */
+	uint32_t copy_len;      /* bytes to copy out of the bounce buffer */
+	uint32_t src_off;       /* where they start in it */
+	uint32_t rsvd;
+	uint64_t dst;           /* where they go (runtime space) */
+	uint64_t t_submit;
+};
+
+struct rt_req {             /* a mailbox request being served */
+	uint32_t active;
+	uint32_t mslot;         /* mailbox slot index */
+	uint32_t status;        /* enum gpuos_status, first failure wins */
+	uint32_t outstanding;   /* commands in flight */
+	uint16_t nvme_status;
+	uint16_t rsvd;
+	uint32_t rsvd2;
+	uint64_t off, end;      /* requested byte range of the namespace */
+	uint64_t next;          /* first byte not yet submitted */
+	uint64_t dst;
+	uint64_t done;          /* bytes delivered */
+};
+
+struct rt_warp {
+	uint32_t inited;
+	uint32_t posted_seen;   /* mailbox partition counter at the last scan */
+	uint32_t rescan;        /* a scan stopped early (request table full) */
+	uint32_t nfree;         /* free command slots */
+	uint32_t nreq;          /* active requests */
+	uint32_t rr_q;          /* next queue to submit on */
+	uint32_t rr_req;        /* next request to split */
+	uint32_t fatal;         /* controller failed */
+	uint64_t iter;
+	uint32_t free_stack[GPUOS_RT_MAX_SLOTS_PER_WARP];
+	struct rt_slot slot[GPUOS_RT_MAX_SLOTS_PER_WARP];
+	struct rt_req req[GPUOS_RT_MAX_REQS_PER_WARP];
+};
+
+struct rt_state {
+	uint32_t magic;
+	uint32_t nwarps;
+	uint32_t nqueues;
+	uint32_t rsvd;
+};
+
+#define RT_STATE_MAGIC 0x74617473u
+
+GPUOS_INLINE GPUOS_HD uint64_t align64(uint64_t v) { return (v + 63u) & ~63ull; }
+
+GPUOS_HD uint64_t gpuos_rt_state_bytes(const struct gpuos_rt_desc *d)
+{
+	return align64(sizeof(struct rt_state)) + align64((uint64_t)d->nqueues * sizeof(struct gpuos_qp)) +
+	       (uint64_t)d->nwarps * align64(sizeof(struct rt_warp));
+}
+
+GPUOS_INLINE GPUOS_HD struct gpuos_qp *rt_qps(const struct gpuos_rt_desc *d)
+{
+	return (struct gpuos_qp *)(uintptr_t)(d->state + align64(sizeof(struct rt_state)));
+}
+
+GPUOS_INLINE GPUOS_HD struct rt_warp *rt_warp(const struct gpuos_rt_desc *d, uint32_t w)
+{
+	return (struct rt_warp *)(uintptr_t)(d->state + align64(sizeof(struct rt_state)) +
+					       align64((uint64_t)d->nqueues * sizeof(struct gpuos_qp)) +
+					       (uint64_t)w * align64(sizeof(struct rt_warp)));
+}
+
+int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
+{
+	const char *w = 0;
+	if (d->magic != GPUOS_RT_MAGIC || d->version != GPUOS_ABI_VERSION)
+		w = "descriptor magic or version";
+	else if (d->nwarps == 0 || d->nwarps > GPUOS_RT_MAX_WARPS)
+		w = "service warps out of range";
+	else if (d->nqueues < d->nwarps || d->nqueues > GPUOS_RT_MAX_QUEUES || d->nqueues % d->nwarps)
+		w = "queues must be a multiple of the service warps";
+	else if (d->slots_per_warp == 0 || d->slots_per_warp > GPUOS_RT_MAX_SLOTS_PER_WARP)
+		w = "command slots per warp out of range";
+	else if (d->xfer_bytes < 4096u || d->xfer_bytes % 4096u || d->xfer_bytes > 2u * 1024u * 1024u)
+		w = "transfer size must be a multiple of 4 KiB, at most 2 MiB";
+	else if (d->lba_shift < 9 || d->lba_shift > 12)
+		w = "LBA size must be 512..4096 bytes";
+	else if (d->nregions > GPUOS_RT_MAX_REGIONS)
+		w = "too many regions";
+	else if (d->state_bytes < gpuos_rt_state_bytes(d))
+		w = "state too small";
+	else {
+		struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
+		if (mb->nparts != d->nwarps || mb->nslots % mb->nparts)
+			w = "mailbox partitions must match the service warps";
+	}
+	if (why)
+		*why = w;
+	return w ? -EINVAL : 0;
+}
+
+/* ---- data movement ------------------------------------------------------------- */
+
+/* Copy len bytes, all lanes of the warp together. */
+GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
+{
+#if GPUOS_ON_GPU
+	uint32_t lane = gpuos_lane_id();
+	char *d = (char *)dst;
+	const char *s = (const char *)src;
+	uint64_t i = 0;
+	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
+		uint64_t n16 = len / 16u;
+		const uint4 *s4 = (const uint4 *)s;
+		uint4 *d4 = (uint4 *)d;
+		for (uint64_t k = lane; k < n16; k += 32u)
+			d4[k] = s4[k];
+		i = n16 * 16u;
+	} else if ((((uintptr_t)d | (uintptr_t)s) & 3u) == 0) {
+		uint64_t n4 = len / 4u;
+		for (uint64_t k = lane; k < n4; k += 32u)
+			((uint32_t *)d)[k] = ((const uint32_t *)s)[k];
+		i = n4 * 4u;
+	}
+	for (uint64_t k = i + lane; k < len; k += 32u)
+		d[k] = s[k];
+	gpuos_warp_sync();
+#else
+	__builtin_memcpy(dst, src, (size_t)len);
+#endif
+}
+
+/* Is [p, p+len) inside one registered region? */
+GPUOS_INLINE GPUOS_HD int dst_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)
+{
+	uint32_t i;
+	for (i = 0; i < d->nregions; i++) {
+		const struct gpuos_rt_region *r = &d->region[i];
+		if (p >= r->base && p - r->base <= r->len && len <= r->len - (p - r->base))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- request completion ------------------------------------------------------ */
+
+/* Lane 0 only. Publish the result of mailbox slot `ms` and release it to the client. */
+GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w, uint32_t ms,
+				       uint32_t status, uint16_t nvme_status, uint64_t result)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
+	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[ms];
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	uint64_t batch = s->batch;
+
+	s->status = status;
+	s->nvme_status = nvme_status;
+	s->result = result;
+	s->t_done_ns = gpuos_now_ns();
+	/* Publish the completion fields, and the data the request delivered,
+	 * before DONE; pairs with the client's acquire load of state. System
+	 * scope: the client may be a CPU thread. */
+	gpuos_store_release_sys32(&s->state, GPUOS_SLOT_DONE);
+	if (batch)
+		gpuos_fetch_add_sys32((uint32_t *)(uintptr_t)batch, 1u);
+	ctl->stats[w].requests++;
+	if (status == GPUOS_ST_OK)
+		ctl->stats[w].bytes += result;
+	else
+		ctl->stats[w].errors++;
+}
+
+GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ri)
+{
+	struct rt_req *r = &W->req[ri];
+	finish_slot(d, w, r->mslot, r->status, r->nvme_status, r->done);
+	r->active = 0;
+	W->nreq--;
+}
+
+/* ---- intake -------------------------------------------------------------------- */
+
+/* Lane 0 only. Validate a request just taken; either complete it at once or
+ * enter it in the request table. Returns 1 if it used a table entry. */
+GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+				 uint32_t ms, uint32_t cmd)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
+	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[ms];
+	uint32_t op = s->opcode;
+	uint64_t off = s->offset, len = s->length, dst = s->dst;
+	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
+	uint32_t i;
+
+	/* Mark it ours; nobody else reads this state until we publish DONE. */
+	s->state = GPUOS_SLOT_TAKEN;
+	if (W->fatal) {
+		finish_slot(d, w, ms, GPUOS_ST_CTRL_FATAL, 0, 0);
+		return 0;
+	}
+	if (cmd == GPUOS_RT_CMD_STOP) {
+		finish_slot(d, w, ms, GPUOS_ST_STOPPING, 0, 0);
+		return 0;
+	}
+	if (op == GPUOS_OP_NOP) {
+		finish_slot(d, w, ms, GPUOS_ST_OK, 0, 0);
+		return 0;
+	}
+	if (op != GPUOS_OP_READ_RAW) {
+		finish_slot(d, w, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, 0, 0);
+		return 0;
+	}
+	if (s->flags) {
+		finish_slot(d, w, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
+		return 0;
+	}
+	if (!(d->flags & GPUOS_RT_ALLOW_RAW)) {
+		finish_slot(d, w, ms, GPUOS_ST_DENIED, 0, 0);
+		return 0;
+	}
+	if (len > GPUOS_MAX_LENGTH || off + len < off) {
+		finish_slot(d, w, ms, GPUOS_ST_OVERFLOW, 0, 0);
+		return 0;
+	}
+	if (off + len > ns_bytes) {
+		finish_slot(d, w, ms, GPUOS_ST_BAD_RANGE, 0, 0);
+		return 0;
+	}
+	if (len == 0) {
+		finish_slot(d, w, ms, GPUOS_ST_OK, 0, 0);
+		return 0;
+	}
+	if (dst == 0 || !dst_registered(d, dst, len)) {
+		finish_slot(d, w, ms, GPUOS_ST_BAD_DST, 0, 0);
+		return 0;
+	}
+	for (i = 0; i < GPUOS_RT_MAX_REQS_PER_WARP; i++) {
+		struct rt_req *r = &W->req[i];
+		if (r->active)
+			continue;
+		r->active = 1;
+		r->mslot = ms;
+		r->status = GPUOS_ST_OK;
+		r->nvme_status = 0;
+		r->outstanding = 0;
+		r->off = off;
+		r->end = off + len;
+		r->next = off;
+		r->dst = dst;
+		r->done = 0;
+		W->nreq++;
+		return 1;
+	}
+	/* Unreachable: intake only runs with a free entry. Refuse rather than drop. */
+	finish_slot(d, w, ms, GPUOS_ST_NOSPC, 0, 0);
+	return 0;
+}
+
+/* Scan this warp's mailbox partition for POSTED slots, 32 at a time on the GPU. */
+GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
+	struct gpuos_mbox_slot *slots = gpuos_mbox_slots(mb);
+	uint32_t per = mb->nslots / mb->nparts, base = w * per;
+	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
+	uint32_t posted, i, taken = 0;
+	int stop = 0;
+
+	/* Pairs with the clients' fetch_add after their POSTED release. */
+	posted = gpuos_load_acquire_sys32(&mb->part[w].posted);
+	if (posted == W->posted_seen && !W->rescan)
+		return 0;
+	gpuos_warp_sync();
+	if (lane == 0) {
+		W->posted_seen = posted;
+		W->rescan = 0;
+	}
+	gpuos_warp_sync();
+	for (i = 0; i < per && !stop; i += width) {
+		uint32_t idx = i + lane;
+		uint32_t st = idx < per ? gpuos_load_acquire_sys32(&slots[base + idx].state) : 0;
+		uint32_t mask = gpuos_warp_ballot(st == GPUOS_SLOT_POSTED);
+		while (mask) {
+			uint32_t b = gpuos_ffs(mask);
+			mask &= mask - 1u;
+			if (lane == 0) {
+				if (W->nreq >= GPUOS_RT_MAX_REQS_PER_WARP) {
+					W->rescan = 1;
+					stop = 1;
+				} else {
+					accept(d, w, W, base + i + b, cmd);
+					taken++;
+				}
+			}
+			stop = (int)gpuos_warp_bcast32((uint32_t)stop, 0);
+			if (stop)
+				break;
+		}
+		gpuos_warp_sync();
+	}
+	return (int)gpuos_warp_bcast32(taken, 0);
+}
+
+/* ---- submission ------------------------------------------------------------------ */
+
+/* Lane 0: plan up to `max` commands for queue q into cmds[] (slot indices).
+ * Returns the count. The SQEs are written by all lanes afterwards. */
+GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, struct rt_warp *W, uint32_t q,
+				    uint32_t max, uint32_t *cmds)
+{
+	uint32_t n = 0, tries = 0;
+	uint64_t lbs = 1ull << d->lba_shift;
+
+	while (n < max && W->nfree > 0 && tries < GPUOS_RT_MAX_REQS_PER_WARP) {
+		struct rt_req *r = &W->req[W->rr_req];
+		uint64_t lba0, span0, end, chunk_end;
+		uint32_t s;
+		struct rt_slot *sl;
+
+		if (!r->active || r->next >= r->end || r->status != GPUOS_ST_OK) {
+			W->rr_req = (W->rr_req + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
+			tries++;
+			continue;
+		}
+		tries = 0;
+		lba0 = r->next >> d->lba_shift;
+		span0 = lba0 << d->lba_shift;
+		end = span0 + d->xfer_bytes;
+		chunk_end = end < r->end ? end : r->end;
+		s = W->free_stack[--W->nfree];
+		sl = &W->slot[s];
+		sl->busy = SLOT_BUSY;
+		sl->req = W->rr_req;
+		sl->q = q;
+		sl->src_off = (uint32_t)(r->next - span0);
+		sl->copy_len = (uint32_t)(chunk_end - r->next);
+		sl->dst = r->dst + (r->next - r->off);
+		/* nlb stashed in rsvd until the SQE is built */
+		sl->rsvd = (uint32_t)((chunk_end - span0 + lbs - 1u) >> d->lba_shift);
+		r->next = chunk_end;
+		r->outstanding++;
+		cmds[n++] = s;
+		/* Spread a large request: the next chunk may go to another queue,
+		 * so move on to the next request only when this one is all planned. */
+		if (r->next >= r->end)
+			W->rr_req = (W->rr_req + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
+	}
+	return n;
+}
+
+/* Build the SQE of command slot s (warp w) into place `ahead` of queue qp. */
+GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+				     struct gpuos_qp *qp, uint32_t ahead, uint32_t s)
+{
+	struct rt_slot *sl = &W->slot[s];
+	struct rt_req *r = &W->req[sl->req];
+	uint32_t gs = w * d->slots_per_warp + s;
+	uint64_t iova = d->bounce_iova + (uint64_t)gs * d->xfer_bytes;
+	uint64_t lba = (sl->dst - r->dst + r->off - sl->src_off) >> d->lba_shift;
+	uint32_t nlb = sl->rsvd;
+	uint64_t bytes = (uint64_t)nlb << d->lba_shift;
+	struct gpuos_nvme_sqe *e = gpuos_qp_sq_entry(qp, ahead);
+	uint64_t prp2 = 0;
+
+	if (bytes > 2u * GPUOS_NVME_PAGE_SIZE)
+		prp2 = d->prp_iova + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE; /* prebuilt list */
+	else if (bytes > GPUOS_NVME_PAGE_SIZE)
+		prp2 = iova + GPUOS_NVME_PAGE_SIZE;
+	e->opc = GPUOS_NVME_CMD_READ;
+	e->fuse_psdt = 0;
+	e->cid = (uint16_t)s;
+	e->nsid = d->nsid;
+	e->cdw2 = 0;
+	e->cdw3 = 0;
+	e->mptr = 0;
+	e->prp1 = iova;
+	e->prp2 = prp2;
+	e->cdw10 = (uint32_t)lba;
+	e->cdw11 = (uint32_t)(lba >> 32);
+	e->cdw12 = nlb - 1u; /* NLB is 0's based */
+	e->cdw13 = 0;
+	e->cdw14 = 0;
+	e->cdw15 = 0;
+}
+
+GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	uint32_t qpw = d->nqueues / d->nwarps;
+	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
+	struct gpuos_qp *qps = rt_qps(d);
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	uint32_t cmds[GPUOS_WARP_MAX];
+	uint32_t k, total = 0;
+
+	for (k = 0; k < qpw; k++) {
+		uint32_t q = w * qpw + (W->rr_q + k) % qpw;
+		struct gpuos_qp *qp = &qps[q];
+		uint32_t n = 0, max;
+
+		if (lane == 0) {
+			max = gpuos_qp_sq_space(qp);
+			if (max > GPUOS_WARP_MAX)
+				max = GPUOS_WARP_MAX;
+			n = plan(d, W, q, max, cmds);
+			for (uint32_t i = 0; i < n; i++)
+				W->slot[cmds[i]].t_submit = gpuos_now_ns();
+		}
+		n = gpuos_warp_bcast32(n, 0);
+		if (n == 0) {
+			gpuos_warp_sync();
+			if (W->nfree == 0)
+				break;
+			continue;
+		}
+		/* Distribute slot numbers: lane 0 holds cmds[]; lanes fetch by shuffle. */
+		for (uint32_t base = 0; base < n; base += width) {
+			uint32_t my = 0;
+			for (uint32_t j = 0; j < width && base + j < n; j++) {
+				uint32_t v = gpuos_warp_bcast32(lane == 0 ? cmds[base + j] : 0, 0);
+				if (lane == j)
+					my = v;
+			}
+			if (base + lane < n)
+				build_sqe(d, w, W, qp, base + lane, my);
+		}
+		gpuos_warp_sync();
+		if (lane == 0) {
+			/* One fence and one doorbell store for the batch (in gpuos_qp_sq_ring). */
+			gpuos_qp_sq_ring(qp, n);
+			ctl->stats[w].commands += n;
+			ctl->stats[w].doorbells++;
+		}
+		gpuos_warp_sync();
+		total += n;
+	}
+	if (lane == 0)
+		W->rr_q = (W->rr_q + 1u) % qpw;
+	gpuos_warp_sync();
+	return (int)total;
+}
+
+/* ---- completion ------------------------------------------------------------------ */
+
+/* All lanes: handle one CQE of warp w. */
+GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+					uint16_t cid, uint16_t cqe_status)
+{
+	uint32_t lane = gpuos_lane_id();
+	uint16_t st = gpuos_nvme_status_of(cqe_status);
+	struct rt_slot *sl;
+	struct rt_req *r;
+	uint32_t busy;
+
+	if (cid >= d->slots_per_warp)
+		return; /* not ours: a controller bug; ignore rather than corrupt state */
+	sl = &W->slot[cid];
+	busy = sl->busy;
+	if (busy == SLOT_FREE)
+		return;
+	if (busy == SLOT_ZOMBIE) {
+		/* Its request already failed with a timeout; only the slot comes back. */
+		gpuos_warp_sync();
+		if (lane == 0) {
+			sl->busy = SLOT_FREE;
+			W->free_stack[W->nfree++] = cid;
+		}
+		gpuos_warp_sync();
+		return;
+	}
+	r = &W->req[sl->req];
+	if (st == 0 && r->status == GPUOS_ST_OK) {
+		uint32_t gs = w * d->slots_per_warp + cid;
+		const char *src = (const char *)(uintptr_t)(d->bounce + (uint64_t)gs * d->xfer_bytes) + sl->src_off;
+		/* The data came by DMA before the CQE; the CQE acquire in
+		 * gpuos_qp_cq_peek orders these reads after it. */
+		warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len);
+	}
+	gpuos_warp_sync();
+	if (lane == 0) {
+		if (st != 0) {
+			if (r->status == GPUOS_ST_OK) {
+				r->status = GPUOS_ST_NVME;
+				r->nvme_status = st;
+			}
+		} else if (r->status == GPUOS_ST_OK) {
+			r->done += sl->copy_len;
+		}
+		sl->busy = SLOT_FREE;
+		W->free_stack[W->nfree++] = cid;
+		r->outstanding--;
+		if (r->outstanding == 0 && (r->next >= r->end || r->status != GPUOS_ST_OK))
+			finish_req(d, w, W, sl->req);
+	}
+	gpuos_warp_sync();
+}
+
+GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	uint32_t qpw = d->nqueues / d->nwarps;
+	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
+	struct gpuos_qp *qps = rt_qps(d);
+	uint32_t k;
+	int total = 0;
+
+	for (k = 0; k < qpw; k++) {
+		struct gpuos_qp *qp = &qps[w * qpw + k];
+		uint32_t consumed = 0;
+		uint16_t last_sqhd = 0;
+
+		for (;;) {
+			struct gpuos_nvme_cqe e;
+			uint32_t ahead = consumed + lane;
+			int ok = ahead < qp->depth ? gpuos_qp_cq_peek(qp, ahead, &e) : 0;
+			uint32_t mask = gpuos_warp_ballot(ok);
+			/* Only a prefix of posted entries counts: entries after a gap
+			 * are not the controller's yet in our pass. */
+			uint32_t n = (~mask == 0u) ? 32u : gpuos_ffs(~mask);
+			uint32_t i;
+			if (n > width)
+				n = width;
+			if (n == 0)
+				break;
+			for (i = 0; i < n; i++) {
+				uint16_t cid = (uint16_t)gpuos_warp_bcast32(ok ? e.cid : 0, i);
+				uint16_t status = (uint16_t)gpuos_warp_bcast32(ok ? e.status : 0, i);
+				uint16_t sqhd = (uint16_t)gpuos_warp_bcast32(ok ? e.sqhd : 0, i);
+				complete_cmd(d, w, W, cid, status);
+				last_sqhd = sqhd;
+			}
+			consumed += n;
+			if (consumed + width > qp->depth - 1u)
+				break; /* never look a full lap ahead */
+		}
+		if (consumed) {
+			if (lane == 0)
+				gpuos_qp_cq_consume(qp, consumed, last_sqhd);
+			gpuos_warp_sync();
+			total += (int)consumed;
+		}
+	}
+	return total;
+}
+
+/* ---- timeouts and controller failure --------------------------------------------- */
+
+/* Lane 0: fail the request of slot s (timed out or controller dead). */
+GPUOS_INLINE GPUOS_HD void abandon(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+				   uint32_t s, uint32_t status)
+{
+	struct rt_slot *sl = &W->slot[s];
+	struct rt_req *r = &W->req[sl->req];
+	sl->busy = SLOT_ZOMBIE;
+	if (r->status == GPUOS_ST_OK)
+		r->status = status;
+	r->outstanding--;
+	if (r->outstanding == 0)
+		finish_req(d, w, W, sl->req);
+}
+
+GPUOS_INLINE GPUOS_HD void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
+	uint64_t now = gpuos_now_ns();
+	uint32_t i;
+
+	for (i = 0; i < d->slots_per_warp; i += width) {
+		uint32_t s = i + lane;
+		int late = s < d->slots_per_warp && W->slot[s].busy == SLOT_BUSY &&
+			   now - W->slot[s].t_submit > d->timeout_ns;
+		/* A zombie whose completion never came back: after four timeouts the
+		 * command is taken as lost for good and its slot is reused. */
+		int lost = s < d->slots_per_warp && W->slot[s].busy == SLOT_ZOMBIE &&
+			   now - W->slot[s].t_submit > 4u * d->timeout_ns;
+		uint32_t mlate = gpuos_warp_ballot(late), mlost = gpuos_warp_ballot(lost);
+		gpuos_warp_sync();
+		if (lane == 0) {
+			while (mlate) {
+				uint32_t b = gpuos_ffs(mlate);
+				mlate &= mlate - 1u;
+				abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
+				ctl->stats[w].timeouts++;
+			}
+			while (mlost) {
+				uint32_t b = gpuos_ffs(mlost);
+				mlost &= mlost - 1u;
+				W->slot[i + b].busy = SLOT_FREE;
+				W->free_stack[W->nfree++] = i + b;
+			}
+		}
+		gpuos_warp_sync();
+	}
+}
+
+/* Lane 0: the controller is dead; fail everything in flight and all new work. */
+GPUOS_INLINE GPUOS_HD void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t csts)
+{
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	uint32_t s, i;
+
+	W->fatal = 1;
+	ctl->fatal_csts = csts;
+	for (s = 0; s < d->slots_per_warp; s++)
+		if (W->slot[s].busy == SLOT_BUSY)
+			abandon(d, w, W, s, GPUOS_ST_CTRL_FATAL);
+	/* Requests not fully submitted: fail them now. */
+	for (i = 0; i < GPUOS_RT_MAX_REQS_PER_WARP; i++) {
+		struct rt_req *r = &W->req[i];
+		if (r->active && r->outstanding == 0) {
+			r->status = GPUOS_ST_CTRL_FATAL;
+			finish_req(d, w, W, i);
+		}
+	}
+	gpuos_store_release_sys32(&ctl->state, GPUOS_RT_STATE_FATAL);
+}
+
+/* ---- the loop ------------------------------------------------------------------- */
+
+GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	uint32_t qpw = d->nqueues / d->nwarps;
+	struct gpuos_qp *qps = rt_qps(d);
+	uint32_t s, k;
+
+	for (k = 0; k < qpw; k++) {
+		const struct gpuos_rt_queue *q = &d->queue[w * qpw + k];
+		gpuos_qp_init(&qps[w * qpw + k], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
+			      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
+			      q->depth, q->qid);
+	}
+	W->nfree = 0;
+	for (s = d->slots_per_warp; s > 0; s--) {
+		W->slot[s - 1].busy = SLOT_FREE;
+		W->free_stack[W->nfree++] = s - 1;
+	}
+	W->nreq = 0;
+	W->rr_q = 0;
+	W->rr_req = 0;
+	W->posted_seen = 0;
+	W->rescan = 1;
+	W->fatal = 0;
+	W->inited = 1;
+}
+
+GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
+{
+	struct rt_warp *W = rt_warp(d, w);
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	uint32_t lane = gpuos_lane_id();
+	uint32_t idle = 0;
+
+	if (lane == 0 && !W->inited)
+		warp_init(d, w, W);
+	if (lane == 0)
+		W->rescan = 1; /* requests may have been posted while parked */
+	gpuos_warp_sync();
+
+	for (;;) {
+		/* Pairs with the host's release store of cmd. */
+		uint32_t cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&ctl->cmd), 0);
+		int work = 0;
+		uint64_t it = W->iter;
+
+		if (d->csts && (it & 63u) == 0 && !W->fatal) {
+			uint32_t csts = gpuos_warp_bcast32(
+				gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts), 0);
+			gpuos_warp_sync();
+			if ((csts & GPUOS_NVME_CSTS_CFS) || csts == 0xffffffffu) {
+				if (lane == 0)
+					go_fatal(d, w, W, csts);
+				gpuos_warp_sync();
+			}
+		}
+		work += reap(d, w, W);
+		if (cmd != GPUOS_RT_CMD_PARK && (W->nreq < GPUOS_RT_MAX_REQS_PER_WARP || W->fatal))
+			work += intake(d, w, W, cmd);
+		if (!W->fatal)
+			work += submit(d, w, W);
+		if ((it & 255u) == 0)
+			check_timeouts(d, w, W);
+		gpuos_warp_sync();
+		if (lane == 0) {
+			W->iter = it + 1;
+			ctl->stats[w].polls++;
+			ctl->stats[w].inflight = d->slots_per_warp - W->nfree;
+		}
+		gpuos_warp_sync();
+		if (cmd != GPUOS_RT_CMD_RUN) {
+			/* Park: finish what was taken, take nothing new. Stop: also answer
+			 * every posted request (STOPPING) before leaving. Zombies need not
+			 * drain: their requests are already answered. */
+			uint32_t busy = 0, s;
+			for (s = 0; s < d->slots_per_warp; s++)
+				busy += W->slot[s].busy == SLOT_BUSY;
+			if (W->nreq == 0 && busy == 0) {
+				if (cmd == GPUOS_RT_CMD_STOP) {
+					if (lane == 0)
+						W->rescan = 1;
+					gpuos_warp_sync();
+					intake(d, w, W, cmd); /* answer what is still posted */
+				}
+				break;
+			}
+		}
+		if (work) {
+			idle = 0;
+		} else if (++idle > 64) {
+			gpuos_pause();
+		}
+	}
+	gpuos_warp_sync();
+	if (lane == 0)
+		gpuos_fetch_add_sys32(&ctl->warps_done, 1u);
+}

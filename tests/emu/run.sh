@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# End-to-end tests of the `gpuos` command on the emulated controller (host
+# mode: no GPU needed). Usage: tests/emu/run.sh BUILD_DIR
+set -u
+build=${1:-build}
+gpuos=$build/gpuos
+tmp=$(mktemp -d /tmp/gpuos-emu-test.XXXXXX)
+trap 'rm -rf "$tmp"; [ -n "${svc:-}" ] && kill $svc 2>/dev/null' EXIT
+pass=0 fail=0
+ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
+bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+img=$tmp/disk.img
+head -c $((48 << 20)) /dev/urandom > "$img"
+export GPUOS_QUIET_HOST=1
+
+echo "== identify"
+out=$($gpuos identify --json --device "emu:$img,mdts=128,queues=8,lba=4096" 2>/dev/null)
+check "identify json (issue 2 done criterion)" python3 - "$out" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+keys = {"model","serial","firmware","version","mqes","dstrd","mdts_bytes","lba_bytes","namespace_lbas","io_queues"}
+assert set(j) == keys, set(j) ^ keys
+assert j["mdts_bytes"] == 131072 and j["lba_bytes"] == 4096 and j["io_queues"] == 8, j
+assert j["namespace_lbas"] == (48 << 20) // 4096, j
+PY
+out=$($gpuos identify --json --device "emu:$img,dstrd=3,depth=64" 2>/dev/null)
+check "identify reports dstrd and mqes" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert j['dstrd']==3 and j['mqes']==63, j" "$out"
+$gpuos identify --device "emu:$img" > "$tmp/id.txt" 2>&1
+check "identify text" grep -q "MDTS:" "$tmp/id.txt"
+
+$gpuos identify --device "bogus:thing" 2> "$tmp/err"; rc=$?
+check "bad device string: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+$gpuos identify --device "emu:$tmp/missing.img" 2> "$tmp/err"; rc=$?
+check "missing image: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+check "missing image: says why" grep -q "No such file" "$tmp/err"
+$gpuos identify --device "emu:$img,never_ready=1,to=2" 2> "$tmp/err"; rc=$?
+check "controller never ready: exit 2 within CAP.TO" test $rc -eq 2
+check "never ready: names the step" grep -q "enable" "$tmp/err"
+
+echo "== read"
+for spec in "0 4096" "1 1" "511 513" "123457 1000000" "$(( (48 << 20) - 77 )) 77" "4096 $((9 << 20))"; do
+	set -- $spec
+	$gpuos read --device "emu:$img" --host --allow-raw --offset $1 --length $2 -o "$tmp/out" 2>"$tmp/err"
+	dd if="$img" of="$tmp/want" bs=1 skip=0 count=0 2>/dev/null
+	python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d[$1:$1+$2])" "$img" "$tmp/want"
+	check "read offset=$1 length=$2" cmp -s "$tmp/out" "$tmp/want"
+done
+$gpuos read --device "emu:$img,lba=4096,mdts=16,ooo=1" --allow-raw --offset 7 --length 300000 > "$tmp/out" 2>/dev/null
+python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d[7:300007])" "$img" "$tmp/want"
+check "read to stdout, lba=4096 mdts=16 ooo" cmp -s "$tmp/out" "$tmp/want"
+$gpuos read --device "emu:$img" --offset 0 --length 10 > /dev/null 2> "$tmp/err"; rc=$?
+check "read without --allow-raw refuses: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+$gpuos read --device "emu:$img" --allow-raw --offset $((48 << 20)) --length 10 > /dev/null 2> "$tmp/err"; rc=$?
+check "read past the end: exit 2" test $rc -eq 2
+check "read past the end: says so" grep -q "past the end" "$tmp/err"
+$gpuos read --device "emu:$img,faults=lba:100" --allow-raw --offset 51000 --length 1000 > /dev/null 2> "$tmp/err"; rc=$?
+check "read of a failing LBA: exit 2" test $rc -eq 2
+check "read of a failing LBA: decoded status" grep -q "Unrecovered Read Error" "$tmp/err"
+
+echo "== service"
+sock=$tmp/gpuos.sock
+$gpuos boot --device "emu:$img" --host --allow-raw --warps 2 --queues 4 --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+check "service prints ready socket=PATH" grep -qx "ready socket=$sock" "$tmp/svc.out"
+$gpuos read --socket "$sock" --allow-raw --offset 1000 --length 2000000 -o "$tmp/out" 2> "$tmp/err"
+python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d[1000:2001000])" "$img" "$tmp/want"
+check "read through a running service" cmp -s "$tmp/out" "$tmp/want"
+# several clients at once
+for k in 1 2 3 4; do
+	$gpuos read --socket "$sock" --allow-raw --offset $((k * 100000)) --length 500000 -o "$tmp/out$k" 2>/dev/null &
+done
+wait_ok=1
+for k in 1 2 3 4; do wait %$((k + 1)) 2>/dev/null; done
+for k in 1 2 3 4; do
+	python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d[$((k*100000)):$((k*100000+500000))])" "$img" "$tmp/want$k"
+	cmp -s "$tmp/out$k" "$tmp/want$k" || wait_ok=0
+done
+check "four clients at once" test $wait_ok -eq 1
+$gpuos stop --socket "$sock"; rc=$?
+check "gpuos stop" test $rc -eq 0
+wait $svc; rc=$?
+svc=
+check "service exits 0 after stop" test $rc -eq 0
+check "socket removed" test ! -e "$sock"
+
+$gpuos boot --device "emu:$img" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $svc
+wait $svc; rc=$?
+svc=
+check "SIGTERM stops gracefully with 0" test $rc -eq 0
+$gpuos stop --socket "$sock" 2> "$tmp/err"; rc=$?
+check "stop without a service: exit 2" test $rc -eq 2
+
+echo "emu e2e: $pass passed, $fail failed"
+[ $fail -eq 0 ]

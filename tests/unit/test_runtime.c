@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * End to end in host mode: client -> mailbox -> runtime (CPU threads) ->
+ * emulated controller -> client, against an image of random bytes. The same
+ * runtime/ code runs on the GPU in tests/gpu/.
+ */
+#ifdef GPUOS_MINI_CRITERION
+#include "../gpu/mini_criterion.h" /* the GPU machine has no Criterion */
+#else
+#include <criterion/criterion.h>
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuos/gpuos.h"
+#include "gpuos/host.h"
+
+#define IMG_BYTES (32u << 20)
+
+static char img_path[256];
+
+/* GPUOS_TEST_GPU=1 runs the same scenarios with the runtime on the GPU. */
+static int host_mode(void)
+{
+	return getenv("GPUOS_TEST_GPU") ? 0 : 1;
+}
+static unsigned char *img;
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64: fixed seeds make failures repeatable */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void make_image(void)
+{
+	uint64_t s = 42;
+	FILE *f;
+	size_t i;
+	snprintf(img_path, sizeof(img_path), "/tmp/gpuos-rt-test-%d.img", (int)getpid());
+	img = malloc(IMG_BYTES);
+	cr_assert_not_null(img);
+	for (i = 0; i < IMG_BYTES / 8; i++)
+		((uint64_t *)img)[i] = rng_next(&s);
+	f = fopen(img_path, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(img, 1, IMG_BYTES, f), IMG_BYTES);
+	fclose(f);
+}
+
+static void drop_image(void)
+{
+	unlink(img_path);
+	free(img);
+}
+
+struct booted {
+	struct gpuos_sys *sys;
+	struct gpuos_mbox *mb;
+	char *heap;
+	uint64_t heap_rt, heap_len;
+};
+
+static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, uint32_t queues,
+		      uint32_t timeout_ms, uint32_t mbox_slots)
+{
+	struct gpuos_boot_opts o;
+	char dev[512], err[512];
+	int r;
+	gpuos_boot_opts_default(&o);
+	snprintf(dev, sizeof(dev), "emu:%s%s%s", img_path, emu_opts && *emu_opts ? "," : "", emu_opts ? emu_opts : "");
+	o.device = dev;
+	o.warps = warps;
+	o.queues = queues;
+	o.host_mode = host_mode();
+	o.allow_raw = 1;
+	o.quiet = 1;
+	o.timeout_ms = timeout_ms;
+	o.mbox_slots = mbox_slots;
+	o.heap_bytes = 16u << 20;
+	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
+	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
+	b->mb = gpuos_sys_mbox(b->sys);
+	b->heap = (char *)gpuos_sys_heap(b->sys, &b->heap_rt, &b->heap_len);
+}
+
+static void shut(struct booted *b)
+{
+	char err[512];
+	int r = gpuos_shutdown(b->sys, err, sizeof(err));
+	cr_assert_eq(r, 0, "shutdown: %s", err);
+}
+
+static uint32_t read_at(struct booted *b, uint64_t off, uint64_t len, uint64_t heap_off, uint64_t *got)
+{
+	return gpuos_read_raw(b->mb, off, len, (void *)(uintptr_t)(b->heap_rt + heap_off), got);
+}
+
+TestSuite(runtime, .init = make_image, .fini = drop_image, .timeout = 120);
+
+Test(runtime, random_ranges_match_the_image)
+{
+	struct booted b;
+	uint64_t s = 7;
+	int i;
+	boot_with(&b, "", 2, 4, 0, 0);
+	for (i = 0; i < 400; i++) {
+		uint64_t len = 1 + rng_next(&s) % (i % 4 == 0 ? (3u << 20) : 9000u);
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		uint64_t got = 0;
+		uint32_t st = read_at(&b, off, len, 0, &got);
+		cr_assert_eq(st, GPUOS_ST_OK, "read %lu+%lu: %s", (unsigned long)off, (unsigned long)len,
+			     gpuos_status_name(st));
+		cr_assert_eq(got, len);
+		cr_assert(memcmp(b.heap, img + off, len) == 0, "data of %lu+%lu differs", (unsigned long)off,
+			  (unsigned long)len);
+	}
+	/* The last byte of the device, and a zero-length read. */
+	cr_assert_eq(read_at(&b, IMG_BYTES - 1, 1, 0, NULL), GPUOS_ST_OK);
+	cr_assert_eq((unsigned char)b.heap[0], img[IMG_BYTES - 1]);
+	cr_assert_eq(read_at(&b, 5, 0, 0, NULL), GPUOS_ST_OK);
+	shut(&b);
+}
+
+Test(runtime, lba_4096_and_small_mdts)
+{
+	struct booted b;
+	uint64_t s = 9;
+	int i;
+	boot_with(&b, "lba=4096,mdts=8,ooo=1", 1, 3, 0, 0);
+	for (i = 0; i < 200; i++) {
+		uint64_t len = 1 + rng_next(&s) % 100000u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		cr_assert_eq(read_at(&b, off, len, 100, NULL), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap + 100, img + off, len) == 0);
+	}
+	shut(&b);
+}
+
+struct hammer {
+	struct booted *b;
+	int id;
+	int n;
+	uint64_t bad;
+	uint64_t bytes;
+};
+
+static void *hammer_thread(void *p)
+{
+	struct hammer *h = (struct hammer *)p;
+	uint64_t s = 1000 + (uint64_t)h->id;
+	uint64_t region = h->b->heap_len / 64;
+	char *mine = h->b->heap + (uint64_t)h->id * region;
+	uint64_t mine_rt = h->b->heap_rt + (uint64_t)h->id * region;
+	int i;
+	for (i = 0; i < h->n; i++) {
+		uint64_t len = 1 + rng_next(&s) % 8192u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		uint64_t got = 0;
+		struct gpuos_req rq;
+		struct gpuos_result res;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = GPUOS_OP_READ_RAW;
+		rq.offset = off;
+		rq.length = len;
+		rq.dst = mine_rt;
+		rq.tag = ((uint64_t)h->id << 32) | (uint64_t)i;
+		if (gpuos_call(h->b->mb, &rq, 0, &res) != GPUOS_ST_OK || (got = res.result) != len ||
+		    memcmp(mine, img + off, len) != 0)
+			h->bad++;
+		h->bytes += got;
+	}
+	return NULL;
+}
+
+Test(runtime, many_clients_nothing_lost_or_duplicated, .timeout = 300)
+{
+	struct booted b;
+	pthread_t t[64];
+	struct hammer h[64];
+	struct gpuos_stats st;
+	uint64_t want_bytes = 0, got_bytes = 0;
+	int i, n = getenv("GPUOS_QUICK") ? 1000 : 10000;
+	boot_with(&b, "ooo=1", 4, 8, 0, 256);
+	for (i = 0; i < 64; i++) {
+		h[i].b = &b;
+		h[i].id = i;
+		h[i].n = n;
+		h[i].bad = 0;
+		h[i].bytes = 0;
+		cr_assert_eq(pthread_create(&t[i], NULL, hammer_thread, &h[i]), 0);
+	}
+	for (i = 0; i < 64; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(h[i].bad, 0, "client %d: %lu bad requests", i, (unsigned long)h[i].bad);
+		got_bytes += h[i].bytes;
+	}
+	gpuos_sys_stats(b.sys, &st);
+	/* Every request answered exactly once: the runtime's count equals ours. */
+	cr_assert_eq(st.requests, 64ull * (uint64_t)n);
+	cr_assert_eq(st.errors, 0);
+	want_bytes = st.bytes;
+	cr_assert_eq(got_bytes, want_bytes);
+	shut(&b);
+}
+
+Test(runtime, malformed_requests_get_a_status)
+{
+	struct booted b;
+	struct gpuos_req rq;
+	struct gpuos_result res;
+	static char outside[4096];
+	boot_with(&b, "", 1, 1, 0, 0);
+
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = 99;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_BAD_OPCODE);
+	rq.opcode = GPUOS_OP_NOP;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_OK);
+
+	rq.opcode = GPUOS_OP_READ_RAW;
+	rq.dst = b.heap_rt;
+	rq.offset = IMG_BYTES - 10;
+	rq.length = 11;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_BAD_RANGE);
+	rq.offset = ~0ull - 5;
+	rq.length = 100;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_OVERFLOW);
+	rq.offset = 0;
+	rq.length = 1ull << 50;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_OVERFLOW);
+	rq.length = 100;
+	rq.dst = 0;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_BAD_DST);
+	rq.dst = (uint64_t)(uintptr_t)outside;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_BAD_DST);
+	rq.dst = b.heap_rt + b.heap_len - 50; /* runs past the end of the heap */
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_BAD_DST);
+	rq.dst = b.heap_rt;
+	rq.flags = 0x80;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_BAD_FLAGS);
+	rq.flags = 0;
+	rq.opcode = GPUOS_OP_WRITE_RAW;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_DENIED);
+	/* Still serving. */
+	cr_assert_eq(read_at(&b, 4096, 100, 0, NULL), GPUOS_ST_OK);
+	cr_assert(memcmp(b.heap, img + 4096, 100) == 0);
+	shut(&b);
+}
+
+Test(runtime, raw_reads_need_allow_raw)
+{
+	struct gpuos_boot_opts o;
+	struct gpuos_sys *sys;
+	char dev[512], err[512];
+	uint64_t rt;
+	gpuos_boot_opts_default(&o);
+	snprintf(dev, sizeof(dev), "emu:%s", img_path);
+	o.device = dev;
+	o.host_mode = host_mode();
+	o.quiet = 1;
+	cr_assert_eq(gpuos_boot(&o, &sys, err, sizeof(err)), 0, "%s", err);
+	gpuos_sys_heap(sys, &rt, NULL);
+	cr_assert_eq(gpuos_read_raw(gpuos_sys_mbox(sys), 0, 10, (void *)(uintptr_t)rt, NULL), GPUOS_ST_DENIED);
+	cr_assert_eq(gpuos_shutdown(sys, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(runtime, mailbox_full_refuses_then_serves_everything)
+{
+	struct booted b;
+	struct gpuos_req rq;
+	struct gpuos_result res;
+	uint32_t slots[64];
+	char err[256];
+	int n = 0, i;
+	boot_with(&b, "", 1, 1, 0, 8);
+	cr_assert_eq(gpuos_park(b.sys, err, sizeof(err)), 0, "%s", err);
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = GPUOS_OP_READ_RAW;
+	rq.length = 512;
+	for (i = 0; i < 64; i++) {
+		rq.offset = (uint64_t)i * 512u;
+		rq.dst = b.heap_rt + (uint64_t)i * 512u;
+		if (gpuos_post(b.mb, &rq, &slots[n]) != GPUOS_ST_OK)
+			break;
+		n++;
+	}
+	cr_assert_eq(n, 8, "a parked runtime with 8 slots took %d requests", n);
+	rq.offset = 0;
+	cr_assert_eq(gpuos_post(b.mb, &rq, &slots[63]), GPUOS_ST_FULL);
+	cr_assert_eq(gpuos_resume(b.sys, err, sizeof(err)), 0, "%s", err);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(gpuos_wait(b.mb, slots[i], 0, &res), GPUOS_ST_OK);
+		cr_assert_eq(res.result, 512);
+	}
+	cr_assert(memcmp(b.heap, img, 8 * 512) == 0);
+	shut(&b);
+}
+
+Test(runtime, park_and_resume_keep_serving)
+{
+	struct booted b;
+	char err[256];
+	int round;
+	boot_with(&b, "", 2, 2, 0, 0);
+	for (round = 0; round < 5; round++) {
+		cr_assert_eq(read_at(&b, (uint64_t)round * 7777u, 70000, 0, NULL), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap, img + round * 7777u, 70000) == 0);
+		cr_assert_eq(gpuos_park(b.sys, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpuos_resume(b.sys, err, sizeof(err)), 0, "%s", err);
+	}
+	shut(&b);
+}
+
+Test(runtime, lba_fault_fails_only_the_requests_touching_it)
+{
+	struct booted b;
+	uint64_t s = 3;
+	int i, failed = 0;
+	/* LBAs 1000..1007 (512-byte LBAs): bytes 512000..516095. */
+	boot_with(&b, "faults=lba:1000-1007", 1, 2, 0, 0);
+	for (i = 0; i < 300; i++) {
+		uint64_t len = 1 + rng_next(&s) % 20000u;
+		uint64_t off = rng_next(&s) % (1u << 20);
+		struct gpuos_req rq;
+		struct gpuos_result res;
+		int touches = off < 516096u && off + len > 512000u;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = GPUOS_OP_READ_RAW;
+		rq.offset = off;
+		rq.length = len;
+		rq.dst = b.heap_rt;
+		uint32_t st = gpuos_call(b.mb, &rq, 0, &res);
+		if (touches) {
+			failed++;
+			cr_assert_eq(st, GPUOS_ST_NVME);
+			cr_assert_eq(res.nvme_status, 0x281, "status 0x%x", res.nvme_status);
+		} else {
+			cr_assert_eq(st, GPUOS_ST_OK);
+			cr_assert(memcmp(b.heap, img + off, len) == 0);
+		}
+	}
+	cr_assert_gt(failed, 0);
+	shut(&b);
+}
+
+Test(runtime, random_errors_and_lost_completions)
+{
+	struct booted b;
+	uint64_t s = 5;
+	int i, ok = 0, nvme = 0, timeouts = 0;
+	boot_with(&b, "faults=rate:0.02+lost:0.02,seed=11", 1, 2, 150, 0);
+	for (i = 0; i < 300; i++) {
+		uint64_t len = 1 + rng_next(&s) % 4096u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		struct gpuos_req rq;
+		struct gpuos_result res;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = GPUOS_OP_READ_RAW;
+		rq.offset = off;
+		rq.length = len;
+		rq.dst = b.heap_rt;
+		uint32_t st = gpuos_call(b.mb, &rq, 0, &res);
+		if (st == GPUOS_ST_OK) {
+			ok++;
+			cr_assert(memcmp(b.heap, img + off, len) == 0);
+		} else if (st == GPUOS_ST_NVME) {
+			nvme++;
+		} else {
+			cr_assert_eq(st, GPUOS_ST_TIMEOUT, "status %s", gpuos_status_name(st));
+			timeouts++;
+		}
+	}
+	cr_assert_gt(ok, 250);
+	cr_assert_gt(nvme, 0);
+	cr_assert_gt(timeouts, 0);
+	shut(&b);
+}
+
+Test(runtime, controller_fatal_fails_everything_cleanly)
+{
+	struct booted b;
+	int i, fatal = 0;
+	struct gpuos_stats st;
+	boot_with(&b, "faults=cfs:20", 1, 1, 2000, 0);
+	for (i = 0; i < 60; i++) {
+		uint32_t s = read_at(&b, (uint64_t)i * 4096u, 4096, 0, NULL);
+		if (i < 20)
+			cr_assert_eq(s, GPUOS_ST_OK, "request %d: %s", i, gpuos_status_name(s));
+		else if (s != GPUOS_ST_OK) {
+			cr_assert(s == GPUOS_ST_CTRL_FATAL || s == GPUOS_ST_TIMEOUT, "request %d: %s", i,
+				  gpuos_status_name(s));
+			fatal += s == GPUOS_ST_CTRL_FATAL;
+		}
+	}
+	cr_assert_gt(fatal, 30);
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_eq(st.state, GPUOS_RT_STATE_FATAL);
+	/* Shutting down a dead controller reports it but does not hang. */
+	char err[512];
+	gpuos_shutdown(b.sys, err, sizeof(err));
+}
