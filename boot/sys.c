@@ -105,6 +105,10 @@ static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 			return -ENOMEM;
 		for (w = 0; w < s->desc->nwarps; w++) {
 			struct warp_arg *a = malloc(sizeof(*a));
+			if (a) {
+				a->d = s->desc;
+				a->w = w;
+			}
 			if (!a || pthread_create(&s->threads[w], NULL, host_warp, a)) {
 				free(a);
 				snprintf(err, errlen, "cannot start runtime thread %u", w);
@@ -116,8 +120,6 @@ static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 				s->threads = NULL;
 				return -EAGAIN;
 			}
-			a->d = s->desc;
-			a->w = w;
 		}
 	}
 	s->running = 1;

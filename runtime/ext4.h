@@ -258,7 +258,10 @@ struct gpuos_ext4 {
 	uint32_t rsvd_cache;
 	uint64_t cache_lblk;
 
-	char path[GPUOS_EXT4_PATH_BUF];     /* lookup: the path left to resolve, right-aligned */
+	/* lookup state, here rather than on a GPU lane's small stack */
+	struct gpuos_ext4_inode lookup_cur;  /* the directory being searched */
+	struct gpuos_ext4_inode lookup_res;  /* gpuos_ext4_lookup()'s result */
+	char path[GPUOS_EXT4_PATH_BUF];     /* the path left to resolve, right-aligned */
 	uint8_t blk[GPUOS_EXT4_MAX_BLOCK];  /* scratch: one block or one inode */
 };
 

@@ -719,11 +719,12 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 				break;
 			}
 		}
-		if (work) {
+		if (work)
 			idle = 0;
-		} else if (++idle > 64) {
-			gpuos_pause();
-		}
+		else if (W->nfree == d->slots_per_warp || idle > 64)
+			gpuos_backoff(&idle); /* nothing in flight, or long quiet */
+		else
+			idle++;
 	}
 	gpuos_warp_sync();
 	if (lane == 0)

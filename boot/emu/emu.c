@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu.c - the emulated controller's life: create and destroy, the
  * register file (NVMe base spec 3.1), and the controller thread that follows
@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,10 +205,18 @@ static void ctrl_cc(struct gpuos_emu *e, uint32_t old, uint32_t cc)
 	int en_old = !!(old & GPUOS_NVME_CC_EN), en = !!(cc & GPUOS_NVME_CC_EN);
 	uint32_t shn_old = old & GPUOS_NVME_CC_SHN_MASK, shn = cc & GPUOS_NVME_CC_SHN_MASK;
 
-	if (!en_old && en)
+	if (!en_old && en) {
 		ctrl_enable(e, cc);
-	else if (en_old && !en)
+	} else if (en_old && !en) {
 		ctrl_reset(e);
+	} else if (en && !e->c.ready && (old & ~GPUOS_NVME_CC_SHN_MASK) != (cc & ~GPUOS_NVME_CC_SHN_MASK)) {
+		/* we poll values, not writes: a driver that gave up on RDY (or
+		 * saw CFS) and rewrote CC with EN 0 then 1 between two polls
+		 * shows up as EN 1 -> 1 with other fields changed; treat it as
+		 * the reset and enable it was */
+		ctrl_reset(e);
+		ctrl_enable(e, cc);
+	}
 	if (!shn_old && shn)
 		ctrl_shutdown(e, shn == GPUOS_NVME_CC_SHN_ABRUPT);
 	else if (shn_old && !shn)
@@ -303,6 +312,8 @@ static void *ctrl_main(void *arg)
 		if (busy) {
 			idle = 0;
 		} else if (++idle < 256) {
+			if (!(idle & 15))
+				sched_yield();
 			for (int i = 0; i < 16; i++)
 				gpuos_pause();
 		} else {

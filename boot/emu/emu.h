@@ -13,6 +13,33 @@
  * Error plus a recorded event), never a crash.
  *
  * It knows only the NVMe spec (gpuos/nvme.h); nothing of the runtime.
+ *
+ * What a driver may rely on beyond the spec:
+ * - CC is polled, not trapped. After CC.EN 1 -> 0 wait for CSTS.RDY = 0 (and,
+ *   when CSTS.CFS was set, for CFS = 0) before setting EN again, as the spec
+ *   asks; a CC rewritten while RDY is still 0 is taken as a fresh enable.
+ * - Enabling with a bad configuration (CC.MPS/CSS/AMS, AQA sizes < 2, ASQ or
+ *   ACQ unaligned or outside every host region) sets CSTS.CFS, as QEMU does.
+ * - Statuses, in gpuos form SCT<<8 | SC with DNR = 0x4000, as QEMU reports them:
+ *   0x4001 invalid opcode; 0x4002 invalid field (also MDTS exceeded, SGL or
+ *   fused commands, CC.IOSQES/IOCQES not 6/4 at queue creation, queues in
+ *   device memory); 0x0004 DMA fault (an address outside every region);
+ *   0x400b invalid NSID; 0x400c Set Features Number of Queues after queues
+ *   exist; 0x4013 PRP offset invalid; 0x4020 write to an image opened
+ *   read-only; 0x4080 LBA out of range; 0x0281 a failed backend read (also
+ *   the default injected status); 0x0280 a failed backend write or flush;
+ *   admin 0x4100 CQ invalid, 0x4101 QID invalid, 0x4102 queue size, 0x4108
+ *   interrupt vector, 0x4109 log page, 0x410c queue deletion, 0x410d not
+ *   saveable.
+ * - Queues must sit in HOST regions (CPU threads poll them); data and PRP
+ *   lists may be in DEVICE regions. Queue entries are translated at every
+ *   access: memory unmapped under a live queue is a DMA fault and sets CFS.
+ * - gpuos_emu_unmap() returns once no transfer in flight uses the region.
+ * - cfs:N happens once: the N+1st fetched I/O command is not executed and
+ *   CSTS.CFS is set; a controller reset clears it and service resumes.
+ * - Deleting an SQ posts what already completed if its CQ has room and drops
+ *   the rest; a controller reset drops everything in flight.
+ * - Abort (admin 0x08) always answers "not aborted" (DW0 bit 0 = 1).
  */
 #ifndef GPUOS_EMU_H
 #define GPUOS_EMU_H
@@ -113,7 +140,10 @@ struct gpuos_emu;
 
 /* Create the controller: opens the backend, allocates the register file
  * through env (copied), starts the controller thread. Returns 0 or a
- * negative errno with a one-line reason in err (-ENOENT missing image, ...). */
+ * negative errno with a one-line reason in err: -EINVAL bad options (also
+ * o->size not set, an image smaller than one LBA), -ENOENT and the other
+ * open(2) errors for the image ("emu: PATH: No such file or directory"),
+ * -ENOMEM, or io_uring setup errors for backend=uring. */
 int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
 		     struct gpuos_emu **out, char *err, size_t errlen);
 
@@ -125,8 +155,10 @@ volatile uint32_t *gpuos_emu_regs(struct gpuos_emu *e);
 size_t gpuos_emu_regs_len(struct gpuos_emu *e);
 
 /* IOMMU-like table: [iova, iova+len) maps to ptr. Regions must not overlap.
- * Returns 0, -EEXIST on overlap, -ENOSPC when the table is full, -ENOTSUP
- * for a DEVICE region without env.dev_copy. */
+ * Returns 0, -EEXIST on overlap, -ENOSPC when the table is full (more than
+ * GPUOS_EMU_MAX_REGIONS), -ENOTSUP for a DEVICE region without
+ * env.dev_copy, -EINVAL for len 0 or a range that wraps. unmap: 0 or
+ * -ENOENT when no region starts at iova. Both may be called from any thread. */
 int gpuos_emu_map(struct gpuos_emu *e, uint64_t iova, void *ptr, size_t len,
 		  enum gpuos_emu_region_kind kind);
 int gpuos_emu_unmap(struct gpuos_emu *e, uint64_t iova);

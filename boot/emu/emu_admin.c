@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu_admin.c - admin commands of the emulated controller (NVMe base
  * spec 5): Identify (5.17), Set/Get Features Number of Queues (5.27.1.5),
@@ -232,7 +232,9 @@ static uint16_t create_sq(struct gpuos_emu *e, const struct gpuos_nvme_sqe *c)
 	sq->iova = c->prp1;
 	sq->size = qsize;
 	sq->cq = cq;
-	sq->owner = cq->owner;     /* one writer per CQ: the worker of its SQs */
+	/* one writer per CQ: the worker of its SQs. Atomic because every
+	 * worker reads it to find its own queues, owner or not */
+	__atomic_store_n(&sq->owner, cq->owner, __ATOMIC_RELAXED);
 	sq->head = 0;
 	cq->nsq++;
 	__atomic_store_n(emu_sq_db(e, qid), 0, __ATOMIC_RELAXED);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu_backend.c - where the emulated namespace keeps its data:
  *   ram    the image read into memory at start; writes stay in memory

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu_dma.c - the emulated controller's side of the bus: the
  * IOMMU-like region table, PRP walking (NVMe base spec 4.3, "Physical Region

@@ -88,7 +88,7 @@ struct emu_sq {
 	uint16_t cqid;
 	uint64_t iova;
 	uint32_t size;
-	uint32_t owner;
+	uint32_t owner;          /* atomic (relaxed): every worker reads it */
 	struct emu_cq *cq;
 	uint32_t head;           /* owner-private: next entry to fetch */
 };

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu_io.c - the I/O workers of the emulated controller: they poll
  * the SQ tail doorbells of their queues, fetch and check NVM commands (read,
@@ -10,6 +10,7 @@
  * phase have one writer and need no lock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,7 +299,8 @@ static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 		uint32_t q = 1u + (w->rr + k) % maxq;
 		struct emu_sq *sq = &e->sq[q];
 		/* acquire: pairs with the controller's release of Q_LIVE */
-		if (__atomic_load_n(&sq->state, __ATOMIC_ACQUIRE) != Q_LIVE || sq->owner != w->idx)
+		if (__atomic_load_n(&sq->state, __ATOMIC_ACQUIRE) != Q_LIVE ||
+		    __atomic_load_n(&sq->owner, __ATOMIC_RELAXED) != w->idx)
 			continue;
 		/* acquire: pairs with the driver's fence + tail doorbell store */
 		uint32_t tail = __atomic_load_n(emu_sq_db(e, q), __ATOMIC_ACQUIRE);
@@ -379,7 +381,8 @@ static uint32_t retire_round(struct gpuos_emu *e, struct emu_worker *w)
 
 	for (uint32_t q = 1; q <= maxq; q++) {
 		struct emu_sq *sq = &e->sq[q];
-		if (__atomic_load_n(&sq->state, __ATOMIC_ACQUIRE) != Q_DELETING || sq->owner != w->idx)
+		if (__atomic_load_n(&sq->state, __ATOMIC_ACQUIRE) != Q_DELETING ||
+		    __atomic_load_n(&sq->owner, __ATOMIC_RELAXED) != w->idx)
 			continue;
 		uint32_t j = 0;
 		pthread_rwlock_rdlock(&e->rlock);
@@ -425,6 +428,10 @@ static void *worker_main(void *arg)
 		if (next_due != UINT64_MAX && next_due > now && next_due - now < nap)
 			nap = next_due - now;
 		if (nap < 5000) {
+			/* yield now and then: where threads outnumber cores the
+			 * driver we wait for may be queued behind us */
+			if (!(idle & 15))
+				sched_yield();
 			for (int i = 0; i < 16; i++)
 				gpuos_pause();
 		} else {

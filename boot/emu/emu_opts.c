@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu_opts.c - options of the emulated controller: defaults, the
  * "PATH[,k=v...]" parser and the checks that create() repeats, so that a

@@ -93,11 +93,10 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_wait(struct gpuos_mbox *mb, uint32_t slot, 
 					  struct gpuos_result *res)
 {
 	uint64_t t0 = timeout_ns ? gpuos_now_ns() : 0;
-	uint32_t spins = 0;
+	uint32_t spins = 0, polls = 0;
 	while (!gpuos_poll(mb, slot, res)) {
-		if (++spins > 32)
-			gpuos_pause();
-		if (timeout_ns && (spins & 255u) == 0 && gpuos_now_ns() - t0 > timeout_ns) {
+		gpuos_backoff(&spins);
+		if (timeout_ns && (++polls & 63u) == 0 && gpuos_now_ns() - t0 > timeout_ns) {
 			res->status = GPUOS_ST_TIMEOUT;
 			res->nvme_status = 0;
 			res->result = 0;
@@ -111,7 +110,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_wait(struct gpuos_mbox *mb, uint32_t slot, 
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_call(struct gpuos_mbox *mb, const struct gpuos_req *rq, uint64_t timeout_ns,
 					  struct gpuos_result *res)
 {
-	uint32_t slot;
+	uint32_t slot, spins = 0;
 	uint64_t t0 = gpuos_now_ns();
 	while (gpuos_post(mb, rq, &slot) == GPUOS_ST_FULL) {
 		if (timeout_ns && gpuos_now_ns() - t0 > timeout_ns) {
@@ -120,7 +119,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_call(struct gpuos_mbox *mb, const struct gp
 			res->result = 0;
 			return GPUOS_ST_FULL;
 		}
-		gpuos_pause();
+		gpuos_backoff(&spins);
 	}
 	return gpuos_wait(mb, slot, timeout_ns, res);
 }

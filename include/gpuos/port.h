@@ -17,9 +17,13 @@
 #ifndef GPUOS_PORT_H
 #define GPUOS_PORT_H
 
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(__CUDACC__)
+#error "gpuos/port.h needs clock_gettime and nanosleep: compile with -D_GNU_SOURCE (the Makefile does)"
+#endif
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "gpuos assumes a little-endian host (NVMe structures are little-endian)"
@@ -161,14 +165,35 @@ GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
 #endif
 }
 
+/* Wait politely in a poll loop; *spins counts the calls since the last
+ * progress (the caller zeroes it). The GPU sleeps a little longer each time,
+ * up to 1 us; a host thread spins, then yields, then naps 20 us: on a
+ * machine with fewer cores than polling threads the one we wait for may
+ * need our core. */
+#if !GPUOS_ON_GPU
+#include <sched.h>
+#endif
+GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
+{
+	uint32_t n = ++*spins;
+#if GPUOS_ON_GPU
+	__nanosleep(n < 16 ? 32u : n < 64 ? 256u : 1000u);
+#else
+	if (n < 64) {
+		gpuos_pause();
+	} else if (n < 256) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, 0);
+	}
+#endif
+}
+
 /* ---- clock ------------------------------------------------------------------
  * Nanoseconds from an arbitrary origin, monotonic. On the GPU %globaltimer
  * (updated about every microsecond); on the host CLOCK_MONOTONIC.
  */
-#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(__CUDACC__)
-#error "gpuos/port.h needs clock_gettime: compile with -D_GNU_SOURCE (the Makefile does)"
-#endif
-#include <time.h>
 
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_now_ns(void)
 {

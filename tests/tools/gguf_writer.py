@@ -540,7 +540,8 @@ HOSTILE = ["bad-magic", "fugg-magic", "version-1", "version-4", "big-endian", "s
            "alignment-wrong-type", "name-too-long", "nul-in-name", "nul-in-key",
            "kv-count-huge", "tensor-count-huge", "tensor-count-lies"]
 VALID = ["all-v3", "all-v2", "align-32", "align-64", "align-4096", "default-align",
-         "sparse-4g", "sparse-gap", "many-layers", "vocab", "empty", "small", "nested-8"]
+         "sparse-4g", "sparse-gap", "many-layers", "vocab", "empty", "small", "nested-8",
+         "fuzz-seed"]
 
 
 def make_case(name, rng):
@@ -564,6 +565,18 @@ def make_case(name, rng):
         return Spec()
     if name == "small":
         return small_valid()
+    if name == "fuzz-seed":       # every type, compact: a seed for the fuzzers
+        s = Spec()
+        s.alignment = 32
+        s.kvs = [("general.architecture", "string", "llama"), ("a.u8", "uint8", 1), ("a.i8", "int8", -1),
+                 ("a.u16", "uint16", 2), ("a.i16", "int16", -2), ("a.u32", "uint32", 3),
+                 ("a.i32", "int32", -3), ("a.f32", "float32", 0.5), ("a.b", "bool", True),
+                 ("a.u64", "uint64", 4), ("a.i64", "int64", -4), ("a.f64", "float64", 0.25),
+                 ("a.s", "array", Arr("string", ["x", "yz"])),
+                 ("a.n", "array", Arr("array", [Arr("uint8", [1]), Arr("array", [Arr("int8", [2])])]))]
+        s.tensors = [Tensor("blk.0.a", "F32", [4]), Tensor("blk.1.b", "Q4_0", [32, 1]),
+                     Tensor("out", "F16", [2, 2, 1, 1])]
+        return s
     if name == "nested-8":
         s = small_valid()
         v = Arr("uint8", [1, 2])

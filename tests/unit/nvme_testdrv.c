@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/nvme_testdrv.c - the raw test driver (see nvme_testdrv.h).
  */
@@ -61,8 +61,11 @@ void *td_alloc(struct td *d, size_t len, size_t align, uint64_t *iova)
 {
 	size_t at = (d->brk + align - 1) / align * align;
 
-	if (at + len > TD_ARENA_BYTES)
-		return NULL;
+	if (at + len > TD_ARENA_BYTES) {
+		/* a test asked for more than the arena: its bug, stop here */
+		fprintf(stderr, "td_alloc: arena exhausted (%zu + %zu bytes)\n", at, len);
+		abort();
+	}
 	d->brk = at + len;
 	if (iova)
 		*iova = TD_ARENA_IOVA + at;
@@ -155,7 +158,9 @@ int td_disable(struct td *d)
 	uint32_t cc = td_rd32(d, GPUOS_NVME_REG_CC);
 
 	td_wr32(d, GPUOS_NVME_REG_CC, cc & ~GPUOS_NVME_CC_EN);
-	return td_wait_csts(d, GPUOS_NVME_CSTS_RDY, 0, TD_TIMEOUT_MS);
+	/* RDY = 0 says the reset is done; after a failed enable RDY already is
+	 * 0, and CFS clearing is the sign instead */
+	return td_wait_csts(d, GPUOS_NVME_CSTS_RDY | GPUOS_NVME_CSTS_CFS, 0, TD_TIMEOUT_MS);
 }
 
 uint16_t td_cid(struct td_q *q)
@@ -255,6 +260,7 @@ int td_set_nq(struct td *d, uint32_t nsq, uint32_t ncq, uint32_t *dw0)
 	int r;
 
 	memset(&s, 0, sizeof(s));
+	memset(&c, 0, sizeof(c));
 	s.opc = GPUOS_NVME_ADMIN_SET_FEATURES;
 	s.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES;
 	s.cdw11 = (ncq - 1) << 16 | (nsq - 1);

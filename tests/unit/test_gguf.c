@@ -767,3 +767,74 @@ Test(gguf_io, every_truncation_refused)
 	cr_assert_eq(gpuos_gguf_parse(&full->g, &full->p, &full->io), 0);
 	parsed_free(full);
 }
+
+/* ---- a reader written by others: @huggingface/gguf through gguf_ref.mjs ------------------------------- */
+
+#define REF_MODULES "build/node_modules"
+
+static int have_ref(void)
+{
+	struct stat st;
+
+	if (stat(REF_MODULES "/@huggingface/gguf/package.json", &st) == 0)
+		return 1;
+	if (system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1"))
+		return 0;
+	/* Installed at test time, not committed; quiet unless it fails. */
+	return system("mkdir -p build && npm install --prefix build --no-audit --no-fund --silent "
+		      "@huggingface/gguf >build/npm-install.log 2>&1") == 0;
+}
+
+/* Our parse and the npm reader's, as JSON, must agree. */
+static void agree_with_ref(const char *path)
+{
+	char ours[300], ref[300], cmd[1200];
+	struct parsed *r = parse_file(path, 0, 1);
+	FILE *f;
+
+	cr_assert_eq(r->rc, 0, "%s: %s", path, r->p.why);
+	snprintf(ours, sizeof(ours), "%s/ours.json", tmpdir);
+	snprintf(ref, sizeof(ref), "%s/ref.json", tmpdir);
+	f = fopen(ours, "w");
+	cr_assert(f);
+	gguf_json_write(f, &r->g);
+	fclose(f);
+	parsed_free(r);
+	snprintf(cmd, sizeof(cmd), "node tests/tools/gguf_ref.mjs --modules " REF_MODULES " '%s' > '%s'", path, ref);
+	cr_assert(system(cmd) == 0, "gguf_ref.mjs failed on %s", path);
+	snprintf(cmd, sizeof(cmd), "python3 " COMPARE " --quiet '%s' '%s'", ref, ours);
+	cr_assert(system(cmd) == 0, "%s: @huggingface/gguf and gpuos disagree (see above)", path);
+}
+
+TestSuite(gguf_ref, .init = mktmp, .fini = rmtmp, .timeout = 300);
+
+Test(gguf_ref, npm_reader_agrees)
+{
+	static const char *cases[] = {"all-v3", "all-v2", "align-4096", "sparse-4g", "sparse-gap", "many-layers",
+				      "vocab", "empty"};
+	char gguf[256], json[256], path[256];
+	FILE *l;
+	unsigned i, n = 0;
+
+	if (!have_ref())
+		cr_skip("npm or the registry is not reachable: no @huggingface/gguf (see build/npm-install.log)");
+	for (i = 0; i < GPUOS_ARRAY_SIZE(cases); i++) {
+		write_case(cases[i], 21 + (int)i, gguf, json, sizeof(gguf));
+		agree_with_ref(gguf);
+		n++;
+	}
+	if (!have_real()) {
+		cr_log_warn("no " REAL ": compared writer files only");
+		return;
+	}
+	agree_with_ref(REAL "/llama-2-tiny-random.gguf");
+	l = popen("ls " REAL "/vocab/*.gguf", "r");
+	cr_assert(l);
+	while (fgets(path, sizeof(path), l)) {
+		path[strcspn(path, "\n")] = 0;
+		agree_with_ref(path);
+		n++;
+	}
+	pclose(l);
+	cr_assert_geq(n, 20);
+}

@@ -1,0 +1,2080 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_emu.c - the emulated NVMe controller, driven through its
+ * registers and queues by the raw test driver (nvme_testdrv.c), the way a
+ * real driver drives a real controller. Criterion runs each test in its own
+ * process, so a hung or crashed controller stays inside its test.
+ */
+#ifdef GPUOS_MINI_CRITERION
+/* The project's Criterion stand-in: for the GPU machine, and for the TSan
+ * build (Criterion 2.4 cannot start under -fsanitize=thread: its boxfort
+ * arena finds no address outside TSan's shadow, Criterion issue #274). */
+#include <math.h>
+#include "../gpu/mini_criterion.h"
+/* what the stand-in does not have */
+#define cr_assert_leq(a, b, ...) cr_assert((a) <= (b), __VA_ARGS__)
+#define cr_assert_str_eq(a, b, ...) cr_assert(!strcmp((a), (b)), __VA_ARGS__)
+#define cr_assert_float_eq(a, b, eps, ...) cr_assert(fabs((double)(a) - (double)(b)) <= (eps), __VA_ARGS__)
+#define cr_skip_test(...) cr_skip(__VA_ARGS__)
+#else
+#include <criterion/criterion.h>
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* one translation unit: the Makefile builds each test_*.c on its own */
+#include "nvme_testdrv.c"
+
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+static char img_path[64];
+static uint8_t *img;            /* what the image file holds (the test's copy) */
+static size_t img_len;
+
+/* Drop the immutable flag a read-only test may have set, so unlink works. */
+static void img_mutable(void)
+{
+	int fd = open(img_path, O_RDONLY);
+	int flags = 0;
+
+	if (fd < 0)
+		return;
+	if (!ioctl(fd, FS_IOC_GETFLAGS, &flags) && (flags & FS_IMMUTABLE_FL)) {
+		flags &= ~FS_IMMUTABLE_FL;
+		(void)ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	}
+	close(fd);
+}
+
+static void cleanup(void)
+{
+	if (img_path[0]) {
+		img_mutable();
+		unlink(img_path);
+	}
+	img_path[0] = 0;
+	free(img);
+	img = NULL;
+}
+
+/* An image of `bytes` pseudo-random bytes in /tmp; the content stays in img. */
+static const char *make_image(size_t bytes, uint64_t seed)
+{
+	snprintf(img_path, sizeof(img_path), "/tmp/gpuos_emu_XXXXXX");
+	int fd = mkstemp(img_path);
+	cr_assert(fd >= 0, "mkstemp: %s", strerror(errno));
+	img = malloc(bytes ? bytes : 1);
+	cr_assert(img);
+	td_pattern(img, bytes, seed);
+	size_t done = 0;
+	while (done < bytes) {
+		ssize_t k = write(fd, img + done, bytes - done);
+		cr_assert(k > 0);
+		done += (size_t)k;
+	}
+	close(fd);
+	img_len = bytes;
+	return img_path;
+}
+
+static void read_file(const char *path, uint8_t *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void open_emu(struct td *d, const char *fmt, ...)
+{
+	char args[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	int r = td_open(d, args, NULL);
+	cr_assert_eq(r, 0, "open \"%s\": %d %s", args, r, d->err);
+}
+
+/* A controller on a 4 MiB image, enabled, with npairs queue pairs. */
+static void up(struct td *d, uint32_t npairs, uint32_t depth, const char *extra)
+{
+	make_image(4u << 20, 1);
+	open_emu(d, "%s%s%s", img_path, extra[0] ? "," : "", extra);
+	cr_assert_eq(td_bringup(d, npairs, depth), 0, "bring-up");
+}
+
+static uint16_t stat_of(const struct gpuos_nvme_cqe *c)
+{
+	return gpuos_nvme_status_of(c->status);
+}
+
+static uint64_t ms_since(uint64_t t0)
+{
+	return (gpuos_now_ns() - t0) / 1000000u;
+}
+
+static struct gpuos_emu_stats stats(struct td *d)
+{
+	struct gpuos_emu_stats s;
+
+	gpuos_emu_get_stats(d->e, &s);
+	return s;
+}
+
+TestSuite(nvme_spec);
+TestSuite(emu_regs, .fini = cleanup, .timeout = 20);
+TestSuite(emu_admin, .fini = cleanup, .timeout = 20);
+TestSuite(emu_io, .fini = cleanup, .timeout = 20);
+TestSuite(emu_fault, .fini = cleanup, .timeout = 20);
+TestSuite(emu_backend, .fini = cleanup, .timeout = 20);
+TestSuite(emu_opts, .fini = cleanup, .timeout = 20);
+
+/* ---- spec layouts (nvme.h) ------------------------------------------------ */
+
+Test(nvme_spec, sqe_cqe_layout)
+{
+	cr_assert_eq(sizeof(struct gpuos_nvme_sqe), 64);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, opc), 0);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, fuse_psdt), 1);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, cid), 2);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, nsid), 4);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, mptr), 16);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, prp1), 24);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, prp2), 32);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, cdw10), 40);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, cdw11), 44);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, cdw12), 48);
+	cr_assert_eq(offsetof(struct gpuos_nvme_sqe, cdw15), 60);
+	cr_assert_eq(sizeof(struct gpuos_nvme_cqe), 16);
+	cr_assert_eq(offsetof(struct gpuos_nvme_cqe, dw0), 0);
+	cr_assert_eq(offsetof(struct gpuos_nvme_cqe, sqhd), 8);
+	cr_assert_eq(offsetof(struct gpuos_nvme_cqe, sqid), 10);
+	cr_assert_eq(offsetof(struct gpuos_nvme_cqe, cid), 12);
+	cr_assert_eq(offsetof(struct gpuos_nvme_cqe, status), 14);
+	/* the status word: phase bit 0, SC 8:1, SCT 11:9, DNR 15 */
+	cr_assert_eq(gpuos_nvme_status_of((uint16_t)(0x8000u | 0x2u << 9 | 0x81u << 1 | 1u)), 0x4281);
+	cr_assert_eq(gpuos_nvme_status_make(1, 2, 1), 0x4102);
+}
+
+Test(nvme_spec, identify_layouts)
+{
+	cr_assert_eq(sizeof(struct gpuos_nvme_id_ctrl), 4096);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, sn), 0x04);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, mn), 0x18);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, fr), 0x40);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, mdts), 0x4d);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, ver), 0x50);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, oacs), 0x100);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, elpe), 0x106);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, sqes), 0x200);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, cqes), 0x201);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, nn), 0x204);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, vwc), 0x20d);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ctrl, sgls), 0x218);
+	cr_assert_eq(sizeof(struct gpuos_nvme_id_ns), 4096);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ns, ncap), 0x08);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ns, nuse), 0x10);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ns, nlbaf), 0x19);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ns, flbas), 0x1a);
+	cr_assert_eq(offsetof(struct gpuos_nvme_id_ns, lbaf), 0x80);
+	cr_assert_eq(sizeof(struct gpuos_nvme_lbaf), 4);
+	cr_assert_eq(offsetof(struct gpuos_nvme_lbaf, lbads), 2);
+}
+
+Test(nvme_spec, log_layouts)
+{
+	cr_assert_eq(sizeof(struct gpuos_nvme_error_log), 64);
+	cr_assert_eq(offsetof(struct gpuos_nvme_error_log, sqid), 0x08);
+	cr_assert_eq(offsetof(struct gpuos_nvme_error_log, cid), 0x0a);
+	cr_assert_eq(offsetof(struct gpuos_nvme_error_log, status), 0x0c);
+	cr_assert_eq(offsetof(struct gpuos_nvme_error_log, lba), 0x10);
+	cr_assert_eq(offsetof(struct gpuos_nvme_error_log, nsid), 0x18);
+	cr_assert_eq(sizeof(struct gpuos_nvme_smart_log), 512);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, composite_temp), 0x01);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, data_units_read), 0x20);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, data_units_written), 0x30);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, host_reads), 0x40);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, host_writes), 0x50);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, media_errors), 0xa0);
+	cr_assert_eq(offsetof(struct gpuos_nvme_smart_log, num_err_log_entries), 0xb0);
+}
+
+Test(nvme_spec, register_offsets)
+{
+	cr_assert_eq(GPUOS_NVME_REG_CC, 0x14);
+	cr_assert_eq(GPUOS_NVME_REG_CSTS, 0x1c);
+	cr_assert_eq(GPUOS_NVME_REG_AQA, 0x24);
+	cr_assert_eq(GPUOS_NVME_REG_ASQ, 0x28);
+	cr_assert_eq(GPUOS_NVME_REG_ACQ, 0x30);
+	cr_assert_eq(gpuos_nvme_sq_db_offset(0, 0), 0x1000);
+	cr_assert_eq(gpuos_nvme_cq_db_offset(0, 0), 0x1004);
+	cr_assert_eq(gpuos_nvme_sq_db_offset(1, 0), 0x1008);
+	cr_assert_eq(gpuos_nvme_sq_db_offset(1, 2), 0x1020);
+	cr_assert_eq(gpuos_nvme_cq_db_offset(1, 2), 0x1030);
+}
+
+/* ---- registers and the CC/CSTS handshake ----------------------------------- */
+
+Test(emu_regs, cap_and_version)
+{
+	struct td d;
+
+	open_emu(&d, "null,depth=64,to=7,queues=3");
+	uint64_t cap = td_rd64(&d, GPUOS_NVME_REG_CAP);
+	cr_assert_eq(gpuos_nvme_cap_mqes(cap), 63);
+	cr_assert_eq(gpuos_nvme_cap_cqr(cap), 1);
+	cr_assert_eq(gpuos_nvme_cap_to(cap), 7);
+	cr_assert_eq(gpuos_nvme_cap_dstrd(cap), 0);
+	cr_assert_eq(gpuos_nvme_cap_css(cap) & GPUOS_NVME_CAP_CSS_NVM, GPUOS_NVME_CAP_CSS_NVM);
+	cr_assert_eq(gpuos_nvme_cap_mpsmin(cap), 0);
+	cr_assert_eq(gpuos_nvme_cap_mpsmax(cap), 0);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_VS), 0x00010400);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS), 0);
+	cr_assert_geq(gpuos_emu_regs_len(d.e), GPUOS_NVME_REGS_MIN);
+	td_close(&d);
+
+	open_emu(&d, "null");
+	cap = td_rd64(&d, GPUOS_NVME_REG_CAP);
+	cr_assert_eq(gpuos_nvme_cap_mqes(cap), 1023);
+	cr_assert_eq(gpuos_nvme_cap_to(cap), 20);
+	td_close(&d);
+}
+
+Test(emu_regs, enable_disable_enable)
+{
+	struct td d;
+	uint8_t *buf;
+
+	open_emu(&d, "null");
+	cr_assert_eq(td_enable(&d, 8), 0);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS) & GPUOS_NVME_CSTS_CFS, 0);
+	buf = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_CONTROLLER, 0, buf), 0);
+	cr_assert_eq(td_disable(&d), 0);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS), 0);
+	/* a second bring-up on fresh queues: the old admin queue is forgotten */
+	cr_assert_eq(td_enable(&d, 4), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_CONTROLLER, 0, buf), 0);
+	td_close(&d);
+}
+
+Test(emu_regs, ready_after_rdy_ms)
+{
+	struct td d;
+
+	open_emu(&d, "null,rdy_ms=150");
+	uint64_t t0 = gpuos_now_ns();
+	cr_assert_eq(td_enable(&d, 4), 0);
+	cr_assert_geq(ms_since(t0), 140, "RDY came after %llu ms", (unsigned long long)ms_since(t0));
+	td_close(&d);
+}
+
+Test(emu_regs, never_ready)
+{
+	struct td d;
+	uint64_t iova;
+
+	open_emu(&d, "null,never_ready=1");
+	td_alloc(&d, 8192, 4096, &iova);
+	td_wr32(&d, GPUOS_NVME_REG_AQA, 3u << 16 | 3u);
+	td_wr64(&d, GPUOS_NVME_REG_ASQ, iova);
+	td_wr64(&d, GPUOS_NVME_REG_ACQ, iova + 4096);
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN);
+	/* the driver's view: RDY never comes, and no fatal status either */
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_RDY, GPUOS_NVME_CSTS_RDY, 300), -ETIMEDOUT);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS), 0);
+	cr_assert_eq(td_disable(&d), 0);
+	td_close(&d);
+}
+
+Test(emu_regs, bad_config_sets_cfs)
+{
+	struct td d;
+	uint64_t iova;
+
+	open_emu(&d, "null");
+	td_alloc(&d, 8192, 4096, &iova);
+	td_wr32(&d, GPUOS_NVME_REG_AQA, 3u << 16 | 3u);
+	td_wr64(&d, GPUOS_NVME_REG_ASQ, iova);
+	td_wr64(&d, GPUOS_NVME_REG_ACQ, iova + 4096);
+	/* MPS = 1 (8 KiB pages) is outside CAP.MPSMAX */
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN | 1u << GPUOS_NVME_CC_MPS_SHIFT);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_CFS, GPUOS_NVME_CSTS_CFS, 1000), 0);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS) & GPUOS_NVME_CSTS_RDY, 0);
+	/* reset clears it */
+	cr_assert_eq(td_disable(&d), 0);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_CFS, 0, 1000), 0);
+
+	/* an admin SQ outside every region: a DMA fault, CFS */
+	td_wr64(&d, GPUOS_NVME_REG_ASQ, 0xdead0000ull);
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_CFS, GPUOS_NVME_CSTS_CFS, 1000), 0);
+	cr_assert_eq(stats(&d).dma_faults, 1);
+	cr_assert_eq(stats(&d).last_fault_iova, 0xdead0000ull);
+	cr_assert_eq(td_disable(&d), 0);
+
+	/* an admin queue of one entry (AQA 0) */
+	td_wr32(&d, GPUOS_NVME_REG_AQA, 0);
+	td_wr64(&d, GPUOS_NVME_REG_ASQ, iova);
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_CFS, GPUOS_NVME_CSTS_CFS, 1000), 0);
+	cr_assert_eq(td_disable(&d), 0);
+	/* and a good configuration still works afterwards */
+	cr_assert_eq(td_enable(&d, 4), 0);
+	td_close(&d);
+}
+
+Test(emu_regs, start_enabled)
+{
+	struct td d;
+
+	open_emu(&d, "null,enabled=1");
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CC) & GPUOS_NVME_CC_EN, GPUOS_NVME_CC_EN);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS) & GPUOS_NVME_CSTS_RDY, GPUOS_NVME_CSTS_RDY);
+	/* a doorbell rung before the reset goes nowhere */
+	td_wr32(&d, gpuos_nvme_sq_db_offset(0, 0), 1);
+	struct timespec ts = { 0, 20000000 };
+	nanosleep(&ts, NULL);
+	cr_assert_eq(stats(&d).admin_cmds, 0);
+	/* the driver disables first, as it must after firmware */
+	cr_assert_eq(td_disable(&d), 0);
+	cr_assert_eq(td_enable(&d, 4), 0);
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_CONTROLLER, 0, buf), 0);
+	cr_assert_eq(stats(&d).admin_cmds, 1);
+	td_close(&d);
+}
+
+Test(emu_regs, shutdown_normal_waits_for_commands)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 16, "latency_us=300000");
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 8, td_iova(&d, buf), 0);
+	s.cid = 77;
+	td_sq_push(&d, &d.q[1], &s);
+	td_sq_ring(&d, &d.q[1]);
+	for (int i = 0; i < 1000 && stats(&d).io_cmds == 0; i++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_eq(stats(&d).io_cmds, 1, "the read was fetched");
+
+	uint32_t cc = td_rd32(&d, GPUOS_NVME_REG_CC);
+	td_wr32(&d, GPUOS_NVME_REG_CC, cc | GPUOS_NVME_CC_SHN_NORMAL);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_SHST_MASK, GPUOS_NVME_CSTS_SHST_OCCURRING, 200), 0,
+		     "SHST occurring while the read is in flight");
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_SHST_MASK, GPUOS_NVME_CSTS_SHST_COMPLETE, 3000), 0);
+	/* the command in flight completed before shutdown said complete */
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 0, 1), 0);
+	cr_assert_eq(c.cid, 77);
+	cr_assert_eq(stat_of(&c), 0);
+	cr_assert(!memcmp(buf, img, 4096));
+	/* reset brings SHST back to 0 and allows a new bring-up */
+	td_wr32(&d, GPUOS_NVME_REG_CC, 0);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_RDY | GPUOS_NVME_CSTS_SHST_MASK, 0, 1000), 0);
+	cr_assert_eq(td_bringup(&d, 1, 16), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	td_close(&d);
+}
+
+Test(emu_regs, shutdown_abrupt)
+{
+	struct td d;
+
+	up(&d, 1, 16, "");
+	uint32_t cc = td_rd32(&d, GPUOS_NVME_REG_CC);
+	td_wr32(&d, GPUOS_NVME_REG_CC, cc | GPUOS_NVME_CC_SHN_ABRUPT);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_SHST_MASK, GPUOS_NVME_CSTS_SHST_COMPLETE, 1000), 0);
+	/* after shutdown nothing is served until a reset */
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, td_iova(&d, buf), 0);
+	td_sq_push(&d, &d.q[1], &s);
+	td_sq_ring(&d, &d.q[1]);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 50, 1), -ETIMEDOUT);
+	td_close(&d);
+}
+
+Test(emu_regs, doorbell_stride)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 2, 16, "dstrd=2,queues=4");
+	cr_assert_eq(gpuos_nvme_cap_dstrd(td_rd64(&d, GPUOS_NVME_REG_CAP)), 2);
+	cr_assert_geq(gpuos_emu_regs_len(d.e), gpuos_nvme_cq_db_offset(4, 2) + 4);
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+
+	/* the stride-0 location of SQ 1's doorbell is nobody's doorbell now */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 8, 8, td_iova(&d, buf), 0);
+	s.cid = 5;
+	td_sq_push(&d, &d.q[1], &s);
+	td_wr32(&d, gpuos_nvme_sq_db_offset(1, 0), 1);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 50, 1), -ETIMEDOUT);
+	/* the strided one is */
+	td_sq_ring(&d, &d.q[1]);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0);
+	cr_assert_eq(c.cid, 5);
+	cr_assert(!memcmp(buf, img + 8 * 512, 4096));
+	cr_assert_eq(td_rw(&d, 2, GPUOS_NVME_CMD_READ, 16, 8, buf), 0);
+	cr_assert(!memcmp(buf, img + 16 * 512, 4096));
+	td_close(&d);
+}
+
+static size_t regs_alloc_len;
+static int regs_freed;
+static void *test_alloc_regs(void *ctx, size_t len)
+{
+	(void)ctx;
+	regs_alloc_len = len;
+	return calloc(1, len);
+}
+static void test_free_regs(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	cr_assert_eq(len, regs_alloc_len);
+	regs_freed = 1;
+	free(p);
+}
+
+Test(emu_regs, register_memory_from_env)
+{
+	struct td d;
+	struct gpuos_emu_env env = { .alloc_regs = test_alloc_regs, .free_regs = test_free_regs };
+
+	cr_assert_eq(td_open(&d, "null,queues=64,dstrd=3", &env), 0, "%s", d.err);
+	cr_assert_eq(regs_alloc_len, gpuos_emu_regs_len(d.e));
+	cr_assert_geq(regs_alloc_len, gpuos_nvme_cq_db_offset(64, 3) + 4);
+	cr_assert_eq(regs_alloc_len % 4096, 0);
+	cr_assert_eq(td_bringup(&d, 1, 8), 0);
+	td_close(&d);
+	cr_assert(regs_freed);
+}
+
+Test(emu_regs, invalid_doorbell_values_are_ignored)
+{
+	struct td d;
+
+	up(&d, 1, 8, "");
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	/* a tail past the queue size */
+	td_wr32(&d, gpuos_nvme_sq_db_offset(1, 0), 100);
+	td_wr32(&d, gpuos_nvme_cq_db_offset(1, 0), 100);
+	struct timespec ts = { 0, 10000000 };
+	nanosleep(&ts, NULL);
+	cr_assert_eq(stats(&d).io_cmds, 0);
+	td_wr32(&d, gpuos_nvme_cq_db_offset(1, 0), 0);
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	td_close(&d);
+}
+
+/* ---- admin commands ------------------------------------------------------- */
+
+Test(emu_admin, identify_controller)
+{
+	struct td d;
+
+	open_emu(&d, "null,model=Test Model,serial=SN123,mdts=512");
+	cr_assert_eq(td_enable(&d, 4), 0);
+	struct gpuos_nvme_id_ctrl *id = td_alloc(&d, 4096, 4096, NULL);
+	memset(id, 0xee, 4096);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_CONTROLLER, 0, id), 0);
+	cr_assert(!memcmp(id->mn, "Test Model                              ", 40));
+	cr_assert(!memcmp(id->sn, "SN123               ", 20));
+	cr_assert(!memcmp(id->fr, "gpuos1  ", 8));
+	cr_assert_eq(id->mdts, 7);          /* 512 KiB = 2^7 pages of 4 KiB */
+	cr_assert_eq(id->sqes, 0x66);
+	cr_assert_eq(id->cqes, 0x44);
+	cr_assert_eq(id->nn, 1);
+	cr_assert_eq(id->ver, 0x00010400);
+	cr_assert_eq(id->elpe, 63);
+	cr_assert_eq(id->sgls, 0);
+	cr_assert_eq(id->rsvd540[100], 0, "reserved bytes are zero");
+	td_close(&d);
+}
+
+Test(emu_admin, identify_mdts_values)
+{
+	static const struct { const char *mdts; uint8_t v; } t[] = {
+		{ "0", 0 }, { "8", 1 }, { "128", 5 }, { "1024", 8 },
+	};
+	for (size_t i = 0; i < GPUOS_ARRAY_SIZE(t); i++) {
+		struct td d;
+		open_emu(&d, "null,mdts=%s", t[i].mdts);
+		cr_assert_eq(td_enable(&d, 4), 0);
+		struct gpuos_nvme_id_ctrl *id = td_alloc(&d, 4096, 4096, NULL);
+		cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_CONTROLLER, 0, id), 0);
+		cr_assert_eq(id->mdts, t[i].v, "mdts=%s", t[i].mdts);
+		td_close(&d);
+	}
+}
+
+Test(emu_admin, identify_namespace)
+{
+	struct td d;
+
+	make_image((1u << 20) + 300, 3);
+	open_emu(&d, "%s", img_path);
+	cr_assert_eq(td_enable(&d, 4), 0);
+	struct gpuos_nvme_id_ns *ns = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 1, ns), 0);
+	cr_assert_eq(ns->nsze, 2048);       /* the odd 300 bytes are not a block */
+	cr_assert_eq(ns->ncap, 2048);
+	cr_assert_eq(ns->nuse, 2048);
+	cr_assert_eq(ns->nlbaf, 0);
+	cr_assert_eq(ns->flbas, 0);
+	cr_assert_eq(ns->lbaf[0].lbads, 9);
+	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1u << 20);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 0, ns), 0x400b);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 2, ns), 0x400b);
+	td_close(&d);
+
+	open_emu(&d, "%s,lba=4096", img_path);
+	cr_assert_eq(td_enable(&d, 4), 0);
+	ns = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 1, ns), 0);
+	cr_assert_eq(ns->nsze, 256);
+	cr_assert_eq(ns->lbaf[0].lbads, 12);
+	td_close(&d);
+}
+
+Test(emu_admin, identify_active_ns_list_and_bad_cns)
+{
+	struct td d;
+
+	open_emu(&d, "null");
+	cr_assert_eq(td_enable(&d, 4), 0);
+	uint32_t *list = td_alloc(&d, 4096, 4096, NULL);
+	memset(list, 0xff, 4096);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_ACTIVE_NS_LIST, 0, list), 0);
+	cr_assert_eq(list[0], 1);
+	cr_assert_eq(list[1], 0);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_ACTIVE_NS_LIST, 1, list), 0);
+	cr_assert_eq(list[0], 0, "no active NSID above 1");
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_ACTIVE_NS_LIST, 0xfffffffeu, list), 0x400b);
+	cr_assert_eq(td_identify(&d, 0x15, 0, list), 0x4002);
+	td_close(&d);
+}
+
+Test(emu_admin, identify_with_prp1_offset_and_prp2)
+{
+	struct td d;
+
+	open_emu(&d, "null,model=Offset Model");
+	cr_assert_eq(td_enable(&d, 4), 0);
+	uint64_t iova;
+	uint8_t *two = td_alloc(&d, 8192, 4096, &iova);
+	memset(two, 0xee, 8192);
+	struct gpuos_nvme_sqe s;
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_IDENTIFY;
+	s.prp1 = iova + 0x200;
+	s.prp2 = iova + 4096;
+	s.cdw10 = GPUOS_NVME_CNS_CONTROLLER;
+	cr_assert_eq(td_admin(&d, &s, NULL), 0);
+	const struct gpuos_nvme_id_ctrl *id = (const void *)(two + 0x200);
+	cr_assert(!memcmp(id->mn, "Offset Model", 12));
+	cr_assert_eq(id->sqes, 0x66);       /* in the second page */
+	cr_assert_eq(two[0x1ff], 0xee, "nothing before the offset");
+	cr_assert_eq(two[0x200 + 4096], 0xee, "nothing after 4096 bytes");
+	td_close(&d);
+}
+
+Test(emu_admin, features_number_of_queues)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+	uint32_t dw0 = 0;
+
+	open_emu(&d, "null,queues=4");
+	cr_assert_eq(td_enable(&d, 8), 0);
+	cr_assert_eq(td_set_nq(&d, 64, 64, &dw0), 0);
+	cr_assert_eq(dw0, 0x00030003, "granted min(asked, 4), 0's based: %#x", dw0);
+	cr_assert_eq(td_set_nq(&d, 2, 3, &dw0), 0);
+	cr_assert_eq(dw0, 0x00020001);
+
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_GET_FEATURES;
+	s.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES;
+	cr_assert_eq(td_admin(&d, &s, &c), 0);
+	cr_assert_eq(c.dw0, 0x00020001);
+	s.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES | 1u << 8;   /* SEL default */
+	cr_assert_eq(td_admin(&d, &s, &c), 0);
+	cr_assert_eq(c.dw0, 0x00030003);
+	s.cdw10 = 0x7f;                                    /* unknown feature */
+	cr_assert_eq(td_admin(&d, &s, &c), 0x4002);
+
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_SET_FEATURES;
+	s.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES;
+	s.cdw11 = 0xffff;                                  /* 65535 queues */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4002);
+	s.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES | 1u << 31;   /* save */
+	s.cdw11 = 0;
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x410d);
+
+	/* the grant limits the queue identifiers */
+	cr_assert_eq(td_create_cq(&d, 3, 8), 0);
+	cr_assert_eq(td_create_cq(&d, 4, 8), 0x4101);
+	cr_assert_eq(td_create_sq(&d, 3, 8, 3), 0x4101);
+	cr_assert_eq(td_create_sq(&d, 2, 8, 3), 0);
+	/* and once queues exist the number is fixed */
+	cr_assert_eq(td_set_nq(&d, 1, 1, NULL), 0x400c);
+	td_close(&d);
+}
+
+Test(emu_admin, create_and_delete_queue_checks)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	open_emu(&d, "null,queues=4,depth=64");
+	cr_assert_eq(td_enable(&d, 8), 0);
+	uint64_t qmem;
+	td_alloc(&d, 64 * 64, 4096, &qmem);
+
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_CREATE_CQ;
+	s.prp1 = qmem;
+	s.cdw11 = GPUOS_NVME_CREATE_Q_PC;
+	s.cdw10 = 7u << 16 | 0;                    /* QID 0 */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4101);
+	s.cdw10 = 7u << 16 | 5;                    /* QID > granted */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4101);
+	s.cdw10 = 0u << 16 | 1;                    /* one entry */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4102);
+	s.cdw10 = 64u << 16 | 1;                   /* 65 entries > MQES + 1 */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4102);
+	s.cdw10 = 7u << 16 | 1;
+	s.cdw11 = 0;                               /* PC = 0 with CAP.CQR = 1 */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4002);
+	s.cdw11 = GPUOS_NVME_CREATE_Q_PC;
+	s.prp1 = qmem + 0x100;                     /* not page aligned */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4013);
+	s.prp1 = 0xdead0000ull;                    /* unmapped */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x0004);
+	cr_assert_eq(stats(&d).dma_faults, 1);
+	s.prp1 = qmem;
+	s.cdw11 = GPUOS_NVME_CREATE_Q_PC | GPUOS_NVME_CREATE_CQ_IEN | 3u << 16;
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4108);
+
+	cr_assert_eq(td_create_cq(&d, 1, 64), 0);
+	cr_assert_eq(td_create_cq(&d, 1, 8), 0x4101, "QID in use");
+
+	cr_assert_eq(td_create_sq(&d, 1, 8, 2), 0x4100, "SQ on a CQ that does not exist");
+	cr_assert_eq(td_create_sq(&d, 1, 8, 0), 0x4100, "SQ on the admin CQ");
+	cr_assert_eq(td_create_sq(&d, 0, 8, 1), 0x4101);
+	cr_assert_eq(td_create_sq(&d, 1, 1, 1), 0x4102);
+	cr_assert_eq(td_create_sq(&d, 1, 65, 1), 0x4102);
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_CREATE_SQ;
+	s.prp1 = qmem;
+	s.cdw10 = 7u << 16 | 1;
+	s.cdw11 = 1u << 16;                        /* PC = 0 */
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x4002);
+	cr_assert_eq(td_create_sq(&d, 1, 8, 1), 0);
+	cr_assert_eq(td_create_sq(&d, 2, 8, 1), 0, "two SQs on one CQ");
+
+	cr_assert_eq(td_delete_cq(&d, 1), 0x410c, "CQ still has SQs");
+	cr_assert_eq(td_delete_sq(&d, 3), 0x4101);
+	cr_assert_eq(td_delete_sq(&d, 0), 0x4101);
+	cr_assert_eq(td_delete_sq(&d, 1), 0);
+	cr_assert_eq(td_delete_cq(&d, 1), 0x410c);
+	cr_assert_eq(td_delete_sq(&d, 2), 0);
+	cr_assert_eq(td_delete_sq(&d, 2), 0x4101, "already deleted");
+	cr_assert_eq(td_delete_cq(&d, 1), 0);
+	cr_assert_eq(td_delete_cq(&d, 1), 0x4101);
+	cr_assert_eq(td_delete_cq(&d, 0), 0x4101);
+
+	/* the same identifiers work again */
+	cr_assert_eq(td_create_pair(&d, 1, 16, 16), 0);
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	td_close(&d);
+}
+
+Test(emu_admin, io_entry_sizes_must_be_set_before_queues)
+{
+	struct td d;
+	uint64_t iova;
+
+	open_emu(&d, "null");
+	td_alloc(&d, 8192, 4096, &iova);
+	d.aq.qid = 0;
+	d.aq.sq_size = d.aq.cq_size = 4;
+	d.aq.sq = (void *)(d.arena + (iova - TD_ARENA_IOVA));
+	d.aq.sq_iova = iova;
+	d.aq.cq = (void *)(d.arena + (iova + 4096 - TD_ARENA_IOVA));
+	d.aq.cq_iova = iova + 4096;
+	d.aq.phase = 1;
+	td_wr32(&d, GPUOS_NVME_REG_AQA, 3u << 16 | 3u);
+	td_wr64(&d, GPUOS_NVME_REG_ASQ, iova);
+	td_wr64(&d, GPUOS_NVME_REG_ACQ, iova + 4096);
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN);   /* IOSQES = IOCQES = 0 */
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_RDY, GPUOS_NVME_CSTS_RDY, 1000), 0);
+	cr_assert_eq(td_create_cq(&d, 1, 8), 0x4002);
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN | 4u << GPUOS_NVME_CC_IOCQES_SHIFT);
+	cr_assert_eq(td_create_cq(&d, 1, 8), 0);
+	cr_assert_eq(td_create_sq(&d, 1, 8, 1), 0x4002);
+	td_wr32(&d, GPUOS_NVME_REG_CC, GPUOS_NVME_CC_EN | 4u << GPUOS_NVME_CC_IOCQES_SHIFT |
+		6u << GPUOS_NVME_CC_IOSQES_SHIFT);
+	cr_assert_eq(td_create_sq(&d, 1, 8, 1), 0);
+	td_close(&d);
+}
+
+static int get_log(struct td *d, uint8_t lid, uint32_t nsid, void *buf, uint32_t bytes, uint64_t off)
+{
+	struct gpuos_nvme_sqe s;
+	uint64_t p1, p2;
+	uint32_t numd = bytes / 4 - 1;
+
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_GET_LOG_PAGE;
+	s.nsid = nsid;
+	td_prps(d, td_iova(d, buf), bytes, &p1, &p2);
+	s.prp1 = p1;
+	s.prp2 = p2;
+	s.cdw10 = (numd & 0xffffu) << 16 | lid;
+	s.cdw11 = numd >> 16;
+	s.cdw12 = (uint32_t)off;
+	s.cdw13 = (uint32_t)(off >> 32);
+	return td_admin(d, &s, NULL);
+}
+
+Test(emu_admin, log_pages_error_and_smart)
+{
+	struct td d;
+
+	up(&d, 1, 16, "faults=lba:1000-1003");
+	uint8_t *buf = td_alloc(&d, 8192, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8, 16, buf), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 64, 4, buf), 0);
+	uint16_t cid_bad = d.q[1].next_cid;
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8192, 1, buf), 0x4080);
+	uint16_t cid_media = d.q[1].next_cid;
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 1002, 1, buf), 0x281);
+
+	struct gpuos_nvme_error_log *el = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(get_log(&d, GPUOS_NVME_LOG_ERROR, 0, el, 4096, 0), 0);
+	/* most recent first */
+	cr_assert_eq(el[0].error_count, 2);
+	cr_assert_eq(el[0].sqid, 1);
+	cr_assert_eq(el[0].cid, cid_media);
+	cr_assert_eq(el[0].status >> 1, 0x281);
+	cr_assert_eq(el[0].lba, 1002);
+	cr_assert_eq(el[0].nsid, 1);
+	cr_assert_eq(el[1].error_count, 1);
+	cr_assert_eq(el[1].cid, cid_bad);
+	cr_assert_eq(el[1].status >> 1, 0x4080);
+	cr_assert_eq(el[2].error_count, 0);
+
+	struct gpuos_nvme_smart_log *sm = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(get_log(&d, GPUOS_NVME_LOG_SMART, 0xffffffffu, sm, 512, 0), 0);
+	cr_assert_eq(sm->host_reads[0], 2);
+	cr_assert_eq(sm->host_writes[0], 1);
+	cr_assert_eq(sm->data_units_read[0], 1);     /* 24 units of 512 B, in thousands, rounded up */
+	cr_assert_eq(sm->data_units_written[0], 1);
+	cr_assert_eq(sm->media_errors[0], 1);
+	cr_assert_eq(sm->num_err_log_entries[0], 2);
+	cr_assert_gt(sm->composite_temp, 273);
+
+	/* a slice at an offset: host_reads alone */
+	uint64_t *hr = td_alloc(&d, 4096, 4096, NULL);
+	hr[1] = 0xabcdef;
+	cr_assert_eq(get_log(&d, GPUOS_NVME_LOG_SMART, 0, hr, 8, 0x40), 0);
+	cr_assert_eq(hr[0], 2);
+	cr_assert_eq(hr[1], 0xabcdef, "only the asked-for dwords moved");
+
+	cr_assert_eq(get_log(&d, 0x7f, 0, buf, 512, 0), 0x4109);
+	cr_assert_eq(get_log(&d, GPUOS_NVME_LOG_SMART, 0, buf, 512, 4096), 0x4002);
+	cr_assert_eq(get_log(&d, GPUOS_NVME_LOG_SMART, 0, buf, 512, 2), 0x4002);
+	cr_assert_eq(get_log(&d, GPUOS_NVME_LOG_SMART, 7, buf, 512, 0), 0x400b);
+	td_close(&d);
+}
+
+Test(emu_admin, bad_opcode_and_abort)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	open_emu(&d, "null");
+	cr_assert_eq(td_enable(&d, 4), 0);
+	memset(&s, 0, sizeof(s));
+	s.opc = 0x7f;
+	cr_assert_eq(td_admin(&d, &s, &c), 0x4001);
+	s.opc = GPUOS_NVME_ADMIN_ABORT;
+	cr_assert_eq(td_admin(&d, &s, &c), 0);
+	cr_assert_eq(c.dw0 & 1, 1, "not aborted");
+	s.opc = GPUOS_NVME_ADMIN_IDENTIFY;
+	s.fuse_psdt = 0x40;                          /* SGL */
+	cr_assert_eq(td_admin(&d, &s, &c), 0x4002);
+	cr_assert_eq(stats(&d).admin_cmds, 3);
+	cr_assert_eq(stats(&d).errors, 2);
+	td_close(&d);
+}
+
+Test(emu_admin, admin_dma_fault)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	open_emu(&d, "null");
+	cr_assert_eq(td_enable(&d, 4), 0);
+	memset(&s, 0, sizeof(s));
+	s.opc = GPUOS_NVME_ADMIN_IDENTIFY;
+	s.cdw10 = GPUOS_NVME_CNS_CONTROLLER;
+	s.prp1 = 0x7000000000ull;
+	cr_assert_eq(td_admin(&d, &s, NULL), 0x0004);
+	cr_assert_eq(stats(&d).dma_faults, 1);
+	cr_assert_eq(stats(&d).last_fault_iova, 0x7000000000ull);
+	/* the controller keeps serving */
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_CONTROLLER, 0, buf), 0);
+	td_close(&d);
+}
+
+Test(emu_admin, admin_queue_wraps)
+{
+	struct td d;
+
+	open_emu(&d, "null");
+	cr_assert_eq(td_enable(&d, 2), 0);          /* the smallest admin queue */
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 1, buf), 0, "round %d", i);
+	td_close(&d);
+}
+
+/* ---- I/O ------------------------------------------------------------------- */
+
+Test(emu_io, read_write_ram)
+{
+	struct td d;
+
+	up(&d, 1, 16, "");
+	uint8_t *buf = td_alloc(&d, 65536, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	cr_assert(!memcmp(buf, img, 4096));
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 1000, 128, buf), 0);
+	cr_assert(!memcmp(buf, img + 1000 * 512, 65536));
+
+	td_pattern(buf, 8192, 99);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 100, 16, buf), 0);
+	memset(buf, 0, 8192);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 100, 16, buf), 0);
+	cr_assert(td_pattern_ok(buf, 8192, 99));
+	/* the last LBA is readable */
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8191, 1, buf), 0);
+	cr_assert(!memcmp(buf, img + 8191 * 512, 512));
+
+	struct gpuos_emu_stats st = stats(&d);
+	cr_assert_eq(st.io_cmds, 5);
+	cr_assert_eq(st.read_bytes, 4096 + 65536 + 8192 + 512);
+	cr_assert_eq(st.write_bytes, 8192);
+	cr_assert_eq(st.errors, 0);
+	td_close(&d);
+	/* ram: the image file itself never changes */
+	uint8_t *chk = malloc(8192);
+	read_file(img_path, chk, 8192, 100 * 512);
+	cr_assert(!memcmp(chk, img + 100 * 512, 8192));
+	free(chk);
+}
+
+Test(emu_io, flush)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	td_rw_sqe(&s, GPUOS_NVME_CMD_FLUSH, 1, 0, 1, 0, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_FLUSH, 0xffffffffu, 0, 1, 0, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_FLUSH, 0, 0, 1, 0, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x400b);
+	td_close(&d);
+}
+
+/* Write pattern `seed` through PRP1/PRP2 as given, read it back plainly. */
+static void write_then_check(struct td *d, uint64_t prp1, uint64_t prp2, uint64_t slba,
+			     uint32_t nlb, const void *src)
+{
+	struct gpuos_nvme_sqe s;
+	size_t len = (size_t)nlb * 512;
+
+	td_rw_sqe(&s, GPUOS_NVME_CMD_WRITE, 1, slba, nlb, prp1, prp2);
+	cr_assert_eq(td_cmd(d, &d->q[1], &s, NULL), 0);
+	uint8_t *back = td_alloc(d, len, 4096, NULL);
+	cr_assert_eq(td_rw(d, 1, GPUOS_NVME_CMD_READ, slba, nlb, back), 0);
+	cr_assert(!memcmp(back, src, len));
+}
+
+Test(emu_io, prp1_only_and_prp1_offset)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	uint64_t iova;
+	uint8_t *page = td_alloc(&d, 4096, 4096, &iova);
+	memset(page, 0xee, 4096);
+	/* 2 KiB at offset 1 KiB: inside one page, PRP2 unused (garbage is fine) */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 20, 4, iova + 1024, 0xdeadbeefull);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(page + 1024, img + 20 * 512, 2048));
+	cr_assert_eq(page[1023], 0xee);
+	cr_assert_eq(page[3072], 0xee);
+	/* one LBA at offset 0 */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 21, 1, iova, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(page, img + 21 * 512, 512));
+	/* and writes the same ways */
+	td_pattern(page, 4096, 5);
+	write_then_check(&d, iova + 512, 0, 300, 7, page + 512);
+	td_close(&d);
+}
+
+Test(emu_io, prp1_prp2)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	uint64_t a, b;
+	uint8_t *pa = td_alloc(&d, 4096, 4096, &a);
+	td_alloc(&d, 4096, 4096, NULL);                 /* a gap: pages need not touch */
+	uint8_t *pb = td_alloc(&d, 4096, 4096, &b);
+	/* 8 KiB, two whole pages */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 40, 16, a, b);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(pa, img + 40 * 512, 4096));
+	cr_assert(!memcmp(pb, img + 40 * 512 + 4096, 4096));
+	/* 4 KiB starting at offset 0xe00: 512 bytes in page a, the rest in page b */
+	memset(pa, 0, 4096);
+	memset(pb, 0, 4096);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 80, 8, a + 0xe00, b);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(pa + 0xe00, img + 80 * 512, 512));
+	cr_assert(!memcmp(pb, img + 80 * 512 + 512, 3584));
+	cr_assert_eq(pb[3584], 0);
+	/* PRP2 must be page aligned */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 80, 16, a, b + 8);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4013);
+	/* PRP1 must be dword aligned */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 80, 1, a + 2, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4013);
+	td_close(&d);
+}
+
+Test(emu_io, prp_list_scattered_pages)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	enum { NPG = 16 };
+	uint64_t pg_iova[NPG];
+	uint8_t *pg[NPG];
+	for (int i = 0; i < NPG; i++)
+		pg[i] = td_alloc(&d, 4096, 4096, &pg_iova[i]);
+	uint64_t list_iova;
+	uint64_t *list = td_alloc(&d, 4096, 4096, &list_iova);
+	/* pages in reverse order: the controller must follow entries, not assume a run */
+	for (int i = 1; i < NPG; i++)
+		list[i - 1] = pg_iova[NPG - i];
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 256, NPG * 8, pg_iova[0], list_iova);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(pg[0], img + 256 * 512, 4096));
+	for (int i = 1; i < NPG; i++)
+		cr_assert(!memcmp(pg[NPG - i], img + 256 * 512 + (size_t)i * 4096, 4096), "page %d", i);
+
+	/* a list with PRP1 at an offset: 64 KiB from 0x200 spans 17 pages */
+	uint64_t buf_iova, p1, p2;
+	uint8_t *buf = td_alloc(&d, 20 * 4096, 4096, &buf_iova);
+	uint8_t *src = malloc(65536);
+	td_pattern(src, 65536, 11);
+	memcpy(buf + 0x200, src, 65536);
+	td_prps(&d, buf_iova + 0x200, 65536, &p1, &p2);
+	write_then_check(&d, p1, p2, 2048, 128, src);
+	free(src);
+	td_close(&d);
+}
+
+Test(emu_io, prp_list_chained_past_one_page)
+{
+	struct td d;
+	uint64_t iova, p1, p2;
+
+	/* 3 MiB: 768 pages, one list page holds 512 entries, so the list chains */
+	up(&d, 1, 16, "mdts=4096");
+	uint8_t *buf = td_alloc(&d, 3u << 20, 4096, &iova);
+	td_prps(&d, iova, 3u << 20, &p1, &p2);
+	const uint64_t *l1 = (const uint64_t *)(d.arena + (p2 - TD_ARENA_IOVA));
+	cr_assert_eq(l1[511] & 4095, 0, "the chain pointer is a page");
+	cr_assert_neq(l1[511], l1[510] + 4096, "and it is not the next data page");
+	struct gpuos_nvme_sqe s;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 6144, p1, p2);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(buf, img, 3u << 20));
+	td_close(&d);
+}
+
+Test(emu_io, prp_list_pointer_offset_chains_early)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	uint64_t a[4];
+	uint8_t *p[4];
+	for (int i = 0; i < 4; i++)
+		p[i] = td_alloc(&d, 4096, 4096, &a[i]);
+	uint64_t l1_iova, l2_iova;
+	uint64_t *l1 = td_alloc(&d, 4096, 4096, &l1_iova);
+	uint64_t *l2 = td_alloc(&d, 4096, 4096, &l2_iova);
+	/* PRP2 points at the last two slots of its page: one data entry, then
+	 * the chain to the next list, which holds the last two pages */
+	l1[510] = a[1];
+	l1[511] = l2_iova;
+	l2[0] = a[2];
+	l2[1] = a[3];
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 512, 32, a[0], l1_iova + 510 * 8);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert(!memcmp(p[i], img + 512 * 512 + (size_t)i * 4096, 4096), "page %d", i);
+	/* a list pointer that is not qword aligned */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 512, 32, a[0], l1_iova + 4);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4013);
+	/* a list that chains to itself forever ends in an error, not a hang */
+	l1[511] = l1_iova + 511 * 8;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 512, 32, a[0], l1_iova + 511 * 8);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4013);
+	td_close(&d);
+}
+
+Test(emu_io, prp_list_misaligned_entry)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	uint64_t a[3], l_iova;
+	uint8_t *p0 = td_alloc(&d, 4096, 4096, &a[0]);
+	td_alloc(&d, 4096, 4096, &a[1]);
+	td_alloc(&d, 4096, 4096, &a[2]);
+	uint64_t *l = td_alloc(&d, 4096, 4096, &l_iova);
+	memset(p0, 0xee, 4096);
+	l[0] = a[1];
+	l[1] = a[2] + 0x10;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 24, a[0], l_iova);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4013);
+	cr_assert_eq(p0[0], 0xee, "no partial transfer before the error");
+	cr_assert_eq(stats(&d).errors, 1);
+	td_close(&d);
+}
+
+Test(emu_io, mdts_enforced)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 16, "mdts=8");
+	uint64_t iova, p1, p2;
+	uint8_t *buf = td_alloc(&d, 16384, 4096, &iova);
+	td_prps(&d, iova, 8704, &p1, &p2);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 17, p1, p2);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, &c), 0x4002, "8.5 KiB > MDTS 8 KiB, as QEMU: 0x4002");
+	cr_assert(gpuos_nvme_status_dnr(stat_of(&c)));
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 16, buf), 0);
+	td_close(&d);
+}
+
+Test(emu_io, lba_out_of_range)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");                             /* 8192 LBAs */
+	uint8_t *buf = td_alloc(&d, 8192, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8192, 1, buf), 0x4080);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8191, 2, buf), 0x4080);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 8190, 3, buf), 0x4080);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, UINT64_MAX - 1, 4, td_iova(&d, buf), 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4080, "no wrap-around");
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8184, 8, buf), 0);
+	td_close(&d);
+}
+
+Test(emu_io, bad_opcode_and_nsid)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 16, "");
+	uint64_t iova;
+	td_alloc(&d, 4096, 4096, &iova);
+	td_rw_sqe(&s, 0x7e, 1, 0, 1, iova, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, &c), 0x4001);
+	cr_assert_eq(gpuos_nvme_status_sc(stat_of(&c)), 0x01);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 0, 0, 1, iova, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, &c), 0x400b);
+	cr_assert(gpuos_nvme_status_dnr(stat_of(&c)));
+	td_rw_sqe(&s, GPUOS_NVME_CMD_WRITE, 2, 0, 1, iova, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x400b);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 0xffffffffu, 0, 1, iova, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x400b);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, iova, 0);
+	s.fuse_psdt = 0x40;                            /* SGLs: not supported */
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x4002);
+	cr_assert_eq(stats(&d).errors, 5);
+	td_close(&d);
+}
+
+Test(emu_io, dma_fault)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	uint64_t a, l_iova;
+	uint8_t *pa = td_alloc(&d, 4096, 4096, &a);
+	uint64_t *l = td_alloc(&d, 4096, 4096, &l_iova);
+	memset(pa, 0xee, 4096);
+
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 8, 0xdead0000ull, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x0004);
+	cr_assert_eq(stats(&d).dma_faults, 1);
+	cr_assert_eq(stats(&d).last_fault_iova, 0xdead0000ull);
+
+	/* the second page unmapped: nothing lands in the first either */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 16, a, 0xbeef0000ull);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x0004);
+	cr_assert_eq(pa[0], 0xee);
+	cr_assert_eq(stats(&d).last_fault_iova, 0xbeef0000ull);
+
+	/* the list itself unmapped, then one entry in it */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 24, a, 0xcafe0000ull);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x0004);
+	cr_assert_eq(stats(&d).last_fault_iova, 0xcafe0000ull);
+	l[0] = TD_ARENA_IOVA + TD_ARENA_BYTES;      /* one page past the arena */
+	l[1] = a;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 24, a, l_iova);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x0004);
+	cr_assert_eq(stats(&d).last_fault_iova, TD_ARENA_IOVA + TD_ARENA_BYTES);
+
+	/* a write from nowhere changes nothing */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_WRITE, 1, 0, 8, 0xdead0000ull, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x0004);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, pa), 0);
+	cr_assert(!memcmp(pa, img, 4096));
+
+	struct gpuos_emu_stats st = stats(&d);
+	cr_assert_eq(st.dma_faults, 5);
+	cr_assert_eq(st.errors, 5);
+	cr_assert_eq(st.csts & GPUOS_NVME_CSTS_CFS, 0, "a DMA fault is not fatal");
+	td_close(&d);
+}
+
+Test(emu_io, unmapped_region_faults)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "");
+	uint8_t *extra = aligned_alloc(4096, 8192);
+	cr_assert_eq(gpuos_emu_map(d.e, 0x50000000ull, extra, 8192, GPUOS_EMU_REGION_HOST), 0);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 16, 0x50000000ull, 0x50001000ull);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(extra, img, 8192));
+	cr_assert_eq(gpuos_emu_unmap(d.e, 0x50000000ull), 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0x0004);
+	td_close(&d);
+	free(extra);
+}
+
+Test(emu_io, full_sq)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 16, "");
+	uint8_t *buf = td_alloc(&d, 15 * 4096, 4096, NULL);
+	/* depth - 1 commands outstanding: the most an SQ holds */
+	for (int i = 0; i < 15; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)i * 8, 8, td_iova(&d, buf + i * 4096), 0);
+		s.cid = (uint16_t)(100 + i);
+		td_sq_push(&d, &d.q[1], &s);
+	}
+	cr_assert_eq(d.q[1].sq_tail, 15);
+	td_sq_ring(&d, &d.q[1]);
+	uint32_t seen = 0;
+	for (int i = 0; i < 15; i++) {
+		cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0, "completion %d", i);
+		cr_assert_eq(stat_of(&c), 0);
+		cr_assert_eq(c.sqid, 1);
+		cr_assert(c.cid >= 100 && c.cid < 115);
+		seen |= 1u << (c.cid - 100);
+		cr_assert_leq(c.sqhd, 15);
+	}
+	cr_assert_eq(seen, 0x7fff);
+	cr_assert_eq(c.sqhd, 15, "the last CQE reports the SQ drained");
+	cr_assert(!memcmp(buf, img, 15 * 4096));
+	td_close(&d);
+}
+
+Test(emu_io, cq_phase_wraps_many_rounds)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 4, "");
+	uint8_t *buf = td_alloc(&d, 3 * 512, 4096, NULL);
+	/* 3 in flight at a time in a 4-entry queue pair, 300 rounds: the phase
+	 * flips 225 times */
+	for (int round = 0; round < 300; round++) {
+		for (int i = 0; i < 3; i++) {
+			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)(round * 3 + i) % 8192, 1,
+				  td_iova(&d, buf + i * 512), 0);
+			s.cid = (uint16_t)(round * 3 + i);
+			td_sq_push(&d, &d.q[1], &s);
+		}
+		td_sq_ring(&d, &d.q[1]);
+		for (int i = 0; i < 3; i++) {
+			cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0, "round %d", round);
+			cr_assert_eq(stat_of(&c), 0);
+			cr_assert_eq(c.cid, round * 3 + i, "in order without ooo");
+		}
+		size_t at = (size_t)((round * 3) % 8192) * 512;
+		cr_assert(!memcmp(buf, img + at, 512));
+	}
+	td_close(&d);
+}
+
+Test(emu_io, full_cq_waits_for_the_host)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	make_image(4u << 20, 1);
+	open_emu(&d, "%s", img_path);
+	cr_assert_eq(td_enable(&d, 8), 0);
+	cr_assert_eq(td_create_cq(&d, 1, 4), 0);
+	cr_assert_eq(td_create_sq(&d, 1, 64, 1), 0);
+	uint8_t *buf = td_alloc(&d, 40 * 512, 4096, NULL);
+	for (int i = 0; i < 40; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)i, 1, td_iova(&d, buf + i * 512), 0);
+		s.cid = (uint16_t)i;
+		td_sq_push(&d, &d.q[1], &s);
+	}
+	td_sq_ring(&d, &d.q[1]);
+	struct timespec ts = { 0, 30000000 };
+	nanosleep(&ts, NULL);
+	/* the host consumed nothing: 3 entries posted, the 4th slot untouched */
+	const uint32_t *cq = (const uint32_t *)d.q[1].cq;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq((__atomic_load_n(&cq[i * 4 + 3], __ATOMIC_ACQUIRE) >> 16) & 1, 1);
+	cr_assert_eq(__atomic_load_n(&cq[3 * 4 + 3], __ATOMIC_ACQUIRE), 0, "no entry in the slot before head");
+	cr_assert_geq(stats(&d).cq_full_waits, 1);
+
+	/* a slow host: one at a time, a pause between */
+	uint64_t seen = 0;
+	for (int i = 0; i < 40; i++) {
+		cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0, "completion %d", i);
+		cr_assert_eq(stat_of(&c), 0);
+		cr_assert_lt(c.cid, 40);
+		cr_assert_eq(seen & (1ull << c.cid), 0, "cid %u twice", c.cid);
+		seen |= 1ull << c.cid;
+		if (i % 8 == 0) {
+			struct timespec t2 = { 0, 2000000 };
+			nanosleep(&t2, NULL);
+		}
+	}
+	cr_assert_eq(seen, (1ull << 40) - 1, "nothing lost");
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 20, 1), -ETIMEDOUT, "nothing extra");
+	cr_assert(!memcmp(buf, img, 40 * 512));
+	td_close(&d);
+}
+
+/* Submit n one-LBA reads with cids 0..n-1 in one doorbell; collect the order. */
+static int burst(struct td *d, uint16_t qid, int n, uint16_t *order, uint32_t timeout_ms)
+{
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+	uint8_t *buf = td_alloc(d, (size_t)n * 512, 4096, NULL);
+	int got = 0;
+
+	for (int i = 0; i < n; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)i, 1, td_iova(d, buf + i * 512), 0);
+		s.cid = (uint16_t)i;
+		td_sq_push(d, &d->q[qid], &s);
+	}
+	td_sq_ring(d, &d->q[qid]);
+	while (got < n && td_cq_poll(d, &d->q[qid], &c, timeout_ms, 1) == 0)
+		order[got++] = c.cid;
+	return got;
+}
+
+Test(emu_io, out_of_order_completion)
+{
+	struct td d;
+	uint16_t order[32];
+
+	up(&d, 1, 64, "ooo=1,seed=3");
+	cr_assert_eq(burst(&d, 1, 32, order, 1000), 32);
+	int inorder = 1;
+	uint32_t seen = 0;
+	for (int i = 0; i < 32; i++) {
+		inorder &= order[i] == i;
+		seen |= 1u << order[i];
+	}
+	cr_assert_eq(seen, 0xffffffffu, "every command completes once");
+	cr_assert(!inorder, "ooo=1 completes a batch out of order");
+	td_close(&d);
+	cleanup();
+
+	up(&d, 1, 64, "");
+	cr_assert_eq(burst(&d, 1, 32, order, 1000), 32);
+	for (int i = 0; i < 32; i++)
+		cr_assert_eq(order[i], i, "ooo=0 keeps fetch order");
+	td_close(&d);
+}
+
+Test(emu_io, reset_deletes_io_queues)
+{
+	struct td d;
+
+	up(&d, 2, 16, "");
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	cr_assert_eq(td_disable(&d), 0);
+	cr_assert_eq(td_enable(&d, 8), 0);
+	/* the old identifiers are free again */
+	cr_assert_eq(td_create_pair(&d, 1, 16, 16), 0);
+	cr_assert_eq(td_create_pair(&d, 2, 16, 16), 0);
+	cr_assert_eq(td_rw(&d, 2, GPUOS_NVME_CMD_READ, 8, 8, buf), 0);
+	cr_assert(!memcmp(buf, img + 4096, 4096));
+	td_close(&d);
+}
+
+Test(emu_io, delete_sq_with_commands_in_flight)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+
+	up(&d, 1, 16, "latency_us=200000");
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	for (int i = 0; i < 4; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, td_iova(&d, buf), 0);
+		s.cid = (uint16_t)i;
+		td_sq_push(&d, &d.q[1], &s);
+	}
+	td_sq_ring(&d, &d.q[1]);
+	uint64_t t0 = gpuos_now_ns();
+	cr_assert_eq(td_delete_sq(&d, 1), 0);
+	cr_assert_lt(ms_since(t0), 150, "deletion does not wait for the model's latency");
+	cr_assert_eq(td_delete_cq(&d, 1), 0);
+	td_close(&d);
+}
+
+Test(emu_io, two_workers_four_queues)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 4, 32, "queues=4,workers=2");
+	uint8_t *w = td_alloc(&d, 4 * 16 * 4096, 4096, NULL);
+	uint8_t *r = td_alloc(&d, 4 * 16 * 4096, 4096, NULL);
+	td_pattern(w, 4 * 16 * 4096, 21);
+	/* 16 writes per queue, all queues at once, disjoint LBAs */
+	for (int q = 1; q <= 4; q++) {
+		for (int i = 0; i < 16; i++) {
+			size_t k = (size_t)(q - 1) * 16 + (size_t)i;
+			td_rw_sqe(&s, GPUOS_NVME_CMD_WRITE, 1, k * 8, 8, td_iova(&d, w + k * 4096), 0);
+			s.cid = (uint16_t)i;
+			td_sq_push(&d, &d.q[q], &s);
+		}
+		td_sq_ring(&d, &d.q[q]);
+	}
+	for (int q = 1; q <= 4; q++)
+		for (int i = 0; i < 16; i++) {
+			cr_assert_eq(td_cq_poll(&d, &d.q[q], &c, 1000, 1), 0);
+			cr_assert_eq(stat_of(&c), 0);
+			cr_assert_eq(c.sqid, q);
+		}
+	for (int q = 1; q <= 4; q++) {
+		for (int i = 0; i < 16; i++) {
+			size_t k = (size_t)(q - 1) * 16 + (size_t)i;
+			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, k * 8, 8, td_iova(&d, r + k * 4096), 0);
+			s.cid = (uint16_t)i;
+			td_sq_push(&d, &d.q[q], &s);
+		}
+		td_sq_ring(&d, &d.q[q]);
+	}
+	for (int q = 1; q <= 4; q++)
+		for (int i = 0; i < 16; i++)
+			cr_assert_eq(td_cq_poll(&d, &d.q[q], &c, 1000, 1), 0);
+	cr_assert(!memcmp(r, w, 4 * 16 * 4096));
+	td_close(&d);
+}
+
+Test(emu_io, performance_model)
+{
+	struct td d;
+	uint16_t order[64];
+
+	up(&d, 1, 64, "latency_us=30000");
+	uint8_t *buf = td_alloc(&d, 512 * 1024, 4096, NULL);
+	uint64_t t0 = gpuos_now_ns();
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1, buf), 0);
+	cr_assert_geq(ms_since(t0), 29, "latency_us=30000");
+	td_close(&d);
+	cleanup();
+
+	up(&d, 1, 64, "iops=500");
+	t0 = gpuos_now_ns();
+	cr_assert_eq(burst(&d, 1, 50, order, 2000), 50);
+	cr_assert_geq(ms_since(t0), 95, "50 commands at 500 IOPS: %llu ms",
+		      (unsigned long long)ms_since(t0));
+	td_close(&d);
+	cleanup();
+
+	up(&d, 1, 64, "gbps=0.01");
+	buf = td_alloc(&d, 512 * 1024, 4096, NULL);
+	t0 = gpuos_now_ns();
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1024, buf), 0);
+	cr_assert_geq(ms_since(t0), 50, "512 KiB at 10 MB/s: %llu ms", (unsigned long long)ms_since(t0));
+	td_close(&d);
+}
+
+/* ---- fault injection --------------------------------------------------- */
+
+Test(emu_fault, lba_ranges)
+{
+	struct td d;
+
+	up(&d, 1, 16, "faults=lba:100-199+lba:500:0x4006");
+	uint8_t *buf = td_alloc(&d, 8192, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 100, 1, buf), 0x281);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 199, 1, buf), 0x281);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 96, 8, buf), 0x281, "touching the range");
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 150, 1, buf), 0x281);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 92, 8, buf), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 200, 8, buf), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 500, 1, buf), 0x4006);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 501, 1, buf), 0);
+	cr_assert_eq(stats(&d).errors, 5);
+	td_close(&d);
+}
+
+static void rate_run(const char *extra, uint8_t *pattern, int n)
+{
+	struct td d;
+
+	up(&d, 1, 16, extra);
+	uint8_t *buf = td_alloc(&d, 512, 4096, NULL);
+	for (int i = 0; i < n; i++) {
+		int st = td_rw(&d, 1, GPUOS_NVME_CMD_READ, (uint64_t)i, 1, buf);
+		cr_assert(st == 0 || st == 0x006, "status %#x", st);
+		pattern[i] = st != 0;
+	}
+	td_close(&d);
+	cleanup();
+}
+
+Test(emu_fault, random_rate_deterministic)
+{
+	uint8_t a[200], b[200], c[200];
+	int fails = 0;
+
+	rate_run("faults=rate:0.3:0x6,seed=11", a, 200);
+	rate_run("faults=rate:0.3:0x6,seed=11", b, 200);
+	rate_run("faults=rate:0.3:0x6,seed=12", c, 200);
+	for (int i = 0; i < 200; i++)
+		fails += a[i];
+	cr_assert(fails > 30 && fails < 90, "%d of 200 failed at p = 0.3", fails);
+	cr_assert(!memcmp(a, b, sizeof(a)), "same seed, same faults");
+	cr_assert(memcmp(a, c, sizeof(a)), "another seed, other faults");
+
+	/* the default status: unrecovered read error */
+	struct td d;
+	up(&d, 1, 16, "faults=rate:1");
+	uint8_t *buf = td_alloc(&d, 512, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1, buf), 0x281);
+	td_close(&d);
+}
+
+Test(emu_fault, lost_completions_by_rate)
+{
+	struct td d;
+	uint16_t order[64];
+
+	up(&d, 1, 128, "faults=lost:0.5,seed=5");
+	int got = burst(&d, 1, 64, order, 100);
+	struct gpuos_emu_stats st = stats(&d);
+	cr_assert_eq(st.io_cmds, 64);
+	cr_assert_eq(st.lost, (uint64_t)(64 - got));
+	cr_assert(got > 12 && got < 52, "%d of 64 arrived at p = 0.5", got);
+	td_close(&d);
+}
+
+Test(emu_fault, lost_every_nth)
+{
+	struct td d;
+	uint16_t order[40];
+
+	up(&d, 1, 64, "faults=lost_every:4");
+	int got = burst(&d, 1, 40, order, 100);
+	cr_assert_eq(got, 30);
+	cr_assert_eq(stats(&d).lost, 10);
+	uint64_t seen = 0;
+	for (int i = 0; i < got; i++)
+		seen |= 1ull << order[i];
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(!!(seen & (1ull << i)), (i + 1) % 4 != 0, "cid %d", i);
+	/* later completions still carry the SQ head past the lost ones */
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1, td_alloc(&d, 512, 4096, NULL)), 0);
+	td_close(&d);
+}
+
+Test(emu_fault, cfs_after_n_commands)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 16, "faults=cfs:5");
+	uint8_t *buf = td_alloc(&d, 512, 4096, NULL);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, (uint64_t)i, 1, buf), 0);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, td_iova(&d, buf), 0);
+	td_sq_push(&d, &d.q[1], &s);
+	td_sq_ring(&d, &d.q[1]);
+	cr_assert_eq(td_wait_csts(&d, GPUOS_NVME_CSTS_CFS, GPUOS_NVME_CSTS_CFS, 1000), 0);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 50, 1), -ETIMEDOUT, "the 6th never completes");
+	cr_assert_eq(stats(&d).csts & GPUOS_NVME_CSTS_CFS, GPUOS_NVME_CSTS_CFS);
+	/* admin stops too */
+	struct gpuos_nvme_sqe a;
+	memset(&a, 0, sizeof(a));
+	a.opc = GPUOS_NVME_ADMIN_IDENTIFY;
+	a.prp1 = td_iova(&d, td_alloc(&d, 4096, 4096, NULL));
+	a.cdw10 = GPUOS_NVME_CNS_CONTROLLER;
+	td_sq_push(&d, &d.aq, &a);
+	td_sq_ring(&d, &d.aq);
+	cr_assert_eq(td_cq_poll(&d, &d.aq, &c, 50, 1), -ETIMEDOUT);
+	/* the driver's recovery: reset, bring up again */
+	cr_assert_eq(td_disable(&d), 0);
+	cr_assert_eq(td_rd32(&d, GPUOS_NVME_REG_CSTS), 0);
+	cr_assert_eq(td_bringup(&d, 1, 16), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, (uint64_t)i, 1, buf), 0);
+	td_close(&d);
+}
+
+/* ---- backends ------------------------------------------------------------- */
+
+static void backend_roundtrip(const char *backend)
+{
+	struct td d;
+
+	make_image(4u << 20, 7);
+	open_emu(&d, "%s,backend=%s", img_path, backend);
+	cr_assert_eq(td_bringup(&d, 1, 32), 0);
+	uint8_t *buf = td_alloc(&d, 1u << 20, 4096, NULL);
+	/* aligned: 4 KiB LBAs runs (the O_DIRECT path for uring) */
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8, 256, buf), 0);
+	cr_assert(!memcmp(buf, img + 4096, 128 * 1024));
+	/* unaligned: one 512-byte LBA at an odd place into an odd offset (buffered) */
+	uint64_t iova;
+	uint8_t *odd = td_alloc(&d, 8192, 4096, &iova);
+	struct gpuos_nvme_sqe s;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 3, 1, iova + 0x204, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(odd + 0x204, img + 3 * 512, 512));
+	/* a large read through a chained-free list */
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1024, buf), 0);
+	cr_assert(!memcmp(buf, img, 512 * 1024));
+
+	td_pattern(buf, 65536, 42);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 1024, 128, buf), 0);
+	td_pattern(odd + 0x204, 512, 43);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_WRITE, 1, 5, 1, iova + 0x204, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_FLUSH, 1, 0, 1, 0, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	memset(buf, 0, 65536);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 1024, 128, buf), 0);
+	cr_assert(td_pattern_ok(buf, 65536, 42));
+	td_close(&d);
+
+	/* file and uring write through to the image */
+	uint8_t *chk = malloc(65536);
+	read_file(img_path, chk, 65536, 1024 * 512);
+	cr_assert(td_pattern_ok(chk, 65536, 42));
+	read_file(img_path, chk, 512, 5 * 512);
+	cr_assert(td_pattern_ok(chk, 512, 43));
+	read_file(img_path, chk, 512, 4 * 512);
+	cr_assert(!memcmp(chk, img + 4 * 512, 512), "neighbours untouched");
+	free(chk);
+}
+
+Test(emu_backend, file)
+{
+	backend_roundtrip("file");
+}
+
+Test(emu_backend, uring)
+{
+	backend_roundtrip("uring");
+}
+
+Test(emu_backend, uring_two_workers_batches)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	make_image(4u << 20, 8);
+	open_emu(&d, "%s,backend=uring,queues=2,workers=2", img_path);
+	cr_assert_eq(td_bringup(&d, 2, 64), 0);
+	uint8_t *buf = td_alloc(&d, 2 * 48 * 4096, 4096, NULL);
+	for (int q = 1; q <= 2; q++) {
+		for (int i = 0; i < 48; i++) {
+			size_t k = (size_t)(q - 1) * 48 + (size_t)i;
+			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, k * 8, 8, td_iova(&d, buf + k * 4096), 0);
+			s.cid = (uint16_t)i;
+			td_sq_push(&d, &d.q[q], &s);
+		}
+		td_sq_ring(&d, &d.q[q]);
+	}
+	for (int q = 1; q <= 2; q++)
+		for (int i = 0; i < 48; i++) {
+			cr_assert_eq(td_cq_poll(&d, &d.q[q], &c, 2000, 1), 0);
+			cr_assert_eq(stat_of(&c), 0);
+		}
+	cr_assert(!memcmp(buf, img, 2 * 48 * 4096));
+	td_close(&d);
+}
+
+Test(emu_backend, ram_keeps_writes_in_memory)
+{
+	struct td d;
+
+	up(&d, 1, 16, "backend=ram");
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	td_pattern(buf, 4096, 9);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 0, 8, buf), 0);
+	memset(buf, 0, 4096);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	cr_assert(td_pattern_ok(buf, 4096, 9));
+	td_close(&d);
+	uint8_t chk[4096];
+	read_file(img_path, chk, 4096, 0);
+	cr_assert(!memcmp(chk, img, 4096));
+}
+
+Test(emu_backend, null)
+{
+	struct td d;
+
+	open_emu(&d, "null,size=1M");
+	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1u << 20);
+	cr_assert_eq(td_bringup(&d, 1, 16), 0);
+	uint8_t *buf = td_alloc(&d, 8192, 4096, NULL);
+	memset(buf, 0xaa, 8192);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 0, 16, buf), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 16, buf), 0);
+	for (int i = 0; i < 8192; i++)
+		cr_assert_eq(buf[i], 0, "byte %d", i);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 2048, 1, buf), 0x4080);
+	td_close(&d);
+
+	open_emu(&d, "null");
+	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1ull << 40, "1 TiB by default");
+	cr_assert_eq(td_bringup(&d, 1, 16), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, (1ull << 31) - 1, 1, buf), 0);
+	td_close(&d);
+
+	open_emu(&d, "null,size=1M,lba=4096");
+	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1u << 20);
+	td_close(&d);
+}
+
+Test(emu_backend, read_only_image)
+{
+	struct td d;
+
+	make_image(1u << 20, 12);
+	cr_assert_eq(chmod(img_path, 0444), 0);
+	int fd = open(img_path, O_RDWR);
+	if (fd >= 0) {
+		/* root ignores the mode; an immutable file it cannot write either */
+		int flags = 0;
+		int ok = !ioctl(fd, FS_IOC_GETFLAGS, &flags);
+		flags |= FS_IMMUTABLE_FL;
+		ok = ok && !ioctl(fd, FS_IOC_SETFLAGS, &flags);
+		close(fd);
+		if (!ok)
+			cr_skip_test("cannot make the image read-only here");
+	}
+	for (int b = 0; b < 2; b++) {
+		open_emu(&d, "%s,backend=%s", img_path, b ? "uring" : "file");
+		cr_assert_eq(td_bringup(&d, 1, 16), 0);
+		uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 8, 8, buf), 0);
+		cr_assert(!memcmp(buf, img + 4096, 4096));
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 8, 8, buf), 0x4020,
+			     "Namespace is Write Protected");
+		td_close(&d);
+	}
+	img_mutable();
+}
+
+Test(emu_backend, image_rounds_down_to_whole_lbas)
+{
+	struct td d;
+
+	make_image((1u << 20) + 4000, 4);
+	open_emu(&d, "%s,lba=4096,backend=file", img_path);
+	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1u << 20);
+	cr_assert_eq(td_bringup(&d, 1, 16), 0);
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 255, 1, buf), 0);
+	cr_assert(!memcmp(buf, img + 255 * 4096, 4096));
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 256, 1, buf), 0x4080);
+	td_close(&d);
+}
+
+Test(emu_backend, missing_and_tiny_images)
+{
+	struct gpuos_emu_opts o;
+	struct gpuos_emu *e = NULL;
+	char err[256];
+
+	for (int b = 0; b < 3; b++) {
+		static const char *names[] = { "ram", "file", "uring" };
+		char args[128];
+		snprintf(args, sizeof(args), "/nonexistent/x.img,backend=%s", names[b]);
+		cr_assert_eq(gpuos_emu_parse(args, &o, err, sizeof(err)), 0);
+		cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), -ENOENT);
+		cr_assert_str_eq(err, "emu: /nonexistent/x.img: No such file or directory");
+		cr_assert_null(e);
+	}
+	make_image(100, 1);
+	cr_assert_eq(gpuos_emu_parse(img_path, &o, err, sizeof(err)), 0);
+	cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "smaller than one LBA"), "%s", err);
+}
+
+/* A stand-in for cudaMemcpy: "device memory" is host memory here, but the
+ * controller may only reach it through this callback. */
+static uint32_t dev_to, dev_from, dev_done;
+static int fake_dev_copy(void *ctx, void *dst, const void *src, size_t len, int to_device)
+{
+	(void)ctx;
+	memcpy(dst, src, len);
+	__atomic_fetch_add(to_device ? &dev_to : &dev_from, 1, __ATOMIC_SEQ_CST);
+	struct timespec ts = { 0, 5000000 };
+	nanosleep(&ts, NULL);
+	/* the CQE must not be visible before this */
+	__atomic_fetch_add(&dev_done, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+Test(emu_backend, device_regions_through_dev_copy)
+{
+	struct td d;
+	struct gpuos_emu_env env = { .dev_copy = fake_dev_copy };
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	make_image(4u << 20, 6);
+	cr_assert_eq(td_open(&d, img_path, &env), 0, "%s", d.err);
+	cr_assert_eq(td_bringup(&d, 1, 16), 0);
+	uint8_t *vram = aligned_alloc(4096, 64 * 1024);
+	memset(vram, 0, 64 * 1024);
+	const uint64_t dev = 0x400000000ull;
+	cr_assert_eq(gpuos_emu_map(d.e, dev, vram, 64 * 1024, GPUOS_EMU_REGION_DEVICE), 0);
+
+	/* 16 KiB into device memory through PRP1 + a list (in host memory) */
+	uint64_t p1, p2;
+	td_prps(&d, dev, 16384, &p1, &p2);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 64, 32, p1, p2);
+	s.cid = 9;
+	td_sq_push(&d, &d.q[1], &s);
+	td_sq_ring(&d, &d.q[1]);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 2000, 1), 0);
+	cr_assert_eq(stat_of(&c), 0);
+	cr_assert_geq(__atomic_load_n(&dev_done, __ATOMIC_SEQ_CST), 1, "CQE only after dev_copy returned");
+	cr_assert_geq(__atomic_load_n(&dev_to, __ATOMIC_SEQ_CST), 1);
+	cr_assert(!memcmp(vram, img + 64 * 512, 16384));
+
+	/* a write from device memory */
+	td_pattern(vram + 32768, 8192, 77);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_WRITE, 1, 400, 16, dev + 32768, dev + 32768 + 4096);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert_geq(__atomic_load_n(&dev_from, __ATOMIC_SEQ_CST), 1);
+	uint8_t *host = td_alloc(&d, 8192, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 400, 16, host), 0);
+	cr_assert(td_pattern_ok(host, 8192, 77));
+
+	/* a PRP list may live in device memory too */
+	uint64_t *dlist = (uint64_t *)(vram + 60 * 1024);
+	dlist[0] = dev + 4096;
+	dlist[1] = dev + 8192;
+	memset(vram, 0, 12288);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 24, dev, dev + 60 * 1024);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	cr_assert(!memcmp(vram, img, 12288));
+
+	/* queues must be host memory: the controller's threads poll them */
+	struct gpuos_nvme_sqe q;
+	memset(&q, 0, sizeof(q));
+	q.opc = GPUOS_NVME_ADMIN_CREATE_CQ;
+	q.prp1 = dev;
+	q.cdw10 = 7u << 16 | 2;
+	q.cdw11 = GPUOS_NVME_CREATE_Q_PC;
+	cr_assert_eq(td_admin(&d, &q, NULL), 0x4002);
+	td_close(&d);
+	free(vram);
+}
+
+Test(emu_backend, region_table)
+{
+	struct td d;
+	static uint8_t mem[1 << 16];
+
+	open_emu(&d, "null");
+	cr_assert_eq(gpuos_emu_map(d.e, 0x1000, mem, 0, GPUOS_EMU_REGION_HOST), -EINVAL);
+	cr_assert_eq(gpuos_emu_map(d.e, UINT64_MAX - 10, mem, 100, GPUOS_EMU_REGION_HOST), -EINVAL);
+	cr_assert_eq(gpuos_emu_map(d.e, 0x1000, mem, 4096, GPUOS_EMU_REGION_DEVICE), -ENOTSUP,
+		     "no dev_copy, no device regions");
+	cr_assert_eq(gpuos_emu_map(d.e, TD_ARENA_IOVA, mem, 4096, GPUOS_EMU_REGION_HOST), -EEXIST);
+	cr_assert_eq(gpuos_emu_map(d.e, TD_ARENA_IOVA - 100, mem, 4096, GPUOS_EMU_REGION_HOST), -EEXIST);
+	cr_assert_eq(gpuos_emu_map(d.e, TD_ARENA_IOVA + TD_ARENA_BYTES - 1, mem, 4096,
+				   GPUOS_EMU_REGION_HOST), -EEXIST);
+	cr_assert_eq(gpuos_emu_map(d.e, TD_ARENA_IOVA + TD_ARENA_BYTES, mem, 4096,
+				   GPUOS_EMU_REGION_HOST), 0, "adjacent is fine");
+	cr_assert_eq(gpuos_emu_unmap(d.e, 0x1234), -ENOENT);
+	cr_assert_eq(gpuos_emu_unmap(d.e, TD_ARENA_IOVA + TD_ARENA_BYTES), 0);
+	/* fill the table: the arena holds one entry */
+	int i;
+	for (i = 0; i < GPUOS_EMU_MAX_REGIONS - 1; i++)
+		cr_assert_eq(gpuos_emu_map(d.e, 0x100000000ull + (uint64_t)i * 64, mem + i * 64, 64,
+					   GPUOS_EMU_REGION_HOST), 0, "region %d", i);
+	cr_assert_eq(gpuos_emu_map(d.e, 0x900000000ull, mem, 64, GPUOS_EMU_REGION_HOST), -ENOSPC);
+	cr_assert_eq(gpuos_emu_unmap(d.e, 0x100000000ull + 64), 0);
+	cr_assert_eq(gpuos_emu_map(d.e, 0x900000000ull, mem, 64, GPUOS_EMU_REGION_HOST), 0);
+
+	/* transfers may cross from one region into an adjacent one */
+	cr_assert_eq(gpuos_emu_unmap(d.e, 0x100000000ull + 128), 0);
+	cr_assert_eq(gpuos_emu_unmap(d.e, 0x100000000ull + 192), 0);
+	cr_assert_eq(td_bringup(&d, 1, 8), 0);
+	static uint8_t lo[8192] __attribute__((aligned(4096)));
+	static uint8_t hi[8192] __attribute__((aligned(4096)));
+	cr_assert_eq(gpuos_emu_map(d.e, 0xa00000000ull, lo, 6144, GPUOS_EMU_REGION_HOST), 0);
+	cr_assert_eq(gpuos_emu_map(d.e, 0xa00001800ull, hi, 2048, GPUOS_EMU_REGION_HOST), 0);
+	memset(hi, 0xaa, sizeof(hi));
+	struct gpuos_nvme_sqe s;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 16, 0xa00000000ull, 0xa00001000ull);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, NULL), 0);
+	for (int k = 0; k < 2048; k++)
+		cr_assert_eq(hi[k], 0, "null backend zeros reached the second region");
+	td_close(&d);
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+Test(emu_opts, defaults)
+{
+	struct gpuos_emu_opts o;
+
+	gpuos_emu_opts_default(&o);
+	cr_assert_eq(o.size, sizeof(o));
+	cr_assert_eq(o.backend, GPUOS_EMU_RAM);
+	cr_assert_eq(o.null_bytes, 1ull << 40);
+	cr_assert_eq(o.lba_bytes, 512);
+	cr_assert_eq(o.mdts_kib, 512);
+	cr_assert_eq(o.queues, 16);
+	cr_assert_eq(o.depth, 1024);
+	cr_assert_eq(o.dstrd, 0);
+	cr_assert_eq(o.workers, 2);
+	cr_assert_eq(o.to, 20);
+	cr_assert_eq(o.rdy_ms, 1);
+	cr_assert_str_eq(o.model, "gpuos emulated NVMe");
+}
+
+Test(emu_opts, parse_everything)
+{
+	struct gpuos_emu_opts o;
+	char err[256];
+
+	cr_assert_eq(gpuos_emu_parse("/img/a.raw,backend=uring,size=2G,lba=4096,mdts=128,queues=8,"
+				     "depth=256,dstrd=1,workers=3,to=10,rdy_ms=5,never_ready=1,"
+				     "enabled=0,latency_us=70,gbps=2.5,iops=1000,ooo=1,seed=42,"
+				     "model=Fast Disk,serial=S1,"
+				     "faults=lba:10-20:0x4281+lba:7+rate:0.25:6+lost:0.1+lost_every:9+cfs:100",
+				     &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(o.path, "/img/a.raw");
+	cr_assert_eq(o.backend, GPUOS_EMU_URING);
+	cr_assert_eq(o.null_bytes, 2ull << 30);
+	cr_assert_eq(o.lba_bytes, 4096);
+	cr_assert_eq(o.mdts_kib, 128);
+	cr_assert_eq(o.queues, 8);
+	cr_assert_eq(o.depth, 256);
+	cr_assert_eq(o.dstrd, 1);
+	cr_assert_eq(o.workers, 3);
+	cr_assert_eq(o.to, 10);
+	cr_assert_eq(o.rdy_ms, 5);
+	cr_assert_eq(o.never_ready, 1);
+	cr_assert_eq(o.start_enabled, 0);
+	cr_assert_eq(o.latency_us, 70);
+	cr_assert_float_eq(o.gbps, 2.5, 1e-9);
+	cr_assert_eq(o.iops, 1000);
+	cr_assert_eq(o.ooo, 1);
+	cr_assert_eq(o.seed, 42);
+	cr_assert_str_eq(o.model, "Fast Disk");
+	cr_assert_str_eq(o.serial, "S1");
+	cr_assert_eq(o.n_lba_faults, 2);
+	cr_assert_eq(o.lba_fault[0].start, 10);
+	cr_assert_eq(o.lba_fault[0].end, 20);
+	cr_assert_eq(o.lba_fault[0].status, 0x4281);
+	cr_assert_eq(o.lba_fault[1].start, 7);
+	cr_assert_eq(o.lba_fault[1].end, 7);
+	cr_assert_eq(o.lba_fault[1].status, 0x281);
+	cr_assert_float_eq(o.fault_rate, 0.25, 1e-9);
+	cr_assert_eq(o.fault_rate_status, 0x6);
+	cr_assert_float_eq(o.lost_rate, 0.1, 1e-9);
+	cr_assert_eq(o.lost_every, 9);
+	cr_assert_eq(o.cfs_after, 100);
+}
+
+Test(emu_opts, parse_null_and_worker_default)
+{
+	struct gpuos_emu_opts o;
+	char err[256];
+
+	cr_assert_eq(gpuos_emu_parse("null", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.backend, GPUOS_EMU_NULL);
+	cr_assert_str_eq(o.path, "");
+	cr_assert_eq(o.null_bytes, 1ull << 40);
+	cr_assert_eq(gpuos_emu_parse("null,size=64M,queues=1", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.null_bytes, 64ull << 20);
+	cr_assert_eq(o.workers, 1, "min(queues, 2)");
+	cr_assert_eq(gpuos_emu_parse("x.img,backend=null", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.backend, GPUOS_EMU_NULL);
+	cr_assert_eq(gpuos_emu_parse("x.img,enabled=1", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.start_enabled, 1);
+}
+
+Test(emu_opts, parse_errors_name_the_key)
+{
+	static const struct { const char *args, *key; } t[] = {
+		{ "x.img,foo=1", "foo" },
+		{ "x.img,lba=513", "lba" },
+		{ "x.img,lba=", "lba" },
+		{ "x.img,mdts=12", "mdts" },
+		{ "x.img,mdts=4", "mdts" },
+		{ "x.img,queues=0", "queues" },
+		{ "x.img,queues=70000", "queues" },
+		{ "x.img,depth=1", "depth" },
+		{ "x.img,depth=65537", "depth" },
+		{ "x.img,dstrd=16", "dstrd" },
+		{ "x.img,queues=60000,dstrd=12", "dstrd" },
+		{ "x.img,workers=0", "workers" },
+		{ "x.img,to=0", "to" },
+		{ "x.img,rdy_ms=-1", "rdy_ms" },
+		{ "x.img,never_ready=2", "never_ready" },
+		{ "x.img,enabled=yes please", "enabled" },
+		{ "x.img,ooo=maybe", "ooo" },
+		{ "x.img,gbps=fast", "gbps" },
+		{ "x.img,gbps=-1", "gbps" },
+		{ "x.img,iops=1k", "iops" },
+		{ "x.img,latency_us=9999999999", "latency_us" },
+		{ "x.img,seed=x", "seed" },
+		{ "x.img,size=12Q", "size" },
+		{ "x.img,size=0", "size" },
+		{ "x.img,backend=tape", "backend" },
+		{ "x.img,model=0123456789012345678901234567890123456789X", "model" },
+		{ "x.img,serial=012345678901234567890", "serial" },
+		{ "x.img,faults=bogus:1", "faults" },
+		{ "x.img,faults=lba:20-10", "faults" },
+		{ "x.img,faults=lba:5:0", "faults" },
+		{ "x.img,faults=lba:5:zz", "faults" },
+		{ "x.img,faults=rate:1.5", "faults" },
+		{ "x.img,faults=lost:0.5:0x281", "faults" },
+		{ "x.img,faults=lost_every:0", "faults" },
+		{ "x.img,faults=cfs:0", "faults" },
+		{ "x.img,faults=", "faults" },
+		{ "x.img,noequals", "noequals" },
+		{ "", "path" },
+		{ "null,backend=file", "path" },
+	};
+	for (size_t i = 0; i < GPUOS_ARRAY_SIZE(t); i++) {
+		struct gpuos_emu_opts o;
+		char err[256] = "";
+		cr_assert_eq(gpuos_emu_parse(t[i].args, &o, err, sizeof(err)), -EINVAL, "\"%s\" parsed",
+			     t[i].args);
+		cr_assert(strstr(err, t[i].key), "\"%s\": \"%s\" does not name %s", t[i].args, err, t[i].key);
+		cr_assert(!strchr(err, '\n'), "one line");
+	}
+	/* 17 lba ranges */
+	char many[1024] = "x.img,faults=lba:0";
+	for (int i = 1; i < 17; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "+lba:%d", i);
+	struct gpuos_emu_opts o;
+	char err[256];
+	cr_assert_eq(gpuos_emu_parse(many, &o, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "faults"));
+}
+
+Test(emu_opts, create_checks_a_hand_made_struct)
+{
+	struct gpuos_emu_opts o;
+	struct gpuos_emu *e = NULL;
+	char err[256];
+
+	gpuos_emu_opts_default(&o);
+	o.backend = GPUOS_EMU_NULL;
+	o.size = 0;
+	cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "size"), "%s", err);
+	o.size = sizeof(o);
+	o.lba_bytes = 1000;
+	cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "lba"), "%s", err);
+	o.lba_bytes = 512;
+	o.workers = 8;          /* more workers than queues: fewer workers, not an error */
+	o.queues = 2;
+	cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), 0, "%s", err);
+	gpuos_emu_destroy(e);
+}
