@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gpu.h"
+#include "gpuos/port.h"
 
 struct gpuos_ctrl;
 
@@ -66,25 +67,23 @@ struct gpuos_dma {
 int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out);
 void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d);
 
-/* Register operations for the host side of bring-up. */
+/* Register operations for the host side of bring-up (port.h's MMIO primitives). */
 static inline uint32_t gpuos_reg_read32(struct gpuos_ctrl *c, uint32_t off)
 {
-	return c->regs[off / 4];
+	return gpuos_mmio_read32(c->regs + off / 4);
 }
 static inline void gpuos_reg_write32(struct gpuos_ctrl *c, uint32_t off, uint32_t v)
 {
-	c->regs[off / 4] = v;
+	gpuos_mmio_write32(c->regs + off / 4, v);
 }
 /* 64-bit registers as two dwords, low first (NVMe 3.1). */
 static inline uint64_t gpuos_reg_read64(struct gpuos_ctrl *c, uint32_t off)
 {
-	uint64_t lo = c->regs[off / 4], hi = c->regs[off / 4 + 1];
-	return lo | (hi << 32);
+	return gpuos_mmio_read64(c->regs + off / 4);
 }
 static inline void gpuos_reg_write64(struct gpuos_ctrl *c, uint32_t off, uint64_t v)
 {
-	c->regs[off / 4] = (uint32_t)v;
-	c->regs[off / 4 + 1] = (uint32_t)(v >> 32);
+	gpuos_mmio_write64(c->regs + off / 4, v);
 }
 
 #endif /* GPUOS_BOOT_CTRL_H */

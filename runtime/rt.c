@@ -116,6 +116,13 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 	return w ? -EINVAL : 0;
 }
 
+/* Statistics: one writer (the warp's lane 0), read by the host meanwhile:
+ * relaxed atomics, no ordering needed. */
+GPUOS_INLINE GPUOS_HD void stat_add(uint64_t *p, uint64_t v)
+{
+	gpuos_store_relaxed_sys64(p, gpuos_load_relaxed_sys64(p) + v);
+}
+
 /* ---- data movement ------------------------------------------------------------- */
 
 /* Copy len bytes, all lanes of the warp together. */
@@ -180,11 +187,11 @@ GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w
 	gpuos_store_release_sys32(&s->state, GPUOS_SLOT_DONE);
 	if (batch)
 		gpuos_fetch_add_sys32((uint32_t *)(uintptr_t)batch, 1u);
-	ctl->stats[w].requests++;
+	stat_add(&ctl->stats[w].requests, 1);
 	if (status == GPUOS_ST_OK)
-		ctl->stats[w].bytes += result;
+		stat_add(&ctl->stats[w].bytes, result);
 	else
-		ctl->stats[w].errors++;
+		stat_add(&ctl->stats[w].errors, 1);
 }
 
 GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ri)
@@ -209,8 +216,9 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
 	uint32_t i;
 
-	/* Mark it ours; nobody else reads this state until we publish DONE. */
-	s->state = GPUOS_SLOT_TAKEN;
+	/* Mark it ours. The client polls state for DONE meanwhile; relaxed is
+	 * enough, TAKEN publishes nothing. */
+	gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_TAKEN);
 	if (W->fatal) {
 		finish_slot(d, w, ms, GPUOS_ST_CTRL_FATAL, 0, 0);
 		return 0;
@@ -444,8 +452,8 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 		if (lane == 0) {
 			/* One fence and one doorbell store for the batch (in gpuos_qp_sq_ring). */
 			gpuos_qp_sq_ring(qp, n);
-			ctl->stats[w].commands += n;
-			ctl->stats[w].doorbells++;
+			stat_add(&ctl->stats[w].commands, n);
+			stat_add(&ctl->stats[w].doorbells, 1);
 		}
 		gpuos_warp_sync();
 		total += n;
@@ -596,7 +604,7 @@ GPUOS_INLINE GPUOS_HD void check_timeouts(const struct gpuos_rt_desc *d, uint32_
 				uint32_t b = gpuos_ffs(mlate);
 				mlate &= mlate - 1u;
 				abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
-				ctl->stats[w].timeouts++;
+				stat_add(&ctl->stats[w].timeouts, 1);
 			}
 			while (mlost) {
 				uint32_t b = gpuos_ffs(mlost);
@@ -616,7 +624,7 @@ GPUOS_INLINE GPUOS_HD void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, s
 	uint32_t s, i;
 
 	W->fatal = 1;
-	ctl->fatal_csts = csts;
+	gpuos_store_relaxed_sys32(&ctl->fatal_csts, csts);
 	for (s = 0; s < d->slots_per_warp; s++)
 		if (W->slot[s].busy == SLOT_BUSY)
 			abandon(d, w, W, s, GPUOS_ST_CTRL_FATAL);
@@ -698,8 +706,8 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 		gpuos_warp_sync();
 		if (lane == 0) {
 			W->iter = it + 1;
-			ctl->stats[w].polls++;
-			ctl->stats[w].inflight = d->slots_per_warp - W->nfree;
+			stat_add(&ctl->stats[w].polls, 1);
+			gpuos_store_relaxed_sys64(&ctl->stats[w].inflight, d->slots_per_warp - W->nfree);
 		}
 		gpuos_warp_sync();
 		if (cmd != GPUOS_RT_CMD_RUN) {

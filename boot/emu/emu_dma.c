@@ -337,9 +337,13 @@ int emu_cq_post(struct gpuos_emu *e, struct emu_cq *cq, struct emu_sq *sq, uint1
 		emu_dma_fault(e, iova);
 		return -EFAULT;
 	}
-	w[0] = dw0;
-	w[1] = 0;
-	w[2] = (uint32_t)sq->head | ((uint32_t)sq->qid << 16);
+	/* relaxed atomics, not plain stores: the driver may still be reading
+	 * the slot's previous entry with atomic loads (gpuos_qp_cq_peek) when
+	 * its CQ head doorbell is a plain MMIO store that orders nothing for
+	 * a race detector; on x86 these are the same movs */
+	__atomic_store_n(&w[0], dw0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w[1], 0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&w[2], (uint32_t)sq->head | ((uint32_t)sq->qid << 16), __ATOMIC_RELAXED);
 	uint32_t dw3 = (uint32_t)cid |
 		       ((uint32_t)(((uint32_t)status << 1) | (cq->phase & 1u)) << 16);
 	/* release: DW0-DW2 and the command's data are visible before the new

@@ -541,7 +541,7 @@ HOSTILE = ["bad-magic", "fugg-magic", "version-1", "version-4", "big-endian", "s
            "kv-count-huge", "tensor-count-huge", "tensor-count-lies"]
 VALID = ["all-v3", "all-v2", "align-32", "align-64", "align-4096", "default-align",
          "sparse-4g", "sparse-gap", "many-layers", "vocab", "empty", "small", "nested-8",
-         "fuzz-seed"]
+         "fuzz-seed", "layer-names"]
 
 
 def make_case(name, rng):
@@ -565,6 +565,12 @@ def make_case(name, rng):
         return Spec()
     if name == "small":
         return small_valid()
+    if name == "layer-names":     # what is and is not a blk.N layer name
+        s = Spec()
+        s.tensors = [Tensor(n, "F32", [4]) for n in (
+            "blk.0.x", "blk.12.attn.weight", "blk.007.y", "blk.", "blk.3", "blk.x.y", "blk.3x.y",
+            "blk..y", "blk.99999999.y", "xblk.1.y", "blk.1048576.z")]
+        return s
     if name == "fuzz-seed":       # every type, compact: a seed for the fuzzers
         s = Spec()
         s.alignment = 32

@@ -80,8 +80,9 @@ void td_sq_ring(struct td *d, struct td_q *q);
 int td_cq_poll(struct td *d, struct td_q *q, struct gpuos_nvme_cqe *out, uint32_t timeout_ms, int ring);
 void td_cq_ring(struct td *d, struct td_q *q);
 
-/* Submit one command on q, wait for its CQE: the status (gpuos form, >= 0)
- * or -ETIMEDOUT. cqe may be NULL. */
+/* Submit one command on q, wait for its CQE: the status (gpuos form, >= 0),
+ * -ETIMEDOUT, or -EPROTO when the CQE's cid or sqid is not the command's.
+ * cqe may be NULL. */
 int td_cmd(struct td *d, struct td_q *q, struct gpuos_nvme_sqe *sqe, struct gpuos_nvme_cqe *cqe);
 int td_admin(struct td *d, struct gpuos_nvme_sqe *sqe, struct gpuos_nvme_cqe *cqe);
 

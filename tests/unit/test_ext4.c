@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../../runtime/crc.h"
@@ -39,11 +40,16 @@
 
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {
-	char tmpl[] = "/tmp/gpuos-ext4-test-XXXXXX";
+	/* tmpfs when it has room: the source trees hold thousands of small files */
+	char shm[] = "/dev/shm/gpuos-ext4-test-XXXXXX", tmp[] = "/tmp/gpuos-ext4-test-XXXXXX";
+	struct statvfs vfs;
 
 	(void)set;
-	if (mkdtemp(tmpl))
-		setenv(ENV_DIR, tmpl, 1);
+	if (statvfs("/dev/shm", &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize > (2ull << 30) &&
+	    mkdtemp(shm))
+		setenv(ENV_DIR, shm, 1);
+	else if (mkdtemp(tmp))
+		setenv(ENV_DIR, tmp, 1);
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
@@ -52,7 +58,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 	char cmd[512];
 
 	(void)stats;
-	if (d && strncmp(d, "/tmp/gpuos-ext4-test-", 21) == 0 && !getenv("GPUOS_EXT4_KEEP")) {
+	if (d && strstr(d, "/gpuos-ext4-test-") && !getenv("GPUOS_EXT4_KEEP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", d);
@@ -189,36 +195,36 @@ struct recipe {
 };
 
 static const struct recipe RECIPES[] = {
-	{"base4k", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -d $W/src $IMG 32M; post $IMG 4096"},
-	{"base1k", "tree $W/src; mke2fs -q -F -t ext4 -b 1024 -d $W/src $IMG 32M; post $IMG 1024"},
-	{"no64", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O ^64bit,^metadata_csum -d $W/src $IMG 32M;"
+	{"base4k", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -d $W/src $IMG 16M; post $IMG 4096"},
+	{"base1k", "tree $W/src; mke2fs -q -F -t ext4 -b 1024 -d $W/src $IMG 16M; post $IMG 1024"},
+	{"no64", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O ^64bit,^metadata_csum -d $W/src $IMG 16M;"
 		 " post $IMG 4096"},
 	{"gdtcsum", "tree $W/src; mke2fs -q -F -t ext4 -b 1024 -O ^64bit,^metadata_csum,uninit_bg"
-		    " -d $W/src $IMG 32M; post $IMG 1024"},
-	{"nocsum64", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O 64bit,^metadata_csum -d $W/src $IMG 32M;"
+		    " -d $W/src $IMG 16M; post $IMG 1024"},
+	{"nocsum64", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O 64bit,^metadata_csum -d $W/src $IMG 16M;"
 		     " post $IMG 4096"},
 	{"csum64", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O 64bit,metadata_csum,metadata_csum_seed"
-		   " -d $W/src $IMG 32M; post $IMG 4096"},
-	{"i128", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -I 128 -d $W/src $IMG 32M 2>/dev/null;"
+		   " -d $W/src $IMG 16M; post $IMG 4096"},
+	{"i128", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -I 128 -d $W/src $IMG 16M 2>/dev/null;"
 		 " post $IMG 4096"},
-	{"i1024", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -I 1024 -d $W/src $IMG 32M; post $IMG 4096"},
-	{"bigalloc", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O bigalloc -C 16384 -d $W/src $IMG 64M;"
+	{"i1024", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -I 1024 -d $W/src $IMG 16M; post $IMG 4096"},
+	{"bigalloc", "tree $W/src; mke2fs -q -F -t ext4 -b 4096 -O bigalloc -C 16384 -d $W/src $IMG 32M;"
 		     " post $IMG 4096"},
 	{"b64k", "tree $W/src; manyfiles $W/src/many 300;"
-		 " mke2fs -q -F -t ext4 -b 65536 -O ^metadata_csum -d $W/src $IMG 96M 2>/dev/null;"
+		 " mke2fs -q -F -t ext4 -b 65536 -O ^metadata_csum -d $W/src $IMG 32M 2>/dev/null;"
 		 " post $IMG 65536"},
 	{"b64kcsum", "tree $W/src; manyfiles $W/src/many 300;"
-		     " mke2fs -q -F -t ext4 -b 65536 -d $W/src $IMG 96M 2>/dev/null"},
+		     " mke2fs -q -F -t ext4 -b 65536 -d $W/src $IMG 32M 2>/dev/null"},
 	{"metabg", "tree $W/src; for i in $(seq 1 40); do mkdir $W/src/g$i; echo $i > $W/src/g$i/f; done;"
-		   " mke2fs -q -F -t ext4 -b 1024 -g 2048 -N 400 -O meta_bg,^resize_inode -d $W/src $IMG 100M;"
+		   " mke2fs -q -F -t ext4 -b 1024 -g 512 -N 400 -O meta_bg,^resize_inode -d $W/src $IMG 32M;"
 		   " post $IMG 1024"},
 	{"ext3", "tree $W/src; bigfiles $W/src; manyfiles $W/src/many 400;"
-		 " mke2fs -q -F -t ext3 -b 1024 -d $W/src $IMG 32M; post $IMG 1024;"
+		 " mke2fs -q -F -t ext3 -b 1024 -d $W/src $IMG 16M; post $IMG 1024;"
 		 " e2fsck -fyD $IMG >/dev/null 2>&1 || [ $? -le 1 ]"},
 	{"blockmap", "tree $W/src; bigfiles $W/src;"
-		     " mke2fs -q -F -t ext4 -b 1024 -O ^extents,^64bit -d $W/src $IMG 32M; post $IMG 1024"},
+		     " mke2fs -q -F -t ext4 -b 1024 -O ^extents,^64bit -d $W/src $IMG 16M; post $IMG 1024"},
 	{"htree", "mkdir -p $W/src; manyfiles $W/src/big 2600; printf 'x\\n' > $W/src/other;"
-		  " mke2fs -q -F -t ext4 -b 1024 -d $W/src $IMG 32M;"
+		  " mke2fs -q -F -t ext4 -b 1024 -d $W/src $IMG 16M;"
 		  " e2fsck -fyD $IMG >/dev/null 2>&1 || [ $? -le 1 ]"},
 	{"frag", "mkdir -p $W/src/f; python3 -c \"import os\n"
 		 "for i in range(1, 1201): open('$W/src/f/%d' % i, 'wb').write(os.urandom(1000))\";"

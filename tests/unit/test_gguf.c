@@ -427,6 +427,30 @@ Test(gguf_writer, layers_and_lookup)
 	parsed_free(r);
 }
 
+Test(gguf_writer, layer_names)
+{
+	struct parsed *r = check_case("layer-names", 1);
+	static const struct {
+		const char *name;
+		int layer;
+	} want[] = {
+		{"blk.0.x", 0}, {"blk.12.attn.weight", 12}, {"blk.007.y", 7}, {"blk.", -1}, {"blk.3", -1},
+		{"blk.x.y", -1}, {"blk.3x.y", -1}, {"blk..y", -1}, {"blk.99999999.y", -1}, {"xblk.1.y", -1},
+		{"blk.1048576.z", 1048576},
+	};
+	unsigned i;
+
+	for (i = 0; i < GPUOS_ARRAY_SIZE(want); i++) {
+		int t = gpuos_gguf_find(&r->g, want[i].name);
+
+		cr_assert_geq(t, 0, "%s", want[i].name);
+		cr_assert_eq(r->g.mem.tensors[t].layer, want[i].layer, "%s: %d", want[i].name,
+			     r->g.mem.tensors[t].layer);
+	}
+	cr_assert_eq(r->g.n_layers, 1048577);
+	parsed_free(r);
+}
+
 Test(gguf_writer, vocab_only_data_past_eof)
 {
 	struct parsed *r = check_case("vocab", 2);
@@ -503,6 +527,14 @@ Test(gguf_writer, error_report_names_subject)
 	cr_assert_str_eq(r->p.subject, "far");
 	cr_assert_eq(r->p.err_tensor, 2);
 	cr_assert_str_eq(r->p.why, "has data past the end of the file");
+	parsed_free(r);
+
+	/* duplicates are found without the hash index too */
+	write_case("dup-tensor", 1, gguf, json, sizeof(gguf));
+	r = parse_file(gguf, 0, 0);
+	cr_assert_eq(r->rc, -EINVAL);
+	cr_assert_str_eq(r->p.why, "is a duplicate tensor name");
+	cr_assert_str_eq(r->p.subject, "output.weight");
 	parsed_free(r);
 
 	write_case("kv-type-13", 1, gguf, json, sizeof(gguf));

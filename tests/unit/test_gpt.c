@@ -677,6 +677,31 @@ Test(gpt_built, hostile_header_fields)
 	}
 }
 
+Test(gpt_built, backup_checked_against_primary)
+{
+	const struct bpart pt[] = {{100, 199, "a"}};
+	uint64_t lbas = 4096;
+	uint8_t *d = build(512, lbas, 128, 128, pt, 1);
+	struct res *r;
+
+	hdr_set(d, 512, 1, 0x20, 8, lbas + 5); /* primary's alternate_lba off the disk */
+	r = parse_buf(d, lbas * 512, 512, 16);
+	cr_assert_eq(r->rc, 0);
+	cr_assert_eq(r->g.flags, GPUOS_GPT_F_BACKUP_BAD);
+	cr_assert_str_eq(r->g.backup_why, "alternate LBA is not on the disk");
+	res_free(r);
+	free(d);
+
+	d = build(512, lbas, 128, 128, pt, 1);
+	hdr_set(d, 512, lbas - 1, 0x58, 4, 0x1234); /* a valid backup header for other entries */
+	r = parse_buf(d, lbas * 512, 512, 16);
+	cr_assert_eq(r->rc, 0);
+	cr_assert_eq(r->g.flags, GPUOS_GPT_F_BACKUP_BAD);
+	cr_assert_str_eq(r->g.backup_why, "backup header does not match the primary");
+	res_free(r);
+	free(d);
+}
+
 Test(gpt_built, small_and_odd_devices)
 {
 	uint8_t z[8192];
