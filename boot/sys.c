@@ -87,7 +87,6 @@ static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 
 	/* Publish cmd=RUN and every descriptor write before the runtime starts;
 	 * pairs with its acquire load of cmd (thread/kernel start also orders). */
-	__atomic_store_n(&ctl->warps_done, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctl->cmd, GPUOS_RT_CMD_RUN, __ATOMIC_RELEASE);
 	__atomic_store_n(&ctl->state, GPUOS_RT_STATE_RUNNING, __ATOMIC_RELEASE);
 	ctl->epoch++;
@@ -482,12 +481,13 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	if (r)
 		goto fail;
 	if (o->mbox_vram && s->gpu) {
-		/* The same header, in VRAM; slots start FREE (zero). */
+		/* The same header, in VRAM, device scope; slots start FREE (zero). */
 		uint64_t mb_bytes = gpuos_mbox_bytes(nslots);
+		struct gpuos_mbox hdr = *gpuos_sys_mbox(s);
+		hdr.flags |= GPUOS_MBOX_F_DEVICE;
 		r = gpuos_dma_alloc(s->ctrl, mb_bytes, GPUOS_MEM_VRAM, 0, &s->mbox_dev);
 		if (!r)
-			r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->mbox_dev.rt, gpuos_sys_mbox(s),
-					   sizeof(struct gpuos_mbox), 1);
+			r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->mbox_dev.rt, &hdr, sizeof(hdr), 1);
 		if (r) {
 			snprintf(err, errlen, "allocate the mailbox in VRAM: %s", strerror(-r));
 			goto fail;
@@ -523,6 +523,11 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	d->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : s->nvme.to_ms) * 1000000ull;
 	d->csts = s->ctrl->regs_rt ? s->ctrl->regs_rt + GPUOS_NVME_REG_CSTS : 0;
 	d->mbox = s->mbox_dev.len ? s->mbox_dev.rt : s->shm_rt + GPUOS_SHM_MBOX_OFF;
+	d->mbox_nslots = nslots;
+	if (s->mbox_dev.len)
+		d->flags |= GPUOS_RT_MBOX_DEVICE;
+	if (s->gpu)
+		d->flags |= GPUOS_RT_ON_GPU;
 	d->ctl = s->ctl.rt;
 	d->slots_per_warp = slots;
 	d->bounce = s->bounce.rt;
@@ -558,15 +563,10 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		goto fail;
 	}
 	d->state = s->state.rt;
-	{
-		/* The check reads the mailbox through the host mapping. */
-		struct gpuos_rt_desc tmp = *d;
-		tmp.mbox = (uint64_t)(uintptr_t)s->shm + GPUOS_SHM_MBOX_OFF;
-		if (gpuos_rt_desc_check(&tmp, &why)) {
-			snprintf(err, errlen, "runtime descriptor: %s", why);
-			r = -EINVAL;
-			goto fail;
-		}
+	if (gpuos_rt_desc_check(d, &why)) {
+		snprintf(err, errlen, "runtime descriptor: %s", why);
+		r = -EINVAL;
+		goto fail;
 	}
 	if (s->gpu) {
 		r = gpuos_dma_alloc(s->ctrl, sizeof(*d), GPUOS_MEM_VRAM, 0, &s->desc_dev);

@@ -1480,10 +1480,18 @@ static GPUOS_HD int parse_dirent(struct gpuos_ext4 *fs, const uint8_t *region, u
 	d->ino = DE32(p, inode);
 	if (d->ino > fs->inodes_count)
 		return fail(fs, -EINVAL, "corrupt directory: inode number out of range", d->ino);
-	if (d->ino != 0 && nlen == 0)
-		return fail(fs, -EINVAL, "corrupt directory: empty name", off);
 	d->name_len = nlen;
 	d->name = p + sizeof(struct ext4_dirent);
+	if (d->ino != 0) {
+		uint32_t i;
+
+		if (nlen == 0)
+			return fail(fs, -EINVAL, "corrupt directory: empty name", off);
+		/* what no path component can hold (e2fsck: "illegal characters") */
+		for (i = 0; i < nlen; i++)
+			if (d->name[i] == '\0' || d->name[i] == '/')
+				return fail(fs, -EINVAL, "corrupt directory: NUL or '/' in a name", off);
+	}
 	d->type = GPUOS_EXT4_FT_UNKNOWN;
 	if (fs->feature_incompat & GPUOS_EXT4_INCOMPAT_FILETYPE) {
 		d->type = DE8(p, file_type);

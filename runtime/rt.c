@@ -53,6 +53,9 @@ struct rt_warp {
 	uint32_t rr_req;        /* next request to split */
 	uint32_t fatal;         /* controller failed */
 	uint64_t iter;
+	uint32_t stats_dirty;
+	uint32_t rsvd;
+	struct gpuos_rt_stats st;   /* private counts; published to ctl by publish_stats */
 	uint32_t free_stack[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_slot slot[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_req req[GPUOS_RT_MAX_REQS_PER_WARP];
@@ -106,21 +109,40 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 		w = "too many regions";
 	else if (d->state_bytes < gpuos_rt_state_bytes(d))
 		w = "state too small";
-	else {
-		struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
-		if (mb->nparts != d->nwarps || mb->nslots % mb->nparts)
-			w = "mailbox partitions must match the service warps";
-	}
+	else if (d->mbox_nslots == 0 || d->mbox_nslots % d->nwarps)
+		w = "mailbox slots must be a multiple of the service warps";
 	if (why)
 		*why = w;
 	return w ? -EINVAL : 0;
 }
 
-/* Statistics: one writer (the warp's lane 0), read by the host meanwhile:
- * relaxed atomics, no ordering needed. */
-GPUOS_INLINE GPUOS_HD void stat_add(uint64_t *p, uint64_t v)
+/* Statistics are counted in the warp's own state (device memory) and
+ * published to the control block (host memory, read by the host at any
+ * time) with relaxed stores now and then: never a read across PCIe per
+ * request. */
+GPUOS_INLINE GPUOS_HD void publish_stats(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
-	gpuos_store_relaxed_sys64(p, gpuos_load_relaxed_sys64(p) + v);
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	struct gpuos_rt_stats *o = &ctl->stats[w];
+	gpuos_store_relaxed_sys64(&o->requests, W->st.requests);
+	gpuos_store_relaxed_sys64(&o->bytes, W->st.bytes);
+	gpuos_store_relaxed_sys64(&o->errors, W->st.errors);
+	gpuos_store_relaxed_sys64(&o->commands, W->st.commands);
+	gpuos_store_relaxed_sys64(&o->timeouts, W->st.timeouts);
+	gpuos_store_relaxed_sys64(&o->doorbells, W->st.doorbells);
+	gpuos_store_relaxed_sys64(&o->polls, W->st.polls);
+	gpuos_store_relaxed_sys64(&o->inflight, d->slots_per_warp - W->nfree);
+	W->stats_dirty = 0;
+}
+
+GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *rt_slots(const struct gpuos_rt_desc *d)
+{
+	return (struct gpuos_mbox_slot *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox));
+}
+
+GPUOS_INLINE GPUOS_HD int mbox_dev(const struct gpuos_rt_desc *d)
+{
+	return (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
 }
 
 /* ---- data movement ------------------------------------------------------------- */
@@ -166,16 +188,30 @@ GPUOS_INLINE GPUOS_HD int dst_registered(const struct gpuos_rt_desc *d, uint64_t
 	return 0;
 }
 
+/* A batch counter must be registered memory, 4-byte aligned; on the GPU in
+ * VRAM (GPU atomics on pinned host memory do not exist over PCIe). */
+GPUOS_INLINE GPUOS_HD int batch_ok(const struct gpuos_rt_desc *d, uint64_t p)
+{
+	uint32_t i;
+	if (p & 3u)
+		return 0;
+	for (i = 0; i < d->nregions; i++) {
+		const struct gpuos_rt_region *r = &d->region[i];
+		if (p >= r->base && p - r->base <= r->len - 4u && r->len >= 4u)
+			return !(d->flags & GPUOS_RT_ON_GPU) || (r->flags & GPUOS_RT_REGION_VRAM);
+	}
+	return 0;
+}
+
 /* ---- request completion ------------------------------------------------------ */
 
 /* Lane 0 only. Publish the result of mailbox slot `ms` and release it to the client. */
-GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w, uint32_t ms,
+GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ms,
 				       uint32_t status, uint16_t nvme_status, uint64_t result)
 {
-	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
-	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[ms];
-	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	struct gpuos_mbox_slot *s = &rt_slots(d)[ms];
 	uint64_t batch = s->batch;
+	(void)w;
 
 	s->status = status;
 	s->nvme_status = nvme_status;
@@ -183,21 +219,22 @@ GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w
 	s->t_done_ns = gpuos_now_ns();
 	/* Publish the completion fields, and the data the request delivered,
 	 * before DONE; pairs with the client's acquire load of state. System
-	 * scope: the client may be a CPU thread. */
-	gpuos_store_release_sys32(&s->state, GPUOS_SLOT_DONE);
-	if (batch)
-		gpuos_fetch_add_sys32((uint32_t *)(uintptr_t)batch, 1u);
-	stat_add(&ctl->stats[w].requests, 1);
+	 * scope unless every client is a thread of this GPU. */
+	gpuos_mbox_store_release(mbox_dev(d), &s->state, GPUOS_SLOT_DONE);
+	if (batch) /* checked at intake: registered memory the runtime may use atomics on */
+		gpuos_mbox_fetch_add(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
+	W->st.requests += 1;
 	if (status == GPUOS_ST_OK)
-		stat_add(&ctl->stats[w].bytes, result);
+		W->st.bytes += result;
 	else
-		stat_add(&ctl->stats[w].errors, 1);
+		W->st.errors += 1;
+	W->stats_dirty = 1;
 }
 
 GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ri)
 {
 	struct rt_req *r = &W->req[ri];
-	finish_slot(d, w, r->mslot, r->status, r->nvme_status, r->done);
+	finish_slot(d, w, W, r->mslot, r->status, r->nvme_status, r->done);
 	r->active = 0;
 	W->nreq--;
 }
@@ -209,8 +246,7 @@ GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w,
 GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
 				 uint32_t ms, uint32_t cmd)
 {
-	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
-	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[ms];
+	struct gpuos_mbox_slot *s = &rt_slots(d)[ms];
 	uint32_t op = s->opcode;
 	uint64_t off = s->offset, len = s->length, dst = s->dst;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
@@ -220,43 +256,48 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	 * enough, TAKEN publishes nothing. */
 	gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_TAKEN);
 	if (W->fatal) {
-		finish_slot(d, w, ms, GPUOS_ST_CTRL_FATAL, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_CTRL_FATAL, 0, 0);
 		return 0;
 	}
 	if (cmd == GPUOS_RT_CMD_STOP) {
-		finish_slot(d, w, ms, GPUOS_ST_STOPPING, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_STOPPING, 0, 0);
+		return 0;
+	}
+	if (s->batch && !batch_ok(d, s->batch)) {
+		s->batch = 0; /* never touch it */
+		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 		return 0;
 	}
 	if (op == GPUOS_OP_NOP) {
-		finish_slot(d, w, ms, GPUOS_ST_OK, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
 		return 0;
 	}
 	if (op != GPUOS_OP_READ_RAW) {
-		finish_slot(d, w, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, 0, 0);
+		finish_slot(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, 0, 0);
 		return 0;
 	}
 	if (s->flags) {
-		finish_slot(d, w, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
 		return 0;
 	}
 	if (!(d->flags & GPUOS_RT_ALLOW_RAW)) {
-		finish_slot(d, w, ms, GPUOS_ST_DENIED, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_DENIED, 0, 0);
 		return 0;
 	}
 	if (len > GPUOS_MAX_LENGTH || off + len < off) {
-		finish_slot(d, w, ms, GPUOS_ST_OVERFLOW, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_OVERFLOW, 0, 0);
 		return 0;
 	}
 	if (off + len > ns_bytes) {
-		finish_slot(d, w, ms, GPUOS_ST_BAD_RANGE, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_BAD_RANGE, 0, 0);
 		return 0;
 	}
 	if (len == 0) {
-		finish_slot(d, w, ms, GPUOS_ST_OK, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
 		return 0;
 	}
 	if (dst == 0 || !dst_registered(d, dst, len)) {
-		finish_slot(d, w, ms, GPUOS_ST_BAD_DST, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 		return 0;
 	}
 	for (i = 0; i < GPUOS_RT_MAX_REQS_PER_WARP; i++) {
@@ -277,7 +318,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		return 1;
 	}
 	/* Unreachable: intake only runs with a free entry. Refuse rather than drop. */
-	finish_slot(d, w, ms, GPUOS_ST_NOSPC, 0, 0);
+	finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0);
 	return 0;
 }
 
@@ -285,14 +326,15 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
-	struct gpuos_mbox_slot *slots = gpuos_mbox_slots(mb);
-	uint32_t per = mb->nslots / mb->nparts, base = w * per;
+	struct gpuos_mbox_slot *slots = rt_slots(d);
+	uint32_t per = d->mbox_nslots / d->nwarps, base = w * per;
+	int dev = mbox_dev(d);
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	uint32_t posted, i, taken = 0;
 	int stop = 0;
 
 	/* Pairs with the clients' fetch_add after their POSTED release. */
-	posted = gpuos_load_acquire_sys32(&mb->part[w].posted);
+	posted = gpuos_mbox_load_acquire(dev, &mb->part[w].posted);
 	if (posted == W->posted_seen && !W->rescan)
 		return 0;
 	gpuos_warp_sync();
@@ -303,7 +345,7 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 	gpuos_warp_sync();
 	for (i = 0; i < per && !stop; i += width) {
 		uint32_t idx = i + lane;
-		uint32_t st = idx < per ? gpuos_load_acquire_sys32(&slots[base + idx].state) : 0;
+		uint32_t st = idx < per ? gpuos_mbox_load_acquire(dev, &slots[base + idx].state) : 0;
 		uint32_t mask = gpuos_warp_ballot(st == GPUOS_SLOT_POSTED);
 		while (mask) {
 			uint32_t b = gpuos_ffs(mask);
@@ -413,7 +455,6 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 	uint32_t qpw = d->nqueues / d->nwarps;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	struct gpuos_qp *qps = rt_qps(d);
-	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	uint32_t cmds[GPUOS_WARP_MAX];
 	uint32_t k, total = 0;
 
@@ -430,6 +471,8 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 			for (uint32_t i = 0; i < n; i++)
 				W->slot[cmds[i]].t_submit = gpuos_now_ns();
 		}
+		/* The slots lane 0 just planned are read by every lane below. */
+		gpuos_warp_sync();
 		n = gpuos_warp_bcast32(n, 0);
 		if (n == 0) {
 			gpuos_warp_sync();
@@ -452,8 +495,8 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 		if (lane == 0) {
 			/* One fence and one doorbell store for the batch (in gpuos_qp_sq_ring). */
 			gpuos_qp_sq_ring(qp, n);
-			stat_add(&ctl->stats[w].commands, n);
-			stat_add(&ctl->stats[w].doorbells, 1);
+			W->st.commands += n;
+			W->st.doorbells += 1;
 		}
 		gpuos_warp_sync();
 		total += n;
@@ -584,7 +627,6 @@ GPUOS_INLINE GPUOS_HD void abandon(const struct gpuos_rt_desc *d, uint32_t w, st
 
 GPUOS_INLINE GPUOS_HD void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
-	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	uint64_t now = gpuos_now_ns();
 	uint32_t i;
@@ -604,7 +646,7 @@ GPUOS_INLINE GPUOS_HD void check_timeouts(const struct gpuos_rt_desc *d, uint32_
 				uint32_t b = gpuos_ffs(mlate);
 				mlate &= mlate - 1u;
 				abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
-				stat_add(&ctl->stats[w].timeouts, 1);
+				W->st.timeouts += 1;
 			}
 			while (mlost) {
 				uint32_t b = gpuos_ffs(mlost);
@@ -672,7 +714,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 	struct rt_warp *W = rt_warp(d, w);
 	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	uint32_t lane = gpuos_lane_id();
-	uint32_t idle = 0;
+	uint32_t idle = 0, cmd = GPUOS_RT_CMD_RUN;
 
 	if (lane == 0 && !W->inited)
 		warp_init(d, w, W);
@@ -681,12 +723,14 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 	gpuos_warp_sync();
 
 	for (;;) {
-		/* Pairs with the host's release store of cmd. */
-		uint32_t cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&ctl->cmd), 0);
 		int work = 0;
 		uint64_t it = W->iter;
 
-		if (d->csts && (it & 63u) == 0 && !W->fatal) {
+		/* The control block is host memory: read it now and then, not per
+		 * loop (a PCIe round trip). Pairs with the host's release store. */
+		if ((it & 31u) == 0 || idle)
+			cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&ctl->cmd), 0);
+		if (d->csts && (it & 255u) == 0 && !W->fatal) {
 			uint32_t csts = gpuos_warp_bcast32(
 				gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts), 0);
 			gpuos_warp_sync();
@@ -706,8 +750,9 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 		gpuos_warp_sync();
 		if (lane == 0) {
 			W->iter = it + 1;
-			stat_add(&ctl->stats[w].polls, 1);
-			gpuos_store_relaxed_sys64(&ctl->stats[w].inflight, d->slots_per_warp - W->nfree);
+			W->st.polls += 1;
+			if ((it & 1023u) == 0 || (!work && W->stats_dirty))
+				publish_stats(d, w, W);
 		}
 		gpuos_warp_sync();
 		if (cmd != GPUOS_RT_CMD_RUN) {
@@ -736,5 +781,6 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 	}
 	gpuos_warp_sync();
 	if (lane == 0)
-		gpuos_fetch_add_sys32(&ctl->warps_done, 1u);
+		publish_stats(d, w, W);
+	gpuos_warp_sync();
 }

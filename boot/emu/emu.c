@@ -448,6 +448,7 @@ int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env 
 		r = -r;
 		goto fail;
 	}
+	pthread_setname_np(e->ctrl_th, "emu-ctrl");
 	e->ctrl_started = 1;
 	*out = e;
 	return 0;

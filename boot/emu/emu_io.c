@@ -474,6 +474,12 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen)
 			return -r;
 		}
 		e->w[i].started = 1;
+		{
+			/* Named so tools can tell the controller's CPU time from the service's. */
+			char name[16];
+			snprintf(name, sizeof(name), "emu-io%u", i);
+			pthread_setname_np(e->w[i].th, name);
+		}
 	}
 	return 0;
 }

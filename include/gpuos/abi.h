@@ -128,6 +128,12 @@ static_assert(sizeof(struct gpuos_mbox_slot) == 128, "mailbox slot size");
 static_assert(offsetof(struct gpuos_mbox_slot, status) == 64, "completion on its own cache line");
 static_assert(offsetof(struct gpuos_mbox_slot, tag) == 0x38, "slot tag");
 
+/* The mailbox is in GPU memory and only threads of that GPU use it: device
+ * scope orders enough, and atomics work (GPU atomics on pinned host memory
+ * do not exist on PCIe systems, so a host-memory mailbox serves host
+ * clients only). */
+#define GPUOS_MBOX_F_DEVICE 1u
+
 /* Slots are split in `nparts` contiguous partitions, one per service warp. */
 #define GPUOS_MBOX_MAX_PARTS 256u
 
@@ -142,8 +148,9 @@ struct gpuos_mbox {
 	uint32_t version;      /* 0x04 GPUOS_ABI_VERSION */
 	uint32_t nslots;       /* 0x08 total slots, a multiple of nparts */
 	uint32_t nparts;       /* 0x0c partitions (== service warps) */
-	uint64_t slots_off;    /* 0x10 byte offset of slot 0 from this header */
-	uint32_t rsvd18[10];   /* 0x18 .. 0x3f */
+	uint64_t slots_off;    /* 0x10 byte offset of slot 0 from this header (== sizeof header) */
+	uint32_t flags;        /* 0x18 GPUOS_MBOX_F_* */
+	uint32_t rsvd1c[9];    /* 0x1c .. 0x3f */
 	/* --- cache line boundary (64) --- */
 	uint32_t ticket;       /* 0x40 clients' fetch_add to pick a first slot */
 	uint32_t rsvd44[15];
@@ -156,6 +163,27 @@ static_assert(offsetof(struct gpuos_mbox, part) == 128, "partition counters");
 GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *gpuos_mbox_slots(struct gpuos_mbox *mb)
 {
 	return (struct gpuos_mbox_slot *)((char *)mb + mb->slots_off);
+}
+
+/* Ordering primitives at the mailbox's scope (see GPUOS_MBOX_F_DEVICE). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_load_acquire(int dev, const uint32_t *p)
+{
+	return dev ? gpuos_load_acquire_dev32(p) : gpuos_load_acquire_sys32(p);
+}
+GPUOS_INLINE GPUOS_HD void gpuos_mbox_store_release(int dev, uint32_t *p, uint32_t v)
+{
+	if (dev)
+		gpuos_store_release_dev32(p, v);
+	else
+		gpuos_store_release_sys32(p, v);
+}
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_fetch_add(int dev, uint32_t *p, uint32_t v)
+{
+	return dev ? gpuos_fetch_add_dev32(p, v) : gpuos_fetch_add_sys32(p, v);
+}
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_cas(int dev, uint32_t *p, uint32_t expect, uint32_t desired)
+{
+	return dev ? gpuos_cas_dev32(p, expect, desired) : gpuos_cas_sys32(p, expect, desired);
 }
 
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_mbox_bytes(uint32_t nslots)
@@ -177,7 +205,9 @@ enum gpuos_rt_state {
 	GPUOS_RT_STATE_FATAL = 4
 };
 
-/* Counters per service warp, written by that warp only (relaxed), read by the host. */
+/* Counters per service warp, written by that warp only (relaxed stores of
+ * its private counts, published every few hundred loops, when idle, and on
+ * park/stop), read by the host: exact after park or stop, else recent. */
 struct gpuos_rt_stats {
 	uint64_t requests;     /* 0x00 requests completed */
 	uint64_t bytes;        /* 0x08 payload bytes delivered */
@@ -195,7 +225,7 @@ struct gpuos_rt_ctl {
 	uint32_t rsvd04[15];
 	/* --- cache line boundary (64) --- */
 	uint32_t state;        /* 0x40 enum gpuos_rt_state, written by service warp 0 */
-	uint32_t warps_done;   /* 0x44 warps that reached PARK/STOP (atomic) */
+	uint32_t rsvd44;       /* 0x44 */
 	uint32_t fatal_csts;   /* 0x48 CSTS value seen when the controller failed */
 	uint32_t epoch;        /* 0x4c launches so far (park/resume count) */
 	uint32_t rsvd50[12];

@@ -39,7 +39,8 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 {
 	struct gpuos_mbox_slot *slots = gpuos_mbox_slots(mb);
 	uint32_t n = mb->nslots, per = n / mb->nparts;
-	uint32_t t = gpuos_fetch_add_sys32(&mb->ticket, 1u);
+	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
+	uint32_t t = gpuos_mbox_fetch_add(dev, &mb->ticket, 1u);
 	uint32_t probe = n < GPUOS_MBOX_PROBE ? n : GPUOS_MBOX_PROBE;
 	uint32_t i;
 
@@ -48,7 +49,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 		struct gpuos_mbox_slot *s = &slots[idx];
 		if (gpuos_load_relaxed_sys32(&s->state) != GPUOS_SLOT_FREE)
 			continue;
-		if (gpuos_cas_sys32(&s->state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) != GPUOS_SLOT_FREE)
+		if (gpuos_mbox_cas(dev, &s->state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) != GPUOS_SLOT_FREE)
 			continue;
 		s->opcode = rq->opcode;
 		s->flags = rq->flags;
@@ -61,9 +62,9 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 		s->tag = rq->tag;
 		/* Publish the request fields before POSTED; pairs with the runtime's
 		 * acquire load of state in its intake scan. */
-		gpuos_store_release_sys32(&s->state, GPUOS_SLOT_POSTED);
+		gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_POSTED);
 		/* Then tell the owning service warp; it reads the counter with acquire. */
-		gpuos_fetch_add_sys32(&mb->part[idx / per].posted, 1u);
+		gpuos_mbox_fetch_add(dev, &mb->part[idx / per].posted, 1u);
 		*slot_out = idx;
 		return GPUOS_ST_OK;
 	}
@@ -74,15 +75,16 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 GPUOS_INLINE GPUOS_HD int gpuos_poll(struct gpuos_mbox *mb, uint32_t slot, struct gpuos_result *res)
 {
 	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[slot];
+	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
 	/* Pairs with the runtime's release store of DONE: results and data are visible after it. */
-	if (gpuos_load_acquire_sys32(&s->state) != GPUOS_SLOT_DONE)
+	if (gpuos_mbox_load_acquire(dev, &s->state) != GPUOS_SLOT_DONE)
 		return 0;
 	res->status = s->status;
 	res->nvme_status = s->nvme_status;
 	res->result = s->result;
 	res->result2 = s->result2;
 	/* Our reads of the slot happen before anyone reclaims it. */
-	gpuos_store_release_sys32(&s->state, GPUOS_SLOT_FREE);
+	gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_FREE);
 	return 1;
 }
 

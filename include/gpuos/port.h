@@ -274,7 +274,29 @@ GPUOS_INLINE GPUOS_HD uint64_t gpuos_fetch_add_sys64(uint64_t *p, uint64_t v)
 #endif
 }
 
-/* Compare-and-swap; returns the value found (== expect on success). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_fetch_add_dev32(uint32_t *p, uint32_t v)
+{
+#if GPUOS_ON_GPU
+	return atomicAdd(p, v);
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_cas_dev32(uint32_t *p, uint32_t expect, uint32_t desired)
+{
+#if GPUOS_ON_GPU
+	return atomicCAS(p, expect, desired);
+#else
+	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expect;
+#endif
+}
+
+/* Compare-and-swap; returns the value found (== expect on success).
+ * System-scope atomics on host memory need hardware PCIe does not give:
+ * the GPU uses the _sys forms only on device memory shared with the host
+ * through other means, never on pinned host memory. */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_cas_sys32(uint32_t *p, uint32_t expect, uint32_t desired)
 {
 #if GPUOS_ON_GPU

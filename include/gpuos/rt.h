@@ -23,6 +23,8 @@ GPUOS_EXTERN_C_BEGIN
 /* flags */
 #define GPUOS_RT_ALLOW_RAW   (1u << 0)  /* READ_RAW allowed */
 #define GPUOS_RT_ALLOW_WRITE (1u << 1)
+#define GPUOS_RT_MBOX_DEVICE (1u << 2)  /* the mailbox has GPUOS_MBOX_F_DEVICE */
+#define GPUOS_RT_ON_GPU      (1u << 3)  /* the runtime runs on the GPU (no atomics on host memory) */
 
 struct gpuos_rt_queue {
 	uint64_t sq;           /* 0x00 struct gpuos_nvme_sqe[depth], DMA memory */
@@ -59,6 +61,8 @@ struct gpuos_rt_desc {
 	uint64_t timeout_ns;   /* a command that takes longer fails its request */
 	uint64_t csts;         /* const volatile uint32_t * CSTS register, MMIO (0: not polled) */
 	uint64_t mbox;         /* struct gpuos_mbox * */
+	uint32_t mbox_nslots;  /* its slots (a copy: the header may sit across PCIe) */
+	uint32_t rsvd_mb;
 	uint64_t ctl;          /* struct gpuos_rt_ctl * */
 	uint64_t state;        /* runtime private state, state_bytes long, zeroed before first launch */
 	uint64_t state_bytes;

@@ -172,6 +172,7 @@ static const char PRELUDE[] =
 	"  debugfs -w -f - $1 >/dev/null 2>&1 <<EOF\n"
 	"sif /small.txt uid 123456\n"
 	"sif /small.txt gid 654321\n"
+	"sif /sub/file mtime_extra 0x12345679\n"
 	"fallocate /prealloc 4 11\n"
 	"sif /prealloc size $((12 * $2))\n"
 	"EOF\n"
@@ -397,6 +398,9 @@ static char *read_host_file(const char *path, size_t *len)
 	*len = (size_t)n;
 	return buf;
 }
+
+static uint64_t data_block(struct img *im, const char *path, uint64_t lblk);
+static void put16(struct img *im, uint64_t off, uint16_t v);
 
 /* ---- parser helpers with assertions ------------------------------------------------ */
 
@@ -733,6 +737,7 @@ static void check_base_image(const char *name)
 	bs = im.fs->block_size;
 	check_tree_dir(&im, "");
 	check_stat(&im, "/small.txt");
+	check_stat(&im, "/sub/file"); /* mtime past 2038, with nanoseconds */
 	check_stat(&im, "/sub/dir/deep.txt");
 	check_stat(&im, "/sub");
 	check_stat(&im, "/slow");
@@ -777,8 +782,21 @@ static void check_base_image(const char *name)
 	cr_assert(r == 0 && got == 0);
 	if (in.map == GPUOS_EXT4_MAP_EXTENTS)
 		check_extents(&im, "/sparse", 0);
-	if (lookup_ok(&im, "/medium.bin", 0, &in) && in.map == GPUOS_EXT4_MAP_EXTENTS)
+	if (lookup_ok(&im, "/medium.bin", 0, &in) && in.map == GPUOS_EXT4_MAP_EXTENTS) {
+		struct gpuos_ext4_extent all[64], mid[64];
+		uint32_t na, nm;
+		uint64_t next;
+
 		check_extents(&im, "/medium.bin", 0);
+		/* listing from inside an extent lists it from there */
+		cr_assert_eq(gpuos_ext4_extents(im.fs, &in, 0, all, 64, &na, &next), 0);
+		cr_assert(na >= 1 && all[0].len > 2);
+		cr_assert_eq(gpuos_ext4_extents(im.fs, &in, all[0].lblk + 2, mid, 64, &nm, &next), 0);
+		cr_assert_eq(nm, na);
+		cr_assert_eq(mid[0].lblk, all[0].lblk + 2);
+		cr_assert_eq(mid[0].pblk, all[0].pblk + 2);
+		cr_assert_eq(mid[0].len, all[0].len - 2);
+	}
 
 	/* fallocated blocks read as zeros (unwritten extents where there are extents) */
 	lookup_ok(&im, "/prealloc", 0, &in);
@@ -823,6 +841,23 @@ Test(ext4, blocks_64k, .timeout = 60)
 	img_mounted(&im, "b64k");
 	cr_assert_eq(im.fs->block_size, 65536);
 	cr_assert_eq(check_dir(&im, "/many"), 302);
+	{
+		/* rec_len 65536 does not fit in 16 bits: 0 (and 65535) stand for it */
+		struct gpuos_ext4_inode in;
+		struct gpuos_ext4_dirent de;
+		uint64_t off = data_block(&im, "/emptydir", 0) * 65536, cookie = 0;
+
+		cr_assert_eq(im.dev.p[off + 4] | im.dev.p[off + 5] << 8, 12);
+		put16(&im, off + 4, 0); /* "." now spans the block, hiding ".." */
+		lookup_ok(&im, "/emptydir", 0, &in);
+		cr_assert_eq(gpuos_ext4_readdir(im.fs, &in, &cookie, &de), 1);
+		cr_assert_str_eq(de.name, ".");
+		cr_assert_eq(gpuos_ext4_readdir(im.fs, &in, &cookie, &de), 0, "%s", im.fs->why ? im.fs->why : "");
+		put16(&im, off + 4, 65535);
+		cookie = 0;
+		cr_assert_eq(gpuos_ext4_readdir(im.fs, &in, &cookie, &de), 1);
+		cr_assert_eq(gpuos_ext4_readdir(im.fs, &in, &cookie, &de), 0);
+	}
 	img_close(&im);
 }
 Test(ext4, blocks_64k_csum, .timeout = 60)
@@ -1436,7 +1471,7 @@ Test(ext4, corrupt_structures_no_csum, .timeout = 60)
 	for (n = 0; n < 10 && (r = gpuos_ext4_readdir(im.fs, &in, &cookie, &de)) == 1; n++)
 		;
 	cr_assert_eq(r, -EINVAL);
-	cr_assert(strstr(im.fs->why, "rec_len"), "why: %s", im.fs->why);
+	cr_assert(strstr(im.fs->why, "rec_len smaller"), "why: %s", im.fs->why);
 	cr_assert_eq(lookup_err(&im, "/sub/file", 0), -EINVAL);
 	put16(&im, off + 12 + 4, 2); /* not a multiple of 4, too small */
 	cr_assert_eq(lookup_err(&im, "/sub/file", 0), -EINVAL);

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The GPU suite (make gpu-test): the shared runtime scenarios with the
+# persistent kernel on emu:, the gpu-null ceiling, park/resume, and short
+# compute-sanitizer runs. Prints a summary; exits non-zero on any failure.
+# Usage: tests/gpu/run.sh BUILD_DIR
+set -u
+build=${1:-build}
+g=$build/gpuos
+pass=0 fail=0
+step() { echo; echo "== $*"; }
+res() { if [ "$1" -eq 0 ]; then pass=$((pass + 1)); echo "-- PASS $2"; else fail=$((fail + 1)); echo "-- FAIL $2 (rc $1)"; fi; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+date -u
+
+step "shared runtime suite, runtime on the GPU, controller emu:"
+GPUOS_TEST_GPU=1 timeout 400 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU"
+
+step "gpu-null identify"
+timeout 60 "$g" identify --json --device gpu-null; res $? "identify gpu-null"
+
+step "gpu-null: GPU clients, NOP and 4 KiB READ_RAW"
+timeout 120 "$g" bench --device gpu-null --threads 256 --iters 200 --op nop --json; res $? "bench gpu-null nop"
+timeout 120 "$g" bench --device gpu-null --threads 256 --iters 200 --json; res $? "bench gpu-null read"
+
+step "emu: GPU clients reading real data through the GPU runtime"
+img=/dev/shm/gpuos-gpu-test.img
+head -c $((256 << 20)) /dev/urandom > $img
+timeout 120 "$g" bench --device "emu:$img,workers=4,queues=8" --warps 4 --queues 8 --threads 64 --iters 200 --json; res $? "bench emu read"
+timeout 60 "$g" read --device "emu:$img" --allow-raw --offset 12345 --length 50000000 -o /dev/shm/gpuos-out.bin; res $? "gpuos read on the GPU runtime"
+python3 -c "
+import sys
+a=open('$img','rb').read()[12345:12345+50000000]; b=open('/dev/shm/gpuos-out.bin','rb').read()
+sys.exit(0 if a==b else 1)"; res $? "gpuos read data equals the image"
+
+if command -v compute-sanitizer >/dev/null; then
+	step "compute-sanitizer memcheck (gpu-null and emu)"
+	timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "memcheck emu read"
+	timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" bench --device gpu-null --threads 8 --iters 5; res $? "memcheck gpu-null"
+	step "compute-sanitizer racecheck"
+	timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "racecheck emu read"
+fi
+rm -f $img /dev/shm/gpuos-out.bin
+if [ -n "${GPUOS_BENCH:-}" ]; then step "benchmarks"; timeout 200 bash bench/run.sh "$build"; fi
+echo
+echo "GPU suite: $pass passed, $fail failed"
+[ $fail -eq 0 ]
