@@ -477,7 +477,7 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen)
 		{
 			/* Named so tools can tell the controller's CPU time from the service's. */
 			char name[16];
-			snprintf(name, sizeof(name), "emu-io%u", i);
+			snprintf(name, sizeof(name), "emu-io%u", i % 1000u);
 			pthread_setname_np(e->w[i].th, name);
 		}
 	}
