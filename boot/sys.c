@@ -294,6 +294,7 @@ static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char 
 	mb->nslots = nslots;
 	mb->nparts = nparts;
 	mb->slots_off = sizeof(struct gpuos_mbox);
+	mb->ring_off = sizeof(struct gpuos_mbox) + (uint64_t)nslots * sizeof(struct gpuos_mbox_slot);
 	return 0;
 }
 
@@ -477,6 +478,8 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	nslots = o->mbox_slots ? o->mbox_slots : 1024;
 	nslots = GPUOS_MAX(nslots, warps);
 	nslots -= nslots % warps;
+	if (nslots / warps > GPUOS_MBOX_MAX_PER_PART)
+		nslots = GPUOS_MBOX_MAX_PER_PART * warps;
 	r = make_shm(s, nslots, warps, err, errlen);
 	if (r)
 		goto fail;
@@ -528,6 +531,8 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		d->flags |= GPUOS_RT_MBOX_DEVICE;
 	if (s->gpu)
 		d->flags |= GPUOS_RT_ON_GPU;
+	if (s->ctrl->ops->loopback)
+		d->flags |= GPUOS_RT_QUEUES_DEVICE;
 	d->ctl = s->ctl.rt;
 	d->slots_per_warp = slots;
 	d->bounce = s->bounce.rt;

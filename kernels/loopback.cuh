@@ -10,10 +10,10 @@
 static __device__ void loop_serve(struct gpuos_loop_desc *ld, struct gpuos_loop_queue *q)
 {
 	const uint32_t lane = gpuos_lane_id();
-	// Pairs with the runtime's fence_sys before its doorbell store: SQEs
-	// up to the tail are visible once the tail is.
-	uint32_t tail = gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)q->sq_db);
-	uint32_t cq_head = gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)q->cq_db);
+	// Pairs with the runtime's device-scope fences before its doorbell
+	// store: SQEs up to the tail are visible once the tail is.
+	uint32_t tail = gpuos_load_acquire_dev32((const uint32_t *)(uintptr_t)q->sq_db);
+	uint32_t cq_head = gpuos_load_acquire_dev32((const uint32_t *)(uintptr_t)q->cq_db);
 	uint32_t head = q->sq_head, ctail = q->cq_tail, phase = q->phase, depth = q->depth;
 	uint32_t avail, room, n;
 
@@ -41,7 +41,7 @@ static __device__ void loop_serve(struct gpuos_loop_desc *ld, struct gpuos_loop_
 		cqe->dw1 = 0;
 		// SQ head as of after this batch: entries before it may be reused.
 		*(volatile uint32_t *)&cqe->sqhd = ((head + n) % depth) | (q->qid << 16);
-		gpuos_store_release_sys32((uint32_t *)&cqe->cid, (uint32_t)cid | (ph << 16));
+		gpuos_store_release_dev32((uint32_t *)&cqe->cid, (uint32_t)cid | (ph << 16));
 	}
 	__syncwarp();
 	if (lane == 0) {
@@ -63,8 +63,8 @@ extern "C" __global__ void __launch_bounds__(32) gpuos_loop_kernel(struct gpuos_
 	if (w >= ld->nwarps)
 		return;
 	for (;;) {
-		// Pairs with the host's release store of stop.
-		if (gpuos_load_acquire_sys32(&ld->stop))
+		// The host's copy of stop lands in VRAM; a relaxed load sees it.
+		if (gpuos_load_relaxed_sys32(&ld->stop))
 			break;
 		for (uint32_t q = w; q < ld->nqueues; q += ld->nwarps)
 			loop_serve(ld, &ld->q[q]);

@@ -442,7 +442,7 @@ GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io 
 	const uint8_t *sb;
 	uint32_t log_bs, log_cs, bs, incompat, unsupported, bit, ipb;
 	uint64_t groups, gdt_blocks, per_block;
-	struct gpuos_ext4_inode root;
+	struct gpuos_ext4_inode *root = &fs->lookup_cur;
 	int r;
 
 	begin(fs);
@@ -590,14 +590,15 @@ GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io 
 
 	fs->block_size = bs;
 
-	r = gpuos_ext4_iget(fs, GPUOS_EXT4_ROOT_INO, &root);
+	r = gpuos_ext4_iget(fs, GPUOS_EXT4_ROOT_INO, root);
+	if (r == -ENOENT)
+		r = fail(fs, -EINVAL, "corrupt: root inode not in use", GPUOS_EXT4_ROOT_INO);
+	else if (r == 0 && root->type != GPUOS_EXT4_FT_DIR)
+		r = fail(fs, -EINVAL, "corrupt: root inode is not a directory", root->mode);
 	if (r) {
-		if (r == -ENOENT)
-			return fail(fs, -EINVAL, "corrupt: root inode not in use", 2);
+		fs->block_size = 0; /* not mounted: the other calls refuse */
 		return r;
 	}
-	if (root.type != GPUOS_EXT4_FT_DIR)
-		return fail(fs, -EINVAL, "corrupt: root inode is not a directory", root.mode);
 	begin(fs);
 	return 0;
 }
@@ -1227,8 +1228,11 @@ leaf_run:
 
 /* ---- mapping and reading --------------------------------------------------------- */
 
+/* Every data call starts here: a mounted file system, a readable inode. */
 static GPUOS_HD int check_readable(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode)
 {
+	if (fs->block_size == 0)
+		return fail(fs, -EINVAL, "file system not mounted", 0);
 	if (inode->flags & GPUOS_EXT4_IFL_ENCRYPT)
 		return fail(fs, -EOPNOTSUPP, "unsupported: encrypted inode", inode->ino);
 	return 0;

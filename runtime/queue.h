@@ -26,6 +26,8 @@ struct gpuos_qp {
 	uint32_t sq_head;    /* controller's SQ head as last reported in a CQE */
 	uint32_t cq_head;    /* next CQ entry we expect */
 	uint32_t phase;      /* phase tag of a new entry at cq_head */
+	uint32_t dev;        /* 1: the controller is this GPU (gpu-null): device scope orders enough */
+	uint32_t rsvd;
 };
 
 GPUOS_INLINE GPUOS_HD void gpuos_qp_init(struct gpuos_qp *qp, void *sq, void *cq,
@@ -42,6 +44,20 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_init(struct gpuos_qp *qp, void *sq, void *cq
 	qp->sq_head = 0;
 	qp->cq_head = 0;
 	qp->phase = 1; /* the controller posts phase 1 on its first pass (4.6) */
+	qp->dev = 0;
+	qp->rsvd = 0;
+}
+
+/* Make this thread's SQE writes visible to the controller. Every lane that
+ * wrote an entry calls it before the warp syncs and one lane rings the
+ * doorbell (gpuos_qp_sq_ring): a fence covers only its own thread's
+ * earlier writes for certain. Pairs with the controller's SQE fetch. */
+GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_publish(const struct gpuos_qp *qp)
+{
+	if (qp->dev)
+		gpuos_fence_dev();
+	else
+		gpuos_fence_sys();
 }
 
 /* SQ entries we may still write: one slot stays empty so full != empty (3.3.1). */
@@ -63,7 +79,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_ring(struct gpuos_qp *qp, uint32_t n)
 	qp->sq_tail = (qp->sq_tail + n) % qp->depth;
 	/* Publish the SQEs (DMA memory) before the controller sees the new tail;
 	 * pairs with the controller's SQE fetch after it reads the doorbell. */
-	gpuos_fence_sys();
+	gpuos_qp_sq_publish(qp);
 	gpuos_mmio_write32(qp->sq_db, qp->sq_tail);
 }
 
@@ -98,7 +114,8 @@ GPUOS_INLINE GPUOS_HD int gpuos_qp_cq_peek(const struct gpuos_qp *qp, uint32_t a
 		phase ^= 1u;
 	}
 	e = &qp->cq[idx];
-	dw3 = gpuos_load_acquire_sys32((const uint32_t *)&e->cid);
+	dw3 = qp->dev ? gpuos_load_acquire_dev32((const uint32_t *)&e->cid)
+		      : gpuos_load_acquire_sys32((const uint32_t *)&e->cid);
 	if (((dw3 >> 16) & GPUOS_NVME_CQE_P) != phase)
 		return 0;
 	out->cid = (uint16_t)dw3;

@@ -45,8 +45,8 @@ struct rt_req {             /* a mailbox request being served */
 
 struct rt_warp {
 	uint32_t inited;
-	uint32_t posted_seen;   /* mailbox partition counter at the last scan */
-	uint32_t rescan;        /* a scan stopped early (request table full) */
+	uint32_t consumed;      /* ring positions of our partition taken so far */
+	uint32_t rsvd0;
 	uint32_t nfree;         /* free command slots */
 	uint32_t nreq;          /* active requests */
 	uint32_t rr_q;          /* next queue to submit on */
@@ -147,8 +147,10 @@ GPUOS_INLINE GPUOS_HD int mbox_dev(const struct gpuos_rt_desc *d)
 
 /* ---- data movement ------------------------------------------------------------- */
 
-/* Copy len bytes, all lanes of the warp together. */
-GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
+/* Copy len bytes, all lanes of the warp together, and make each lane's
+ * writes visible at the given scope before the warp syncs: the lane that
+ * then publishes DONE covers only its own writes for certain. */
+GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len, int dev_scope)
 {
 #if GPUOS_ON_GPU
 	uint32_t lane = gpuos_lane_id();
@@ -170,8 +172,13 @@ GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
 	}
 	for (uint64_t k = i + lane; k < len; k += 32u)
 		d[k] = s[k];
+	if (dev_scope)
+		gpuos_fence_dev();
+	else
+		gpuos_fence_sys();
 	gpuos_warp_sync();
 #else
+	(void)dev_scope;
 	__builtin_memcpy(dst, src, (size_t)len);
 #endif
 }
@@ -199,6 +206,18 @@ GPUOS_INLINE GPUOS_HD int batch_ok(const struct gpuos_rt_desc *d, uint64_t p)
 		const struct gpuos_rt_region *r = &d->region[i];
 		if (p >= r->base && p - r->base <= r->len - 4u && r->len >= 4u)
 			return !(d->flags & GPUOS_RT_ON_GPU) || (r->flags & GPUOS_RT_REGION_VRAM);
+	}
+	return 0;
+}
+
+/* Is p in a VRAM region? (Then a GPU client sees writes at device scope.) */
+GPUOS_INLINE GPUOS_HD int dst_vram(const struct gpuos_rt_desc *d, uint64_t p)
+{
+	uint32_t i;
+	for (i = 0; i < d->nregions; i++) {
+		const struct gpuos_rt_region *r = &d->region[i];
+		if (p >= r->base && p - r->base < r->len)
+			return (r->flags & GPUOS_RT_REGION_VRAM) != 0;
 	}
 	return 0;
 }
@@ -322,50 +341,56 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	return 0;
 }
 
-/* Scan this warp's mailbox partition for POSTED slots, 32 at a time on the GPU. */
+/* Take new requests from this warp's ring: lanes read up to 32 new entries
+ * at once; a prefix of entries already written is taken in ring order. An
+ * entry not yet written (its client is between fetch_add and store) stops
+ * the batch; the next loop comes back to it. */
 GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
-	struct gpuos_mbox_slot *slots = rt_slots(d);
 	uint32_t per = d->mbox_nslots / d->nwarps, base = w * per;
-	int dev = mbox_dev(d);
+	const uint32_t *ring = (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
+							       (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) + base;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
-	uint32_t posted, i, taken = 0;
-	int stop = 0;
+	int dev = mbox_dev(d);
+	uint32_t taken = 0;
 
-	/* Pairs with the clients' fetch_add after their POSTED release. */
-	posted = gpuos_mbox_load_acquire(dev, &mb->part[w].posted);
-	if (posted == W->posted_seen && !W->rescan)
-		return 0;
-	gpuos_warp_sync();
-	if (lane == 0) {
-		W->posted_seen = posted;
-		W->rescan = 0;
-	}
-	gpuos_warp_sync();
-	for (i = 0; i < per && !stop; i += width) {
-		uint32_t idx = i + lane;
-		uint32_t st = idx < per ? gpuos_mbox_load_acquire(dev, &slots[base + idx].state) : 0;
-		uint32_t mask = gpuos_warp_ballot(st == GPUOS_SLOT_POSTED);
-		while (mask) {
-			uint32_t b = gpuos_ffs(mask);
-			mask &= mask - 1u;
-			if (lane == 0) {
-				if (W->nreq >= GPUOS_RT_MAX_REQS_PER_WARP) {
-					W->rescan = 1;
-					stop = 1;
-				} else {
-					accept(d, w, W, base + i + b, cmd);
-					taken++;
-				}
-			}
-			stop = (int)gpuos_warp_bcast32((uint32_t)stop, 0);
-			if (stop)
-				break;
+	for (;;) {
+		/* Pairs with the clients' fetch_add; their entries are read with acquire below. */
+		uint32_t posted = gpuos_mbox_load_acquire(dev, &mb->part[w].posted);
+		uint32_t consumed = W->consumed;
+		uint32_t avail = posted - consumed, room = GPUOS_RT_MAX_REQS_PER_WARP - W->nreq;
+		uint32_t k = avail < width ? avail : width, n, i, pos, e = 0;
+		int ok;
+		if (!W->fatal && cmd != GPUOS_RT_CMD_STOP && k > room)
+			k = room; /* a failed or stopping warp answers at once: no table entry needed */
+		if (k == 0)
+			break;
+		pos = consumed + lane;
+		ok = lane < k;
+		if (ok) {
+			/* Pairs with the client's release store of the entry. */
+			e = gpuos_mbox_load_acquire(dev, &ring[pos % per]);
+			ok = (e >> 16) == (((pos / per) + 1u) & 0xffffu) && (e & 0xffffu) < per;
+		}
+		n = gpuos_warp_ballot(ok);
+		n = (~n == 0u) ? 32u : gpuos_ffs(~n);
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++) {
+			uint32_t slot = gpuos_warp_bcast32(e & 0xffffu, i);
+			if (lane == 0)
+				accept(d, w, W, base + slot, cmd);
 		}
 		gpuos_warp_sync();
+		if (lane == 0)
+			W->consumed = consumed + n;
+		gpuos_warp_sync();
+		taken += n;
+		if (n < k)
+			break;
 	}
-	return (int)gpuos_warp_bcast32(taken, 0);
+	return (int)taken;
 }
 
 /* ---- submission ------------------------------------------------------------------ */
@@ -488,8 +513,10 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 				if (lane == j)
 					my = v;
 			}
-			if (base + lane < n)
+			if (base + lane < n) {
 				build_sqe(d, w, W, qp, base + lane, my);
+				gpuos_qp_sq_publish(qp);
+			}
 		}
 		gpuos_warp_sync();
 		if (lane == 0) {
@@ -541,7 +568,7 @@ GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t 
 		const char *src = (const char *)(uintptr_t)(d->bounce + (uint64_t)gs * d->xfer_bytes) + sl->src_off;
 		/* The data came by DMA before the CQE; the CQE acquire in
 		 * gpuos_qp_cq_peek orders these reads after it. */
-		warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len);
+		warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len, mbox_dev(d) && dst_vram(d, sl->dst));
 	}
 	gpuos_warp_sync();
 	if (lane == 0) {
@@ -694,6 +721,7 @@ GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, 
 		gpuos_qp_init(&qps[w * qpw + k], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
 			      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
 			      q->depth, q->qid);
+		qps[w * qpw + k].dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
 	}
 	W->nfree = 0;
 	for (s = d->slots_per_warp; s > 0; s--) {
@@ -703,8 +731,7 @@ GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, 
 	W->nreq = 0;
 	W->rr_q = 0;
 	W->rr_req = 0;
-	W->posted_seen = 0;
-	W->rescan = 1;
+	W->consumed = 0;
 	W->fatal = 0;
 	W->inited = 1;
 }
@@ -718,8 +745,6 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 
 	if (lane == 0 && !W->inited)
 		warp_init(d, w, W);
-	if (lane == 0)
-		W->rescan = 1; /* requests may have been posted while parked */
 	gpuos_warp_sync();
 
 	for (;;) {
@@ -741,7 +766,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 			}
 		}
 		work += reap(d, w, W);
-		if (cmd != GPUOS_RT_CMD_PARK && (W->nreq < GPUOS_RT_MAX_REQS_PER_WARP || W->fatal))
+		if (cmd != GPUOS_RT_CMD_PARK)
 			work += intake(d, w, W, cmd);
 		if (!W->fatal)
 			work += submit(d, w, W);
@@ -763,12 +788,8 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 			for (s = 0; s < d->slots_per_warp; s++)
 				busy += W->slot[s].busy == SLOT_BUSY;
 			if (W->nreq == 0 && busy == 0) {
-				if (cmd == GPUOS_RT_CMD_STOP) {
-					if (lane == 0)
-						W->rescan = 1;
-					gpuos_warp_sync();
+				if (cmd == GPUOS_RT_CMD_STOP)
 					intake(d, w, W, cmd); /* answer what is still posted */
-				}
 				break;
 			}
 		}

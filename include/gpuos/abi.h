@@ -15,13 +15,15 @@
  *   threads over the slots) then CAS FREE->CLAIMED on a slot's state; after
  *   probing GPUOS_MBOX_PROBE slots without success it gives up with
  *   GPUOS_ST_FULL (backpressure; nothing is dropped or overwritten).
- * - The client writes the request fields, then stores state = POSTED with
- *   release semantics at system scope (the runtime may be a CPU thread in
- *   host mode, the client may be a host tool), then fetch_adds the slot's
- *   partition `posted` counter so the owning service warp knows to scan.
- * - The runtime loads state with acquire (pairs with the client's release),
- *   reads the request, and later writes status/result fields, then stores
- *   state = DONE with release (pairs with the client's acquire load of state).
+ * - The client writes the request fields and state = POSTED, then takes a
+ *   position in its partition's ring (fetch_add on `posted`) and writes the
+ *   slot number, tagged with the ring lap, into that ring entry with release
+ *   semantics (system scope unless GPUOS_MBOX_F_DEVICE). The owning service
+ *   warp reads new ring entries with acquire (pairs with that release): its
+ *   intake costs one load per new request, never a scan of idle slots.
+ * - The runtime reads the request, and later writes status/result fields,
+ *   then stores state = DONE with release (pairs with the client's acquire
+ *   load of state).
  *   If `batch` is non-zero it then adds 1 to that 32-bit counter (system-scope
  *   atomic after the DONE release), so a warp or block that posted many waits
  *   on one word.
@@ -150,7 +152,10 @@ struct gpuos_mbox {
 	uint32_t nparts;       /* 0x0c partitions (== service warps) */
 	uint64_t slots_off;    /* 0x10 byte offset of slot 0 from this header (== sizeof header) */
 	uint32_t flags;        /* 0x18 GPUOS_MBOX_F_* */
-	uint32_t rsvd1c[9];    /* 0x1c .. 0x3f */
+	uint32_t rsvd1c;       /* 0x1c */
+	uint64_t ring_off;     /* 0x20 byte offset of the rings: uint32_t[nslots], partition p's ring
+	                        *      is entries [p * per, (p + 1) * per), per = nslots / nparts */
+	uint32_t rsvd28[6];    /* 0x28 .. 0x3f */
 	/* --- cache line boundary (64) --- */
 	uint32_t ticket;       /* 0x40 clients' fetch_add to pick a first slot */
 	uint32_t rsvd44[15];
@@ -188,7 +193,17 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_cas(int dev, uint32_t *p, uint32_t exp
 
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_mbox_bytes(uint32_t nslots)
 {
-	return sizeof(struct gpuos_mbox) + (uint64_t)nslots * sizeof(struct gpuos_mbox_slot);
+	return sizeof(struct gpuos_mbox) + (uint64_t)nslots * sizeof(struct gpuos_mbox_slot) +
+	       (uint64_t)nslots * sizeof(uint32_t);
+}
+
+/* A ring entry: the slot's index within its partition, and the lap of the
+ * ring position (position / per + 1, 16 bits) so an entry left from an
+ * earlier lap never reads as new. Partitions hold at most 65535 slots. */
+#define GPUOS_MBOX_MAX_PER_PART 65535u
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_ring_entry(uint32_t pos, uint32_t per, uint32_t slot_in_part)
+{
+	return ((((pos / per) + 1u) & 0xffffu) << 16) | slot_in_part;
 }
 
 /* ---- runtime control block (host <-> runtime) -------------------------------- */

@@ -60,11 +60,15 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 		s->arg = rq->arg;
 		s->batch = (uint64_t)(uintptr_t)rq->batch;
 		s->tag = rq->tag;
-		/* Publish the request fields before POSTED; pairs with the runtime's
-		 * acquire load of state in its intake scan. */
-		gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_POSTED);
-		/* Then tell the owning service warp; it reads the counter with acquire. */
-		gpuos_mbox_fetch_add(dev, &mb->part[idx / per].posted, 1u);
+		gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_POSTED);
+		{
+			uint32_t p = idx / per;
+			uint32_t pos = gpuos_mbox_fetch_add(dev, &mb->part[p].posted, 1u);
+			uint32_t *ring = (uint32_t *)((char *)mb + mb->ring_off) + (uint64_t)p * per;
+			/* Publish the request (fields and state) with the ring entry;
+			 * pairs with the service warp's acquire load of the entry. */
+			gpuos_mbox_store_release(dev, &ring[pos % per], gpuos_mbox_ring_entry(pos, per, idx - p * per));
+		}
 		*slot_out = idx;
 		return GPUOS_ST_OK;
 	}

@@ -25,6 +25,7 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_ALLOW_WRITE (1u << 1)
 #define GPUOS_RT_MBOX_DEVICE (1u << 2)  /* the mailbox has GPUOS_MBOX_F_DEVICE */
 #define GPUOS_RT_ON_GPU      (1u << 3)  /* the runtime runs on the GPU (no atomics on host memory) */
+#define GPUOS_RT_QUEUES_DEVICE (1u << 4) /* queues and doorbells in VRAM, served by this GPU (gpu-null) */
 
 struct gpuos_rt_queue {
 	uint64_t sq;           /* 0x00 struct gpuos_nvme_sqe[depth], DMA memory */

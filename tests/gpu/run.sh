@@ -33,6 +33,9 @@ timeout 60 "$g" read --device "emu:$img" --allow-raw --offset 12345 --length 500
 python3 -c "
 import sys
 a=open('$img','rb').read()[12345:12345+50000000]; b=open('/dev/shm/gpuos-out.bin','rb').read()
+if a != b:
+    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    print('first difference at byte', i, 'of', len(a), 'got', len(b), 'bytes')
 sys.exit(0 if a==b else 1)"; res $? "gpuos read data equals the image"
 
 if command -v compute-sanitizer >/dev/null; then
