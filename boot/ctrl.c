@@ -13,7 +13,7 @@ extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops;
 /* pci: is linked in when boot/pci.c provides it (weak, so the table builds either way). */
 extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops __attribute__((weak));
 
-int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, struct gpuos_ctrl **out,
+int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,
 		    char *err, size_t errlen)
 {
 	const struct gpuos_ctrl_ops *table[4];
@@ -50,6 +50,7 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, struct gp
 	c->ops = ops;
 	c->gpu = gpu;
 	c->force = force;
+	c->sim_vram = sim_vram && !gpu;
 	c->next_iova = 0x100000000ull; /* synthetic IOVAs start at 4 GiB: never a host pointer by accident */
 	r = ops->open(c, dev, err, errlen);
 	if (r) {
@@ -85,6 +86,18 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 			return r;
 		}
 		out->vram = 1;
+	} else if (map && c->ops->alloc) {
+		r = c->ops->alloc(c, len, &out->host, &out->iova);
+		if (r)
+			return r;
+		out->rt = (uint64_t)(uintptr_t)out->host;
+		if (c->gpu && (r = gpuos_gpu_host_register(c->gpu, out->host, len, &out->rt))) {
+			c->ops->free(c, out->host, out->iova, len);
+			memset(out, 0, sizeof(*out));
+			return r;
+		}
+		out->ctrl_mem = 1;
+		return 0;
 	} else if (c->gpu) {
 		r = gpuos_gpu_host_alloc(c->gpu, len, &out->host, &out->rt);
 		if (r)
@@ -97,7 +110,8 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 		out->rt = (uint64_t)(uintptr_t)out->host;
 	}
 	if (map) {
-		r = c->ops->map(c, out->vram ? (void *)(uintptr_t)out->rt : out->host, len, out->vram, &out->iova);
+		r = c->ops->map(c, out->vram ? (void *)(uintptr_t)out->rt : out->host, len,
+				out->vram || (c->sim_vram && kind == GPUOS_MEM_VRAM), &out->iova);
 		if (r) {
 			gpuos_dma_free(c, out);
 			return r;
@@ -108,6 +122,13 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 
 void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d)
 {
+	if (d->ctrl_mem) {
+		if (c->gpu)
+			gpuos_gpu_host_unregister(c->gpu, d->host);
+		c->ops->free(c, d->host, d->iova, d->len);
+		memset(d, 0, sizeof(*d));
+		return;
+	}
 	if (d->iova)
 		c->ops->unmap(c, d->iova, d->len);
 	if (d->vram)

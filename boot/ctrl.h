@@ -24,6 +24,14 @@ struct gpuos_ctrl_ops {
 	 * vram: ptr is a GPU device address (emulated P2P), else host memory. */
 	int (*map)(struct gpuos_ctrl *c, void *ptr, size_t len, int vram, uint64_t *iova);
 	void (*unmap)(struct gpuos_ctrl *c, uint64_t iova, size_t len);
+	/* Optional, for controllers whose DMA memory must come from a particular
+	 * place (pci: physically contiguous hugepages under uio; anonymous pages
+	 * VFIO can pin, where cudaHostAlloc memory cannot be). Returns len bytes
+	 * (a multiple of 4 KiB) of zeroed host memory already mapped at *iova, or
+	 * -ENOMEM / -errno. gpuos_dma_alloc uses it for mapped GPUOS_MEM_HOST and
+	 * registers the memory with the GPU when there is one. free undoes both. */
+	int (*alloc)(struct gpuos_ctrl *c, size_t len, void **host, uint64_t *iova);
+	void (*free)(struct gpuos_ctrl *c, void *host, uint64_t iova, size_t len);
 	/* Optional: one line of controller statistics for --verbose / stats. */
 	void (*describe)(struct gpuos_ctrl *c, char *buf, size_t len);
 	/* 1: no registers and no admin queue (gpu-null); see boot/loopback.h. */
@@ -38,13 +46,16 @@ struct gpuos_ctrl {
 	struct gpuos_gpu *gpu;    /* NULL in host mode */
 	void *priv;
 	int force;                /* --force: skip the safety refusals of pci: */
+	int dma_host_only;        /* set by open: the controller cannot DMA into VRAM
+				     (pci: without P2P), so bounce buffers are host memory */
+	int sim_vram;             /* see gpuos_boot_opts.sim_vram */
 	uint64_t next_iova;       /* for controllers that pick IOVAs themselves */
 };
 
 /* Open the controller named by dev. gpu may be NULL (host mode). Returns 0,
  * -EINVAL for a device string no controller knows, or the controller's error;
  * a one-line reason in err. */
-int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, struct gpuos_ctrl **out,
+int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,
 		    char *err, size_t errlen);
 void gpuos_ctrl_close(struct gpuos_ctrl *c);
 
@@ -60,6 +71,7 @@ struct gpuos_dma {
 	uint64_t iova;    /* address the controller uses; 0 when not mapped */
 	size_t len;
 	int vram;
+	int ctrl_mem;     /* from ops->alloc: ops->free releases it */
 };
 
 /* Allocate len bytes (rounded up to 4 KiB, zeroed) and map them for the

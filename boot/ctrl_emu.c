@@ -42,6 +42,15 @@ static int emu_dev_copy(void *ctx, void *dst, const void *src, size_t len, int t
 	return gpuos_gpu_copy(c->gpu, dst, src, len, to_device);
 }
 
+/* sim_vram: "device memory" that is host memory, moved by memcpy. */
+static int sim_copy(void *ctx, void *dst, const void *src, size_t len, int to_device)
+{
+	(void)ctx;
+	(void)to_device;
+	memcpy(dst, src, len);
+	return 0;
+}
+
 static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
 	struct emu_priv *p = calloc(1, sizeof(*p));
@@ -52,6 +61,8 @@ static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, 
 		return -ENOMEM;
 	c->priv = p;
 	memset(&env, 0, sizeof(env));
+	if (c->sim_vram)
+		env.dev_copy = sim_copy;
 	if (c->gpu) {
 		env.ctx = c;
 		env.alloc_regs = emu_alloc_regs;

@@ -7,7 +7,7 @@
  * Memory, by who touches it:
  * - queues (SQ/CQ) and PRP lists: pinned host memory the controller DMAs
  *   (Tier 1); bounce buffers: VRAM on the GPU (emulated P2P for emu:), host
- *   memory otherwise;
+ *   memory otherwise and for controllers that cannot DMA into VRAM (pci:);
  * - mailbox and client heap: one shared-memory segment, so host clients in
  *   other processes can post (boot/service.c), registered with the GPU;
  * - control block: pinned host memory; runtime state and descriptor: VRAM.
@@ -301,7 +301,7 @@ static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char 
 static int bring_up(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	int r;
-	r = gpuos_ctrl_open(s->opts.device, s->gpu, s->opts.force, &s->ctrl, err, errlen);
+	r = gpuos_ctrl_open(s->opts.device, s->gpu, s->opts.force, s->opts.sim_vram, &s->ctrl, err, errlen);
 	if (r)
 		return r;
 	if (s->ctrl->ops->loopback) {
@@ -461,7 +461,10 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	}
 
 	/* Bounce buffers and their PRP lists, one of each per command slot. */
-	r = gpuos_dma_alloc(s->ctrl, (size_t)warps * slots * xfer, GPUOS_MEM_VRAM, 1, &s->bounce);
+	/* In VRAM where the controller can DMA there (P2P, or emulated); in host
+	 * memory where it cannot (pci: through VFIO or uio). */
+	r = gpuos_dma_alloc(s->ctrl, (size_t)warps * slots * xfer,
+			    s->ctrl->dma_host_only ? GPUOS_MEM_HOST : GPUOS_MEM_VRAM, 1, &s->bounce);
 	if (!r)
 		r = gpuos_dma_alloc(s->ctrl, (size_t)warps * slots * 4096u, GPUOS_MEM_HOST, 1, &s->prp);
 	if (r) {

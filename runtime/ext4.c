@@ -345,7 +345,7 @@ static GPUOS_HD int read_block(struct gpuos_ext4 *fs, uint64_t pblk, uint8_t *ds
 
 /* crc16 (ANSI, reflected 0xA001), as the gdt_csum group descriptor checksum
  * uses it (lib/crc16.c); bitwise: no table, no globals. */
-static GPUOS_HD uint16_t crc16(uint16_t crc, const uint8_t *p, uint32_t len)
+static GPUOS_HD uint16_t ext4_crc16(uint16_t crc, const uint8_t *p, uint32_t len)
 {
 	uint32_t i;
 	int k;
@@ -358,17 +358,17 @@ static GPUOS_HD uint16_t crc16(uint16_t crc, const uint8_t *p, uint32_t len)
 	return crc;
 }
 
-GPUOS_INLINE GPUOS_HD uint32_t csum32(uint32_t seed, const void *p, uint32_t len)
+GPUOS_INLINE GPUOS_HD uint32_t ext4_csum32(uint32_t seed, const void *p, uint32_t len)
 {
 	return gpuos_crc32c_raw(seed, p, len);
 }
 
-GPUOS_INLINE GPUOS_HD uint32_t csum_le32(uint32_t seed, uint32_t v)
+GPUOS_INLINE GPUOS_HD uint32_t ext4_csum_le32(uint32_t seed, uint32_t v)
 {
 	uint8_t b[4];
 
 	gpuos_put_le32(b, v);
-	return csum32(seed, b, 4);
+	return ext4_csum32(seed, b, 4);
 }
 
 /* ---- superblock ------------------------------------------------------------- */
@@ -411,7 +411,7 @@ static GPUOS_HD const char *incompat_why(uint32_t bit)
 	}
 }
 
-GPUOS_INLINE GPUOS_HD int is_power_of(uint32_t g, uint32_t base)
+GPUOS_INLINE GPUOS_HD int ext4_is_power_of(uint32_t g, uint32_t base)
 {
 	uint64_t p = base;
 	int i;
@@ -433,7 +433,7 @@ static GPUOS_HD int group_has_super(const struct gpuos_ext4 *fs, uint32_t g)
 		return 1;
 	if (!(g & 1u))
 		return 0;
-	return is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7);
+	return ext4_is_power_of(g, 3) || ext4_is_power_of(g, 5) || ext4_is_power_of(g, 7);
 }
 
 GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io *io,
@@ -476,7 +476,7 @@ GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io 
 			return fail(fs, -EOPNOTSUPP,
 				    "unsupported metadata checksum type (only crc32c)",
 				    LD8(sb, struct ext4_sb, s_checksum_type));
-		if (csum32(~0u, sb, offsetof(struct ext4_sb, s_checksum)) !=
+		if (ext4_csum32(~0u, sb, offsetof(struct ext4_sb, s_checksum)) !=
 		    SB32(sb, s_checksum))
 			return fail(fs, -EINVAL, "corrupt superblock: bad checksum",
 				    SB32(sb, s_checksum));
@@ -484,7 +484,7 @@ GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io 
 		if (incompat & GPUOS_EXT4_INCOMPAT_CSUM_SEED)
 			fs->csum_seed = SB32(sb, s_checksum_seed);
 		else
-			fs->csum_seed = csum32(~0u, FIELD_AT(sb, struct ext4_sb, s_uuid), 16);
+			fs->csum_seed = ext4_csum32(~0u, FIELD_AT(sb, struct ext4_sb, s_uuid), 16);
 	} else if (fs->feature_ro_compat & GPUOS_EXT4_RO_COMPAT_GDT_CSUM) {
 		fs->has_gdt_csum = 1;
 	}
@@ -628,13 +628,13 @@ static GPUOS_HD uint64_t desc_offset(const struct gpuos_ext4 *fs, uint32_t g)
 	return (blk << fs->block_bits) + (uint64_t)(g % per) * fs->desc_size;
 }
 
-struct group_info {
+struct ext4_group_info {
 	uint64_t inode_table;
 	uint32_t flags;
 	uint32_t itable_unused;
 };
 
-static GPUOS_HD int read_group(struct gpuos_ext4 *fs, uint32_t g, struct group_info *gi)
+static GPUOS_HD int read_group(struct gpuos_ext4 *fs, uint32_t g, struct ext4_group_info *gi)
 {
 	uint8_t *d = scratch(fs);
 	uint32_t dsz = fs->desc_size;
@@ -654,21 +654,21 @@ static GPUOS_HD int read_group(struct gpuos_ext4 *fs, uint32_t g, struct group_i
 		uint32_t c;
 		uint8_t zero[2] = {0, 0};
 
-		c = csum32(fs->csum_seed, le_g, 4);
-		c = csum32(c, d, offsetof(struct ext4_gd, bg_checksum));
-		c = csum32(c, zero, 2);
+		c = ext4_csum32(fs->csum_seed, le_g, 4);
+		c = ext4_csum32(c, d, offsetof(struct ext4_gd, bg_checksum));
+		c = ext4_csum32(c, zero, 2);
 		if (dsz > 0x20)
-			c = csum32(c, d + 0x20, dsz - 0x20);
+			c = ext4_csum32(c, d + 0x20, dsz - 0x20);
 		if ((c & 0xFFFFu) != GD16(d, bg_checksum))
 			return fail(fs, -EINVAL, "corrupt group descriptor: bad checksum", g);
 	} else if (fs->has_gdt_csum) {
 		uint16_t c;
 
-		c = crc16(0xFFFFu, fs->uuid, 16);
-		c = crc16(c, le_g, 4);
-		c = crc16(c, d, offsetof(struct ext4_gd, bg_checksum));
+		c = ext4_crc16(0xFFFFu, fs->uuid, 16);
+		c = ext4_crc16(c, le_g, 4);
+		c = ext4_crc16(c, d, offsetof(struct ext4_gd, bg_checksum));
 		if (dsz > 0x20)
-			c = crc16(c, d + 0x20, dsz - 0x20);
+			c = ext4_crc16(c, d + 0x20, dsz - 0x20);
 		if (c != GD16(d, bg_checksum))
 			return fail(fs, -EINVAL, "corrupt group descriptor: bad checksum (gdt_csum)", g);
 	}
@@ -685,7 +685,7 @@ static GPUOS_HD int read_group(struct gpuos_ext4 *fs, uint32_t g, struct group_i
 
 /* Seconds and nanoseconds of a timestamp with an optional _extra word
  * (bits 1:0 extend the seconds past 2038, bits 31:2 are nanoseconds). */
-static GPUOS_HD void decode_time(const uint8_t *raw, uint32_t sec_off, uint32_t extra_off,
+static GPUOS_HD void ext4_decode_time(const uint8_t *raw, uint32_t sec_off, uint32_t extra_off,
 				 uint32_t have, int64_t *sec, uint32_t *ns)
 {
 	uint32_t e;
@@ -743,7 +743,7 @@ static GPUOS_HD int find_inline_xattr(struct gpuos_ext4 *fs, const uint8_t *raw,
 
 GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_ext4_inode *out)
 {
-	struct group_info gi;
+	struct ext4_group_info gi;
 	const uint8_t *raw;
 	uint32_t g, idx, isz, have, iflags, mode, fmt;
 	uint64_t itable_blocks, off, ea_sectors;
@@ -793,22 +793,22 @@ GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_e
 		uint32_t seed, c, want, got_lo;
 		int has_hi = have >= offsetof(struct ext4_inode_disk, i_checksum_hi) + 2;
 
-		seed = csum_le32(fs->csum_seed, ino);
-		seed = csum_le32(seed, out->generation);
+		seed = ext4_csum_le32(fs->csum_seed, ino);
+		seed = ext4_csum_le32(seed, out->generation);
 		out->csum_seed = seed;
 		if (fs->creator_os == 0) { /* only Linux inodes carry the checksum fields */
-			c = csum32(seed, raw, offsetof(struct ext4_inode_disk, l_i_checksum_lo));
-			c = csum32(c, zero, 2);
-			c = csum32(c, raw + 0x7e, EXT4_GOOD_OLD_INODE_SIZE - 0x7e);
+			c = ext4_csum32(seed, raw, offsetof(struct ext4_inode_disk, l_i_checksum_lo));
+			c = ext4_csum32(c, zero, 2);
+			c = ext4_csum32(c, raw + 0x7e, EXT4_GOOD_OLD_INODE_SIZE - 0x7e);
 			if (isz > EXT4_GOOD_OLD_INODE_SIZE) {
 				uint32_t o = offsetof(struct ext4_inode_disk, i_checksum_hi);
 
-				c = csum32(c, raw + EXT4_GOOD_OLD_INODE_SIZE, o - EXT4_GOOD_OLD_INODE_SIZE);
+				c = ext4_csum32(c, raw + EXT4_GOOD_OLD_INODE_SIZE, o - EXT4_GOOD_OLD_INODE_SIZE);
 				if (has_hi) {
-					c = csum32(c, zero, 2);
+					c = ext4_csum32(c, zero, 2);
 					o += 2;
 				}
-				c = csum32(c, raw + o, isz - o);
+				c = ext4_csum32(c, raw + o, isz - o);
 			}
 			got_lo = IN16(raw, l_i_checksum_lo);
 			if (has_hi) {
@@ -857,14 +857,14 @@ GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_e
 	out->file_acl = IN32(raw, i_file_acl_lo);
 	if (fs->feature_incompat & GPUOS_EXT4_INCOMPAT_64BIT)
 		out->file_acl |= (uint64_t)IN16(raw, l_i_file_acl_high) << 32;
-	decode_time(raw, offsetof(struct ext4_inode_disk, i_atime),
+	ext4_decode_time(raw, offsetof(struct ext4_inode_disk, i_atime),
 		    offsetof(struct ext4_inode_disk, i_atime_extra), have, &out->atime, &out->atime_ns);
-	decode_time(raw, offsetof(struct ext4_inode_disk, i_mtime),
+	ext4_decode_time(raw, offsetof(struct ext4_inode_disk, i_mtime),
 		    offsetof(struct ext4_inode_disk, i_mtime_extra), have, &out->mtime, &out->mtime_ns);
-	decode_time(raw, offsetof(struct ext4_inode_disk, i_ctime),
+	ext4_decode_time(raw, offsetof(struct ext4_inode_disk, i_ctime),
 		    offsetof(struct ext4_inode_disk, i_ctime_extra), have, &out->ctime, &out->ctime_ns);
 	if (have >= offsetof(struct ext4_inode_disk, i_crtime) + 4)
-		decode_time(raw, offsetof(struct ext4_inode_disk, i_crtime),
+		ext4_decode_time(raw, offsetof(struct ext4_inode_disk, i_crtime),
 			    offsetof(struct ext4_inode_disk, i_crtime_extra), have, &out->crtime,
 			    &out->crtime_ns);
 	if (have >= offsetof(struct ext4_inode_disk, i_projid) + 4)
@@ -990,7 +990,7 @@ static GPUOS_HD int ext_check_node(struct gpuos_ext4 *fs, const uint8_t *node, u
 	return 0;
 }
 
-struct ext_leaf {
+struct ext4_ext_leaf {
 	const uint8_t *node;   /* the leaf: inode->i_block or fs->blk */
 	uint32_t n;            /* entries */
 	uint64_t hi;           /* end of the leaf's range: the next leaf's first block, or 2^32 */
@@ -1002,7 +1002,7 @@ struct ext_leaf {
  * where the next leaf starts, is carried down as `hi`. Depth <= 5, so the
  * loop runs at most 6 times. */
 static GPUOS_HD int ext_find_leaf(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
-				  uint64_t lblk, struct ext_leaf *leaf)
+				  uint64_t lblk, struct ext4_ext_leaf *leaf)
 {
 	const uint8_t *node = inode->i_block;
 	uint32_t depth = EH16(node, eh_depth);
@@ -1057,7 +1057,7 @@ static GPUOS_HD int ext_find_leaf(struct gpuos_ext4 *fs, const struct gpuos_ext4
 			if (max > cap)
 				return fail(fs, -EINVAL,
 					    "corrupt extent tree: entry count over the node's room", max);
-			if (csum32(inode->csum_seed, node, tail) != gpuos_le32(node + tail))
+			if (ext4_csum32(inode->csum_seed, node, tail) != gpuos_le32(node + tail))
 				return fail(fs, -EINVAL, "corrupt extent block: bad checksum", child);
 		}
 		depth--;
@@ -1070,7 +1070,7 @@ static GPUOS_HD int ext_find_leaf(struct gpuos_ext4 *fs, const struct gpuos_ext4
 static GPUOS_HD int ext_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
 			     uint64_t lblk, uint64_t *pblk, uint64_t *run, uint32_t *flags)
 {
-	struct ext_leaf leaf;
+	struct ext4_ext_leaf leaf;
 	uint64_t next = 0;
 	uint32_t i;
 	int r;
@@ -1297,7 +1297,7 @@ GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_i
 	for (steps = 0; steps < EXTENTS_MAX_STEPS && cur < LBLK_LIMIT && cnt < cap; steps++) {
 		if (inode->map == GPUOS_EXT4_MAP_EXTENTS) {
 			/* one leaf per step: its extents past cur, then the next leaf */
-			struct ext_leaf leaf;
+			struct ext4_ext_leaf leaf;
 			uint32_t i;
 
 			r = ext_find_leaf(fs, inode, cur, &leaf);
@@ -1438,7 +1438,7 @@ GPUOS_HD int gpuos_ext4_read(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 
 /* ---- directories ---------------------------------------------------------------- */
 
-struct dent {
+struct ext4_dent {
 	uint32_t ino;
 	uint32_t name_len;
 	uint32_t type;
@@ -1464,7 +1464,7 @@ GPUOS_INLINE GPUOS_HD int is_htree(const struct gpuos_ext4 *fs, const struct gpu
 /* Parse the entry at off of a region [0, limit) of directory entries. On
  * success *next is where the following entry starts. */
 static GPUOS_HD int parse_dirent(struct gpuos_ext4 *fs, const uint8_t *region, uint32_t off,
-				 uint32_t limit, struct dent *d, uint32_t *next)
+				 uint32_t limit, struct ext4_dent *d, uint32_t *next)
 {
 	const uint8_t *p = region + off;
 	uint32_t rec, nlen;
@@ -1546,7 +1546,7 @@ static GPUOS_HD int dir_load_block(struct gpuos_ext4 *fs, const struct gpuos_ext
 		    LD8(t, struct ext4_dirent_tail, det_reserved_zero2) != 0 ||
 		    LD8(t, struct ext4_dirent_tail, det_reserved_ft) != EXT4_DIR_TAIL_FT)
 			return fail(fs, -EINVAL, "corrupt directory block: no checksum tail", lblk);
-		if (csum32(dir->csum_seed, fs->blk, bs - (uint32_t)sizeof(struct ext4_dirent_tail)) !=
+		if (ext4_csum32(dir->csum_seed, fs->blk, bs - (uint32_t)sizeof(struct ext4_dirent_tail)) !=
 		    LD32(t, struct ext4_dirent_tail, det_checksum))
 			return fail(fs, -EINVAL, "corrupt directory block: bad checksum", lblk);
 		*limit = bs - (uint32_t)sizeof(struct ext4_dirent_tail);
@@ -1564,7 +1564,7 @@ static GPUOS_HD int dir_load_block(struct gpuos_ext4 *fs, const struct gpuos_ext
  * the directory; it only grows, and the directory is at most blocks_count
  * blocks (gpuos_ext4_iget() checks), so the loop ends. */
 static GPUOS_HD int dir_next_blocks(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
-				    uint64_t *pos, struct dent *d)
+				    uint64_t *pos, struct ext4_dent *d)
 {
 	uint32_t bits = fs->block_bits, bs = fs->block_size;
 	uint64_t p = *pos, max_steps, steps;
@@ -1608,7 +1608,7 @@ static GPUOS_HD int dir_next_blocks(struct gpuos_ext4 *fs, const struct gpuos_ex
 #define INLINE_DOTDOT_SIZE 4u
 
 static GPUOS_HD int dir_next_inline(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
-				    uint64_t *pos, struct dent *d)
+				    uint64_t *pos, struct ext4_dent *d)
 {
 	uint64_t p = *pos;
 	uint32_t steps;
@@ -1673,7 +1673,7 @@ static GPUOS_HD int dir_next_inline(struct gpuos_ext4 *fs, const struct gpuos_ex
 }
 
 static GPUOS_HD int dir_next(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
-			     uint64_t *pos, struct dent *d)
+			     uint64_t *pos, struct ext4_dent *d)
 {
 	int r = check_readable(fs, dir);
 
@@ -1689,7 +1689,7 @@ static GPUOS_HD int dir_next(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 GPUOS_HD int gpuos_ext4_readdir(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
 				uint64_t *cookie, struct gpuos_ext4_dirent *out)
 {
-	struct dent d;
+	struct ext4_dent d;
 	int r;
 
 	begin(fs);
@@ -1707,7 +1707,7 @@ GPUOS_HD int gpuos_ext4_readdir(struct gpuos_ext4 *fs, const struct gpuos_ext4_i
 
 /* Name comparison; casefolded directories fold ASCII letters (a stand-in for
  * the kernel's utf8 casefolding that agrees with it on ASCII names). */
-static GPUOS_HD int name_eq(const uint8_t *a, const char *b, uint32_t len, int fold)
+static GPUOS_HD int ext4_name_eq(const uint8_t *a, const char *b, uint32_t len, int fold)
 {
 	uint32_t i;
 
@@ -1732,7 +1732,7 @@ static GPUOS_HD int dir_find(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 	int fold = (fs->feature_incompat & GPUOS_EXT4_INCOMPAT_CASEFOLD) &&
 		   (dir->flags & GPUOS_EXT4_IFL_CASEFOLD);
 	uint64_t pos = 0, steps, max_steps;
-	struct dent d;
+	struct ext4_dent d;
 	int r;
 
 	/* dir_next() advances pos by >= 1 entry per call */
@@ -1743,7 +1743,7 @@ static GPUOS_HD int dir_find(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 			return r;
 		if (r == 0)
 			break;
-		if (d.name_len == len && name_eq(d.name, name, len, fold)) {
+		if (d.name_len == len && ext4_name_eq(d.name, name, len, fold)) {
 			*ino = d.ino;
 			return 0;
 		}
@@ -1902,3 +1902,35 @@ GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t root, uint32_t
 		*out = *cur;
 	return 0;
 }
+
+/* This file may share a translation unit with the other parsers (the GPU
+ * image includes the runtime sources into one .cu): its private macros end
+ * here. */
+#undef FIELD_AT
+#undef WIDTH_IS
+#undef LD8
+#undef LD16
+#undef LD32
+#undef SB16
+#undef SB32
+#undef GD16
+#undef GD32
+#undef IN16
+#undef IN32
+#undef EH16
+#undef EI16
+#undef EI32
+#undef EE16
+#undef EE32
+#undef DE8
+#undef DE16
+#undef DE32
+#undef XE8
+#undef XE16
+#undef XE32
+#undef LBLK_LIMIT
+#undef EXTENTS_MAX_STEPS
+#undef PTR_CHUNK
+#undef INLINE_POS_DOT
+#undef INLINE_POS_DOTDOT
+#undef INLINE_DOTDOT_SIZE

@@ -298,7 +298,8 @@ GPUOS_HD int gpuos_ext4_lookup(struct gpuos_ext4 *fs, const char *path, uint32_t
  * file system). "." and ".." are handled, "//" is "/", a trailing slash
  * requires a directory; relative symlink targets resolve against the link's
  * directory; at most GPUOS_EXT4_MAX_SYMLINKS symlinks are followed. flags:
- * GPUOS_EXT4_LOOKUP_*. On success *out is the inode found.
+ * GPUOS_EXT4_LOOKUP_*. On success *out is the inode found; on failure its
+ * contents are unspecified (it serves as scratch).
  * Returns 0, -ENOENT (a component is missing, an empty path or symlink),
  * -ENOTDIR (a component used as a directory is not one), -ELOOP,
  * -ENAMETOOLONG (a component over 255 bytes, a path over 4095 bytes, or too

@@ -127,9 +127,11 @@ void emu_sgl_free(struct emu_sgl *sgl)
 
 static int sgl_push(struct emu_sgl *sgl, uint8_t *ptr, size_t len, int device)
 {
-	if (sgl->n) {
+	if (sgl->n > sgl->first) {
 		struct emu_seg *last = &sgl->seg[sgl->n - 1];
-		/* neighbouring pages of one buffer become one copy / one iovec */
+		/* neighbouring pages of one buffer become one copy / one iovec;
+		 * never across commands: each command's segments must stay its own
+		 * (two commands' buffers may well be neighbours in memory) */
 		if (last->device == device && last->ptr + last->len == ptr) {
 			last->len += len;
 			return 0;
@@ -204,6 +206,7 @@ uint16_t emu_prp_map(struct gpuos_emu *e, struct emu_sgl *sgl, uint64_t prp1, ui
 	uint64_t ent[EMU_PAGE / 8];
 	uint16_t st;
 
+	sgl->first = sgl->n;
 	if (!len)
 		return 0;
 	/* PRP1 may start inside a page but must be dword aligned (4.3) */

@@ -65,6 +65,7 @@ struct emu_seg {
 struct emu_sgl {
 	struct emu_seg *seg;
 	uint32_t n, cap;
+	uint32_t first;          /* first segment of the command being mapped: never merge below it */
 };
 
 struct emu_cq {

@@ -39,6 +39,9 @@ struct gpuos_boot_opts {
 	int allow_raw;            /* READ_RAW allowed */
 	int force;                /* pci: skip safety refusals */
 	int quiet;                /* no notices on stderr */
+	int sim_vram;             /* host mode, tests: VRAM buffers become the controller's "device
+	                           * memory", moved by memcpy, so the emulator's device-memory
+	                           * path runs without a GPU */
 };
 
 struct gpuos_info {

@@ -79,6 +79,8 @@ struct booted {
 	uint64_t heap_rt, heap_len;
 };
 
+static int sim_vram;
+
 static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, uint32_t queues,
 		      uint32_t timeout_ms, uint32_t mbox_slots)
 {
@@ -96,6 +98,7 @@ static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, ui
 	o.timeout_ms = timeout_ms;
 	o.mbox_slots = mbox_slots;
 	o.heap_bytes = 16u << 20;
+	o.sim_vram = sim_vram;
 	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
 	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
 	b->mb = gpuos_sys_mbox(b->sys);
@@ -137,6 +140,25 @@ Test(runtime, random_ranges_match_the_image)
 	cr_assert_eq(read_at(&b, IMG_BYTES - 1, 1, 0, NULL), GPUOS_ST_OK);
 	cr_assert_eq((unsigned char)b.heap[0], img[IMG_BYTES - 1]);
 	cr_assert_eq(read_at(&b, 5, 0, 0, NULL), GPUOS_ST_OK);
+	shut(&b);
+}
+
+/* The emulator's device-memory path (DMA into VRAM on a GPU) in host mode:
+ * several commands of one request land in neighbouring bounce buffers. */
+Test(runtime, device_memory_path_multi_command_requests)
+{
+	struct booted b;
+	uint64_t s = 11;
+	int i;
+	sim_vram = 1;
+	boot_with(&b, "ooo=1", 2, 4, 0, 0);
+	for (i = 0; i < 100; i++) {
+		uint64_t len = 1 + rng_next(&s) % (2u << 20);
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		cr_assert_eq(read_at(&b, off, len, 0, NULL), GPUOS_ST_OK);
+		long dpos = first_diff(b.heap, img + off, len);
+		cr_assert(dpos < 0, "data of %lu+%lu differs first at +%ld", (unsigned long)off, (unsigned long)len, dpos);
+	}
 	shut(&b);
 }
 
