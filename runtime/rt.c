@@ -54,7 +54,9 @@ struct rt_warp {
 	uint32_t fatal;         /* controller failed */
 	uint64_t iter;
 	uint32_t stats_dirty;
-	uint32_t rsvd;
+	uint32_t defer;         /* completions in reap: DONE stores wait for flush_done */
+	uint32_t ndone;
+	uint32_t done_list[GPUOS_WARP_MAX];
 	struct gpuos_rt_stats st;   /* private counts; published to ctl by publish_stats */
 	uint32_t free_stack[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_slot slot[GPUOS_RT_MAX_SLOTS_PER_WARP];
@@ -147,10 +149,9 @@ GPUOS_INLINE GPUOS_HD int mbox_dev(const struct gpuos_rt_desc *d)
 
 /* ---- data movement ------------------------------------------------------------- */
 
-/* Copy len bytes, all lanes of the warp together, and make each lane's
- * writes visible at the given scope before the warp syncs: the lane that
- * then publishes DONE covers only its own writes for certain. */
-GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len, int dev_scope)
+/* Copy len bytes, all lanes of the warp together. The caller fences (each
+ * lane its own writes) before the lane that publishes DONE does so. */
+GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
 {
 #if GPUOS_ON_GPU
 	uint32_t lane = gpuos_lane_id();
@@ -172,13 +173,7 @@ GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len, i
 	}
 	for (uint64_t k = i + lane; k < len; k += 32u)
 		d[k] = s[k];
-	if (dev_scope)
-		gpuos_fence_dev();
-	else
-		gpuos_fence_sys();
-	gpuos_warp_sync();
 #else
-	(void)dev_scope;
 	__builtin_memcpy(dst, src, (size_t)len);
 #endif
 }
@@ -225,6 +220,33 @@ GPUOS_INLINE GPUOS_HD int dst_vram(const struct gpuos_rt_desc *d, uint64_t p)
 /* ---- request completion ------------------------------------------------------ */
 
 /* Lane 0 only. Publish the result of mailbox slot `ms` and release it to the client. */
+/* Lane 0: the DONE stores of a batch of completions (see finish_slot). One
+ * fence publishes every completion field written so far and, with the
+ * lanes' own fences before the last warp sync, the data they copied; then
+ * each DONE is a relaxed store. Pairs with the clients' acquire loads of
+ * state. System scope unless every client is a thread of this GPU and every
+ * destination is in VRAM. */
+GPUOS_INLINE GPUOS_HD void flush_done(const struct gpuos_rt_desc *d, struct rt_warp *W, int sys)
+{
+	uint32_t i;
+	if (W->ndone == 0)
+		return;
+	if (sys)
+		gpuos_fence_sys();
+	else
+		gpuos_fence_dev();
+	for (i = 0; i < W->ndone; i++) {
+		struct gpuos_mbox_slot *s = &rt_slots(d)[W->done_list[i]];
+		uint64_t batch = s->batch;
+		gpuos_store_fenced32(&s->state, GPUOS_SLOT_DONE);
+		if (batch) /* checked at intake: registered memory the runtime may use atomics on */
+			gpuos_mbox_fetch_add(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
+	}
+	W->ndone = 0;
+}
+
+/* Lane 0. Write the result of mailbox slot `ms`; release it to the client at
+ * once, or (defer) leave the DONE store to the next flush_done. */
 GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ms,
 				       uint32_t status, uint16_t nvme_status, uint64_t result)
 {
@@ -236,12 +258,16 @@ GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w
 	s->nvme_status = nvme_status;
 	s->result = result;
 	s->t_done_ns = gpuos_now_ns();
-	/* Publish the completion fields, and the data the request delivered,
-	 * before DONE; pairs with the client's acquire load of state. System
-	 * scope unless every client is a thread of this GPU. */
-	gpuos_mbox_store_release(mbox_dev(d), &s->state, GPUOS_SLOT_DONE);
-	if (batch) /* checked at intake: registered memory the runtime may use atomics on */
-		gpuos_mbox_fetch_add(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
+	if (W->defer) {
+		W->done_list[W->ndone++] = ms;
+	} else {
+		/* Publish the completion fields before DONE; pairs with the client's
+		 * acquire load of state. System scope unless every client is a
+		 * thread of this GPU. */
+		gpuos_mbox_store_release(mbox_dev(d), &s->state, GPUOS_SLOT_DONE);
+		if (batch) /* checked at intake: registered memory the runtime may use atomics on */
+			gpuos_mbox_fetch_add(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
+	}
 	W->st.requests += 1;
 	if (status == GPUOS_ST_OK)
 		W->st.bytes += result;
@@ -536,9 +562,10 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 
 /* ---- completion ------------------------------------------------------------------ */
 
-/* All lanes: handle one CQE of warp w. */
-GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
-					uint16_t cid, uint16_t cqe_status)
+/* All lanes: handle one CQE of warp w. Returns 1 when data went to memory
+ * that needs a system-scope fence before DONE. */
+GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+				       uint16_t cid, uint16_t cqe_status)
 {
 	uint32_t lane = gpuos_lane_id();
 	uint16_t st = gpuos_nvme_status_of(cqe_status);
@@ -546,12 +573,14 @@ GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t 
 	struct rt_req *r;
 	uint32_t busy;
 
+	int sys = !mbox_dev(d);
+
 	if (cid >= d->slots_per_warp)
-		return; /* not ours: a controller bug; ignore rather than corrupt state */
+		return 0; /* not ours: a controller bug; ignore rather than corrupt state */
 	sl = &W->slot[cid];
 	busy = sl->busy;
 	if (busy == SLOT_FREE)
-		return;
+		return 0;
 	if (busy == SLOT_ZOMBIE) {
 		/* Its request already failed with a timeout; only the slot comes back. */
 		gpuos_warp_sync();
@@ -560,7 +589,7 @@ GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t 
 			W->free_stack[W->nfree++] = cid;
 		}
 		gpuos_warp_sync();
-		return;
+		return 0;
 	}
 	r = &W->req[sl->req];
 	if (st == 0 && r->status == GPUOS_ST_OK) {
@@ -568,7 +597,8 @@ GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t 
 		const char *src = (const char *)(uintptr_t)(d->bounce + (uint64_t)gs * d->xfer_bytes) + sl->src_off;
 		/* The data came by DMA before the CQE; the CQE acquire in
 		 * gpuos_qp_cq_peek orders these reads after it. */
-		warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len, mbox_dev(d) && dst_vram(d, sl->dst));
+		warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len);
+		sys |= !dst_vram(d, sl->dst);
 	}
 	gpuos_warp_sync();
 	if (lane == 0) {
@@ -587,6 +617,7 @@ GPUOS_INLINE GPUOS_HD void complete_cmd(const struct gpuos_rt_desc *d, uint32_t 
 			finish_req(d, w, W, sl->req);
 	}
 	gpuos_warp_sync();
+	return sys;
 }
 
 GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
@@ -601,6 +632,7 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 		struct gpuos_qp *qp = &qps[w * qpw + k];
 		uint32_t consumed = 0;
 		uint16_t last_sqhd = 0;
+		int sys = !mbox_dev(d);
 
 		for (;;) {
 			struct gpuos_nvme_cqe e;
@@ -615,13 +647,28 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 				n = width;
 			if (n == 0)
 				break;
+			if (lane == 0)
+				W->defer = 1;
+			gpuos_warp_sync();
 			for (i = 0; i < n; i++) {
 				uint16_t cid = (uint16_t)gpuos_warp_bcast32(ok ? e.cid : 0, i);
 				uint16_t status = (uint16_t)gpuos_warp_bcast32(ok ? e.status : 0, i);
 				uint16_t sqhd = (uint16_t)gpuos_warp_bcast32(ok ? e.sqhd : 0, i);
-				complete_cmd(d, w, W, cid, status);
+				sys |= complete_cmd(d, w, W, cid, status);
 				last_sqhd = sqhd;
 			}
+			/* Each lane publishes the data it copied for the whole batch;
+			 * then lane 0 releases the batch's requests (flush_done). */
+			if (sys)
+				gpuos_fence_sys();
+			else
+				gpuos_fence_dev();
+			gpuos_warp_sync();
+			if (lane == 0) {
+				flush_done(d, W, sys);
+				W->defer = 0;
+			}
+			gpuos_warp_sync();
 			consumed += n;
 			if (consumed + width > qp->depth - 1u)
 				break; /* never look a full lap ahead */
@@ -753,7 +800,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 
 		/* The control block is host memory: read it now and then, not per
 		 * loop (a PCIe round trip). Pairs with the host's release store. */
-		if ((it & 31u) == 0 || idle)
+		if ((it & 31u) == 0)
 			cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&ctl->cmd), 0);
 		if (d->csts && (it & 255u) == 0 && !W->fatal) {
 			uint32_t csts = gpuos_warp_bcast32(
@@ -793,12 +840,12 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 				break;
 			}
 		}
+		/* Quiet: poll fast for a while (the next request is often a few
+		 * microseconds away), then back off. */
 		if (work)
 			idle = 0;
-		else if (W->nfree == d->slots_per_warp || idle > 64)
-			gpuos_backoff(&idle); /* nothing in flight, or long quiet */
-		else
-			idle++;
+		else if (++idle > (GPUOS_ON_GPU ? 4096u : 64u))
+			gpuos_backoff(&idle);
 	}
 	gpuos_warp_sync();
 	if (lane == 0)

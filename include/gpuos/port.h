@@ -166,8 +166,8 @@ GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
 }
 
 /* Wait politely in a poll loop; *spins counts the calls since the last
- * progress (the caller zeroes it). The GPU sleeps a little longer each time,
- * up to 1 us; a host thread spins, then yields, then naps 20 us: on a
+ * progress (the caller zeroes it). The GPU sleeps 20 ns for a while, then
+ * longer, up to 1 us; a host thread spins, then yields, then naps 20 us: on a
  * machine with fewer cores than polling threads the one we wait for may
  * need our core. */
 #if !GPUOS_ON_GPU
@@ -177,7 +177,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 {
 	uint32_t n = ++*spins;
 #if GPUOS_ON_GPU
-	__nanosleep(n < 16 ? 32u : n < 64 ? 256u : 1000u);
+	__nanosleep(n < 256 ? 20u : n < 8192 ? 200u : 1000u);
 #else
 	if (n < 64) {
 		gpuos_pause();
@@ -335,6 +335,19 @@ GPUOS_INLINE GPUOS_HD void gpuos_fence_sys(void)
 	__asm__ __volatile__("" ::: "memory");
 #else
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* A store that an earlier fence of this thread already made a release
+ * (one fence for a batch of publications). On the GPU a relaxed system-scope
+ * store; on the host a release store: the same instruction on x86, and the
+ * form ThreadSanitizer understands (it does not model fences). */
+GPUOS_INLINE GPUOS_HD void gpuos_store_fenced32(uint32_t *p, uint32_t v)
+{
+#if GPUOS_ON_GPU
+	asm volatile("st.relaxed.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
 }
 
