@@ -51,6 +51,11 @@ struct rt_warp {
 	uint32_t nreq;          /* active requests */
 	uint32_t rr_q;          /* next queue to submit on */
 	uint32_t rr_req;        /* next request to split */
+	/* Bit i: request i is active / still has bytes to submit. Lane 0's
+	 * bookkeeping stays O(1) per event: on the GPU every scan of warp state
+	 * costs L2 round trips (acquire loads invalidate L1 each loop). */
+	uint64_t active_mask;
+	uint64_t pending_mask;
 	uint32_t fatal;         /* controller failed */
 	uint64_t iter;
 	uint32_t stats_dirty;
@@ -282,6 +287,8 @@ GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w,
 	finish_slot(d, w, W, r->mslot, r->status, r->nvme_status, r->done);
 	r->active = 0;
 	W->nreq--;
+	W->active_mask &= ~(1ull << ri);
+	W->pending_mask &= ~(1ull << ri);
 }
 
 /* ---- intake -------------------------------------------------------------------- */
@@ -345,11 +352,14 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 		return 0;
 	}
-	for (i = 0; i < GPUOS_RT_MAX_REQS_PER_WARP; i++) {
-		struct rt_req *r = &W->req[i];
-		if (r->active)
-			continue;
+	static_assert(GPUOS_RT_MAX_REQS_PER_WARP == 64, "request masks are 64 bits");
+	if (~W->active_mask != 0) {
+		struct rt_req *r;
+		i = gpuos_ffs64(~W->active_mask);
+		r = &W->req[i];
 		r->active = 1;
+		W->active_mask |= 1ull << i;
+		W->pending_mask |= 1ull << i;
 		r->mslot = ms;
 		r->status = GPUOS_ST_OK;
 		r->nvme_status = 0;
@@ -426,21 +436,19 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, struct rt_warp *W, uint32_t q,
 				    uint32_t max, uint32_t *cmds)
 {
-	uint32_t n = 0, tries = 0;
+	uint32_t n = 0;
 	uint64_t lbs = 1ull << d->lba_shift;
 
-	while (n < max && W->nfree > 0 && tries < GPUOS_RT_MAX_REQS_PER_WARP) {
-		struct rt_req *r = &W->req[W->rr_req];
-		uint64_t lba0, span0, end, chunk_end;
+	while (n < max && W->nfree > 0 && W->pending_mask) {
+		struct rt_req *r;
+		uint64_t lba0, span0, end, chunk_end, later;
 		uint32_t s;
 		struct rt_slot *sl;
 
-		if (!r->active || r->next >= r->end || r->status != GPUOS_ST_OK) {
-			W->rr_req = (W->rr_req + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
-			tries++;
-			continue;
-		}
-		tries = 0;
+		/* The next pending request at or after rr_req, round robin. */
+		later = W->pending_mask & (~0ull << W->rr_req);
+		W->rr_req = gpuos_ffs64(later ? later : W->pending_mask);
+		r = &W->req[W->rr_req];
 		lba0 = r->next >> d->lba_shift;
 		span0 = lba0 << d->lba_shift;
 		end = span0 + d->xfer_bytes;
@@ -460,8 +468,10 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, struct rt_war
 		cmds[n++] = s;
 		/* Spread a large request: the next chunk may go to another queue,
 		 * so move on to the next request only when this one is all planned. */
-		if (r->next >= r->end)
+		if (r->next >= r->end) {
+			W->pending_mask &= ~(1ull << W->rr_req);
 			W->rr_req = (W->rr_req + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
+		}
 	}
 	return n;
 }
@@ -605,6 +615,7 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 		if (st != 0) {
 			if (r->status == GPUOS_ST_OK) {
 				r->status = GPUOS_ST_NVME;
+				W->pending_mask &= ~(1ull << sl->req); /* submit no more of it */
 				r->nvme_status = st;
 			}
 		} else if (r->status == GPUOS_ST_OK) {
@@ -694,6 +705,7 @@ GPUOS_INLINE GPUOS_HD void abandon(const struct gpuos_rt_desc *d, uint32_t w, st
 	sl->busy = SLOT_ZOMBIE;
 	if (r->status == GPUOS_ST_OK)
 		r->status = status;
+	W->pending_mask &= ~(1ull << sl->req);
 	r->outstanding--;
 	if (r->outstanding == 0)
 		finish_req(d, w, W, sl->req);
@@ -776,6 +788,8 @@ GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, 
 		W->free_stack[W->nfree++] = s - 1;
 	}
 	W->nreq = 0;
+	W->active_mask = 0;
+	W->pending_mask = 0;
 	W->rr_q = 0;
 	W->rr_req = 0;
 	W->consumed = 0;

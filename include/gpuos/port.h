@@ -153,6 +153,16 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_ffs(uint32_t mask)
 #endif
 }
 
+/* Index of the lowest set bit of a 64-bit mask; mask must be non-zero. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_ffs64(uint64_t mask)
+{
+#if GPUOS_ON_GPU
+	return (uint32_t)__ffsll((long long)mask) - 1u;
+#else
+	return (uint32_t)__builtin_ctzll(mask);
+#endif
+}
+
 /* Back off politely while polling. */
 GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
 {
