@@ -31,7 +31,7 @@ BOOT_SRC    := $(filter-out boot/main.c boot/cuda.c boot/cuda_none.c,$(wildcard 
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 RT_IMAGE    := $(BUILD)/kernels/runtime.fatbin
 
-.PHONY: all test demo gpu-test gpu-build check bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke
+.PHONY: all test demo gpu-test gpu-build check bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke fuzz
 all: $(BUILD)/gpuos
 
 deps:
@@ -77,6 +77,11 @@ $(BUILD)/gpuos-static: $(BUILD)/static/boot/main.o $(BUILD)/static/boot/cuda_non
 	@$(if $(Q),echo "  LD      $@ (static, host mode only)")
 	$(Q)$(CC) $(CFLAGS) -static -o $@ $^ $(LDLIBS_HOST)
 
+# The pci: path against QEMU's NVMe controller: gpuos-static inside a TCG
+# guest (Debian's kernel, fetched once into $(BUILD)/qemu), vfio and uio.
+test-qemu: $(BUILD)/gpuos-static
+	$(Q)bash tests/qemu/run.sh $(BUILD)
+
 # ---- tests ----------------------------------------------------------------------
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:%.c=$(BUILD)/%)
@@ -105,11 +110,36 @@ $(TSAN_DIR)/test_runtime: tests/unit/test_runtime.c tests/gpu/mini_criterion.h $
 tsan: $(TSAN_DIR)/test_runtime
 	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $<
 
+# ---- fuzzing ----------------------------------------------------------------------
+# Smoke run in make test: gcc + ASan/UBSan and the mutating driver of
+# tests/fuzz/standalone.c, FUZZ_SECONDS per target. `make fuzz` builds the
+# libFuzzer versions (clang) for long runs: build/fuzz/lf_<target> CORPUS.
+FUZZ_SECONDS ?= 15
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_TARGETS := gguf gpt ext4
+FUZZ_SA := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Iinclude
+$(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(wildcard runtime/*.h include/gpuos/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@ (ASan+UBSan fuzz driver)")
+	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< runtime/$*.c runtime/crc.c
+$(FUZZ_DIR)/corpus/.done: tests/tools/fuzz_corpus.sh tests/tools/gguf_writer.py
+	@mkdir -p $(dir $@)
+	$(Q)sh tests/tools/fuzz_corpus.sh $(FUZZ_DIR)/corpus >/dev/null && touch $@
+fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/sa_%) $(FUZZ_DIR)/corpus/.done
+	$(Q)cd $(FUZZ_DIR) && ./sa_gguf -t $(FUZZ_SECONDS) corpus/gguf && ./sa_gpt -t $(FUZZ_SECONDS) corpus/gpt && \
+		./sa_ext4 -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_ext4
+$(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
+	@mkdir -p $(dir $@)
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< runtime/$*.c runtime/crc.c
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-emu
+	$(Q)$(MAKE) --no-print-directory test-qemu
 	$(Q)$(MAKE) --no-print-directory tsan
+	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory check
 	@echo "make test: all passed"
 
@@ -140,9 +170,10 @@ check:
 		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -c $(BUILD)/check/$$(basename $$f .h).cu -o /dev/null || exit 1; \
 	done
 	$(Q)for f in $(RUNTIME_SRC); do \
-		$(CC) -x c++ -std=c++17 -Wall -Wextra -Werror -Iinclude -fsyntax-only $$f || exit 1; \
+		$(CC) -x c++ -std=c++17 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -fsyntax-only $$f || exit 1; \
+		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -x cu -c $$f -o /dev/null || exit 1; \
 	done
-	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc"
+	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc (sm_90)"
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

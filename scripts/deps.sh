@@ -12,6 +12,7 @@ pkgs=(
 	libelf-dev libzstd-dev zlib1g-dev  # device image inspection (libelf, linked statically)
 	e2fsprogs          # mke2fs -d / debugfs build and check test images
 	gdisk              # sgdisk: GPT test images
+	clang libclang-rt-14-dev  # libFuzzer builds (make fuzz)
 	zstd gnuplot-nox
 	qemu-system-x86 busybox-static cpio kmod   # the QEMU referee test
 	python3
