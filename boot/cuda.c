@@ -63,6 +63,9 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	if (!g)
 		return -ENOMEM;
 	g->dev = 0;
+	/* Host threads that wait for the GPU sleep instead of spinning: after
+	 * boot the CPU has nothing to do, and should use no time doing it. */
+	cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost);
 	if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
 		snprintf(why, whylen, "cannot open GPU 0");
 		free(g);
@@ -149,6 +152,55 @@ void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host)
 {
 	(void)g;
 	cudaHostUnregister(host);
+}
+
+int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why,
+			  size_t whylen)
+{
+	void *p = (void *)(uintptr_t)mmio, *d = NULL;
+	int ok = 0;
+	cudaError_t e;
+
+	if (cudaDeviceGetAttribute(&ok, cudaDevAttrHostRegisterSupported, g->dev) != cudaSuccess || !ok) {
+		snprintf(why, whylen, "GPU %s cannot register host mappings (cudaDevAttrHostRegisterSupported is 0)",
+			 g->name);
+		return -EOPNOTSUPP;
+	}
+	/* IoMemory: the range is another device's MMIO, not pageable memory; the
+	 * driver maps its physical address for the GPU (peer to peer). Mapped:
+	 * we want the GPU-side address of it. */
+	e = cudaHostRegister(p, len, cudaHostRegisterIoMemory | cudaHostRegisterMapped);
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError(); /* not sticky, but leave no error behind for later calls */
+		if (e == cudaErrorNotPermitted) {
+			snprintf(why, whylen, "cudaHostRegister(BAR0, IoMemory) refused: %s (it needs root)",
+				 cudaGetErrorString(e));
+			return -EPERM;
+		}
+		if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
+			snprintf(why, whylen,
+				 "cudaHostRegister(BAR0, IoMemory) refused: %s: this GPU driver, kernel or platform "
+				 "does not let the GPU reach another device's registers (docs/hardware.md); use --host",
+				 cudaGetErrorString(e));
+			return -EOPNOTSUPP;
+		}
+		snprintf(why, whylen, "cudaHostRegister(BAR0, IoMemory) failed: %s", cudaGetErrorString(e));
+		return -EIO;
+	}
+	if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
+		(void)cudaGetLastError();
+		cudaHostUnregister(p);
+		snprintf(why, whylen, "BAR0 is registered but the GPU has no address for it (cudaHostGetDevicePointer)");
+		return -EIO;
+	}
+	*dev = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+void gpuos_gpu_io_unregister(struct gpuos_gpu *g, volatile void *mmio)
+{
+	(void)g;
+	cudaHostUnregister((void *)(uintptr_t)mmio);
 }
 
 int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev)
