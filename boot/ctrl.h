@@ -49,6 +49,8 @@ struct gpuos_ctrl {
 	int dma_host_only;        /* set by open: the controller cannot DMA into VRAM
 				     (pci: without P2P), so bounce buffers are host memory */
 	int sim_vram;             /* see gpuos_boot_opts.sim_vram */
+	int regs_gpu_readable;    /* the GPU may read the registers (emu: memory); a GPU
+	                           * may not read another device's BAR on every platform */
 	uint64_t next_iova;       /* for controllers that pick IOVAs themselves */
 };
 

@@ -78,6 +78,7 @@ static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, 
 	c->regs = gpuos_emu_regs(p->emu);
 	c->regs_len = gpuos_emu_regs_len(p->emu);
 	c->regs_rt = c->gpu ? p->regs_dev : (uint64_t)(uintptr_t)c->regs;
+	c->regs_gpu_readable = 1;
 	return 0;
 }
 

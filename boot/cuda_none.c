@@ -19,6 +19,13 @@ int gpuos_gpu_host_alloc(struct gpuos_gpu *g, size_t len, void **host, uint64_t 
 void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host) { (void)g; (void)host; }
 int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev) { (void)g; (void)host; (void)len; (void)dev; return -ENODEV; }
 void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host) { (void)g; (void)host; }
+int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why, size_t whylen)
+{
+	(void)g; (void)mmio; (void)len; (void)dev;
+	snprintf(why, whylen, "no CUDA in this build");
+	return -ENODEV;
+}
+void gpuos_gpu_io_unregister(struct gpuos_gpu *g, volatile void *mmio) { (void)g; (void)mmio; }
 int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev) { (void)g; (void)len; (void)dev; return -ENODEV; }
 void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev) { (void)g; (void)dev; }
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device) { (void)g; (void)dst; (void)src; (void)len; (void)to_device; return -ENODEV; }

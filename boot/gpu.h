@@ -31,6 +31,16 @@ void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host);
 /* Pin and map existing host memory (page aligned) for the GPU. */
 int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev);
 void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host);
+/* Map another PCIe device's registers for the GPU (cudaHostRegisterIoMemory):
+ * mmio is that device's BAR as this process maps it (VFIO region or sysfs
+ * resource file), page aligned, len a multiple of the page size. GPU stores
+ * to *dev then travel peer to peer to the device (doorbells); GPU loads may
+ * not on some platforms (docs/hardware.md). 0; -EOPNOTSUPP when the GPU,
+ * driver or kernel does not allow it; -EPERM when it needs root; -EIO
+ * otherwise; the reason in why. */
+int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why,
+			  size_t whylen);
+void gpuos_gpu_io_unregister(struct gpuos_gpu *g, volatile void *mmio);
 /* Device memory. */
 int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev);
 void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev);

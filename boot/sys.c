@@ -527,7 +527,10 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	d->xfer_bytes = xfer;
 	d->flags = o->allow_raw ? GPUOS_RT_ALLOW_RAW : 0;
 	d->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : s->nvme.to_ms) * 1000000ull;
-	d->csts = s->ctrl->regs_rt ? s->ctrl->regs_rt + GPUOS_NVME_REG_CSTS : 0;
+	/* CSTS is polled for CFS where the runtime can read it; otherwise a dead
+	 * controller shows as command timeouts. */
+	d->csts = s->ctrl->regs_rt && (!s->gpu || s->ctrl->regs_gpu_readable)
+			  ? s->ctrl->regs_rt + GPUOS_NVME_REG_CSTS : 0;
 	d->mbox = s->mbox_dev.len ? s->mbox_dev.rt : s->shm_rt + GPUOS_SHM_MBOX_OFF;
 	d->mbox_nslots = nslots;
 	if (s->mbox_dev.len)

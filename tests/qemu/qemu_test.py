@@ -1,0 +1,472 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The pci: path of gpuos against QEMU's NVMe controller (DESIGN.md 4).
+
+Boots a Linux guest under TCG with two emulated NVMe controllers and runs
+build/gpuos-static (host mode) in it against them, through vfio-pci with an
+emulated Intel IOMMU (boot 1) and through uio_pci_generic with no IOMMU
+(boot 2):
+
+  A  0000:00:04.0  64 MiB, 512-byte LBAs, QEMU's defaults (64 queue pairs,
+                   MDTS 512 KiB); one sector fails every read (blkdebug); a
+                   minix file system at its start for the safety checks
+  B  0000:00:05.0  32 MiB, 4096-byte LBAs, mdts=3 (32 KiB), max_ioqpairs=2,
+                   100 IOPS (throttling.iops-total): a slow device
+
+Every read is checked against the image here (the guest prints MD5s).
+A boot fails on a DMAR fault line in the guest's kernel log and on any
+pci_nvme_err* / pci_nvme_ub* trace event of QEMU except the ones the
+injected read error itself must produce (and those must be there).
+
+Usage: qemu_test.py BUILD_DIR   (tests/qemu/run.sh prepares the kernel)
+Environment: GPUOS_QEMU_SEED (random ranges), GPUOS_QEMU_KEEP=1 (keep logs),
+GPUOS_QEMU_ONLY=vfio|uio (one boot).
+"""
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+A_BDF, B_BDF = "0000:00:04.0", "0000:00:05.0"
+A_SIZE, B_SIZE = 64 << 20, 32 << 20
+A_LBA, B_LBA = 512, 4096
+BAD_SECTOR = 81931                       # 512-byte sector of A that fails (blkdebug)
+BAD_BYTES = (BAD_SECTOR * 512, BAD_SECTOR * 512 + 512)
+B_IOPS = 100
+FS_BYTES = 4 << 20                       # minix file system at the start of A (1 KiB blocks: not on B)
+BOOT_TIMEOUT = 150
+HEAP = ["--heap-mib", "16"]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+class Plan:
+    """The guest's script and what the host expects of each line it prints."""
+
+    def __init__(self, name):
+        self.name = name
+        self.lines = []
+        self.checks = []     # (name, kind, fn(rec) -> error string or None)
+        self.reads = 0
+        self.read_bytes = 0
+
+    def sh(self, line):
+        self.lines.append(line)
+
+    def _add(self, name, kind, fn):
+        assert all(n != name for n, _, _ in self.checks), name
+        self.checks.append((name, kind, fn))
+
+    @staticmethod
+    def q(args):
+        return " ".join("'" + a.replace("'", "'\\''") + "'" for a in args)
+
+    def _read_check(self, img, off, length, lba):
+        want = hashlib.md5(img[off:off + length]).hexdigest()
+        fails = off < BAD_BYTES[1] and off + length > BAD_BYTES[0] and lba == A_LBA
+        self.reads += 1
+        self.read_bytes += length
+
+        def check(rec):
+            if fails:
+                if rec["rc"] == 0:
+                    return "read over the failing sector succeeded"
+                if "Unrecovered Read Error" not in rec["err"]:
+                    return "wrong error: " + rec["err"]
+                return None
+            if rec["rc"] != 0:
+                return "rc %d: %s" % (rec["rc"], rec["err"])
+            if rec["md5"] != want:
+                return "data differ from the image (md5 %s, want %s)" % (rec["md5"], want)
+            return None
+        return check, fails
+
+    def read(self, name, img, lba, off, length, device=None, socket=None, bg=False, min_ms=0):
+        src = ["--device", device] + HEAP if device else ["--socket", socket]
+        cmd = ["gpuos", "read"] + src + ["--allow-raw", "--offset", str(off), "--length", str(length)]
+        fn, fails = self._read_check(img, off, length, lba)
+        if min_ms:
+            data_check = fn
+
+            def fn(rec):
+                return data_check(rec) or (None if rec["ms"] >= min_ms else
+                                           "took %d ms, a throttled device needs %d at least" % (rec["ms"], min_ms))
+        self.sh(("b " if bg else "r ") + name + " " + self.q(cmd))
+        self._add(name, "R", fn)
+        return fails
+
+    def collect(self):
+        self.sh("collect")
+
+    def text(self, name, cmd, rc=0, err=None, out=None):
+        """A command whose exit status, stderr and stdout are checked."""
+        self.sh("t " + name + " " + (cmd if isinstance(cmd, str) else self.q(cmd)))
+
+        def check(rec):
+            if rc is not None and rec["rc"] != rc:
+                return "rc %d (want %d): %s %s" % (rec["rc"], rc, rec["err"], rec["out"][:200])
+            if err and not re.search(err, rec["err"]):
+                return "stderr %r does not match %r" % (rec["err"], err)
+            if out:
+                r = out(rec["out"]) if callable(out) else (None if re.search(out, rec["out"]) else
+                                                           "stdout %r does not match %r" % (rec["out"][:300], out))
+                if r:
+                    return r
+            return None
+        self._add(name, "T", check)
+
+    def identify(self, name, device, want):
+        def out(text):
+            try:
+                j = json.loads(text)
+            except ValueError:
+                return "not JSON: " + text[:200]
+            bad = {k: (j.get(k), v) for k, v in want.items() if j.get(k) != v}
+            return ("identify differs (got, want): %s" % bad) if bad else None
+        self.text(name, ["gpuos", "identify", "--json", "--device", device], out=out)
+
+    def service(self, name, key, sock, device, args, expect_err):
+        cmd = ["gpuos", "boot", "--device", device, "--allow-raw"] + HEAP + args
+        self.sh("svc_start %s %s %s %s" % (name, key, sock, self.q(cmd)))
+
+        def check(rec):
+            if rec["rc"] != 0:
+                return "service did not get ready: " + rec["err"]
+            if expect_err and not re.search(expect_err, rec["err"]):
+                return "service says %r, want %r" % (rec["err"], expect_err)
+            return None
+        self._add(name, "T", check)
+
+    def service_stop(self, name, key, sock):
+        self.sh("svc_stop %s %s %s" % (name, key, sock))
+        self._add(name, "T", lambda rec: None if rec["rc"] == 0 else "service exit %d: %s" % (rec["rc"], rec["err"]))
+
+    def script(self):
+        return "\n".join(self.lines) + "\n"
+
+
+def ranges(rng, size, n, lba, small=False):
+    """Random (offset, length) pairs: unaligned, sub-LBA, multi-command and large."""
+    out = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            length = rng.randint(1, 4096)
+        elif kind == 1:
+            length = rng.randint(4096, 256 << 10)
+        elif kind == 2:
+            length = rng.randint(256 << 10, (1 << 20) if small else (3 << 20))
+        else:
+            length = rng.randint(1, 64 << 10) // lba * lba or lba   # LBA aligned
+        off = rng.randint(0, size - length)
+        if kind == 3:
+            off = off // lba * lba
+        out.append((off, length))
+    return out
+
+
+def avoid_bad(rng, size, length):
+    while True:
+        off = rng.randint(0, size - length)
+        if off + length <= BAD_BYTES[0] or off >= BAD_BYTES[1]:
+            return off
+
+
+def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag):
+    """Reads on both controllers, directly and through services."""
+    # Direct: each `gpuos read` boots a runtime (bring-up, queues), reads, shuts down.
+    for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 6, A_LBA)):
+        p.read("%s-a-read%d" % (tag, i), a_img, A_LBA, off, ln, device=a_dev)
+    p.read("%s-a-read-bad-sector" % tag, a_img, A_LBA, BAD_BYTES[0] + 100, 200, device=a_dev)
+    p.read("%s-a-read-across-bad" % tag, a_img, A_LBA, BAD_BYTES[0] - (300 << 10), 1 << 20, device=a_dev)
+    for i, (off, ln) in enumerate(ranges(rng, B_SIZE, 4, B_LBA, small=True)):
+        p.read("%s-b-read%d" % (tag, i), b_img, B_LBA, off, ln, device=b_dev)
+    # 1 MiB is 32 commands of MDTS 32 KiB: at 100 IOPS (a burst of 10 let
+    # through at once) no less than 220 ms, so the limits are really in force.
+    p.read("%s-b-read-1mib-throttled" % tag, b_img, B_LBA, rng.randint(0, 31) << 20, 1 << 20, device=b_dev,
+           min_ms=(32 - 10) * 1000 // B_IOPS)
+
+    # A service on A: 2 warps, 8 queue pairs; an error in the middle of a
+    # parallel batch fails that request only, and the runtime goes on.
+    sa = "/tmp/%s-a.sock" % tag
+    p.service("%s-a-service" % tag, tag + "_a", sa, a_dev, ["--warps", "2", "--queues", "8"], r"2 warps x 4 queues")
+    # While the service holds A, nobody else gets it.
+    p.text("%s-refuse-busy" % tag, ["gpuos", "identify", "--device", a_dev], rc=2,
+           err=r"another process|in use by process \d+ \(gpuos\)")
+    for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 4, A_LBA)):
+        p.read("%s-a-svc%d" % (tag, i), a_img, A_LBA, off, ln, socket=sa)
+    for i in range(4):
+        if i == 2:
+            p.read("%s-a-par-bad" % tag, a_img, A_LBA, BAD_BYTES[0] - 4096, 64 << 10, socket=sa, bg=True)
+        else:
+            ln = rng.randint(100 << 10, 2 << 20)
+            p.read("%s-a-par%d" % (tag, i), a_img, A_LBA, avoid_bad(rng, A_SIZE, ln), ln, socket=sa, bg=True)
+    p.collect()
+    for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 3, A_LBA)):
+        p.read("%s-a-after-error%d" % (tag, i), a_img, A_LBA, off, ln, socket=sa)
+    p.service_stop("%s-a-service-stop" % tag, tag + "_a", sa)
+
+    # A service on B: asks for 4 queue pairs, B grants 2; slow, 4 KiB LBAs,
+    # 32 KiB per command.
+    sb = "/tmp/%s-b.sock" % tag
+    p.service("%s-b-service" % tag, tag + "_b", sb, b_dev, ["--warps", "2", "--queues", "4"], r"2 warps x 1 queues")
+    for i, (off, ln) in enumerate(ranges(rng, B_SIZE, 4, B_LBA, small=True)):
+        p.read("%s-b-svc%d" % (tag, i), b_img, B_LBA, off, ln, socket=sb, bg=True)
+    p.collect()
+    p.service_stop("%s-b-service-stop" % tag, tag + "_b", sb)
+
+
+A_ID = {"lba_bytes": 512, "namespace_lbas": A_SIZE // 512, "mdts_bytes": 512 << 10, "io_queues": 64,
+        "serial": "gpuos-a"}
+B_ID = {"lba_bytes": 4096, "namespace_lbas": B_SIZE // 4096, "mdts_bytes": 32 << 10, "io_queues": 2,
+        "serial": "gpuos-b"}
+
+
+def plan_vfio(rng, a_img, b_img):
+    p = Plan("vfio")
+    # The kernel's nvme driver takes both; A's file system gets mounted.
+    p.text("vfio-modprobe-nvme", "nvme_up 2", out=r"^2")
+    p.text("vfio-mount-a", "mount_minix", out=r"/dev/nvme")
+    # DESIGN.md 8: refuse a controller in use, say why in one line.
+    p.text("vfio-refuse-mounted", ["gpuos", "identify", "--device", "pci:" + A_BDF], rc=2,
+           err=r"^gpuos identify: pci:%s: refusing .*nvme\d+n1 is mounted at /mnt" % A_BDF)
+    p.text("vfio-refuse-bound", ["gpuos", "identify", "--device", "pci:" + B_BDF], rc=2,
+           err=r"^gpuos identify: pci:%s: refusing .*bound to the kernel's nvme driver, which serves nvme\d+n1" % B_BDF)
+    p.text("vfio-bind-refuses-mounted", ["/test/vfio-bind.sh", A_BDF], rc=1,
+           err=r"nvme\d+n1 is mounted at /mnt; refusing")
+    p.text("vfio-umount-a", "umount /mnt")
+    p.text("vfio-bind", ["/test/vfio-bind.sh", A_BDF, B_BDF],
+           out=r"%s: bound to vfio-pci \(was nvme, serving nvme\d+n1\), IOMMU group /dev/vfio/\d+ +"
+               r"%s: bound to vfio-pci" % (A_BDF, B_BDF))
+    a, b = "pci:" + A_BDF, "pci:" + B_BDF
+    p.identify("vfio-identify-a", a, A_ID)
+    p.identify("vfio-identify-b", b, B_ID)
+    p.text("vfio-refuse-uio-under-iommu", ["gpuos", "identify", "--device", a + ",mode=uio"], rc=2,
+           err=r"IOMMU translates this device's DMA")
+    add_io_tests(p, rng, a_img, b_img, a, b, "vfio")
+    p.text("vfio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
+           out=r"%s: unbound from vfio-pci, now bound to nvme" % A_BDF)
+    return p
+
+
+def plan_uio(rng, a_img, b_img):
+    p = Plan("uio")
+    p.text("uio-setup", "sh -c 'modprobe uio_pci_generic && echo 64 > /proc/sys/vm/nr_hugepages && "
+           "grep HugePages_Free /proc/meminfo'", out=r"HugePages_Free: +64")
+    a, b = "pci:" + A_BDF, "pci:" + B_BDF
+    p.text("uio-refuse-vfio-without-iommu", ["gpuos", "identify", "--device", a], rc=2,
+           err=r"has no IOMMU group: the IOMMU is off")
+    # gpuos binds uio_pci_generic itself (nothing holds the devices here) ...
+    p.identify("uio-identify-a", a + ",mode=uio", A_ID)
+    p.identify("uio-identify-b", b + ",mode=uio", B_ID)
+    # ... and later finds the binding: pci:BDF alone means uio now.
+    add_io_tests(p, rng, a_img, b_img, a, b, "uio")
+    p.text("uio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
+           out=r"%s: unbound from uio_pci_generic, now without a driver" % A_BDF)
+    return p
+
+
+def make_images(run, seed):
+    rng = random.Random(seed)
+    fs = os.path.join(run, "minix.img")
+    with open(fs, "wb") as f:
+        f.truncate(FS_BYTES)
+    subprocess.run(["mkfs.minix", fs], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(fs, "rb") as f:
+        a = f.read() + rng.randbytes(A_SIZE - FS_BYTES)
+    os.unlink(fs)
+    b = rng.randbytes(B_SIZE)
+    for name, data in (("a.img", a), ("b.img", b)):
+        with open(os.path.join(run, name), "wb") as f:
+            f.write(data)
+    with open(os.path.join(run, "blkdebug.conf"), "w") as f:
+        f.write('[inject-error]\nevent = "read_aio"\nsector = "%d"\nerrno = "5"\n' % BAD_SECTOR)
+    return a, b
+
+
+def make_initrd(build, run, plan):
+    root = os.path.join(run, "root-" + plan.name)
+    shutil.rmtree(root, ignore_errors=True)
+    for d in ("bin", "test"):
+        os.makedirs(os.path.join(root, d))
+    shutil.copy(os.path.join(HERE, "init"), os.path.join(root, "init"))
+    shutil.copy(os.path.join(build, "gpuos-static"), os.path.join(root, "bin", "gpuos"))
+    shutil.copy(os.path.join(HERE, "guest.sh"), os.path.join(root, "test", "guest.sh"))
+    for s in ("vfio-bind.sh", "vfio-unbind.sh"):
+        shutil.copy(os.path.join(REPO, "scripts", s), os.path.join(root, "test", s))
+    with open(os.path.join(root, "test", "plan.sh"), "w") as f:
+        f.write(plan.script())
+    for x in ("init", "bin/gpuos", "test/vfio-bind.sh", "test/vfio-unbind.sh"):
+        os.chmod(os.path.join(root, x), 0o755)
+    files = subprocess.run("find . | sort", shell=True, cwd=root, check=True, capture_output=True).stdout
+    cp = subprocess.run(["cpio", "-o", "-H", "newc", "--owner=0:0", "--quiet"], cwd=root, input=files,
+                        check=True, capture_output=True).stdout
+    gz = subprocess.run(["gzip", "-1"], input=cp, check=True, capture_output=True).stdout
+    out = os.path.join(run, "initrd-" + plan.name)
+    with open(os.path.join(build, "qemu", "kernel", "base.cpio.gz"), "rb") as f:
+        base = f.read()
+    with open(out, "wb") as f:
+        f.write(base + gz)   # the kernel unpacks concatenated archives in order
+    shutil.rmtree(root)
+    return out
+
+
+def boot(build, run, plan, iommu):
+    kdir = os.path.join(build, "qemu", "kernel")
+    initrd = make_initrd(build, run, plan)
+    con = os.path.join(run, plan.name + "-console.log")
+    res = os.path.join(run, plan.name + "-results.log")
+    trace = os.path.join(run, plan.name + "-trace.log")
+    for f in (con, res, trace):
+        if os.path.exists(f):
+            os.unlink(f)
+    append = "console=ttyS0 quiet panic=-1 nokaslr"
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-machine", "q35", "-cpu", "max", "-smp", "1", "-m", "512",
+           "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+           "-serial", "file:" + con, "-serial", "file:" + res,
+           "-kernel", os.path.join(kdir, "vmlinuz"), "-initrd", initrd]
+    if iommu:
+        # intel-iommu goes first: devices find their DMA address space at creation.
+        cmd += ["-device", "intel-iommu"]
+        append += " intel_iommu=on iommu.strict=1"
+    cmd += ["-append", append,
+            "-drive", "file=blkdebug:%s:%s,if=none,id=nvma,format=raw,readonly=on" % (
+                os.path.join(run, "blkdebug.conf"), os.path.join(run, "a.img")),
+            "-device", "nvme,serial=gpuos-a,drive=nvma,addr=04.0",
+            "-drive", "file=%s,if=none,id=nvmb,format=raw,readonly=on,throttling.iops-total=%d" % (
+                os.path.join(run, "b.img"), B_IOPS),
+            "-device", "nvme,serial=gpuos-b,drive=nvmb,addr=05.0,mdts=3,max_ioqpairs=2,"
+                       "logical_block_size=4096,physical_block_size=4096",
+            "-trace", "pci_nvme_err*", "-trace", "pci_nvme_ub*", "-D", trace]
+    t0 = time.time()
+    try:
+        q = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=BOOT_TIMEOUT)
+        qrc, qerr = q.returncode, q.stderr.decode(errors="replace").strip()
+    except subprocess.TimeoutExpired:
+        qrc, qerr = None, "no power-off within %d s" % BOOT_TIMEOUT
+    return time.time() - t0, qrc, qerr, con, res, trace
+
+
+def read_text(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace").replace("\r", "")
+    except OSError:
+        return ""
+
+
+def evaluate(plan, secs, qrc, qerr, con, res, trace):
+    """Returns (passed, failed, lines)."""
+    out, passed, failed = [], 0, 0
+
+    def ok(name, detail=""):
+        nonlocal passed
+        passed += 1
+        out.append("  ok   %s%s" % (name, detail))
+
+    def bad(name, why):
+        nonlocal failed
+        failed += 1
+        out.append("  FAIL %s: %s" % (name, why))
+
+    text = read_text(res)
+    recs, klog, begin, end = {}, [], None, None
+    for line in text.split("\n"):
+        if line.startswith("R ") or line.startswith("T "):
+            head, _, rest = line.partition("|")
+            f = head.split()
+            if len(f) < 4:
+                continue
+            rec = {"kind": f[0], "rc": int(f[2]), "ms": int(f[3]), "md5": "", "err": "", "out": ""}
+            if f[0] == "R":
+                rec["md5"] = f[4] if len(f) > 4 else ""
+                rec["err"] = rest
+            else:
+                rec["err"], _, rec["out"] = rest.partition("|")
+            recs[f[1]] = rec
+        elif line.startswith("K "):
+            klog.append(line[2:])
+        elif line.startswith("BEGIN "):
+            begin = line
+        elif line.startswith("END "):
+            end = line
+    if not begin:
+        bad(plan.name + "-boot", "the guest never started the plan (qemu rc %s: %s); console: %s" % (
+            qrc, qerr[-300:], read_text(con)[-600:]))
+        return passed, failed + len(plan.checks), out
+    for name, kind, fn in plan.checks:
+        rec = recs.get(name)
+        if rec is None:
+            bad(name, "no result (the guest stopped before it)")
+            continue
+        why = fn(rec)
+        if why:
+            bad(name, why)
+        else:
+            ok(name, "  (%d ms)" % rec["ms"])
+    if end and qrc == 0:
+        ok(plan.name + "-poweroff", "  (boot %.1f s, guest uptime at end %s s)" % (secs, end.split()[1]))
+    else:
+        bad(plan.name + "-poweroff", "qemu rc %s: %s" % (qrc, qerr[-300:]))
+    # The IOMMU would log a DMA outside the mapped IOVAs here (the command
+    # itself may still complete with status 0).
+    dmar = [l for l in klog + read_text(con).split("\n") if "DMAR: [DMA" in l or "DMAR: DRHD: handling fault" in l]
+    if dmar:
+        bad(plan.name + "-no-dmar-faults", "; ".join(dmar[:3]))
+    else:
+        ok(plan.name + "-no-dmar-faults")
+    # QEMU's own view of driver mistakes. The injected read error produces
+    # exactly these two events with status 0x281; anything else is ours.
+    tr = [l for l in read_text(trace).split("\n") if "pci_nvme_err" in l or "pci_nvme_ub" in l]
+    expected = re.compile(r"pci_nvme_err_(aio cid \d+ err '[^']*' status 0x281|"
+                          r"req_status cid \d+ nsid 1 status 0x281 opc 0x2)$")
+    other = [l for l in tr if not expected.search(l)]
+    if other:
+        bad(plan.name + "-no-nvme-trace-errors", "%d events, e.g. %s" % (len(other), "; ".join(other[:3])))
+    elif not tr:
+        bad(plan.name + "-no-nvme-trace-errors", "not even the injected read error was traced (is -trace working?)")
+    else:
+        ok(plan.name + "-no-nvme-trace-errors", "  (%d expected events of the injected error)" % len(tr))
+    return passed, failed, out
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    seed = int(os.environ.get("GPUOS_QEMU_SEED") or random.SystemRandom().randrange(1 << 30))
+    only = os.environ.get("GPUOS_QEMU_ONLY", "")
+    run = os.path.join(build, "qemu", "run")
+    shutil.rmtree(run, ignore_errors=True)
+    os.makedirs(run)
+    t0 = time.time()
+    a_img, b_img = make_images(run, seed)
+    print("qemu: seed %d (GPUOS_QEMU_SEED=%d repeats this run)" % (seed, seed))
+    total_p = total_f = 0
+    rng = random.Random(seed + 1)
+    for name, mk, iommu, what in (("vfio", plan_vfio, True, "vfio-pci, intel-iommu (strict)"),
+                                  ("uio", plan_uio, False, "uio_pci_generic, no IOMMU, hugepages")):
+        plan = mk(rng, a_img, b_img)
+        if only and only != name:
+            continue
+        print("== boot %s: %s; %d checks, %d reads of %.1f MiB" % (
+            name, what, len(plan.checks), plan.reads, plan.read_bytes / 2**20), flush=True)
+        secs, qrc, qerr, con, res, trace = boot(build, run, plan, iommu)
+        p, f, lines = evaluate(plan, secs, qrc, qerr, con, res, trace)
+        print("\n".join(lines), flush=True)
+        if f:
+            print("   logs: %s %s %s" % (con, res, trace))
+        total_p += p
+        total_f += f
+    print("qemu: %d passed, %d failed (%.0f s)" % (total_p, total_f, time.time() - t0))
+    if not total_f and not os.environ.get("GPUOS_QEMU_KEEP"):
+        shutil.rmtree(run, ignore_errors=True)
+    return 1 if total_f else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
