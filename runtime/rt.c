@@ -826,10 +826,13 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 				gpuos_warp_sync();
 			}
 		}
-		work += reap(d, w, W);
+		/* Nothing in flight: no CQ to look at. Nothing left to submit: no
+		 * SQ to fill. Each skipped step saves loads that miss L1. */
+		if (W->nfree != d->slots_per_warp)
+			work += reap(d, w, W);
 		if (cmd != GPUOS_RT_CMD_PARK)
 			work += intake(d, w, W, cmd);
-		if (!W->fatal)
+		if (!W->fatal && W->pending_mask)
 			work += submit(d, w, W);
 		if ((it & 255u) == 0)
 			check_timeouts(d, w, W);
