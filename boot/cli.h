@@ -58,5 +58,12 @@ int cmd_read(int argc, char **argv);
 int cmd_boot(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_image(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_gguf(int argc, char **argv);
+/* "the controller reported an error: NVMe status 0x281 ..." */
+void describe_status(char *buf, size_t len, uint32_t st, uint16_t nvme);
 
 #endif /* GPUOS_BOOT_CLI_H */

@@ -15,6 +15,12 @@ static void usage(FILE *f)
 		"  boot --device DEV [--warps N] [--queues N] [--depth N] [--host] [--socket PATH] [--allow-raw]\n"
 		"                                        run the runtime as a service\n"
 		"  stop [--socket PATH]                  stop a running service\n"
+		"  ls [--json] --device DEV [--part N] PATH      list a directory of the device's ext4\n"
+		"  stat [--json] --device DEV [--part N] PATH    inode, mode, size and extents of a file\n"
+		"  cat --device DEV [--part N] PATH [-o FILE]    a file's bytes\n"
+		"  gguf [--json] --device DEV [--part N] PATH|@BYTEOFFSET\n"
+		"                                        a GGUF model's header, KVs and tensors\n"
+		"  image [--json] APP.cubin              inspect an app image: architecture, ABI, entries\n"
 		"  bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--json]\n"
 		"                                        requests/s and latency through the whole path\n"
 		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
@@ -35,6 +41,16 @@ int main(int argc, char **argv)
 		return cmd_read(argc - 2, argv + 2);
 	if (!strcmp(cmd, "boot"))
 		return cmd_boot(argc - 2, argv + 2);
+	if (!strcmp(cmd, "ls"))
+		return cmd_ls(argc - 2, argv + 2);
+	if (!strcmp(cmd, "stat"))
+		return cmd_stat(argc - 2, argv + 2);
+	if (!strcmp(cmd, "cat"))
+		return cmd_cat(argc - 2, argv + 2);
+	if (!strcmp(cmd, "gguf"))
+		return cmd_gguf(argc - 2, argv + 2);
+	if (!strcmp(cmd, "image"))
+		return cmd_image(argc - 2, argv + 2);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 2, argv + 2);
 	if (!strcmp(cmd, "stop"))

@@ -30,6 +30,7 @@
 #include "gpuos/loopback.h"
 #include "shm.h"
 #include "../runtime/rt.h"
+#include "../runtime/files.h"
 
 extern const char gpuos_rt_image[] __attribute__((weak));
 
@@ -41,9 +42,11 @@ struct gpuos_sys {
 	struct gpuos_nvme_dev nvme;
 	int nvme_up;
 	uint32_t nq;              /* queue pairs created */
-	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES], cq[GPUOS_RT_MAX_QUEUES];
+	/* I/O queue pairs: the service warps', then the metadata warp's */
+	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES + 1], cq[GPUOS_RT_MAX_QUEUES + 1];
 	struct gpuos_dma bounce, prp, ctl, state, desc_dev, mbox_dev, dev_heap;
-	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES], loop_cq_db[GPUOS_RT_MAX_QUEUES];
+	struct gpuos_dma files, meta_bounce, meta_prp;
+	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
 	struct gpuos_rt_desc *desc;   /* host copy */
 	/* shared segment: header, mailbox, heap */
 	char shm_name[64];
@@ -64,9 +67,18 @@ struct warp_arg {
 static void *host_warp(void *p)
 {
 	struct warp_arg *a = (struct warp_arg *)p;
-	gpuos_rt_warp_run(a->d, a->w);
+	if (a->w < a->d->nwarps)
+		gpuos_rt_warp_run(a->d, a->w);
+	else
+		gpuos_rt_meta_run(a->d); /* the metadata warp: one more thread */
 	free(a);
 	return NULL;
+}
+
+/* Service warps plus the metadata warp. */
+static uint32_t rt_threads(const struct gpuos_rt_desc *d)
+{
+	return d->nwarps + (d->meta ? 1u : 0u);
 }
 
 void gpuos_boot_opts_default(struct gpuos_boot_opts *o)
@@ -95,14 +107,14 @@ static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 		if (s->ctrl->ops->loopback && (r = gpuos_loop_start(s->ctrl, gpuos_rt_image, err, errlen)))
 			return r;
 		r = gpuos_gpu_launch(s->gpu, GPUOS_STREAM_RT, gpuos_rt_image, "gpuos_rt_kernel", s->desc_dev.rt,
-					 s->desc->nwarps, 32, err, errlen);
+					 rt_threads(s->desc), 32, err, errlen);
 		if (r)
 			return r;
 	} else {
-		s->threads = calloc(s->desc->nwarps, sizeof(pthread_t));
+		s->threads = calloc(rt_threads(s->desc), sizeof(pthread_t));
 		if (!s->threads)
 			return -ENOMEM;
-		for (w = 0; w < s->desc->nwarps; w++) {
+		for (w = 0; w < rt_threads(s->desc); w++) {
 			struct warp_arg *a = malloc(sizeof(*a));
 			if (a) {
 				a->d = s->desc;
@@ -145,7 +157,7 @@ static int stop_runtime(struct gpuos_sys *s, uint32_t cmd, char *err, size_t err
 				r = r2;
 		}
 	} else {
-		for (w = 0; w < s->desc->nwarps; w++)
+		for (w = 0; w < rt_threads(s->desc); w++)
 			pthread_join(s->threads[w], NULL);
 		free(s->threads);
 		s->threads = NULL;
@@ -180,7 +192,7 @@ static void teardown(struct gpuos_sys *s)
 		for (q = s->nq; q > 0; q--)
 			gpuos_nvme_delete_qpair(&s->nvme, q, e, sizeof(e));
 	}
-	for (q = 0; q < GPUOS_RT_MAX_QUEUES; q++) {
+	for (q = 0; q <= GPUOS_RT_MAX_QUEUES; q++) {
 		if (s->sq[q].len)
 			gpuos_dma_free(s->ctrl, &s->sq[q]);
 		if (s->cq[q].len)
@@ -190,6 +202,12 @@ static void teardown(struct gpuos_sys *s)
 		gpuos_dma_free(s->ctrl, &s->bounce);
 	if (s->prp.len)
 		gpuos_dma_free(s->ctrl, &s->prp);
+	if (s->files.len)
+		gpuos_dma_free(s->ctrl, &s->files);
+	if (s->meta_bounce.len)
+		gpuos_dma_free(s->ctrl, &s->meta_bounce);
+	if (s->meta_prp.len)
+		gpuos_dma_free(s->ctrl, &s->meta_prp);
 	if (s->ctl.len)
 		gpuos_dma_free(s->ctrl, &s->ctl);
 	if (s->state.len)
@@ -221,6 +239,9 @@ static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 	char why[256];
 	(void)err;
 	(void)errlen;
+	/* Scripts that run in host mode on purpose silence the notice. */
+	if (getenv("GPUOS_QUIET_HOST"))
+		s->opts.quiet = 1;
 	if (s->opts.host_mode) {
 		if (!s->opts.quiet)
 			fprintf(stderr, "gpuos: host mode (--host): the runtime runs on CPU threads\n");
@@ -378,7 +399,7 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 {
 	struct gpuos_sys *s = calloc(1, sizeof(*s));
 	struct gpuos_rt_desc *d;
-	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, i;
+	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, i, meta, avail;
 	uint64_t *prp;
 	const char *why;
 	int r;
@@ -405,17 +426,24 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		nq = warps;
 	if (nq > GPUOS_RT_MAX_QUEUES)
 		nq = GPUOS_RT_MAX_QUEUES;
+	/* One more queue pair for the metadata warp (files and models): it
+	 * blocks on its reads, so it shares no queue with a service warp. The
+	 * gpu-null loopback moves no data, so it serves no files. */
 	if (s->ctrl->ops->loopback)
 		s->nvme.io_queues = nq;
-	else if ((r = gpuos_nvme_set_queues(&s->nvme, nq, err, errlen)))
+	else if ((r = gpuos_nvme_set_queues(&s->nvme, nq + 1u, err, errlen)))
 		goto fail;
-	if (s->nvme.io_queues < warps) {
+	meta = !s->ctrl->ops->loopback && s->nvme.io_queues >= 2;
+	avail = s->nvme.io_queues - (meta ? 1u : 0u);
+	if (!meta && !s->ctrl->ops->loopback && !o->quiet)
+		fprintf(stderr, "gpuos: the controller grants 1 I/O queue: no metadata warp, file and model requests are refused\n");
+	if (avail < warps) {
 		if (!o->quiet)
 			fprintf(stderr, "gpuos: the controller grants %u I/O queues; running %u service warps instead of %u\n",
-				s->nvme.io_queues, s->nvme.io_queues, warps);
-		warps = s->nvme.io_queues;
+				s->nvme.io_queues, avail, warps);
+		warps = avail;
 	}
-	nq = GPUOS_MIN(nq, s->nvme.io_queues);
+	nq = GPUOS_MIN(nq, avail);
 	nq -= nq % warps;
 	qpw = nq / warps;
 	depth = o->depth ? o->depth : 256;
@@ -459,6 +487,20 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 			goto fail;
 		s->nq = q + 1;
 	}
+	if (meta) {
+		/* The metadata warp's queue pair (qid nq + 1) */
+		r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_sqe), GPUOS_MEM_HOST, 1, &s->sq[nq]);
+		if (!r)
+			r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_cqe), GPUOS_MEM_HOST, 1, &s->cq[nq]);
+		if (r) {
+			snprintf(err, errlen, "allocate the metadata queue: %s", strerror(-r));
+			goto fail;
+		}
+		r = gpuos_nvme_create_qpair(&s->nvme, nq + 1, depth, s->sq[nq].iova, s->cq[nq].iova, err, errlen);
+		if (r)
+			goto fail;
+		s->nq = nq + 1;
+	}
 
 	/* Bounce buffers and their PRP lists, one of each per command slot. */
 	/* In VRAM where the controller can DMA there (P2P, or emulated); in host
@@ -477,12 +519,28 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		for (pg = 1; pg < xfer / 4096u; pg++)
 			prp[(size_t)i * 512u + pg - 1u] = s->bounce.iova + (uint64_t)i * xfer + (uint64_t)pg * 4096u;
 	}
+	if (meta) {
+		/* The metadata warp's buffer and PRP list, like a command slot's. */
+		uint32_t pg;
+		r = gpuos_dma_alloc(s->ctrl, xfer, s->ctrl->dma_host_only ? GPUOS_MEM_HOST : GPUOS_MEM_VRAM, 1,
+				    &s->meta_bounce);
+		if (!r)
+			r = gpuos_dma_alloc(s->ctrl, 4096u, GPUOS_MEM_HOST, 1, &s->meta_prp);
+		if (r) {
+			snprintf(err, errlen, "allocate the metadata buffer: %s", strerror(-r));
+			goto fail;
+		}
+		for (pg = 1; pg < xfer / 4096u; pg++)
+			((uint64_t *)s->meta_prp.host)[pg - 1u] = s->meta_bounce.iova + (uint64_t)pg * 4096u;
+	}
 
 	nslots = o->mbox_slots ? o->mbox_slots : 1024;
 	nslots = GPUOS_MAX(nslots, warps);
 	nslots -= nslots % warps;
 	if (nslots / warps > GPUOS_MBOX_MAX_PER_PART)
 		nslots = GPUOS_MBOX_MAX_PER_PART * warps;
+	if (meta && nslots > 65535u) /* the metadata ring names slots in 16 bits */
+		nslots = 65535u - 65535u % warps;
 	r = make_shm(s, nslots, warps, err, errlen);
 	if (r)
 		goto fail;
@@ -507,7 +565,8 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 			goto fail;
 		}
 	}
-	r = gpuos_dma_alloc(s->ctrl, sizeof(struct gpuos_rt_ctl) + warps * sizeof(struct gpuos_rt_stats),
+	/* statistics: one line per service warp and one for the metadata warp */
+	r = gpuos_dma_alloc(s->ctrl, sizeof(struct gpuos_rt_ctl) + (warps + 1u) * sizeof(struct gpuos_rt_stats),
 			    GPUOS_MEM_HOST, 0, &s->ctl);
 	if (r)
 		goto fail;
@@ -574,6 +633,28 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		goto fail;
 	}
 	d->state = s->state.rt;
+	if (meta) {
+		d->meta = 1;
+		d->part = o->part;
+		d->queue[nq].sq = s->sq[nq].rt;
+		d->queue[nq].cq = s->cq[nq].rt;
+		d->queue[nq].sq_db = gpuos_nvme_sq_db_rt(&s->nvme, nq + 1);
+		d->queue[nq].cq_db = gpuos_nvme_cq_db_rt(&s->nvme, nq + 1);
+		d->queue[nq].qid = nq + 1;
+		d->queue[nq].depth = depth;
+		d->meta_bounce = s->meta_bounce.rt;
+		d->meta_bounce_iova = s->meta_bounce.iova;
+		d->meta_prp = s->meta_prp.rt;
+		d->meta_prp_iova = s->meta_prp.iova;
+		d->files_bytes = gpuos_rt_files_bytes(d);
+		r = gpuos_dma_alloc(s->ctrl, d->files_bytes, GPUOS_MEM_VRAM, 0, &s->files);
+		if (r) {
+			snprintf(err, errlen, "allocate %llu bytes for files and models: %s",
+				 (unsigned long long)d->files_bytes, strerror(-r));
+			goto fail;
+		}
+		d->files = s->files.rt;
+	}
 	if (gpuos_rt_desc_check(d, &why)) {
 		snprintf(err, errlen, "runtime descriptor: %s", why);
 		r = -EINVAL;
@@ -638,7 +719,7 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 	const struct gpuos_rt_ctl *ctl = (const struct gpuos_rt_ctl *)s->ctl.host;
 	uint32_t w;
 	memset(st, 0, sizeof(*st));
-	for (w = 0; w < s->desc->nwarps; w++) {
+	for (w = 0; w < rt_threads(s->desc); w++) {
 		const struct gpuos_rt_stats *x = &ctl->stats[w];
 		st->requests += __atomic_load_n(&x->requests, __ATOMIC_RELAXED);
 		st->bytes += __atomic_load_n(&x->bytes, __ATOMIC_RELAXED);

@@ -2,10 +2,16 @@
 // The runtime image: every kernel gpuos launches, in one module loaded once
 // before the runtime spins. runtime/ is instantiated here for the GPU; no
 // logic lives in this file beyond the entry points.
-//   gpuos_rt_kernel      the persistent runtime, one service warp per block
+//   gpuos_rt_kernel      the persistent runtime, one service warp per block, and
+//                        the metadata warp in block nwarps (when d->meta)
 //   gpuos_loop_kernel    the gpu-null loopback controller (loopback.cuh)
 //   gpuos_bench_client   a measuring client (bench_client.cuh)
 #include "../runtime/rt.c"
+#include "../runtime/files.c"
+#include "../runtime/ext4.c"
+#include "../runtime/gpt.c"
+#include "../runtime/gguf.c"
+#include "../runtime/crc.c"
 #include "../runtime/status.c"
 #include "loopback.cuh"
 #include "bench_client.cuh"
@@ -14,4 +20,6 @@ extern "C" __global__ void __launch_bounds__(32) gpuos_rt_kernel(const struct gp
 {
 	if (blockIdx.x < d->nwarps)
 		gpuos_rt_warp_run(d, blockIdx.x);
+	else if (blockIdx.x == d->nwarps)
+		gpuos_rt_meta_run(d);
 }

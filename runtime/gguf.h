@@ -35,159 +35,12 @@
 #ifndef GPUOS_RUNTIME_GGUF_H
 #define GPUOS_RUNTIME_GGUF_H
 
-#include "gpuos/port.h"
+#include "gpuos/gguf.h"
 #include "meta_io.h"
 
 GPUOS_EXTERN_C_BEGIN
 
-/* ---- constants -------------------------------------------------------------- */
-
-#define GPUOS_GGUF_MAGIC             0x46554747u /* "GGUF" as a little-endian u32 */
-#define GPUOS_GGUF_DEFAULT_ALIGNMENT 32u         /* GGUF_DEFAULT_ALIGNMENT in ggml */
-#define GPUOS_GGUF_MAX_DIMS          4u          /* GGML_MAX_DIMS */
-#define GPUOS_GGUF_NAME_MAX          128u        /* tensor name buffer, NUL included */
-#define GPUOS_GGUF_KEY_MAX           65535u      /* longest key (gguf.md: < 2^16 bytes) */
-#define GPUOS_GGUF_STR_MAX           65536u      /* bytes of one string kept in the arena */
-#define GPUOS_GGUF_ARR_ITEMS         16u         /* array items kept in the arena */
-#define GPUOS_GGUF_MAX_DEPTH         8u          /* array-of-array nesting levels */
-#define GPUOS_GGUF_MAX_TENSORS       (1u << 24)
-#define GPUOS_GGUF_MAX_KV            (1u << 20)
-#define GPUOS_GGUF_MAX_LAYER         (1u << 20)  /* blk.N with N above this is no layer */
-#define GPUOS_GGUF_WINDOW            4096u
-
-/* KV value types (gguf.md, enum gguf_type). */
-#define GPUOS_GGUF_TYPE_UINT8   0u
-#define GPUOS_GGUF_TYPE_INT8    1u
-#define GPUOS_GGUF_TYPE_UINT16  2u
-#define GPUOS_GGUF_TYPE_INT16   3u
-#define GPUOS_GGUF_TYPE_UINT32  4u
-#define GPUOS_GGUF_TYPE_INT32   5u
-#define GPUOS_GGUF_TYPE_FLOAT32 6u
-#define GPUOS_GGUF_TYPE_BOOL    7u
-#define GPUOS_GGUF_TYPE_STRING  8u
-#define GPUOS_GGUF_TYPE_ARRAY   9u
-#define GPUOS_GGUF_TYPE_UINT64  10u
-#define GPUOS_GGUF_TYPE_INT64   11u
-#define GPUOS_GGUF_TYPE_FLOAT64 12u
-#define GPUOS_GGUF_TYPE_COUNT   13u
-
-/* ggml tensor types (ggml.h, enum ggml_type). 4, 5, 31-33 and 36-38 were
- * removed upstream and are refused, as llama.cpp refuses them. */
-#define GPUOS_GGML_TYPE_F32     0u
-#define GPUOS_GGML_TYPE_F16     1u
-#define GPUOS_GGML_TYPE_Q4_0    2u
-#define GPUOS_GGML_TYPE_Q4_1    3u
-#define GPUOS_GGML_TYPE_Q5_0    6u
-#define GPUOS_GGML_TYPE_Q5_1    7u
-#define GPUOS_GGML_TYPE_Q8_0    8u
-#define GPUOS_GGML_TYPE_Q8_1    9u
-#define GPUOS_GGML_TYPE_Q2_K    10u
-#define GPUOS_GGML_TYPE_Q3_K    11u
-#define GPUOS_GGML_TYPE_Q4_K    12u
-#define GPUOS_GGML_TYPE_Q5_K    13u
-#define GPUOS_GGML_TYPE_Q6_K    14u
-#define GPUOS_GGML_TYPE_Q8_K    15u
-#define GPUOS_GGML_TYPE_IQ2_XXS 16u
-#define GPUOS_GGML_TYPE_IQ2_XS  17u
-#define GPUOS_GGML_TYPE_IQ3_XXS 18u
-#define GPUOS_GGML_TYPE_IQ1_S   19u
-#define GPUOS_GGML_TYPE_IQ4_NL  20u
-#define GPUOS_GGML_TYPE_IQ3_S   21u
-#define GPUOS_GGML_TYPE_IQ2_S   22u
-#define GPUOS_GGML_TYPE_IQ4_XS  23u
-#define GPUOS_GGML_TYPE_I8      24u
-#define GPUOS_GGML_TYPE_I16     25u
-#define GPUOS_GGML_TYPE_I32     26u
-#define GPUOS_GGML_TYPE_I64     27u
-#define GPUOS_GGML_TYPE_F64     28u
-#define GPUOS_GGML_TYPE_IQ1_M   29u
-#define GPUOS_GGML_TYPE_BF16    30u
-#define GPUOS_GGML_TYPE_TQ1_0   34u
-#define GPUOS_GGML_TYPE_TQ2_0   35u
-#define GPUOS_GGML_TYPE_MXFP4   39u
-#define GPUOS_GGML_TYPE_NVFP4   40u
-#define GPUOS_GGML_TYPE_Q1_0    41u
-#define GPUOS_GGML_TYPE_Q2_0    42u
-#define GPUOS_GGML_TYPE_COUNT   43u
-
-/* struct gpuos_gguf_kv.flags */
-#define GPUOS_GGUF_KV_TRUNCATED (1u << 0) /* a string of this value kept shorter than on disk */
-
-/* struct gpuos_gguf.flags */
-#define GPUOS_GGUF_F_TRUNCATED     (1u << 0) /* some KV has GPUOS_GGUF_KV_TRUNCATED */
-#define GPUOS_GGUF_F_PACKED        (1u << 1) /* tensors lie back to back in file order, each
-					    * padded to the alignment (what llama.cpp demands) */
-#define GPUOS_GGUF_F_DATA_PAST_EOF (1u << 2) /* data_offset > file size: valid only with no
-					    * tensor bytes (vocab-only files are not padded) */
-#define GPUOS_GGUF_F_INDEXED       (1u << 3) /* mem.index holds a hash index of the names */
-
-/* ---- results ------------------------------------------------------------------ */
-
-/* A scalar, widened: unsigned ints and bool (0/1) in u64, signed ints
- * sign-extended in i64, float32 and float64 in f64 (float32 converts exactly). */
-union gpuos_gguf_value {
-	uint64_t u64;
-	int64_t i64;
-	double f64;
-};
-static_assert(sizeof(union gpuos_gguf_value) == 8, "gguf value size");
-
-/* A string in the arena. */
-struct gpuos_gguf_str {
-	uint32_t off;          /* 0x00 arena offset of the bytes, NUL-terminated there */
-	uint32_t len;          /* 0x04 bytes kept: min(full_len, GPUOS_GGUF_STR_MAX) */
-	uint64_t full_len;     /* 0x08 length on disk */
-};
-static_assert(sizeof(struct gpuos_gguf_str) == 16, "gguf str size");
-
-/* An array: its first n_items items in the arena at items_off, as
- *   elem_type scalar: union gpuos_gguf_value[n_items]
- *   elem_type string: struct gpuos_gguf_str[n_items]
- *   elem_type array:  struct gpuos_gguf_arr[n_items] (nested arrays)
- * Items are kept for the KV's own array and for the arrays nested directly in
- * it; deeper arrays keep elem_type and count only (n_items = 0). */
-struct gpuos_gguf_arr {
-	uint32_t elem_type;    /* 0x00 GPUOS_GGUF_TYPE_* */
-	uint32_t n_items;      /* 0x04 items kept, <= GPUOS_GGUF_ARR_ITEMS */
-	uint64_t count;        /* 0x08 elements on disk */
-	uint32_t items_off;    /* 0x10 arena offset, 8-byte aligned */
-	uint32_t rsvd14;       /* 0x14 */
-};
-static_assert(sizeof(struct gpuos_gguf_arr) == 24, "gguf arr size");
-
-struct gpuos_gguf_kv {
-	uint32_t key_off;      /* 0x00 arena offset of the key, NUL-terminated there */
-	uint32_t key_len;      /* 0x04 */
-	uint32_t type;         /* 0x08 GPUOS_GGUF_TYPE_* */
-	uint32_t flags;        /* 0x0c GPUOS_GGUF_KV_* */
-	union gpuos_gguf_value val;  /* 0x10 scalar types */
-	struct gpuos_gguf_str str;   /* 0x18 type STRING */
-	struct gpuos_gguf_arr arr;   /* 0x28 type ARRAY */
-	uint64_t val_off;      /* 0x40 file offset of the encoded value (after the type) */
-	uint64_t val_bytes;    /* 0x48 its encoded size: a tool may read a whole array from here */
-	uint32_t hash;         /* 0x50 FNV-1a of the key */
-	uint32_t rsvd54;       /* 0x54 */
-};
-static_assert(sizeof(struct gpuos_gguf_kv) == 88, "gguf kv size");
-static_assert(offsetof(struct gpuos_gguf_kv, arr) == 0x28, "gguf kv arr");
-static_assert(offsetof(struct gpuos_gguf_kv, val_off) == 0x40, "gguf kv val_off");
-
-struct gpuos_gguf_tensor {
-	/* what a loader needs first */
-	uint64_t abs_off;      /* 0x00 data_offset + rel_off: byte offset in the file */
-	uint64_t size;         /* 0x08 bytes: ne[0]/block * type_size * ne[1]*ne[2]*ne[3] */
-	uint64_t rel_off;      /* 0x10 offset as stored, relative to data_offset */
-	uint64_t ne[GPUOS_GGUF_MAX_DIMS]; /* 0x18 dims; 1 past n_dims */
-	uint32_t type;         /* 0x38 GPUOS_GGML_TYPE_* */
-	uint32_t n_dims;       /* 0x3c 0..4 */
-	int32_t layer;         /* 0x40 N for names "blk.N.*", else -1 */
-	uint32_t name_len;     /* 0x44 */
-	uint32_t hash;         /* 0x48 FNV-1a of the name */
-	uint32_t rsvd4c;       /* 0x4c */
-	char name[GPUOS_GGUF_NAME_MAX]; /* 0x50 NUL-terminated */
-};
-static_assert(sizeof(struct gpuos_gguf_tensor) == 208, "gguf tensor size");
-static_assert(offsetof(struct gpuos_gguf_tensor, name) == 0x50, "gguf tensor name");
+/* Constants, value types and the result records: gpuos/gguf.h. */
 
 /* Caller-provided memory. NULL with capacity 0: not wanted (the parse still
  * validates everything, except that duplicate keys and tensor names are
@@ -301,15 +154,6 @@ GPUOS_HD int gpuos_gguf_layer_next(const struct gpuos_gguf *g, uint32_t n, int a
  * read for a whole layer. Returns 0 or -ENOENT. */
 GPUOS_HD int gpuos_gguf_layer_span(const struct gpuos_gguf *g, uint32_t n, uint64_t *off,
 				   uint64_t *end);
-
-/* "uint8" .. "float64", or NULL for an unknown type. */
-GPUOS_HD const char *gpuos_gguf_type_name(uint32_t type);
-
-/* "F32", "Q4_K", ... (the names gguf-py uses), or NULL for an unknown type. */
-GPUOS_HD const char *gpuos_ggml_type_name(uint32_t type);
-
-/* Elements per block and bytes per block of a ggml type; -EINVAL if unknown. */
-GPUOS_HD int gpuos_ggml_type_size(uint32_t type, uint32_t *block, uint32_t *bytes);
 
 /* Arena pointers for a result. */
 GPUOS_INLINE GPUOS_HD const char *gpuos_gguf_kv_key(const struct gpuos_gguf *g,

@@ -12,6 +12,7 @@
 #include <errno.h>
 
 #include "rt.h"
+#include "files.h"
 #include "queue.h"
 
 /* ---- private state ----------------------------------------------------------- */
@@ -27,6 +28,7 @@ struct rt_slot {            /* one in-flight NVMe command; CID = slot index in t
 	uint32_t rsvd;
 	uint64_t dst;           /* where they go (runtime space) */
 	uint64_t t_submit;
+	uint64_t lba;           /* first LBA of the command */
 };
 
 struct rt_req {             /* a mailbox request being served */
@@ -36,8 +38,10 @@ struct rt_req {             /* a mailbox request being served */
 	uint32_t outstanding;   /* commands in flight */
 	uint16_t nvme_status;
 	uint16_t rsvd;
-	uint32_t rsvd2;
-	uint64_t off, end;      /* requested byte range of the namespace */
+	uint32_t h;             /* handle slot (1-based) whose map gives device offsets, 0: raw device */
+	uint32_t hint;          /* extent index of the last chunk (files_map) */
+	uint32_t rsvd3;
+	uint64_t off, end;      /* requested byte range: of the namespace, or of the handle's file */
 	uint64_t next;          /* first byte not yet submitted */
 	uint64_t dst;
 	uint64_t done;          /* bytes delivered */
@@ -118,6 +122,10 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 		w = "state too small";
 	else if (d->mbox_nslots == 0 || d->mbox_nslots % d->nwarps)
 		w = "mailbox slots must be a multiple of the service warps";
+	else if (d->meta && d->mbox_nslots > 65535u)
+		w = "at most 65535 mailbox slots with a metadata warp";
+	else if (d->meta && (d->files_bytes < gpuos_rt_files_bytes(d) || !d->files || d->queue[d->nqueues].depth < 2))
+		w = "files region or metadata queue missing";
 	if (why)
 		*why = w;
 	return w ? -EINVAL : 0;
@@ -293,6 +301,37 @@ GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w,
 
 /* ---- intake -------------------------------------------------------------------- */
 
+/* Lane 0: enter a validated request in the warp's table (intake only runs
+ * with a free entry). Returns 1, or 0 when the table is full. */
+GPUOS_INLINE GPUOS_HD int enter_req(struct rt_warp *W, uint32_t ms, uint32_t h, uint64_t off, uint64_t len,
+				    uint64_t dst)
+{
+	uint32_t i;
+	static_assert(GPUOS_RT_MAX_REQS_PER_WARP == 64, "request masks are 64 bits");
+	if (~W->active_mask != 0) {
+		struct rt_req *r;
+		i = gpuos_ffs64(~W->active_mask);
+		r = &W->req[i];
+		r->active = 1;
+		W->active_mask |= 1ull << i;
+		W->pending_mask |= 1ull << i;
+		r->mslot = ms;
+		r->status = GPUOS_ST_OK;
+		r->nvme_status = 0;
+		r->outstanding = 0;
+		r->off = off;
+		r->end = off + len;
+		r->next = off;
+		r->dst = dst;
+		r->done = 0;
+		r->h = h;
+		r->hint = 0;
+		W->nreq++;
+		return 1;
+	}
+	return 0;
+}
+
 /* Lane 0 only. Validate a request just taken; either complete it at once or
  * enter it in the request table. Returns 1 if it used a table entry. */
 GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
@@ -302,7 +341,6 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	uint32_t op = s->opcode;
 	uint64_t off = s->offset, len = s->length, dst = s->dst;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
-	uint32_t i;
 
 	/* Mark it ours. The client polls state for DONE meanwhile; relaxed is
 	 * enough, TAKEN publishes nothing. */
@@ -322,6 +360,70 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	}
 	if (op == GPUOS_OP_NOP) {
 		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
+		return 0;
+	}
+	if (op == GPUOS_OP_READ || op == GPUOS_OP_GGUF_LOAD) {
+		/* Files and tensors: the handle's extent map (in device memory)
+		 * turns file offsets into device offsets; served here. */
+		const struct rt_handle *hd;
+		uint64_t foff = off;
+		if (!d->meta) {
+			finish_slot(d, w, W, ms, GPUOS_ST_NO_FILES, 0, 0);
+			return 0;
+		}
+		if (s->flags) {
+			finish_slot(d, w, W, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
+			return 0;
+		}
+		hd = gpuos_rt_handle(d, s->handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
+		if (!hd) {
+			finish_slot(d, w, W, ms, GPUOS_ST_BAD_HANDLE, 0, 0);
+			return 0;
+		}
+		if (hd->kind == H_DIR) {
+			finish_slot(d, w, W, ms, GPUOS_ST_ISDIR, 0, 0);
+			return 0;
+		}
+		if (len > GPUOS_MAX_LENGTH || off + len < off) {
+			finish_slot(d, w, W, ms, GPUOS_ST_OVERFLOW, 0, 0);
+			return 0;
+		}
+		if (op == GPUOS_OP_GGUF_LOAD) {
+			uint64_t toff, tsize;
+			if (gpuos_rt_files_tensor(d, hd, s->arg, &toff, &tsize) || off > tsize ||
+			    (len && len > tsize - off)) {
+				finish_slot(d, w, W, ms, GPUOS_ST_BAD_RANGE, 0, 0);
+				return 0;
+			}
+			if (len == 0)
+				len = tsize - off; /* to the end of the tensor */
+			foff = toff + off;
+		} else {
+			len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
+		}
+		if (len == 0) {
+			finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
+			return 0;
+		}
+		if (dst == 0 || !dst_registered(d, dst, len)) {
+			finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
+			return 0;
+		}
+		if (hd->map == H_MAP_META) {
+			gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
+			return 0;
+		}
+		if (enter_req(W, ms, gpuos_rt_handle_index(s->handle), foff, len, dst))
+			return 1;
+		finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0); /* unreachable: refuse rather than drop */
+		return 0;
+	}
+	if (op == GPUOS_OP_OPEN || op == GPUOS_OP_STAT || op == GPUOS_OP_READDIR || op == GPUOS_OP_CLOSE ||
+	    (op >= GPUOS_OP_GGUF_OPEN && op <= GPUOS_OP_GGUF_LAYER)) {
+		if (!d->meta)
+			finish_slot(d, w, W, ms, GPUOS_ST_NO_FILES, 0, 0);
+		else
+			gpuos_rt_files_forward(d, ms); /* parsers block: the metadata warp answers */
 		return 0;
 	}
 	if (op != GPUOS_OP_READ_RAW) {
@@ -352,30 +454,12 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 		return 0;
 	}
-	static_assert(GPUOS_RT_MAX_REQS_PER_WARP == 64, "request masks are 64 bits");
-	if (~W->active_mask != 0) {
-		struct rt_req *r;
-		i = gpuos_ffs64(~W->active_mask);
-		r = &W->req[i];
-		r->active = 1;
-		W->active_mask |= 1ull << i;
-		W->pending_mask |= 1ull << i;
-		r->mslot = ms;
-		r->status = GPUOS_ST_OK;
-		r->nvme_status = 0;
-		r->outstanding = 0;
-		r->off = off;
-		r->end = off + len;
-		r->next = off;
-		r->dst = dst;
-		r->done = 0;
-		W->nreq++;
+	if (enter_req(W, ms, 0, off, len, dst))
 		return 1;
-	}
-	/* Unreachable: intake only runs with a free entry. Refuse rather than drop. */
-	finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0);
+	finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0); /* unreachable: refuse rather than drop */
 	return 0;
 }
+
 
 /* Take new requests from this warp's ring: lanes read up to 32 new entries
  * at once; a prefix of entries already written is taken in ring order. An
@@ -431,46 +515,83 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 
 /* ---- submission ------------------------------------------------------------------ */
 
+/* Lane 0: write n zero bytes (a hole or an unwritten extent of a file). */
+GPUOS_INLINE GPUOS_HD void zero_fill(uint64_t dst, uint64_t n)
+{
+	uint8_t *p = (uint8_t *)(uintptr_t)dst;
+	uint64_t i = 0;
+	for (; i < n && ((uintptr_t)(p + i) & 7u); i++)
+		p[i] = 0;
+	for (; i + 8u <= n; i += 8u)
+		*(uint64_t *)(p + i) = 0;
+	for (; i < n; i++)
+		p[i] = 0;
+}
+
 /* Lane 0: plan up to `max` commands for queue q into cmds[] (slot indices).
- * Returns the count. The SQEs are written by all lanes afterwards. */
-GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, struct rt_warp *W, uint32_t q,
+ * Returns the count. The SQEs are written by all lanes afterwards. A
+ * command covers whole LBAs of one contiguous device range: of the raw
+ * device, or of one extent of a file (the handle's map). Holes and
+ * unwritten extents are zero-filled here, at most xfer_bytes per step. */
+GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t q,
 				    uint32_t max, uint32_t *cmds)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, steps = 0;
 	uint64_t lbs = 1ull << d->lba_shift;
 
-	while (n < max && W->nfree > 0 && W->pending_mask) {
+	while (n < max && steps < max && W->nfree > 0 && W->pending_mask) {
 		struct rt_req *r;
-		uint64_t lba0, span0, end, chunk_end, later;
-		uint32_t s;
+		uint64_t dev, run, span0, chunk, later;
+		uint32_t s, ri;
+		int zero = 0;
 		struct rt_slot *sl;
 
 		/* The next pending request at or after rr_req, round robin. */
 		later = W->pending_mask & (~0ull << W->rr_req);
-		W->rr_req = gpuos_ffs64(later ? later : W->pending_mask);
-		r = &W->req[W->rr_req];
-		lba0 = r->next >> d->lba_shift;
-		span0 = lba0 << d->lba_shift;
-		end = span0 + d->xfer_bytes;
-		chunk_end = end < r->end ? end : r->end;
-		s = W->free_stack[--W->nfree];
-		sl = &W->slot[s];
-		sl->busy = SLOT_BUSY;
-		sl->req = W->rr_req;
-		sl->q = q;
-		sl->src_off = (uint32_t)(r->next - span0);
-		sl->copy_len = (uint32_t)(chunk_end - r->next);
-		sl->dst = r->dst + (r->next - r->off);
-		/* nlb stashed in rsvd until the SQE is built */
-		sl->rsvd = (uint32_t)((chunk_end - span0 + lbs - 1u) >> d->lba_shift);
-		r->next = chunk_end;
-		r->outstanding++;
-		cmds[n++] = s;
+		ri = W->rr_req = gpuos_ffs64(later ? later : W->pending_mask);
+		r = &W->req[ri];
+		if (r->h == 0) {
+			dev = r->next;
+			run = r->end - r->next;
+		} else if (gpuos_rt_files_map(d, gpuos_rt_handle_at(d, r->h), r->next, &dev, &run, &zero, &r->hint)) {
+			r->status = GPUOS_ST_CORRUPT; /* the map changed under us: the handle was closed */
+			W->pending_mask &= ~(1ull << ri);
+			if (r->outstanding == 0)
+				finish_req(d, w, W, ri);
+			continue;
+		}
+		run = GPUOS_MIN(run, r->end - r->next);
+		if (zero) {
+			chunk = GPUOS_MIN(run, (uint64_t)d->xfer_bytes);
+			zero_fill(r->dst + (r->next - r->off), chunk);
+			r->next += chunk;
+			r->done += chunk;
+			steps++;
+		} else {
+			span0 = (dev >> d->lba_shift) << d->lba_shift;
+			chunk = GPUOS_MIN(run, span0 + d->xfer_bytes - dev);
+			s = W->free_stack[--W->nfree];
+			sl = &W->slot[s];
+			sl->busy = SLOT_BUSY;
+			sl->req = ri;
+			sl->q = q;
+			sl->lba = dev >> d->lba_shift;
+			sl->src_off = (uint32_t)(dev - span0);
+			sl->copy_len = (uint32_t)chunk;
+			sl->dst = r->dst + (r->next - r->off);
+			/* nlb stashed in rsvd until the SQE is built */
+			sl->rsvd = (uint32_t)((dev + chunk - span0 + lbs - 1u) >> d->lba_shift);
+			r->next += chunk;
+			r->outstanding++;
+			cmds[n++] = s;
+		}
 		/* Spread a large request: the next chunk may go to another queue,
 		 * so move on to the next request only when this one is all planned. */
 		if (r->next >= r->end) {
-			W->pending_mask &= ~(1ull << W->rr_req);
-			W->rr_req = (W->rr_req + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
+			W->pending_mask &= ~(1ull << ri);
+			W->rr_req = (ri + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
+			if (r->outstanding == 0)
+				finish_req(d, w, W, ri); /* it was all zeros */
 		}
 	}
 	return n;
@@ -481,10 +602,9 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 				     struct gpuos_qp *qp, uint32_t ahead, uint32_t s)
 {
 	struct rt_slot *sl = &W->slot[s];
-	struct rt_req *r = &W->req[sl->req];
 	uint32_t gs = w * d->slots_per_warp + s;
 	uint64_t iova = d->bounce_iova + (uint64_t)gs * d->xfer_bytes;
-	uint64_t lba = (sl->dst - r->dst + r->off - sl->src_off) >> d->lba_shift;
+	uint64_t lba = sl->lba;
 	uint32_t nlb = sl->rsvd;
 	uint64_t bytes = (uint64_t)nlb << d->lba_shift;
 	struct gpuos_nvme_sqe *e = gpuos_qp_sq_entry(qp, ahead);
@@ -528,7 +648,7 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 			max = gpuos_qp_sq_space(qp);
 			if (max > GPUOS_WARP_MAX)
 				max = GPUOS_WARP_MAX;
-			n = plan(d, W, q, max, cmds);
+			n = plan(d, w, W, q, max, cmds);
 			for (uint32_t i = 0; i < n; i++)
 				W->slot[cmds[i]].t_submit = gpuos_now_ns();
 		}
@@ -865,7 +985,10 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 			gpuos_backoff(&idle);
 	}
 	gpuos_warp_sync();
-	if (lane == 0)
+	if (lane == 0) {
 		publish_stats(d, w, W);
+		if (d->meta)
+			gpuos_rt_files_warp_exit(d); /* after our last forward to the metadata warp */
+	}
 	gpuos_warp_sync();
 }

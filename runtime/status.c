@@ -92,6 +92,10 @@ GPUOS_HD const char *gpuos_status_name(uint32_t st)
 	case GPUOS_ST_NOSPC: return "out of space in a runtime table";
 	case GPUOS_ST_STOPPING: return "runtime is stopping";
 	case GPUOS_ST_BAD_FLAGS: return "invalid flags";
+	case GPUOS_ST_ISDIR: return "is a directory";
+	case GPUOS_ST_NAMETOOLONG: return "file name too long";
+	case GPUOS_ST_IO: return "metadata could not be read from the device";
+	case GPUOS_ST_NO_FILES: return "this runtime serves no files (no metadata queue)";
 	default: return "unknown status";
 	}
 }

@@ -40,16 +40,41 @@
 
 GPUOS_EXTERN_C_BEGIN
 
-#define GPUOS_ABI_VERSION 1u
+#define GPUOS_ABI_VERSION 2u
 #define GPUOS_MBOX_MAGIC  0x786f626du /* "mbox" */
 #define GPUOS_RT_MAGIC    0x736f7067u /* "gpos" */
 
 /* ---- opcodes ---------------------------------------------------------------- */
+/*
+ * Files and models (ABI 2). Paths are absolute, NUL-terminated, in registered
+ * memory (the client heap), at most GPUOS_PATH_MAX bytes with the NUL. For
+ * every file or model opcode: when the status is not OK and dst/length give
+ * room, dst holds a NUL-terminated reason ("corrupt superblock: bad magic"),
+ * cut to length. Handles are opaque non-zero numbers; a stale or closed
+ * handle gets BAD_HANDLE.
+ *
+ *   op            handle  offset        length      dst             arg         result / result2
+ *   OPEN          -       -             dst bytes   reason buffer   path        handle / size in bytes
+ *   STAT          [h]     first extent  dst bytes   gpuos_stat+ext  path        extents written / total
+ *   READDIR       dir h   cookie        dst bytes   gpuos_dirent[]  -           entries / next cookie
+ *   READ          file h  file offset   bytes       data            -           bytes (short at EOF)
+ *   CLOSE         h       -             -           -               -           0
+ *   GGUF_OPEN     -       [raw offset]  dst bytes   reason buffer   [path]      handle / tensor count
+ *   GGUF_INFO     gguf h  -             dst bytes   gguf export     -           bytes needed / 0
+ *   GGUF_FIND     gguf h  -             dst bytes   reason buffer   name        tensor index / 0
+ *   GGUF_TENSOR   gguf h  -             dst bytes   gpuos_gguf_tensor index     0 / 0
+ *   GGUF_LOAD     gguf h  tensor offset bytes (0:   data            index       bytes / 0
+ *                                       to its end)
+ *   GGUF_LAYER    gguf h  -             dst bytes   uint32_t[]      layer N     tensors in it / 0
+ *
+ * READ and GGUF_LOAD are served by the service warps (the extent map of the
+ * handle is in device memory); the others by the runtime's metadata warp.
+ */
 enum gpuos_op {
 	GPUOS_OP_NOP = 0,        /* completes at once; measures the mailbox path */
 	GPUOS_OP_READ_RAW = 1,   /* bytes [offset, offset+length) of the namespace -> dst; needs allow_raw */
 	GPUOS_OP_WRITE_RAW = 2,  /* reserved: writes need --allow-write (not served yet) */
-	/* 16..31: files (next ABI users; the runtime answers BAD_OPCODE until served) */
+	/* 16..31: files */
 	GPUOS_OP_OPEN = 16,
 	GPUOS_OP_STAT = 17,
 	GPUOS_OP_READDIR = 18,
@@ -61,9 +86,64 @@ enum gpuos_op {
 	GPUOS_OP_GGUF_FIND = 34,
 	GPUOS_OP_GGUF_TENSOR = 35,
 	GPUOS_OP_GGUF_LOAD = 36,
-	GPUOS_OP_GGUF_LOAD_LAYER = 37,
+	GPUOS_OP_GGUF_LAYER = 37,
 	GPUOS_OP_MAX = 64
 };
+
+/* Flags of OPEN and STAT. */
+#define GPUOS_OPEN_NOFOLLOW  (1u << 0)  /* do not follow a symlink in the last component (lstat) */
+#define GPUOS_STAT_HANDLE    (1u << 1)  /* STAT: the open handle `handle`, not a path */
+/* Flags of GGUF_OPEN. */
+#define GPUOS_GGUF_RAW       (1u << 2)  /* a GGUF written raw at byte `offset` of the device (allow_raw) */
+
+#define GPUOS_PATH_MAX 4096u
+#define GPUOS_NAME_MAX 255u
+#define GPUOS_DIR_END  0xffffffffffffffffull  /* READDIR: no entry left */
+
+/* File types (the ext4 directory entry codes). */
+enum gpuos_ftype {
+	GPUOS_FT_UNKNOWN = 0, GPUOS_FT_REG = 1, GPUOS_FT_DIR = 2, GPUOS_FT_CHR = 3,
+	GPUOS_FT_BLK = 4, GPUOS_FT_FIFO = 5, GPUOS_FT_SOCK = 6, GPUOS_FT_SYMLINK = 7
+};
+
+/* A run of file blocks: blocks [lblk, lblk+len) of the file are blocks
+ * [pblk, pblk+len) of the file system (block_size bytes each). */
+#define GPUOS_EXTENT_UNWRITTEN (1u << 0)  /* allocated, reads as zeros */
+struct gpuos_extent {
+	uint64_t lblk;         /* 0x00 */
+	uint64_t pblk;         /* 0x08 */
+	uint32_t len;          /* 0x10 */
+	uint32_t flags;        /* 0x14 GPUOS_EXTENT_* */
+};
+static_assert(sizeof(struct gpuos_extent) == 24, "extent size");
+
+/* STAT's answer; extents (from index `offset` on) follow while they fit. */
+struct gpuos_stat {
+	uint32_t ino;          /* 0x00 */
+	uint32_t type;         /* 0x04 enum gpuos_ftype */
+	uint32_t mode;         /* 0x08 permission and type bits (st_mode) */
+	uint32_t links;        /* 0x0c */
+	uint64_t size;         /* 0x10 bytes */
+	uint32_t block_size;   /* 0x18 of the file system */
+	uint32_t nextents;     /* 0x1c extents of the file in all */
+	uint64_t part_lba;     /* 0x20 partition start in device LBAs (0: no partition table) */
+	uint32_t uid;          /* 0x28 */
+	uint32_t gid;          /* 0x2c */
+	int64_t mtime;         /* 0x30 seconds since the epoch */
+	uint32_t first;        /* 0x38 index of ext[0] among the file's extents */
+	uint32_t n;            /* 0x3c extents in ext[] */
+	struct gpuos_extent ext[]; /* 0x40 */
+};
+static_assert(sizeof(struct gpuos_stat) == 64, "stat size");
+
+struct gpuos_dirent {
+	uint32_t ino;          /* 0x00 */
+	uint8_t type;          /* 0x04 enum gpuos_ftype */
+	uint8_t name_len;      /* 0x05 */
+	uint16_t rsvd06;       /* 0x06 */
+	char name[GPUOS_NAME_MAX + 1]; /* 0x08 NUL-terminated */
+};
+static_assert(sizeof(struct gpuos_dirent) == 264, "dirent size");
 
 /* ---- request status (what the runtime answers; never a negative errno) ---- */
 enum gpuos_status {
@@ -86,6 +166,10 @@ enum gpuos_status {
 	GPUOS_ST_NOSPC = 16,
 	GPUOS_ST_STOPPING = 17,    /* runtime is shutting down */
 	GPUOS_ST_BAD_FLAGS = 18,
+	GPUOS_ST_ISDIR = 19,       /* READ of a directory */
+	GPUOS_ST_NAMETOOLONG = 20, /* a path or a name too long */
+	GPUOS_ST_IO = 21,          /* metadata could not be read (device error or timeout) */
+	GPUOS_ST_NO_FILES = 22,    /* this runtime serves no files (no metadata queue) */
 	GPUOS_ST_COUNT
 };
 

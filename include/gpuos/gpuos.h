@@ -11,6 +11,7 @@
 #define GPUOS_GPUOS_H
 
 #include "gpuos/abi.h"
+#include "gpuos/gguf.h"
 
 GPUOS_EXTERN_C_BEGIN
 
@@ -150,6 +151,237 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_read_raw(struct gpuos_mbox *mb, uint64_t of
 	st = gpuos_call(mb, &rq, 0, &res);
 	if (got)
 		*got = res.result;
+	return st;
+}
+
+
+/* ---- files and models (gpuos/abi.h has the table of opcodes) -------------------- *
+ * Pointers (paths, names, destinations) are runtime-space addresses in
+ * registered memory: device pointers into the client heaps on the GPU. Every
+ * call returns the request's status; where a `why` buffer is given, a failed
+ * call leaves a NUL-terminated reason there ("corrupt superblock: bad magic").
+ */
+
+/* One request, waited for. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_request(struct gpuos_mbox *mb, uint16_t op, uint16_t flags, uint32_t handle,
+					     uint64_t offset, uint64_t length, const void *dst, uint64_t arg,
+					     struct gpuos_result *res)
+{
+	struct gpuos_req rq;
+	rq.opcode = op;
+	rq.flags = flags;
+	rq.handle = handle;
+	rq.offset = offset;
+	rq.length = length;
+	rq.dst = (uint64_t)(uintptr_t)dst;
+	rq.arg = arg;
+	rq.batch = 0;
+	rq.tag = 0;
+	return gpuos_call(mb, &rq, 0, res);
+}
+
+/* Open a file or directory: *handle and its size in bytes. flags: GPUOS_OPEN_NOFOLLOW. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_open(struct gpuos_mbox *mb, const char *path, uint32_t flags, uint32_t *handle,
+					  uint64_t *size, char *why, uint32_t why_len)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_OPEN, (uint16_t)flags, 0, 0, why ? why_len : 0, why,
+				    (uint64_t)(uintptr_t)path, &res);
+	if (handle)
+		*handle = st == GPUOS_ST_OK ? (uint32_t)res.result : 0;
+	if (size)
+		*size = st == GPUOS_ST_OK ? res.result2 : 0;
+	return st;
+}
+
+/* stat (flags GPUOS_OPEN_NOFOLLOW: lstat) of a path into st, a buffer of
+ * `bytes` (>= sizeof(struct gpuos_stat)); extents from index `first` follow
+ * while they fit (st->n of st->nextents). On failure st holds the reason. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_stat_path(struct gpuos_mbox *mb, const char *path, uint32_t flags,
+					       struct gpuos_stat *st, uint64_t bytes, uint32_t first)
+{
+	struct gpuos_result res;
+	return gpuos_request(mb, GPUOS_OP_STAT, (uint16_t)flags, 0, first, bytes, st, (uint64_t)(uintptr_t)path, &res);
+}
+
+/* The same for an open handle. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_fstat(struct gpuos_mbox *mb, uint32_t handle, struct gpuos_stat *st,
+					   uint64_t bytes, uint32_t first)
+{
+	struct gpuos_result res;
+	return gpuos_request(mb, GPUOS_OP_STAT, GPUOS_STAT_HANDLE, handle, first, bytes, st, 0, &res);
+}
+
+/* Directory entries from *cookie on (start with 0) into ents[cap]; *n of
+ * them. *cookie becomes GPUOS_DIR_END after the last one. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_readdir(struct gpuos_mbox *mb, uint32_t handle, uint64_t *cookie,
+					     struct gpuos_dirent *ents, uint32_t cap, uint32_t *n)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_READDIR, 0, handle, *cookie, (uint64_t)cap * sizeof(*ents), ents, 0,
+				    &res);
+	*n = st == GPUOS_ST_OK ? (uint32_t)res.result : 0;
+	if (st == GPUOS_ST_OK)
+		*cookie = res.result2;
+	return st;
+}
+
+/* Bytes [offset, offset+length) of an open file into dst; *got is short at
+ * the end of the file. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_read(struct gpuos_mbox *mb, uint32_t handle, uint64_t offset, uint64_t length,
+					  void *dst, uint64_t *got)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_READ, 0, handle, offset, length, dst, 0, &res);
+	if (got)
+		*got = st == GPUOS_ST_OK ? res.result : 0;
+	return st;
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_close(struct gpuos_mbox *mb, uint32_t handle)
+{
+	struct gpuos_result res;
+	return gpuos_request(mb, GPUOS_OP_CLOSE, 0, handle, 0, 0, 0, 0, &res);
+}
+
+/* Open a GGUF model: a file (path), or with path NULL one written raw at
+ * byte raw_offset of the device (needs allow_raw). *handle, *n_tensors. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_open(struct gpuos_mbox *mb, const char *path, uint64_t raw_offset,
+					       uint32_t *handle, uint64_t *n_tensors, char *why, uint32_t why_len)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_GGUF_OPEN, path ? 0 : GPUOS_GGUF_RAW, 0, path ? 0 : raw_offset,
+				    why ? why_len : 0, why, (uint64_t)(uintptr_t)path, &res);
+	if (handle)
+		*handle = st == GPUOS_ST_OK ? (uint32_t)res.result : 0;
+	if (n_tensors)
+		*n_tensors = st == GPUOS_ST_OK ? res.result2 : 0;
+	return st;
+}
+
+/* The model's header and, when `bytes` allow (*needed says how many), its
+ * tensor and KV tables (struct gpuos_gguf_export). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_info(struct gpuos_mbox *mb, uint32_t handle, struct gpuos_gguf_export *x,
+					       uint64_t bytes, uint64_t *needed)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_GGUF_INFO, 0, handle, 0, bytes, x, 0, &res);
+	if (needed)
+		*needed = st == GPUOS_ST_OK ? res.result : 0;
+	return st;
+}
+
+/* Index of the tensor called name (a NUL-terminated string in registered memory). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_find(struct gpuos_mbox *mb, uint32_t handle, const char *name,
+					       uint32_t *index)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_GGUF_FIND, 0, handle, 0, 0, 0, (uint64_t)(uintptr_t)name, &res);
+	*index = st == GPUOS_ST_OK ? (uint32_t)res.result : 0;
+	return st;
+}
+
+/* Tensor `index`: name, type, dims, offsets and size. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_tensor(struct gpuos_mbox *mb, uint32_t handle, uint32_t index,
+						 struct gpuos_gguf_tensor *t)
+{
+	struct gpuos_result res;
+	return gpuos_request(mb, GPUOS_OP_GGUF_TENSOR, 0, handle, 0, sizeof(*t), t, index, &res);
+}
+
+/* Bytes [offset, offset+length) of tensor `index` into dst (length 0: to the
+ * end of the tensor). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_load(struct gpuos_mbox *mb, uint32_t handle, uint32_t index, void *dst,
+					       uint64_t offset, uint64_t length, uint64_t *got)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_GGUF_LOAD, 0, handle, offset, length, dst, index, &res);
+	if (got)
+		*got = st == GPUOS_ST_OK ? res.result : 0;
+	return st;
+}
+
+/* The tensors of layer n (names "blk.n.*") in file order: their indices in
+ * idx[cap], their number in *count (NOSPC when more than cap). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_layer(struct gpuos_mbox *mb, uint32_t handle, uint32_t n, uint32_t *idx,
+						uint32_t cap, uint32_t *count)
+{
+	struct gpuos_result res;
+	uint32_t st = gpuos_request(mb, GPUOS_OP_GGUF_LAYER, 0, handle, 0, (uint64_t)cap * 4u, idx, n, &res);
+	*count = (st == GPUOS_ST_OK || st == GPUOS_ST_NOSPC) ? (uint32_t)res.result : 0;
+	return st;
+}
+
+/* Load n whole tensors, idx[i] into dst[i], in the caller's order, all in
+ * flight at once (as many as the mailbox takes). Returns OK or the first
+ * failure; *bytes is the total delivered. One thread; a layer loader calls
+ * it with the indices gpuos_model_layer gave, in any order it likes. */
+#define GPUOS_LOAD_WINDOW 64u
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_load_tensors(struct gpuos_mbox *mb, uint32_t handle, const uint32_t *idx,
+						       void *const *dst, uint32_t n, uint64_t *bytes)
+{
+	uint32_t slot[GPUOS_LOAD_WINDOW];
+	uint32_t posted = 0, done = 0, first_bad = GPUOS_ST_OK, spins = 0;
+	uint64_t total = 0;
+	while (done < n) {
+		while (posted < n && posted - done < GPUOS_LOAD_WINDOW) {
+			struct gpuos_req rq;
+			rq.opcode = GPUOS_OP_GGUF_LOAD;
+			rq.flags = 0;
+			rq.handle = handle;
+			rq.offset = 0;
+			rq.length = 0;
+			rq.dst = (uint64_t)(uintptr_t)dst[posted];
+			rq.arg = idx[posted];
+			rq.batch = 0;
+			rq.tag = posted;
+			if (gpuos_post(mb, &rq, &slot[posted % GPUOS_LOAD_WINDOW]) != GPUOS_ST_OK)
+				break; /* full: collect first */
+			posted++;
+		}
+		if (posted == done) {
+			gpuos_backoff(&spins);
+			continue;
+		}
+		{
+			struct gpuos_result res;
+			uint32_t st = gpuos_wait(mb, slot[done % GPUOS_LOAD_WINDOW], 0, &res);
+			if (st == GPUOS_ST_OK)
+				total += res.result;
+			else if (first_bad == GPUOS_ST_OK)
+				first_bad = st;
+			done++;
+		}
+	}
+	if (bytes)
+		*bytes = total;
+	return first_bad;
+}
+
+/* Warp-wide read (GPU: every lane of the warp calls it with the same
+ * arguments; host: one thread): the range is cut in up to 32 slices of at
+ * least 128 KiB, each lane posts one and all wait together, so one warp
+ * keeps many commands in flight. Returns the first failure or OK in every
+ * lane; *got is the total. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_warp_read(struct gpuos_mbox *mb, uint32_t handle, uint64_t offset,
+					       uint64_t length, void *dst, uint64_t *got)
+{
+	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width(), i, st = GPUOS_ST_OK, bad;
+	uint64_t slice = (length + width - 1u) / width, mine_off, mine_len, n = 0, total = 0;
+	if (slice < (128u << 10))
+		slice = 128u << 10;
+	slice = (slice + 4095u) & ~4095ull;
+	mine_off = (uint64_t)lane * slice;
+	mine_len = mine_off < length ? (length - mine_off < slice ? length - mine_off : slice) : 0;
+	if (mine_len)
+		st = gpuos_read(mb, handle, offset + mine_off, mine_len, (char *)dst + mine_off, &n);
+	bad = gpuos_warp_ballot(st != GPUOS_ST_OK);
+	if (bad)
+		st = gpuos_warp_bcast32(st, gpuos_ffs(bad));
+	for (i = 0; i < width; i++)
+		total += gpuos_warp_bcast64(n, i);
+	if (got)
+		*got = total;
 	return st;
 }
 

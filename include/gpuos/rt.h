@@ -75,8 +75,20 @@ struct gpuos_rt_desc {
 	uint64_t bounce_iova;
 	uint64_t prp;          /* PRP list pages, 4 KiB each, in DMA memory */
 	uint64_t prp_iova;
+	/* Files and models (runtime/files.h). When `meta` is 1 a metadata warp
+	 * runs beside the service warps (block nwarps on the GPU, one more thread
+	 * in host mode) and owns queue[nqueues] and its own bounce buffer. */
+	uint32_t meta;
+	uint32_t part;         /* GPT partition to mount: 0 = the first holding ext4 (or the whole
+	                        * device without a partition table), N = partition N (1-based) */
+	uint64_t files;        /* files state (handles, extent maps, block cache, models), zeroed */
+	uint64_t files_bytes;
+	uint64_t meta_bounce;  /* xfer_bytes of DMA memory for the metadata warp */
+	uint64_t meta_bounce_iova;
+	uint64_t meta_prp;     /* its PRP list page (prebuilt, like the slots' pages) */
+	uint64_t meta_prp_iova;
 	struct gpuos_rt_region region[GPUOS_RT_MAX_REGIONS];
-	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES];
+	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + 1]; /* + the metadata warp's */
 };
 
 GPUOS_EXTERN_C_END

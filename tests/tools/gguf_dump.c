@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gguf_json.h"
+#include "../../boot/gguf_json.h"
 
 struct fio {
 	int fd;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/tools/gguf_json.h - host-only: print a parsed GGUF (runtime/gguf.h)
+ * boot/gguf_json.h - host-only: print a parsed GGUF (runtime/gguf.h)
  * as the JSON that gguf_writer.py describes, gguf_ref.mjs dumps and
  * gguf_compare.py compares:
  *
@@ -22,7 +22,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../../runtime/gguf.h"
+#include "../runtime/gguf.h"
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
 static size_t gj_utf8_len(const uint8_t *s, size_t n)
@@ -147,7 +147,7 @@ static void gj_items(FILE *f, const struct gpuos_gguf *g, const struct gpuos_ggu
 	fputc(']', f);
 }
 
-static void gguf_json_write(FILE *f, const struct gpuos_gguf *g)
+static inline void gguf_json_write(FILE *f, const struct gpuos_gguf *g)
 {
 	uint32_t i, d;
 
@@ -194,7 +194,7 @@ static void gguf_json_write(FILE *f, const struct gpuos_gguf *g)
 /* One line for a failed parse, e.g.
  *   corrupt GGUF (EINVAL): tensor 3 'blk.0.ffn_up.weight' has data past the end of the file
  *   [byte 1184, value 70368744177696] */
-static const char *gguf_errno_name(int rc)
+static inline const char *gguf_errno_name(int rc)
 {
 	switch (-rc) {
 	case EINVAL: return "EINVAL";
@@ -208,7 +208,7 @@ static const char *gguf_errno_name(int rc)
 	}
 }
 
-static void gguf_print_error(FILE *f, const struct gpuos_gguf_parser *p, int rc)
+static inline void gguf_print_error(FILE *f, const struct gpuos_gguf_parser *p, int rc)
 {
 	fprintf(f, "%s GGUF (%s): ", rc == -EPROTONOSUPPORT ? "unsupported" : rc == -ENOSPC ? "cannot hold" :
 		rc == -EIO ? "unreadable" : "corrupt", gguf_errno_name(rc));

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file tools: gpuos ls | stat | cat | gguf. Each boots a runtime (or
+ * attaches to a service with --socket) and asks it through the mailbox; the
+ * runtime parses the partition table, ext4 and GGUF itself (on the GPU, or
+ * on CPU threads in host mode). Nothing here reads the disk.
+ *
+ *   gpuos ls   [--json] --device DEV [--part N] PATH
+ *   gpuos stat [--json] --device DEV [--part N] PATH
+ *   gpuos cat  --device DEV [--part N] PATH [-o FILE]
+ *   gpuos gguf [--json] --device DEV [--part N] PATH|@BYTEOFFSET
+ *
+ * Errors: one line "gpuos CMD: PATH: reason" on stderr, exit status 2.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gguf_json.h"
+#include "json.h"
+
+#define WHY_LEN 256u
+
+struct files {
+	const char *cmd;
+	struct cli c;
+	struct client cl;
+	const char *path;
+	char *path_h;          /* the path in the client heap (host mapping) */
+	char *why_h;           /* a reason buffer in the heap */
+	char *buf_h;           /* the rest of the heap */
+	uint64_t buf_rt, buf_len;
+	int open;
+};
+
+static uint64_t rt_of(const struct files *f, const void *host)
+{
+	return f->cl.heap_rt + (uint64_t)((const char *)host - f->cl.heap);
+}
+
+/* Parse the command line, boot or attach, copy the path into the heap. */
+static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
+{
+	char err[512];
+	size_t n;
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	f->cmd = cmd;
+	if (cli_parse(&f->c, cmd, argc, argv))
+		return -1;
+	if (f->c.argc != 1) {
+		cli_err(cmd, "give one path (gpuos %s --device DEV PATH)", cmd);
+		return -1;
+	}
+	f->path = f->c.argv[0];
+	n = strlen(f->path);
+	if (n + 1 > GPUOS_PATH_MAX) {
+		cli_err(cmd, "%.64s...: path too long", f->path);
+		return -1;
+	}
+	if (f->c.part > 0)
+		f->c.boot.part = (uint32_t)f->c.part;
+	/* `gguf @OFFSET` names raw device bytes on purpose: a runtime booted for
+	 * this command allows it (a service keeps its own --allow-raw policy). */
+	if (!strcmp(cmd, "gguf") && f->path[0] == '@')
+		f->c.boot.allow_raw = 1;
+	r = client_open(&f->c, &f->cl, err, sizeof(err));
+	if (r) {
+		cli_err(cmd, "%s", err);
+		return -1;
+	}
+	f->open = 1;
+	if (f->cl.heap_len < (1u << 20)) {
+		cli_err(cmd, "client memory of %llu bytes is too small", (unsigned long long)f->cl.heap_len);
+		return -1;
+	}
+	f->path_h = f->cl.heap;
+	f->why_h = f->cl.heap + GPUOS_PATH_MAX;
+	f->buf_h = f->cl.heap + 2u * GPUOS_PATH_MAX;
+	f->buf_rt = rt_of(f, f->buf_h);
+	f->buf_len = f->cl.heap_len - 2u * GPUOS_PATH_MAX;
+	memcpy(f->path_h, f->path, n + 1);
+	return 0;
+}
+
+static int files_end(struct files *f, int rc)
+{
+	char err[512];
+	if (f->open && client_close(&f->cl, err, sizeof(err)) && rc == 0) {
+		cli_err(f->cmd, "shutdown: %s", err);
+		rc = GPUOS_EXIT_FAIL;
+	}
+	free(f->c.argv);
+	return rc;
+}
+
+/* "gpuos CMD: PATH: reason" from a failed request's status and reason text. */
+static int fail(struct files *f, uint32_t st, uint16_t nvme, const char *why)
+{
+	char d[256];
+	if (why && why[0]) {
+		cli_err(f->cmd, "%s: %s", f->path, why);
+	} else {
+		describe_status(d, sizeof(d), st, nvme);
+		cli_err(f->cmd, "%s: %s", f->path, d);
+	}
+	return GPUOS_EXIT_FAIL;
+}
+
+/* The reason the runtime left in a buffer of the heap (NUL-terminated there). */
+static const char *why_in(const char *h, uint64_t cap)
+{
+	return memchr(h, 0, cap < WHY_LEN ? cap : WHY_LEN) ? h : "";
+}
+
+static int do_open(struct files *f, uint32_t flags, uint32_t *h, uint64_t *size)
+{
+	struct gpuos_result res;
+	uint32_t st;
+	f->why_h[0] = 0;
+	st = gpuos_request(f->cl.mb, GPUOS_OP_OPEN, (uint16_t)flags, 0, 0, WHY_LEN, (void *)(uintptr_t)rt_of(f, f->why_h),
+			   rt_of(f, f->path_h), &res);
+	if (st != GPUOS_ST_OK)
+		return fail(f, st, res.nvme_status, why_in(f->why_h, WHY_LEN));
+	*h = (uint32_t)res.result;
+	*size = res.result2;
+	return 0;
+}
+
+static const char *type_name(uint32_t t)
+{
+	switch (t) {
+	case GPUOS_FT_REG: return "regular";
+	case GPUOS_FT_DIR: return "directory";
+	case GPUOS_FT_SYMLINK: return "symlink";
+	case GPUOS_FT_FIFO: return "fifo";
+	case GPUOS_FT_SOCK: return "socket";
+	case GPUOS_FT_CHR: return "chardev";
+	case GPUOS_FT_BLK: return "blockdev";
+	default: return "unknown";
+	}
+}
+
+/* ---- ls ------------------------------------------------------------------------- */
+
+struct ent {
+	char *name;
+	uint32_t ino;
+	uint32_t type;
+};
+
+static int ent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	struct files f;
+	struct ent *ents = NULL;
+	size_t n = 0, cap = 0, i;
+	uint64_t cookie = 0, size;
+	uint32_t h, cap_ents;
+	int rc = 0;
+
+	if (files_begin(&f, "ls", argc, argv))
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	if (do_open(&f, 0, &h, &size))
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	cap_ents = (uint32_t)GPUOS_MIN(f.buf_len / sizeof(struct gpuos_dirent), 4096u);
+	while (cookie != GPUOS_DIR_END) {
+		struct gpuos_result res;
+		struct gpuos_dirent *d = (struct gpuos_dirent *)f.buf_h;
+		uint32_t st = gpuos_request(f.cl.mb, GPUOS_OP_READDIR, 0, h, cookie, (uint64_t)cap_ents * sizeof(*d),
+					    (void *)(uintptr_t)f.buf_rt, 0, &res);
+		if (st != GPUOS_ST_OK) {
+			rc = fail(&f, st, res.nvme_status, st == GPUOS_ST_NOTDIR ? "not a directory" : why_in(f.buf_h, f.buf_len));
+			break;
+		}
+		for (i = 0; i < res.result; i++) {
+			if (!strcmp(d[i].name, ".") || !strcmp(d[i].name, ".."))
+				continue;
+			if (n == cap) {
+				struct ent *m;
+				cap = cap ? cap * 2 : 256;
+				m = realloc(ents, cap * sizeof(*ents));
+				if (!m) {
+					cli_err("ls", "out of memory");
+					rc = GPUOS_EXIT_FAIL;
+					goto out;
+				}
+				ents = m;
+			}
+			ents[n].name = strdup(d[i].name);
+			ents[n].ino = d[i].ino;
+			ents[n].type = d[i].type;
+			if (!ents[n].name) {
+				cli_err("ls", "out of memory");
+				rc = GPUOS_EXIT_FAIL;
+				goto out;
+			}
+			n++;
+		}
+		cookie = res.result2;
+	}
+	if (!rc) {
+		qsort(ents, n, sizeof(*ents), ent_cmp);
+		if (f.c.json) {
+			fputs("[", stdout);
+			for (i = 0; i < n; i++) {
+				fputs(i ? ",\n {\"name\": " : "\n {\"name\": ", stdout);
+				json_strn(stdout, ents[i].name, strlen(ents[i].name));
+				printf(", \"inode\": %u, \"type\": \"%s\"}", ents[i].ino, type_name(ents[i].type));
+			}
+			fputs(n ? "\n]\n" : "]\n", stdout);
+		} else {
+			for (i = 0; i < n; i++)
+				printf("%10u  %-9s  %s\n", ents[i].ino, type_name(ents[i].type), ents[i].name);
+		}
+	}
+out:
+	gpuos_close(f.cl.mb, h);
+	for (i = 0; i < n; i++)
+		free(ents[i].name);
+	free(ents);
+	return files_end(&f, rc);
+}
+
+/* ---- stat ----------------------------------------------------------------------- */
+
+int cmd_stat(int argc, char **argv)
+{
+	struct files f;
+	struct gpuos_stat *st;
+	struct gpuos_extent *ext = NULL;
+	uint64_t total = 0, have = 0, i;
+	int rc = 0;
+
+	if (files_begin(&f, "stat", argc, argv))
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	st = (struct gpuos_stat *)f.buf_h;
+	/* lstat, as stat(1) and debugfs do: a symlink is reported as one. */
+	do {
+		struct gpuos_result res;
+		uint32_t s = gpuos_request(f.cl.mb, GPUOS_OP_STAT, GPUOS_OPEN_NOFOLLOW, 0, have, f.buf_len,
+					   (void *)(uintptr_t)f.buf_rt, rt_of(&f, f.path_h), &res);
+		struct gpuos_extent *m;
+		if (s != GPUOS_ST_OK) {
+			rc = fail(&f, s, res.nvme_status, why_in(f.buf_h, f.buf_len));
+			goto out;
+		}
+		total = st->nextents;
+		if (!ext) {
+			ext = calloc(total ? total : 1, sizeof(*ext));
+			if (!ext) {
+				cli_err("stat", "out of memory");
+				rc = GPUOS_EXIT_FAIL;
+				goto out;
+			}
+		}
+		if (st->n == 0 && have < total) {
+			cli_err("stat", "%s: the runtime returned no extents from %llu on", f.path, (unsigned long long)have);
+			rc = GPUOS_EXIT_FAIL;
+			goto out;
+		}
+		m = st->ext;
+		for (i = 0; i < st->n && have < total; i++)
+			ext[have++] = m[i];
+	} while (have < total);
+	if (f.c.json) {
+		printf("{\"path\": ");
+		json_strn(stdout, f.path, strlen(f.path));
+		printf(", \"inode\": %u, \"type\": \"%s\", \"mode\": \"%04o\", \"size\": %" PRIu64
+		       ", \"links\": %u, \"block_size\": %u, \"partition_start_lba\": %" PRIu64 ", \"extents\": [",
+		       st->ino, type_name(st->type), st->mode & 07777u, st->size, st->links, st->block_size, st->part_lba);
+		for (i = 0; i < total; i++)
+			printf("%s[%" PRIu64 ", %" PRIu64 ", %u, %s]", i ? ", " : "", ext[i].lblk, ext[i].pblk, ext[i].len,
+			       (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) ? "true" : "false");
+		printf("]}\n");
+	} else {
+		printf("  File: %s\n  Type: %s\n  Inode: %u  Links: %u  Mode: %04o  Uid: %u  Gid: %u\n"
+		       "  Size: %" PRIu64 "  Block size: %u  Partition start LBA: %" PRIu64 "\n  Extents: %" PRIu64 "\n",
+		       f.path, type_name(st->type), st->ino, st->links, st->mode & 07777u, st->uid, st->gid, st->size,
+		       st->block_size, st->part_lba, total);
+		for (i = 0; i < total; i++)
+			printf("    (%" PRIu64 "-%" PRIu64 "): %" PRIu64 "-%" PRIu64 "%s\n", ext[i].lblk,
+			       ext[i].lblk + ext[i].len - 1, ext[i].pblk, ext[i].pblk + ext[i].len - 1,
+			       (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) ? " [uninit]" : "");
+	}
+out:
+	free(ext);
+	return files_end(&f, rc);
+}
+
+/* ---- cat ------------------------------------------------------------------------ */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+#define CAT_PIPELINE 8u
+
+int cmd_cat(int argc, char **argv)
+{
+	struct files f;
+	uint64_t size, posted = 0, done = 0, chunk;
+	uint32_t h, slot[CAT_PIPELINE];
+	uint64_t len_of[CAT_PIPELINE];
+	unsigned head = 0, inflight = 0;
+	int fd = 1, rc = 0, r;
+
+	if (files_begin(&f, "cat", argc, argv))
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	if (do_open(&f, 0, &h, &size))
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	if (f.c.out) {
+		fd = open(f.c.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			cli_err("cat", "%s: %s", f.c.out, strerror(errno));
+			gpuos_close(f.cl.mb, h);
+			return files_end(&f, GPUOS_EXIT_FAIL);
+		}
+	}
+	chunk = GPUOS_MIN(f.buf_len / CAT_PIPELINE, (uint64_t)(4u << 20)) & ~4095ull;
+	/* Several reads in flight, written out in order. */
+	while (done < size) {
+		while (inflight < CAT_PIPELINE && posted < size) {
+			unsigned i = (head + inflight) % CAT_PIPELINE;
+			struct gpuos_req rq;
+			memset(&rq, 0, sizeof(rq));
+			rq.opcode = GPUOS_OP_READ;
+			rq.handle = h;
+			rq.offset = posted;
+			rq.length = GPUOS_MIN(size - posted, chunk);
+			rq.dst = f.buf_rt + (uint64_t)i * chunk;
+			if (gpuos_post(f.cl.mb, &rq, &slot[i]) != GPUOS_ST_OK)
+				break;
+			len_of[i] = rq.length;
+			posted += rq.length;
+			inflight++;
+		}
+		if (inflight == 0) {
+			gpuos_pause();
+			continue;
+		}
+		{
+			struct gpuos_result res;
+			uint32_t st = gpuos_wait(f.cl.mb, slot[head], 0, &res);
+			if (st != GPUOS_ST_OK || res.result != len_of[head]) {
+				char d[256];
+				if (st == GPUOS_ST_OK)
+					snprintf(d, sizeof(d), "short read at byte %llu (%llu of %llu bytes)",
+						 (unsigned long long)done, (unsigned long long)res.result,
+						 (unsigned long long)len_of[head]);
+				else
+					describe_status(d, sizeof(d), st, res.nvme_status);
+				cli_err("cat", "%s: bytes %llu..%llu: %s", f.path, (unsigned long long)done,
+					(unsigned long long)(done + len_of[head]), d);
+				rc = GPUOS_EXIT_FAIL;
+				while (--inflight) {
+					head = (head + 1) % CAT_PIPELINE;
+					gpuos_wait(f.cl.mb, slot[head], 0, &res);
+				}
+				break;
+			}
+			r = write_all(fd, f.buf_h + (uint64_t)head * chunk, len_of[head]);
+			if (r) {
+				cli_err("cat", "write %s: %s", f.c.out ? f.c.out : "stdout", strerror(-r));
+				rc = GPUOS_EXIT_FAIL;
+				while (--inflight) {
+					head = (head + 1) % CAT_PIPELINE;
+					gpuos_wait(f.cl.mb, slot[head], 0, &res);
+				}
+				break;
+			}
+			done += len_of[head];
+			head = (head + 1) % CAT_PIPELINE;
+			inflight--;
+		}
+	}
+	if (fd != 1 && close(fd) && !rc) {
+		cli_err("cat", "close %s: %s", f.c.out, strerror(errno));
+		rc = GPUOS_EXIT_FAIL;
+	}
+	gpuos_close(f.cl.mb, h);
+	return files_end(&f, rc);
+}
+
+/* ---- gguf ----------------------------------------------------------------------- */
+
+int cmd_gguf(int argc, char **argv)
+{
+	struct files f;
+	struct gpuos_result res;
+	struct gpuos_gguf_export *x;
+	struct gpuos_gguf g;
+	uint64_t raw = 0;
+	uint32_t h, st, i;
+	int is_raw, rc = 0;
+
+	if (files_begin(&f, "gguf", argc, argv))
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	is_raw = f.path[0] == '@';
+	if (is_raw) {
+		char *end;
+		errno = 0;
+		raw = strtoull(f.path + 1, &end, 0);
+		if (errno || end == f.path + 1 || *end) {
+			cli_err("gguf", "%s: not a byte offset (give PATH or @BYTEOFFSET)", f.path);
+			return files_end(&f, GPUOS_EXIT_FAIL);
+		}
+	}
+	f.why_h[0] = 0;
+	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_OPEN, is_raw ? GPUOS_GGUF_RAW : 0, 0, raw, WHY_LEN,
+			   (void *)(uintptr_t)rt_of(&f, f.why_h), is_raw ? 0 : rt_of(&f, f.path_h), &res);
+	if (st != GPUOS_ST_OK) {
+		if (st == GPUOS_ST_DENIED && is_raw)
+			return files_end(&f, fail(&f, st, 0, "a GGUF at a byte offset of the device needs --allow-raw"));
+		return files_end(&f, fail(&f, st, res.nvme_status, why_in(f.why_h, WHY_LEN)));
+	}
+	h = (uint32_t)res.result;
+	x = (struct gpuos_gguf_export *)f.buf_h;
+	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_INFO, 0, h, 0, f.buf_len, (void *)(uintptr_t)f.buf_rt, 0, &res);
+	if (st != GPUOS_ST_OK) {
+		rc = fail(&f, st, res.nvme_status, why_in(f.buf_h, f.buf_len));
+		goto out;
+	}
+	if (!x->complete) {
+		cli_err("gguf", "%s: the model's tables need %llu bytes of client memory, %llu available (--heap-mib)",
+			f.path, (unsigned long long)x->total, (unsigned long long)f.buf_len);
+		rc = GPUOS_EXIT_FAIL;
+		goto out;
+	}
+	memset(&g, 0, sizeof(g));
+	g.version = x->version;
+	g.alignment = x->alignment;
+	g.tensor_count = x->tensor_count;
+	g.kv_count = x->kv_count;
+	g.data_offset = x->data_offset;
+	g.file_size = x->file_size;
+	g.data_end = x->data_end;
+	g.n_layers = x->n_layers;
+	g.flags = x->flags;
+	g.n_tensors = (uint32_t)x->tensor_count;
+	g.n_kv = (uint32_t)x->kv_count;
+	g.mem.tensors = (struct gpuos_gguf_tensor *)((char *)x + x->tensors_off);
+	g.mem.kv = (struct gpuos_gguf_kv *)((char *)x + x->kv_off);
+	g.mem.arena = (uint8_t *)x + x->arena_off;
+	g.mem.arena_cap = (uint32_t)x->arena_len;
+	if (f.c.json) {
+		gguf_json_write(stdout, &g);
+	} else {
+		printf("GGUF v%u: %" PRIu64 " tensors, %" PRIu64 " KVs, alignment %u, data at byte %" PRIu64
+		       ", %u layers\n", g.version, g.tensor_count, g.kv_count, g.alignment, g.data_offset, g.n_layers);
+		for (i = 0; i < g.n_tensors; i++) {
+			const struct gpuos_gguf_tensor *t = &g.mem.tensors[i];
+			const char *tn = gpuos_ggml_type_name(t->type);
+			printf("  %-40s %-6s %12" PRIu64 " bytes at %" PRIu64 "\n", t->name, tn ? tn : "?", t->size,
+			       t->abs_off);
+		}
+	}
+out:
+	gpuos_close(f.cl.mb, h);
+	return files_end(&f, rc);
+}

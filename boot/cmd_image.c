@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* gpuos image [--json] APP.cubin: what boot/ reads from an app image before
+ * it loads it (boot/image.h). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "image.h"
+#include "json.h"
+
+int cmd_image(int argc, char **argv)
+{
+	struct cli c;
+	struct gpuos_image_info in;
+	char err[512];
+	uint32_t i;
+
+	if (cli_parse(&c, "image", argc, argv))
+		return GPUOS_EXIT_FAIL;
+	if (c.argc != 1) {
+		cli_err("image", "give one app image: gpuos image [--json] APP.cubin");
+		free(c.argv);
+		return GPUOS_EXIT_FAIL;
+	}
+	if (gpuos_image_inspect_file(c.argv[0], &in, err, sizeof(err))) {
+		cli_err("image", "%s", err);
+		free(c.argv);
+		return GPUOS_EXIT_FAIL;
+	}
+	if (c.json) {
+		printf("{\"arch\": ");
+		json_str(stdout, in.arch);
+		printf(", \"abi_version\": %u, \"entries\": [", in.abi_version);
+		for (i = 0; i < in.nentries; i++) {
+			const struct gpuos_image_entry *e = &in.entries[i];
+			printf("%s{\"name\": ", i ? ", " : "");
+			json_str(stdout, e->name);
+			printf(", \"registers\": %u, \"shared_bytes\": %u, \"max_threads\": %u}", e->registers,
+			       e->shared_bytes, e->max_threads);
+		}
+		printf("]}\n");
+	} else {
+		printf("image:          %s\n", c.argv[0]);
+		printf("architecture:   %s (compute capability %u.%u%s)\n", in.arch, in.sm_major, in.sm_minor,
+		       in.arch_specific ? ", that version only" : " and newer minor versions");
+		printf("gpuos ABI:      %u\n", in.abi_version);
+		printf("entries:        %u\n", in.nentries);
+		for (i = 0; i < in.nentries; i++) {
+			const struct gpuos_image_entry *e = &in.entries[i];
+			printf("  %s\n", e->name);
+			printf("    registers:    %u per thread\n", e->registers);
+			printf("    shared:       %u bytes static per block\n", e->shared_bytes);
+			if (e->block[0])
+				printf("    threads:      %s %u per block (%u x %u x %u)\n", e->exact ? "exactly" : "at most",
+				       e->max_threads, e->block[0], e->block[1], e->block[2]);
+			else
+				printf("    threads:      at most %u per block (no limit declared)\n", e->max_threads);
+		}
+	}
+	fflush(stdout);
+	gpuos_image_info_free(&in);
+	free(c.argv);
+	return 0;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/files.h - files and models inside the runtime (DESIGN.md 7): the
+ * metadata warp, open handles with their extent maps, a block cache, parsed
+ * GGUF tables, all in one zeroed region of device memory (d->files).
+ *
+ * Who does what:
+ * - The metadata warp (one lane of it) runs the parsers (GPT, ext4, GGUF).
+ *   They block on reads, so it owns a queue pair of its own (d->queue[nqueues])
+ *   and reads synchronously through a small block cache; the service warps
+ *   never wait for it.
+ * - Service warps take every request from the mailbox. OPEN, STAT, READDIR,
+ *   CLOSE and the GGUF lookups go to the metadata warp through a ring
+ *   (files_forward); READ and GGUF_LOAD they serve themselves: the handle's
+ *   extent map turns file offsets into device offsets (files_map).
+ *
+ * Ordering: the metadata warp writes a handle, then publishes the OPEN reply
+ * with the DONE release; the client's later request reaches a service warp
+ * through the mailbox ring (client release, warp acquire), so the handle's
+ * fields are visible to that warp by causality.
+ */
+#ifndef GPUOS_RUNTIME_FILES_H
+#define GPUOS_RUNTIME_FILES_H
+
+#include "gpuos/rt.h"
+#include "gpuos/gguf.h"
+#include "ext4.h"
+
+GPUOS_EXTERN_C_BEGIN
+
+#define GPUOS_RT_HANDLES        64u     /* open files, directories and models at once */
+#define GPUOS_RT_HANDLE_EXTENTS 4096u   /* extents of one open file */
+#define GPUOS_RT_MODELS         4u      /* parsed GGUF tables at once */
+#define GPUOS_RT_MODEL_TENSORS  16384u
+#define GPUOS_RT_MODEL_KV       4096u
+#define GPUOS_RT_MODEL_ARENA    (1u << 20)
+#define GPUOS_RT_MODEL_INDEX    32768u  /* power of two, >= 2 * tensors */
+#define GPUOS_RT_CACHE_SETS     64u     /* block cache: sets x ways pages of 4 KiB */
+#define GPUOS_RT_CACHE_WAYS     4u
+#define GPUOS_RT_CACHE_PAGE     4096u
+
+/* How a handle's bytes are found. */
+enum { H_FREE = 0, H_FILE = 1, H_DIR = 2, H_MODEL = 3 };
+enum {
+	H_MAP_EXTENTS = 0, /* ext[]: file blocks -> file system blocks at `base` */
+	H_MAP_RAW = 1,     /* device bytes [base, base + size) (a GGUF written raw) */
+	H_MAP_META = 2     /* inline data, symlinks, devices: READ goes to the metadata warp */
+};
+
+struct rt_handle {
+	uint32_t gen;          /* bumped at every open: a closed handle's number stays invalid */
+	uint32_t kind;         /* H_* */
+	uint32_t map;          /* H_MAP_* */
+	uint32_t next;         /* extents in the handle's ext[] */
+	uint64_t size;         /* bytes */
+	uint64_t base;         /* device byte offset: of file system block 0, or of a raw GGUF */
+	uint32_t block_bits;   /* log2 of the file system block size */
+	int32_t model;         /* models[] index, or -1 */
+	uint64_t rsvd;
+	struct gpuos_ext4_inode inode; /* kept for STAT, READDIR and META reads */
+};
+
+/* Bytes of the files region for this descriptor (0 when d->meta is 0). */
+GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d);
+
+/* The metadata warp: every lane calls it (lane 0 works). Returns when the
+ * host parks or stops the runtime and every service warp has left. */
+GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d);
+
+/* Service warp, lane 0: hand mailbox slot ms (already TAKEN) to the
+ * metadata warp. */
+GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms);
+
+/* Service warp, when it leaves its loop (the metadata warp waits for all). */
+GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d);
+
+/* The open handle `h` of one of the kinds in kind_mask (1 << H_*), or NULL. */
+GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpuos_rt_desc *d, uint32_t h,
+						 uint32_t kind_mask);
+
+/* Slot index (1-based) of handle number h, for request tables; 0 if none. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_rt_handle_index(uint32_t h)
+{
+	return h & 0xffu;
+}
+GPUOS_HD const struct rt_handle *gpuos_rt_handle_at(const struct gpuos_rt_desc *d, uint32_t index);
+
+/*
+ * Where byte `off` (< size) of handle hd lies: *dev (device byte offset) and
+ * *run, the bytes from off that continue there contiguously (or are all
+ * zeros), and *zero, 1 when they read as zeros (hole, unwritten extent).
+ * *hint carries the extent index between calls of one request. Returns 0,
+ * or -EINVAL when the map is corrupt (the service warp fails the request).
+ */
+GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
+				uint64_t off, uint64_t *dev, uint64_t *run, int *zero, uint32_t *hint);
+
+/* Tensor `idx` of model handle hd: its byte range in the model's file. */
+GPUOS_HD int gpuos_rt_files_tensor(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
+				   uint64_t idx, uint64_t *off, uint64_t *size);
+
+GPUOS_EXTERN_C_END
+
+#endif /* GPUOS_RUNTIME_FILES_H */
