@@ -91,7 +91,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
 test-unit: $(UNIT_BIN)
-	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t --jobs 2 $(CRITERION_ARGS); done
+	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
 
 test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/run.sh $(BUILD)
@@ -103,12 +103,13 @@ test-emu: $(BUILD)/gpuos
 TSAN_DIR := $(BUILD)/tsan
 TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclude
 TSAN_SRC := $(RUNTIME_SRC) $(BOOT_SRC) boot/cuda_none.c
-$(TSAN_DIR)/test_runtime: tests/unit/test_runtime.c tests/gpu/mini_criterion.h $(TSAN_SRC) $(wildcard include/gpuos/*.h runtime/*.h boot/*.h boot/emu/*.h)
+$(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_SRC) $(wildcard include/gpuos/*.h runtime/*.h boot/*.h boot/emu/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ThreadSanitizer)")
-	$(Q)$(CC) $(TSAN_FLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ tests/unit/test_runtime.c $(TSAN_SRC) $(LDLIBS_HOST)
-tsan: $(TSAN_DIR)/test_runtime
-	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $<
+	$(Q)$(CC) $(TSAN_FLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_SRC) $(LDLIBS_HOST)
+tsan: $(TSAN_DIR)/test_runtime $(TSAN_DIR)/test_files
+	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_runtime
+	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_files
 
 # ---- fuzzing ----------------------------------------------------------------------
 # Smoke run in make test: gcc + ASan/UBSan and the mutating driver of
@@ -149,11 +150,14 @@ test: deps
 # and everything is static but libc. `make gpu-test` on a machine with a GPU
 # builds and runs; GPU_TEST_BUILD_ONLY=1 only builds (for carrying build/).
 GPU_DIR := $(BUILD)/gpu
-$(GPU_DIR)/test_runtime: tests/unit/test_runtime.c tests/gpu/mini_criterion.h $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+$(GPU_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
 	$(Q)$(CC) $(CFLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
-gpu-build: all $(GPU_DIR)/test_runtime
+# The files suite's images are built here (mke2fs, sgdisk) and carried along.
+$(BUILD)/files-img/ok: tests/tools/files_images.sh tests/tools/gguf_writer.py
+	$(Q)sh tests/tools/files_images.sh $(BUILD)/files-img >/dev/null
+gpu-build: all $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(BUILD)/files-img/ok
 gpu-test: gpu-build
 	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
 

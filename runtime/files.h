@@ -28,7 +28,7 @@
 
 GPUOS_EXTERN_C_BEGIN
 
-#define GPUOS_RT_HANDLES        64u     /* open files, directories and models at once */
+#define GPUOS_RT_HANDLES        GPUOS_MAX_HANDLES
 #define GPUOS_RT_HANDLE_EXTENTS 4096u   /* extents of one open file */
 #define GPUOS_RT_MODELS         4u      /* parsed GGUF tables at once */
 #define GPUOS_RT_MODEL_TENSORS  16384u

@@ -97,6 +97,7 @@ enum gpuos_op {
 #define GPUOS_GGUF_RAW       (1u << 2)  /* a GGUF written raw at byte `offset` of the device (allow_raw) */
 
 #define GPUOS_PATH_MAX 4096u
+#define GPUOS_MAX_HANDLES 64u   /* files, directories and models open at once in one runtime */
 #define GPUOS_NAME_MAX 255u
 #define GPUOS_DIR_END  0xffffffffffffffffull  /* READDIR: no entry left */
 

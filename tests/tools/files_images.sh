@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Disk images for the runtime's file and model suite (tests/unit/test_files.c),
+# built from a source tree this script writes, so the test compares what the
+# runtime reads with the source files themselves. Built here (mke2fs, sgdisk)
+# and carried to the GPU machine, which may lack them.
+#   tests/tools/files_images.sh DIR
+# DIR/src/...        the source tree
+# DIR/ext4.img       ext4 (inline_data, 4 KiB blocks) of DIR/src, whole device
+# DIR/gpt.img        GPT; partition 1 (a small FAT-less filler) at 2048, partition 2
+#                    (ext4 of DIR/src, 1 KiB blocks) at LBA 6161 (not MiB-aligned)
+# DIR/raw.img        DIR/src/models/m.gguf written raw at byte 1048699
+# DIR/ok             written last: everything above is complete
+set -eu
+dir=$1
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$dir"
+mkdir -p "$dir/src/dir/sub" "$dir/src/models"
+src=$dir/src
+python3 - "$src" <<'PY'
+import os, random, sys
+src = sys.argv[1]
+r = random.Random(7)
+open(os.path.join(src, "big.bin"), "wb").write(bytes(r.getrandbits(8) for _ in range(5 * 1024 * 1024 + 77)))
+open(os.path.join(src, "small.txt"), "w").write("small file kept inline in the inode\n")
+with open(os.path.join(src, "sparse.bin"), "wb") as f:
+    for i in range(6):
+        f.seek(i * 3 * 1024 * 1024 + 1000)
+        f.write(bytes(r.getrandbits(8) for _ in range(70000)))
+    f.seek(20 * 1024 * 1024 - 5)  # ends with data: mke2fs -d drops a trailing hole
+    f.write(b"tail\n")
+for i in range(300):
+    open(os.path.join(src, "dir", "f%03d" % i), "w").write("file %d\n" % i)
+open(os.path.join(src, "dir", "sub", "deep.txt"), "w").write("deep\n" * 1000)
+os.symlink("big.bin", os.path.join(src, "link"))
+os.symlink("/dir/sub/deep.txt", os.path.join(src, "abs_link"))
+os.symlink("loop_b", os.path.join(src, "loop_a"))
+os.symlink("loop_a", os.path.join(src, "loop_b"))
+PY
+python3 "$here/gguf_writer.py" --case many-layers "$src/models/m.gguf" --json "$dir/m.json" >/dev/null
+mke2fs -q -F -t ext4 -b 4096 -O inline_data -d "$src" "$dir/ext4.img" 64M
+# GPT: partition 2 holds ext4 and starts at LBA 6161
+mke2fs -q -F -t ext4 -b 1024 -d "$src" "$dir/part.img" 40M
+truncate -s 48M "$dir/gpt.img"
+sgdisk -a 1 -n 1:2048:4095 -t 1:8300 -n 2:6161:+40M -t 2:8300 "$dir/gpt.img" >/dev/null
+dd if="$dir/part.img" of="$dir/gpt.img" bs=512 seek=6161 conv=notrunc status=none
+rm -f "$dir/part.img"
+truncate -s 4M "$dir/raw.img"
+dd if="$src/models/m.gguf" of="$dir/raw.img" bs=1 seek=1048699 conv=notrunc status=none
+touch "$dir/ok"

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Files and models through the whole runtime: client -> mailbox -> service
+ * warp or metadata warp -> the parsers on the runtime's own queues ->
+ * emulated controller -> client. The images come from
+ * tests/tools/files_images.sh (mke2fs -d of a source tree it writes), so
+ * every byte read is compared with the source file itself. Host mode here;
+ * GPUOS_TEST_GPU=1 runs the same scenarios with the runtime on the GPU
+ * (tests/gpu/run.sh, images built beforehand: GPUOS_FILES_DIR).
+ */
+#ifdef GPUOS_MINI_CRITERION
+#include "../gpu/mini_criterion.h"
+#else
+#include <criterion/criterion.h>
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpuos/gpuos.h"
+#include "gpuos/host.h"
+
+static char dir[512];
+
+static void images(void)
+{
+	char cmd[1200], ok[600];
+	const char *d = getenv("GPUOS_FILES_DIR");
+	snprintf(dir, sizeof(dir), "%s", d ? d : "build/files-img");
+	snprintf(ok, sizeof(ok), "%s/ok", dir);
+	if (access(ok, F_OK) == 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "sh tests/tools/files_images.sh '%s' >/dev/null 2>&1", dir);
+	if (system(cmd) != 0 || access(ok, F_OK) != 0)
+		cr_skip("cannot build the test images (mke2fs, sgdisk, python3): see tests/tools/files_images.sh");
+}
+
+static unsigned char *slurp(const char *rel, size_t *len)
+{
+	char p[700];
+	FILE *f;
+	struct stat st;
+	unsigned char *b;
+	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
+	f = fopen(p, "rb");
+	cr_assert_not_null(f, "%s", p);
+	cr_assert_eq(fstat(fileno(f), &st), 0);
+	b = malloc((size_t)st.st_size + 1);
+	cr_assert_not_null(b);
+	cr_assert_eq(fread(b, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+	fclose(f);
+	*len = (size_t)st.st_size;
+	return b;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+struct booted {
+	struct gpuos_sys *sys;
+	struct gpuos_mbox *mb;
+	char *heap;
+	uint64_t heap_rt, heap_len;
+};
+
+static void boot_img(struct booted *b, const char *img, const char *emu_opts, uint32_t warps, uint32_t part,
+		     int allow_raw)
+{
+	struct gpuos_boot_opts o;
+	char dev[1024], err[512];
+	int r;
+	gpuos_boot_opts_default(&o);
+	snprintf(dev, sizeof(dev), "emu:%s/%s%s%s", dir, img, *emu_opts ? "," : "", emu_opts);
+	o.device = dev;
+	o.warps = warps;
+	o.queues = warps * 2;
+	o.host_mode = getenv("GPUOS_TEST_GPU") ? 0 : 1;
+	o.allow_raw = allow_raw;
+	o.quiet = 1;
+	o.heap_bytes = 48u << 20;
+	o.part = part;
+	o.timeout_ms = 2000;
+	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
+	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
+	b->mb = gpuos_sys_mbox(b->sys);
+	b->heap = (char *)gpuos_sys_heap(b->sys, &b->heap_rt, &b->heap_len);
+}
+
+static void shut(struct booted *b)
+{
+	char err[512];
+	int r = gpuos_shutdown(b->sys, err, sizeof(err));
+	cr_assert_eq(r, 0, "shutdown: %s", err);
+}
+
+/* A string placed in the heap at byte off; its runtime-space address. */
+static const char *put(struct booted *b, uint64_t off, const char *s)
+{
+	memcpy(b->heap + off, s, strlen(s) + 1);
+	return (const char *)(uintptr_t)(b->heap_rt + off);
+}
+#define RT(b, off) ((void *)(uintptr_t)((b)->heap_rt + (off)))
+
+/* Heap layout: paths at 0, reasons at 4 KiB, data from 1 MiB on. */
+#define WHY 4096u
+#define DATA (1u << 20)
+
+static uint32_t open_path(struct booted *b, const char *path, uint32_t *h, uint64_t *size)
+{
+	b->heap[WHY] = 0;
+	return gpuos_open(b->mb, put(b, 0, path), 0, h, size, (char *)RT(b, WHY), 256);
+}
+
+/* Read the whole file through READ at random offsets and lengths. */
+static void check_file(struct booted *b, const char *path, const char *src, int rounds)
+{
+	size_t len;
+	unsigned char *want = slurp(src, &len);
+	uint64_t size, s = 99, got;
+	uint32_t h, st;
+	int i;
+
+	st = open_path(b, path, &h, &size);
+	cr_assert_eq(st, GPUOS_ST_OK, "open %s: %s (%s)", path, gpuos_status_name(st), b->heap + WHY);
+	cr_assert_eq(size, len);
+	st = gpuos_read(b->mb, h, 0, len, RT(b, DATA), &got);
+	cr_assert_eq(st, GPUOS_ST_OK, "read %s: %s", path, gpuos_status_name(st));
+	cr_assert_eq(got, len);
+	cr_assert(memcmp(b->heap + DATA, want, len) == 0, "whole read of %s differs", path);
+	for (i = 0; i < rounds; i++) {
+		uint64_t off = rng_next(&s) % (len + 10), n = 1 + rng_next(&s) % (i % 3 ? 70000u : 3u << 20);
+		uint64_t expect = off >= len ? 0 : (n < len - off ? n : len - off);
+		st = gpuos_read(b->mb, h, off, n, RT(b, DATA + 13), &got);
+		cr_assert_eq(st, GPUOS_ST_OK, "read %s %lu+%lu: %s", path, (unsigned long)off, (unsigned long)n,
+			     gpuos_status_name(st));
+		cr_assert_eq(got, expect, "read %s %lu+%lu: short count", path, (unsigned long)off, (unsigned long)n);
+		cr_assert(memcmp(b->heap + DATA + 13, want + (off < len ? off : len), expect) == 0,
+			  "read %s %lu+%lu differs", path, (unsigned long)off, (unsigned long)n);
+	}
+	cr_assert_eq(gpuos_close(b->mb, h), GPUOS_ST_OK);
+	free(want);
+}
+
+TestSuite(files, .init = images, .timeout = 180);
+
+Test(files, reads_equal_the_source_files)
+{
+	struct booted b;
+	boot_img(&b, "ext4.img", "ooo=1", 2, 0, 0);
+	check_file(&b, "/big.bin", "big.bin", 120);
+	check_file(&b, "/sparse.bin", "sparse.bin", 60);      /* holes read as zeros */
+	check_file(&b, "/small.txt", "small.txt", 20);        /* inline data: the metadata warp */
+	check_file(&b, "/link", "big.bin", 5);                /* a symlink followed */
+	check_file(&b, "/abs_link", "dir/sub/deep.txt", 5);   /* absolute target */
+	check_file(&b, "//dir/./sub/../sub/deep.txt", "dir/sub/deep.txt", 5);
+	check_file(&b, "/models/m.gguf", "models/m.gguf", 20);
+	shut(&b);
+}
+
+Test(files, gpt_partition_small_lbas_and_1k_blocks)
+{
+	struct booted b;
+	boot_img(&b, "gpt.img", "", 2, 0, 0); /* partition 2 at LBA 6161, found by its superblock */
+	check_file(&b, "/big.bin", "big.bin", 60);
+	check_file(&b, "/sparse.bin", "sparse.bin", 30);
+	shut(&b);
+	boot_img(&b, "gpt.img", "mdts=8", 1, 2, 0);
+	check_file(&b, "/dir/f123", "dir/f123", 3);
+	shut(&b);
+}
+
+Test(files, stat_and_readdir)
+{
+	struct booted b;
+	struct gpuos_stat *st;
+	struct gpuos_dirent *d;
+	uint64_t cookie = 0;
+	uint32_t h, n, total = 0, s;
+	int seen_deep = 0;
+	boot_img(&b, "ext4.img", "", 1, 0, 0);
+	st = (struct gpuos_stat *)(b.heap + DATA);
+	s = gpuos_stat_path(b.mb, put(&b, 0, "/big.bin"), 0, (struct gpuos_stat *)RT(&b, DATA), 1u << 20, 0);
+	cr_assert_eq(s, GPUOS_ST_OK);
+	cr_assert_eq(st->type, GPUOS_FT_REG);
+	cr_assert_eq(st->size, 5u * 1024 * 1024 + 77);
+	cr_assert_eq(st->block_size, 4096);
+	cr_assert(st->nextents >= 1 && st->n == st->nextents);
+	cr_assert_eq(st->ext[0].lblk, 0);
+	s = gpuos_stat_path(b.mb, put(&b, 0, "/link"), GPUOS_OPEN_NOFOLLOW, (struct gpuos_stat *)RT(&b, DATA), 4096, 0);
+	cr_assert_eq(s, GPUOS_ST_OK);
+	cr_assert_eq(st->type, GPUOS_FT_SYMLINK);
+	cr_assert_eq(st->size, 7);
+	/* 300 entries + sub + . and .., a page of 16 at a time */
+	cr_assert_eq(open_path(&b, "/dir", &h, NULL), GPUOS_ST_OK);
+	d = (struct gpuos_dirent *)(b.heap + DATA);
+	while (cookie != GPUOS_DIR_END) {
+		uint32_t i;
+		s = gpuos_readdir(b.mb, h, &cookie, (struct gpuos_dirent *)RT(&b, DATA), 16, &n);
+		cr_assert_eq(s, GPUOS_ST_OK);
+		cr_assert(n <= 16);
+		for (i = 0; i < n; i++)
+			seen_deep |= !strcmp(d[i].name, "sub") && d[i].type == GPUOS_FT_DIR;
+		total += n;
+	}
+	cr_assert_eq(total, 303);
+	cr_assert(seen_deep);
+	/* READ of a directory, READDIR of a file */
+	cr_assert_eq(gpuos_read(b.mb, h, 0, 10, RT(&b, DATA), NULL), GPUOS_ST_ISDIR);
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	cr_assert_eq(open_path(&b, "/small.txt", &h, NULL), GPUOS_ST_OK);
+	cookie = 0;
+	cr_assert_eq(gpuos_readdir(b.mb, h, &cookie, (struct gpuos_dirent *)RT(&b, DATA), 16, &n), GPUOS_ST_NOTDIR);
+	cr_assert_eq(gpuos_fstat(b.mb, h, (struct gpuos_stat *)RT(&b, DATA), 4096, 0), GPUOS_ST_OK);
+	cr_assert_eq(st->size, 36);
+	cr_assert_eq(st->nextents, 0); /* inline data */
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	shut(&b);
+}
+
+Test(files, errors_get_a_status_and_a_reason)
+{
+	struct booted b;
+	uint32_t h, st, i, hs[GPUOS_MAX_HANDLES];
+	boot_img(&b, "ext4.img", "", 1, 0, 0);
+	cr_assert_eq(open_path(&b, "/nope", &h, NULL), GPUOS_ST_NOENT);
+	cr_assert_eq(open_path(&b, "/small.txt/x", &h, NULL), GPUOS_ST_NOTDIR);
+	cr_assert_eq(open_path(&b, "/loop_a", &h, NULL), GPUOS_ST_LOOP);
+	cr_assert(strstr(b.heap + WHY, "symbolic") != NULL, "reason: %s", b.heap + WHY);
+	/* a path outside registered memory, a path without its NUL in it */
+	st = gpuos_open(b.mb, (const char *)b.heap /* host address, not runtime space */, 0, &h, NULL, NULL, 0);
+	if (b.heap_rt != (uint64_t)(uintptr_t)b.heap)
+		cr_assert_eq(st, GPUOS_ST_BAD_DST);
+	memset(b.heap + b.heap_len - 64, 'a', 64);
+	st = gpuos_open(b.mb, (const char *)RT(&b, b.heap_len - 64), 0, &h, NULL, NULL, 0);
+	cr_assert_eq(st, GPUOS_ST_BAD_DST);
+	/* bad and stale handles */
+	cr_assert_eq(gpuos_read(b.mb, 0, 0, 10, RT(&b, DATA), NULL), GPUOS_ST_BAD_HANDLE);
+	cr_assert_eq(gpuos_read(b.mb, 0x12345678u, 0, 10, RT(&b, DATA), NULL), GPUOS_ST_BAD_HANDLE);
+	cr_assert_eq(open_path(&b, "/big.bin", &h, NULL), GPUOS_ST_OK);
+	cr_assert_eq(gpuos_read(b.mb, h, 0, 10, (void *)(uintptr_t)8, NULL), GPUOS_ST_BAD_DST);
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	cr_assert_eq(gpuos_read(b.mb, h, 0, 10, RT(&b, DATA), NULL), GPUOS_ST_BAD_HANDLE);
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_BAD_HANDLE);
+	/* the handle table fills up and refuses; closing makes room */
+	for (i = 0; i < GPUOS_MAX_HANDLES; i++)
+		cr_assert_eq(open_path(&b, "/big.bin", &hs[i], NULL), GPUOS_ST_OK);
+	cr_assert_eq(open_path(&b, "/big.bin", &h, NULL), GPUOS_ST_NOSPC);
+	for (i = 0; i < GPUOS_MAX_HANDLES; i++)
+		cr_assert_eq(gpuos_close(b.mb, hs[i]), GPUOS_ST_OK);
+	check_file(&b, "/dir/f007", "dir/f007", 2);
+	/* raw access to a GGUF needs allow_raw */
+	cr_assert_eq(gpuos_model_open(b.mb, NULL, 0, &h, NULL, NULL, 0), GPUOS_ST_DENIED);
+	shut(&b);
+	/* not a file system */
+	boot_img(&b, "raw.img", "", 1, 0, 0);
+	cr_assert_eq(open_path(&b, "/x", &h, NULL), GPUOS_ST_CORRUPT);
+	cr_assert(strstr(b.heap + WHY, "superblock") != NULL, "reason: %s", b.heap + WHY);
+	shut(&b);
+	/* a partition that does not exist */
+	boot_img(&b, "gpt.img", "", 1, 7, 0);
+	cr_assert_eq(open_path(&b, "/big.bin", &h, NULL), GPUOS_ST_NOENT);
+	shut(&b);
+}
+
+Test(files, device_errors_fail_only_what_they_touch)
+{
+	struct booted b;
+	struct gpuos_stat *st;
+	char opts[128];
+	uint64_t lba, got;
+	uint32_t h, s;
+	/* find where big.bin lives, then make one LBA in its middle fail */
+	boot_img(&b, "ext4.img", "", 1, 0, 0);
+	st = (struct gpuos_stat *)(b.heap + DATA);
+	cr_assert_eq(gpuos_stat_path(b.mb, put(&b, 0, "/big.bin"), 0, (struct gpuos_stat *)RT(&b, DATA), 4096, 0),
+		     GPUOS_ST_OK);
+	lba = (st->ext[0].pblk + 100) * 8; /* block 100 of the file, in 512-byte LBAs */
+	shut(&b);
+	snprintf(opts, sizeof(opts), "faults=lba:%llu", (unsigned long long)lba);
+	boot_img(&b, "ext4.img", opts, 2, 0, 0);
+	cr_assert_eq(open_path(&b, "/big.bin", &h, NULL), GPUOS_ST_OK);
+	s = gpuos_read(b.mb, h, 0, 1u << 20, RT(&b, DATA), &got);
+	cr_assert_eq(s, GPUOS_ST_NVME);
+	s = gpuos_read(b.mb, h, 0, 100u * 4096u, RT(&b, DATA), &got); /* before the bad block */
+	cr_assert_eq(s, GPUOS_ST_OK);
+	cr_assert_eq(got, 100u * 4096u);
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	check_file(&b, "/dir/sub/deep.txt", "dir/sub/deep.txt", 3);
+	shut(&b);
+}
+
+Test(files, gguf_models)
+{
+	struct booted b;
+	struct gpuos_gguf_export *x;
+	struct gpuos_gguf_tensor *t;
+	size_t len;
+	unsigned char *want = slurp("models/m.gguf", &len);
+	uint64_t n, needed, got;
+	uint32_t h, hr, idx, count, i, s, layer[64];
+	void *dsts[64];
+
+	boot_img(&b, "ext4.img", "", 2, 0, 1);
+	s = gpuos_model_open(b.mb, put(&b, 0, "/models/m.gguf"), 0, &h, &n, (char *)RT(&b, WHY), 256);
+	cr_assert_eq(s, GPUOS_ST_OK, "%s", b.heap + WHY);
+	cr_assert_gt(n, 8);
+	x = (struct gpuos_gguf_export *)(b.heap + DATA);
+	cr_assert_eq(gpuos_model_info(b.mb, h, (struct gpuos_gguf_export *)RT(&b, DATA), 8u << 20, &needed), GPUOS_ST_OK);
+	cr_assert(x->complete && needed <= (8u << 20));
+	cr_assert_eq(x->tensor_count, n);
+	cr_assert_gt(x->n_layers, 1);
+	/* every tensor loaded equals its bytes in the file */
+	t = (struct gpuos_gguf_tensor *)(b.heap + DATA);
+	for (i = 0; i < n; i++) {
+		uint64_t off, size;
+		cr_assert_eq(gpuos_model_tensor(b.mb, h, i, (struct gpuos_gguf_tensor *)RT(&b, DATA)), GPUOS_ST_OK);
+		off = t->abs_off;
+		size = t->size;
+		cr_assert(off + size <= len);
+		put(&b, 0, t->name);
+		cr_assert_eq(gpuos_model_find(b.mb, h, (const char *)RT(&b, 0), &idx), GPUOS_ST_OK);
+		cr_assert_eq(idx, i);
+		cr_assert_eq(gpuos_model_load(b.mb, h, i, RT(&b, DATA + 4096), 0, 0, &got), GPUOS_ST_OK);
+		cr_assert_eq(got, size);
+		cr_assert(memcmp(b.heap + DATA + 4096, want + off, size) == 0, "tensor %u differs", i);
+		if (size > 3) { /* a part of it */
+			cr_assert_eq(gpuos_model_load(b.mb, h, i, RT(&b, DATA + 4096), 1, size - 2, &got), GPUOS_ST_OK);
+			cr_assert(memcmp(b.heap + DATA + 4096, want + off + 1, size - 2) == 0);
+			cr_assert_eq(gpuos_model_load(b.mb, h, i, RT(&b, DATA + 4096), 1, size, &got), GPUOS_ST_BAD_RANGE);
+		}
+	}
+	cr_assert_eq(gpuos_model_load(b.mb, h, (uint32_t)n, RT(&b, DATA), 0, 0, &got), GPUOS_ST_BAD_RANGE);
+	cr_assert_eq(gpuos_model_find(b.mb, h, put(&b, 0, "no.such.tensor"), &idx), GPUOS_ST_NOENT);
+	/* a whole layer, in reverse order, into separate places */
+	cr_assert_eq(gpuos_model_layer(b.mb, h, 1, (uint32_t *)RT(&b, DATA), 64, &count), GPUOS_ST_OK);
+	cr_assert_gt(count, 0);
+	memcpy(layer, b.heap + DATA, count * 4u);
+	for (i = 0; i < count; i++) {
+		uint32_t tmp = layer[i];
+		layer[i] = layer[count - 1 - i];
+		layer[count - 1 - i] = tmp;
+		if (i >= count - 1 - i)
+			break;
+	}
+	{
+		uint64_t place = DATA + (4u << 20);
+		uint64_t where[64];
+		for (i = 0; i < count; i++) {
+			cr_assert_eq(gpuos_model_tensor(b.mb, h, layer[i], (struct gpuos_gguf_tensor *)RT(&b, DATA)),
+				     GPUOS_ST_OK);
+			where[i] = place;
+			dsts[i] = RT(&b, place);
+			place += (t->size + 255u) & ~255ull;
+		}
+		cr_assert_eq(gpuos_model_load_tensors(b.mb, h, layer, dsts, count, &got), GPUOS_ST_OK);
+		for (i = 0; i < count; i++) {
+			cr_assert_eq(gpuos_model_tensor(b.mb, h, layer[i], (struct gpuos_gguf_tensor *)RT(&b, DATA)),
+				     GPUOS_ST_OK);
+			cr_assert(memcmp(b.heap + where[i], want + t->abs_off, t->size) == 0, "layer tensor %u", i);
+		}
+	}
+	/* the same model written raw at a byte offset of another device */
+	shut(&b);
+	boot_img(&b, "raw.img", "lba=4096", 1, 0, 1);
+	t = (struct gpuos_gguf_tensor *)(b.heap + DATA); /* a new heap */
+	s = gpuos_model_open(b.mb, NULL, 1048699, &hr, &n, (char *)RT(&b, WHY), 256);
+	cr_assert_eq(s, GPUOS_ST_OK, "%s", b.heap + WHY);
+	for (i = 0; i < n; i += 3) {
+		cr_assert_eq(gpuos_model_tensor(b.mb, hr, i, (struct gpuos_gguf_tensor *)RT(&b, DATA)), GPUOS_ST_OK);
+		cr_assert_eq(gpuos_model_load(b.mb, hr, i, RT(&b, DATA + 4096), 0, 0, &got), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap + DATA + 4096, want + t->abs_off, t->size) == 0, "raw tensor %u differs", i);
+	}
+	cr_assert_eq(gpuos_close(b.mb, hr), GPUOS_ST_OK);
+	/* not a GGUF: a clear reason */
+	s = gpuos_model_open(b.mb, NULL, 4096, &hr, &n, (char *)RT(&b, WHY), 256);
+	cr_assert_eq(s, GPUOS_ST_CORRUPT);
+	cr_assert(strstr(b.heap + WHY, "GGUF") != NULL, "reason: %s", b.heap + WHY);
+	shut(&b);
+	free(want);
+}
+
+struct reader {
+	struct booted *b;
+	int id;
+	uint64_t bad;
+	const unsigned char *want;
+	size_t len;
+	uint32_t h;
+};
+
+static void *reader_thread(void *p)
+{
+	struct reader *r = (struct reader *)p;
+	uint64_t s = 500 + (uint64_t)r->id, region = (r->b->heap_len - DATA) / 16;
+	char *mine = r->b->heap + DATA + (uint64_t)r->id * region;
+	void *mine_rt = RT(r->b, DATA + (uint64_t)r->id * region);
+	int i;
+	for (i = 0; i < 300; i++) {
+		uint64_t n = 1 + rng_next(&s) % 200000u, off = rng_next(&s) % (r->len - n), got;
+		if (gpuos_read(r->b->mb, r->h, off, n, mine_rt, &got) != GPUOS_ST_OK || got != n ||
+		    memcmp(mine, r->want + off, n) != 0)
+			r->bad++;
+	}
+	return NULL;
+}
+
+/* Many clients on one handle and on their own, while others open and close. */
+Test(files, concurrent_readers_and_park_resume)
+{
+	struct booted b;
+	struct reader rd[16];
+	pthread_t th[16];
+	size_t len;
+	unsigned char *want = slurp("big.bin", &len);
+	uint32_t h, i;
+	char err[256];
+	boot_img(&b, "ext4.img", "ooo=1", 4, 0, 0);
+	cr_assert_eq(open_path(&b, "/big.bin", &h, NULL), GPUOS_ST_OK);
+	for (i = 0; i < 16; i++) {
+		rd[i].b = &b;
+		rd[i].id = (int)i;
+		rd[i].bad = 0;
+		rd[i].want = want;
+		rd[i].len = len;
+		rd[i].h = h;
+		cr_assert_eq(pthread_create(&th[i], NULL, reader_thread, &rd[i]), 0);
+	}
+	for (i = 0; i < 16; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(rd[i].bad, 0, "reader %u: %lu bad reads", i, (unsigned long)rd[i].bad);
+	}
+	/* handles survive park/resume */
+	cr_assert_eq(gpuos_park(b.sys, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpuos_resume(b.sys, err, sizeof(err)), 0, "%s", err);
+	{
+		uint64_t got;
+		cr_assert_eq(gpuos_read(b.mb, h, 4096, 65536, RT(&b, DATA), &got), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap + DATA, want + 4096, 65536) == 0);
+	}
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	shut(&b);
+	free(want);
+}
