@@ -91,6 +91,14 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 static int files_end(struct files *f, int rc)
 {
 	char err[512];
+	if (f->open && f->cl.sys) {
+		struct gpuos_stats st;
+		gpuos_sys_stats(f->cl.sys, &st);
+		if (st.notices & GPUOS_NOTICE_GPT_BACKUP)
+			fprintf(stderr, "gpuos %s: note: the primary GPT is corrupt; the backup GPT was used\n", f->cmd);
+		if (st.notices & GPUOS_NOTICE_GPT_BACKUP_BAD)
+			fprintf(stderr, "gpuos %s: note: the backup GPT is corrupt (the primary is good)\n", f->cmd);
+	}
 	if (f->open && client_close(&f->cl, err, sizeof(err)) && rc == 0) {
 		cli_err(f->cmd, "shutdown: %s", err);
 		rc = GPUOS_EXIT_FAIL;

@@ -730,6 +730,7 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 		st->polls += __atomic_load_n(&x->polls, __ATOMIC_RELAXED);
 	}
 	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
+	st->notices = __atomic_load_n(&ctl->notices, __ATOMIC_RELAXED);
 }
 
 void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len)

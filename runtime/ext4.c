@@ -436,7 +436,7 @@ static GPUOS_HD int group_has_super(const struct gpuos_ext4 *fs, uint32_t g)
 	return ext4_is_power_of(g, 3) || ext4_is_power_of(g, 5) || ext4_is_power_of(g, 7);
 }
 
-GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io *io,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io *io,
 			      uint32_t flags)
 {
 	const uint8_t *sb;
@@ -741,7 +741,7 @@ static GPUOS_HD int find_inline_xattr(struct gpuos_ext4 *fs, const uint8_t *raw,
 	return 0;
 }
 
-GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_ext4_inode *out)
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_ext4_inode *out)
 {
 	struct ext4_group_info gi;
 	const uint8_t *raw;
@@ -1260,7 +1260,7 @@ static GPUOS_HD int bmap64(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode 
 	return r;
 }
 
-GPUOS_HD int gpuos_ext4_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
 			     uint64_t lblk, uint64_t *pblk, uint32_t *run, uint32_t *flags)
 {
 	uint64_t r64;
@@ -1274,7 +1274,7 @@ GPUOS_HD int gpuos_ext4_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 	return 0;
 }
 
-GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
 				uint64_t start, struct gpuos_ext4_extent *out, uint32_t cap,
 				uint32_t *n, uint64_t *next)
 {
@@ -1360,7 +1360,7 @@ GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_i
 	return 0;
 }
 
-GPUOS_HD int gpuos_ext4_read(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_read(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
 			     uint64_t off, uint32_t len, void *dst, uint32_t *got)
 {
 	uint8_t *d = (uint8_t *)dst;
@@ -1686,7 +1686,7 @@ static GPUOS_HD int dir_next(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 	return dir_next_blocks(fs, dir, pos, d);
 }
 
-GPUOS_HD int gpuos_ext4_readdir(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_readdir(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
 				uint64_t *cookie, struct gpuos_ext4_dirent *out)
 {
 	struct ext4_dent d;
@@ -1753,7 +1753,7 @@ static GPUOS_HD int dir_find(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 
 /* ---- symlinks and paths ------------------------------------------------------------ */
 
-GPUOS_HD int gpuos_ext4_readlink(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_readlink(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
 				 char *buf, uint32_t cap, uint32_t *len)
 {
 	uint32_t got;
@@ -1793,7 +1793,7 @@ GPUOS_HD int gpuos_ext4_lookup(struct gpuos_ext4 *fs, const char *path, uint32_t
  * the bytes just before pos (the rest of the path, if any, starts with '/'),
  * so "target/rest" is again [pos, END) without moving the rest.
  */
-GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
 				  const char *path, uint32_t flags,
 				  struct gpuos_ext4_inode *out)
 {

@@ -299,7 +299,7 @@ GPUOS_INLINE GPUOS_HD uint32_t status_of(int err)
 
 /* Read npages 4 KiB pages from device page `page` into the metadata bounce
  * buffer: one command, waited for. Returns bytes read or a negative errno. */
-GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t page, uint32_t npages)
+GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t page, uint32_t npages)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_qp *qp = &F->qp;
@@ -366,7 +366,7 @@ GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t page, uint32_t npa
 }
 
 /* The cached 4 KiB page `page` of the device, or NULL (F->last_nvme says why). */
-GPUOS_HD static const uint8_t *cache_get(struct rt_files *F, uint64_t page, int *err)
+GPUOS_NOINLINE GPUOS_HD static const uint8_t *cache_get(struct rt_files *F, uint64_t page, int *err)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint32_t set = (uint32_t)(page % GPUOS_RT_CACHE_SETS), w, i, n;
@@ -486,7 +486,7 @@ GPUOS_INLINE GPUOS_HD void mount_fail(struct rt_files *F, uint32_t st, const cha
 }
 
 /* Find the file system (DESIGN.md 7: GPT, then ext4) and mount it. */
-GPUOS_HD static void mount(struct rt_files *F)
+GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
@@ -506,6 +506,12 @@ GPUOS_HD static void mount(struct rt_files *F)
 	if (r && r != -ENOSPC) {
 		mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", F->gptp.why);
 		return;
+	}
+	if (F->gpt.flags & (GPUOS_GPT_F_BACKUP_USED | GPUOS_GPT_F_BACKUP_BAD)) {
+		struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+		/* The host reads it after a reply (ordered by the reply's fence). */
+		gpuos_store_relaxed_sys32(&ctl->notices, (F->gpt.flags & GPUOS_GPT_F_BACKUP_USED)
+							? GPUOS_NOTICE_GPT_BACKUP : GPUOS_NOTICE_GPT_BACKUP_BAD);
 	}
 	if (F->gpt.scheme == GPUOS_PT_NONE) {
 		if (d->part) {
@@ -579,7 +585,7 @@ struct mreq {                   /* the request being served, copied out of its s
 
 /* Publish the reply of a metadata request; on failure write the reason into
  * dst when there is room. */
-GPUOS_HD static void reply(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t result,
+GPUOS_NOINLINE GPUOS_HD static void reply(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t result,
 			   uint64_t result2, const char *why)
 {
 	const struct gpuos_rt_desc *d = F->d;
@@ -616,7 +622,7 @@ GPUOS_HD static void reply(struct rt_files *F, const struct mreq *q, uint32_t st
 }
 
 /* Reply with a parser failure: the status from err, the reason from why. */
-GPUOS_HD static void reply_err(struct rt_files *F, const struct mreq *q, int err, const char *what,
+GPUOS_NOINLINE GPUOS_HD static void reply_err(struct rt_files *F, const struct mreq *q, int err, const char *what,
 			       const char *why)
 {
 	struct sbuf sb;
@@ -697,7 +703,7 @@ GPUOS_INLINE GPUOS_HD uint32_t handle_number(const struct rt_handle *hd, uint32_
 
 /* Fill handle slot i for inode F->ino: kind, size, map and extents. Returns 0
  * or a negative errno with *why. */
-GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, const char **why)
+GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, const char **why)
 {
 	struct rt_handle *hd = &F->h[i];
 	const struct gpuos_ext4_inode *in = &F->ino;
@@ -744,7 +750,7 @@ GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, const char **why
 	return 0;
 }
 
-GPUOS_HD static void op_open(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_open(struct rt_files *F, const struct mreq *q)
 {
 	uint32_t st, i;
 	const char *why = 0;
@@ -802,7 +808,7 @@ GPUOS_HD static struct rt_handle *req_handle(struct rt_files *F, const struct mr
 	return &F->h[hd - F->h];
 }
 
-GPUOS_HD static void op_stat(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_stat(struct rt_files *F, const struct mreq *q)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_stat *o = (struct gpuos_stat *)(uintptr_t)q->dst;
@@ -883,7 +889,7 @@ GPUOS_HD static void op_stat(struct rt_files *F, const struct mreq *q)
 	reply(F, q, GPUOS_ST_OK, n, total, 0);
 }
 
-GPUOS_HD static void op_readdir(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_readdir(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, (1u << H_FILE) | (1u << H_DIR));
 	struct gpuos_dirent *o = (struct gpuos_dirent *)(uintptr_t)q->dst;
@@ -925,7 +931,7 @@ GPUOS_HD static void op_readdir(struct rt_files *F, const struct mreq *q)
 }
 
 /* READ of a handle the service warps cannot map (inline data, symlinks). */
-GPUOS_HD static void op_read_meta(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_read_meta(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, 1u << H_FILE);
 	uint64_t len = q->length, done = 0;
@@ -962,7 +968,7 @@ GPUOS_HD static void op_read_meta(struct rt_files *F, const struct mreq *q)
 	reply(F, q, GPUOS_ST_OK, done, 0, 0);
 }
 
-GPUOS_HD static void op_close(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_close(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, (1u << H_FILE) | (1u << H_DIR) | (1u << H_MODEL));
 	if (!hd)
@@ -989,7 +995,7 @@ GPUOS_HD static void gguf_mem(const struct gpuos_rt_desc *d, uint32_t m, struct 
 	mem->index_cap = GPUOS_RT_MODEL_INDEX;
 }
 
-GPUOS_HD static void op_gguf_open(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_gguf_open(struct rt_files *F, const struct mreq *q)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
@@ -1132,7 +1138,7 @@ GPUOS_HD static void op_gguf_open(struct rt_files *F, const struct mreq *q)
 	reply(F, q, GPUOS_ST_OK, handle_number(hd, i), g->n_tensors, 0);
 }
 
-GPUOS_HD static void op_gguf_info(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_gguf_info(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, 1u << H_MODEL);
 	const struct gpuos_gguf *g;
@@ -1173,7 +1179,7 @@ GPUOS_HD static void op_gguf_info(struct rt_files *F, const struct mreq *q)
 	reply(F, q, GPUOS_ST_OK, total, 0, 0);
 }
 
-GPUOS_HD static void op_gguf_find(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_gguf_find(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, 1u << H_MODEL);
 	uint32_t st;
@@ -1192,7 +1198,7 @@ GPUOS_HD static void op_gguf_find(struct rt_files *F, const struct mreq *q)
 	reply(F, q, GPUOS_ST_OK, (uint64_t)r, 0, 0);
 }
 
-GPUOS_HD static void op_gguf_tensor(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_gguf_tensor(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, 1u << H_MODEL);
 	const struct gpuos_gguf *g;
@@ -1211,7 +1217,7 @@ GPUOS_HD static void op_gguf_tensor(struct rt_files *F, const struct mreq *q)
 	reply(F, q, GPUOS_ST_OK, 0, 0, 0);
 }
 
-GPUOS_HD static void op_gguf_layer(struct rt_files *F, const struct mreq *q)
+GPUOS_NOINLINE GPUOS_HD static void op_gguf_layer(struct rt_files *F, const struct mreq *q)
 {
 	struct rt_handle *hd = req_handle(F, q, 1u << H_MODEL);
 	uint32_t count = 0;
@@ -1236,7 +1242,7 @@ GPUOS_HD static void op_gguf_layer(struct rt_files *F, const struct mreq *q)
 	reply(F, q, r ? GPUOS_ST_NOSPC : GPUOS_ST_OK, count, 0, r ? "more tensors in the layer than dst holds" : 0);
 }
 
-GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint32_t cmd)
+GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint32_t cmd)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_mbox_slot *s = (struct gpuos_mbox_slot *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox)) + ms;
@@ -1272,7 +1278,7 @@ GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint32_t cmd)
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
-GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
+GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 {
 	struct rt_files *F = files_of(d);
 	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;

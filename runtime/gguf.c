@@ -820,7 +820,7 @@ static GPUOS_HD int parse_tensors(struct gpuos_gguf *g, struct gpuos_gguf_parser
 	return 0;
 }
 
-GPUOS_HD int gpuos_gguf_parse(struct gpuos_gguf *g, struct gpuos_gguf_parser *p,
+GPUOS_NOINLINE GPUOS_HD int gpuos_gguf_parse(struct gpuos_gguf *g, struct gpuos_gguf_parser *p,
 			      const struct gpuos_meta_io *io)
 {
 	struct gpuos_gguf_mem mem = g->mem;

@@ -361,7 +361,7 @@ static GPUOS_HD int try_gpt(struct gpuos_gpt *g, struct gpuos_gpt_parser *p, uin
 	return read_entries(g, p, h, ss, why);
 }
 
-GPUOS_HD int gpuos_gpt_parse(struct gpuos_gpt *g, struct gpuos_gpt_parser *p,
+GPUOS_NOINLINE GPUOS_HD int gpuos_gpt_parse(struct gpuos_gpt *g, struct gpuos_gpt_parser *p,
 			     const struct gpuos_meta_io *io, uint32_t sector_size)
 {
 	struct gpuos_gpt_part *parts = g->parts;

@@ -297,6 +297,10 @@ enum gpuos_rt_cmd {
 	GPUOS_RT_CMD_PARK = 1,   /* drain in-flight commands, leave state, exit */
 	GPUOS_RT_CMD_STOP = 2    /* drain, finish every posted request with STOPPING, exit */
 };
+/* Things the runtime noticed that the host should tell the user. */
+#define GPUOS_NOTICE_GPT_BACKUP (1u << 0) /* the primary GPT is corrupt: the backup is used */
+#define GPUOS_NOTICE_GPT_BACKUP_BAD (1u << 1) /* the backup GPT is corrupt (the primary is used) */
+
 enum gpuos_rt_state {
 	GPUOS_RT_STATE_BOOT = 0,
 	GPUOS_RT_STATE_RUNNING = 1,
@@ -325,7 +329,7 @@ struct gpuos_rt_ctl {
 	uint32_t rsvd04[15];
 	/* --- cache line boundary (64) --- */
 	uint32_t state;        /* 0x40 enum gpuos_rt_state, written by service warp 0 */
-	uint32_t rsvd44;       /* 0x44 */
+	uint32_t notices;      /* 0x44 GPUOS_NOTICE_* bits, written by the metadata warp */
 	uint32_t fatal_csts;   /* 0x48 CSTS value seen when the controller failed */
 	uint32_t epoch;        /* 0x4c launches so far (park/resume count) */
 	uint32_t rsvd50[12];

@@ -67,6 +67,7 @@ struct gpuos_info {
 struct gpuos_stats {
 	uint64_t requests, bytes, errors, commands, timeouts, doorbells, polls;
 	uint32_t state;            /* enum gpuos_rt_state */
+	uint32_t notices;          /* GPUOS_NOTICE_* */
 };
 
 struct gpuos_sys;

@@ -47,10 +47,15 @@
 #if defined(__CUDACC__)
 #define GPUOS_HD __host__ __device__
 #define GPUOS_INLINE static __forceinline__
+#define GPUOS_NOINLINE __noinline__
 #else
 #define GPUOS_HD
 #define GPUOS_INLINE static inline __attribute__((always_inline))
+#define GPUOS_NOINLINE __attribute__((noinline))
 #endif
+/* GPUOS_NOINLINE marks the big, cold entry points (parsers, the metadata
+ * warp's operations): kept as calls, they stay out of the service warps'
+ * hot loop and keep the device compiler's work per function small. */
 
 /* True in the device pass of nvcc: code here runs on a GPU lane. */
 #if defined(__CUDA_ARCH__)

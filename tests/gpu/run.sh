@@ -18,6 +18,21 @@ date -u
 step "shared runtime suite, runtime on the GPU, controller emu:"
 GPUOS_TEST_GPU=1 timeout 400 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU"
 
+step "files suite, runtime and metadata warp on the GPU, controller emu:"
+GPUOS_TEST_GPU=1 GPUOS_FILES_DIR="$build/files-img" timeout 400 "$build/gpu/test_files"; res $? "files suite on the GPU"
+
+step "file tools with the GPU runtime, compared with host mode"
+fi="$build/files-img"
+for args in "ls --json --device emu:$fi/ext4.img /dir" "stat --json --device emu:$fi/gpt.img /big.bin" \
+	    "gguf --json --device emu:$fi/ext4.img /models/m.gguf" "gguf --json --device emu:$fi/raw.img @1048699" \
+	    "cat --device emu:$fi/ext4.img /sparse.bin" "cat --device emu:$fi/gpt.img,lba=512 /big.bin"; do
+	timeout 60 "$g" $args > /dev/shm/gpuos-gpu.out 2>/dev/shm/gpuos-gpu.err
+	rc=$?
+	GPUOS_QUIET_HOST=1 timeout 60 "$g" $args --host > /dev/shm/gpuos-host.out 2>/dev/null
+	if [ $rc -eq 0 ] && cmp -s /dev/shm/gpuos-gpu.out /dev/shm/gpuos-host.out; then res 0 "gpuos $args"; else cat /dev/shm/gpuos-gpu.err; res 1 "gpuos $args (rc $rc)"; fi
+done
+rm -f /dev/shm/gpuos-gpu.out /dev/shm/gpuos-host.out /dev/shm/gpuos-gpu.err
+
 step "gpu-null identify"
 timeout 60 "$g" identify --json --device gpu-null; res $? "identify gpu-null"
 
@@ -44,6 +59,8 @@ if command -v compute-sanitizer >/dev/null; then
 	# with host clients and the emulated controller can be sanitised.
 	step "compute-sanitizer memcheck (runtime kernel, emu:, host clients)"
 	timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "memcheck emu read"
+	timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" cat --device "emu:$build/files-img/gpt.img" /sparse.bin -o /dev/null; res $? "memcheck file read (metadata warp, GPT, ext4, holes)"
+	timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" gguf --json --device "emu:$build/files-img/ext4.img" /models/m.gguf -o /dev/null >/dev/null; res $? "memcheck GGUF parse on the GPU"
 	step "compute-sanitizer racecheck"
 	timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "racecheck emu read"
 fi

@@ -6,7 +6,7 @@
 # and carried to the GPU machine, which may lack them.
 #   tests/tools/files_images.sh DIR
 # DIR/src/...        the source tree
-# DIR/ext4.img       ext4 (inline_data, 4 KiB blocks) of DIR/src, whole device
+# DIR/ext4.img       ext4 (inline_data, 4 KiB blocks) of DIR/src, whole device (32 MiB)
 # DIR/gpt.img        GPT; partition 1 (a small FAT-less filler) at 2048, partition 2
 #                    (ext4 of DIR/src, 1 KiB blocks) at LBA 6161 (not MiB-aligned)
 # DIR/raw.img        DIR/src/models/m.gguf written raw at byte 1048699
@@ -38,11 +38,11 @@ os.symlink("loop_b", os.path.join(src, "loop_a"))
 os.symlink("loop_a", os.path.join(src, "loop_b"))
 PY
 python3 "$here/gguf_writer.py" --case many-layers "$src/models/m.gguf" --json "$dir/m.json" >/dev/null
-mke2fs -q -F -t ext4 -b 4096 -O inline_data -d "$src" "$dir/ext4.img" 64M
+mke2fs -q -F -t ext4 -b 4096 -O inline_data -d "$src" "$dir/ext4.img" 32M
 # GPT: partition 2 holds ext4 and starts at LBA 6161
-mke2fs -q -F -t ext4 -b 1024 -d "$src" "$dir/part.img" 40M
-truncate -s 48M "$dir/gpt.img"
-sgdisk -a 1 -n 1:2048:4095 -t 1:8300 -n 2:6161:+40M -t 2:8300 "$dir/gpt.img" >/dev/null
+mke2fs -q -F -t ext4 -b 1024 -d "$src" "$dir/part.img" 24M
+truncate -s 30M "$dir/gpt.img"
+sgdisk -a 1 -n 1:2048:4095 -t 1:8300 -n 2:6161:+24M -t 2:8300 "$dir/gpt.img" >/dev/null
 dd if="$dir/part.img" of="$dir/gpt.img" bs=512 seek=6161 conv=notrunc status=none
 rm -f "$dir/part.img"
 truncate -s 4M "$dir/raw.img"
