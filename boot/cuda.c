@@ -87,6 +87,21 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 		free(g);
 		return -ENODEV;
 	}
+	/* The stack of every kernel we launch, fixed before the first launch:
+	 * a launch that needs more than the current limit makes the driver
+	 * grow it, which waits for the device to go idle, which a persistent
+	 * kernel never does (seen: the gpu-null loopback kernel running and the
+	 * runtime kernel, 1664 bytes of cumulative stack with the parsers,
+	 * never starting). 2 KiB per thread covers the runtime image (ptxas -v). */
+	{
+		size_t cur = 0;
+		if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess ||
+		    (cur < GPUOS_GPU_STACK_BYTES && cudaDeviceSetLimit(cudaLimitStackSize, GPUOS_GPU_STACK_BYTES) != cudaSuccess)) {
+			snprintf(why, whylen, "cannot set the GPU stack size to %u bytes", GPUOS_GPU_STACK_BYTES);
+			free(g);
+			return -ENODEV;
+		}
+	}
 	for (n = 0; n < GPUOS_STREAMS; n++) {
 		if (cudaStreamCreateWithFlags(&g->stream[n], cudaStreamNonBlocking) != cudaSuccess) {
 			snprintf(why, whylen, "cannot create a stream");

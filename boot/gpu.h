@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Stack per GPU thread, set before the first launch (boot/cuda.c says why). */
+#define GPUOS_GPU_STACK_BYTES 2048u
+
 struct gpuos_gpu;
 
 /* Open the first GPU. -ENODEV (with the reason in why) when there is no
