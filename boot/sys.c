@@ -431,11 +431,11 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	 * gpu-null loopback moves no data, so it serves no files. */
 	if (s->ctrl->ops->loopback)
 		s->nvme.io_queues = nq;
-	else if ((r = gpuos_nvme_set_queues(&s->nvme, nq + 1u, err, errlen)))
+	else if ((r = gpuos_nvme_set_queues(&s->nvme, nq + (o->no_files ? 0u : 1u), err, errlen)))
 		goto fail;
-	meta = !s->ctrl->ops->loopback && s->nvme.io_queues >= 2;
+	meta = !o->no_files && !s->ctrl->ops->loopback && s->nvme.io_queues >= 2;
 	avail = s->nvme.io_queues - (meta ? 1u : 0u);
-	if (!meta && !s->ctrl->ops->loopback && !o->quiet)
+	if (!meta && !o->no_files && !s->ctrl->ops->loopback && !o->quiet)
 		fprintf(stderr, "gpuos: the controller grants 1 I/O queue: no metadata warp, file and model requests are refused\n");
 	if (avail < warps) {
 		if (!o->quiet)
@@ -443,6 +443,9 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 				s->nvme.io_queues, avail, warps);
 		warps = avail;
 	}
+	if (meta && avail < nq && !o->quiet)
+		fprintf(stderr, "gpuos: the controller grants %u I/O queues, one of them for files: %u left for %u service warps\n",
+			s->nvme.io_queues, avail, warps);
 	nq = GPUOS_MIN(nq, avail);
 	nq -= nq % warps;
 	qpw = nq / warps;

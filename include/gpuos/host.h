@@ -42,6 +42,8 @@ struct gpuos_boot_opts {
 	int sim_vram;             /* host mode, tests: VRAM buffers become the controller's "device
 	                           * memory", moved by memcpy, so the emulator's device-memory
 	                           * path runs without a GPU */
+	int no_files;             /* no metadata warp: no file or model requests, one queue pair
+	                           * and the files region (about 31 MiB of VRAM) saved */
 	uint32_t part;            /* GPT partition holding the file system: 0 = the first holding
 	                           * ext2/3/4 (or the whole device without a table), N = partition N */
 };
