@@ -13,6 +13,7 @@ static void usage(FILE *f)
 		"  read --device DEV --allow-raw --offset B --length B [-o FILE]\n"
 		"                                        read bytes of the device through the runtime\n"
 		"  boot --device DEV [--warps N] [--queues N] [--depth N] [--host] [--socket PATH] [--allow-raw]\n"
+		"       [--mbox-vram [--vram-mib N]]\n"
 		"                                        run the runtime as a service\n"
 		"  stop [--socket PATH]                  stop a running service\n"
 		"  ls [--json] --device DEV [--part N] PATH      list a directory of the device's ext4\n"
@@ -21,10 +22,14 @@ static void usage(FILE *f)
 		"  gguf [--json] --device DEV [--part N] PATH|@BYTEOFFSET\n"
 		"                                        a GGUF model's header, KVs and tensors\n"
 		"  image [--json] APP.cubin              inspect an app image: architecture, ABI, entries\n"
+		"  run [--device DEV | --socket PATH] APP.cubin [--entry NAME] [--grid G] [--block B]\n"
+		"      [--vram-mib N] [--arch sm_XY] [-- ARGS...]\n"
+		"                                        run an app (APP.so or --host: its host-mode variant)\n"
 		"  bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--json]\n"
 		"                                        requests/s and latency through the whole path\n"
 		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
-		"--host runs the runtime on CPU threads (the default when no GPU is present).\n");
+		"--host runs the runtime on CPU threads (the default when no GPU is present).\n"
+		"--no-files boots without the metadata warp (no file or model requests).\n");
 }
 
 int main(int argc, char **argv)
@@ -51,6 +56,8 @@ int main(int argc, char **argv)
 		return cmd_gguf(argc - 2, argv + 2);
 	if (!strcmp(cmd, "image"))
 		return cmd_image(argc - 2, argv + 2);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 2, argv + 2);
 	if (!strcmp(cmd, "stop"))
