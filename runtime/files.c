@@ -687,12 +687,18 @@ GPUOS_HD static int need_fs(struct rt_files *F, const struct mreq *q)
 	return 0;
 }
 
+/* A free handle slot, with a new generation at once: a stale number of the
+ * slot's earlier life stops matching before the slot is filled. */
 GPUOS_HD static int alloc_handle(struct rt_files *F)
 {
 	uint32_t i;
 	for (i = 0; i < GPUOS_RT_HANDLES; i++)
-		if (F->h[i].kind == H_FREE)
+		if (F->h[i].kind == H_FREE) {
+			F->h[i].gen = ++F->gen & 0xffffffu;
+			if (F->h[i].gen == 0)
+				F->h[i].gen = ++F->gen & 0xffffffu;
 			return (int)i;
+		}
 	return -1;
 }
 
@@ -783,9 +789,6 @@ GPUOS_NOINLINE GPUOS_HD static void op_open(struct rt_files *F, const struct mre
 		reply_err(F, q, r, 0, why);
 		return;
 	}
-	F->h[i].gen = ++F->gen & 0xffffffu;
-	if (F->h[i].gen == 0)
-		F->h[i].gen = ++F->gen & 0xffffffu;
 	reply(F, q, GPUOS_ST_OK, handle_number(&F->h[i], i), F->h[i].size, 0);
 }
 
@@ -1132,9 +1135,6 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_open(struct rt_files *F, const struc
 	hd->kind = H_MODEL;
 	hd->model = (int32_t)m;
 	F->model_owner[m] = (int32_t)i + 1;
-	hd->gen = ++F->gen & 0xffffffu;
-	if (hd->gen == 0)
-		hd->gen = ++F->gen & 0xffffffu;
 	reply(F, q, GPUOS_ST_OK, handle_number(hd, i), g->n_tensors, 0);
 }
 
