@@ -67,6 +67,29 @@ $(BUILD)/gpuos: $(BUILD)/boot/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
+# ---- apps --------------------------------------------------------------------------
+# One portable source each (gpuos/app.h, docs/apps.md), built twice: a cubin
+# for `gpuos run` on the GPU, and the host-mode variant (a shared object
+# beside it) that `gpuos run` uses when the runtime runs on CPU threads.
+APP_ARCH   ?= sm_90
+APPS       := $(wildcard apps/*.c)
+APP_CUBINS := $(APPS:apps/%.c=$(BUILD)/apps/%.cubin)
+APP_SOS    := $(APPS:apps/%.c=$(BUILD)/apps/%.so)
+.PHONY: apps
+apps: $(APP_CUBINS) $(APP_SOS)
+all: apps
+test-emu: apps
+
+$(BUILD)/apps/%.cubin: apps/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $< ($(APP_ARCH) cubin)")
+	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -x cu -cubin -arch=$(APP_ARCH) $< -o $@
+
+$(BUILD)/apps/%.so: apps/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $< (host-mode variant)")
+	$(Q)$(CC) $(CFLAGS) -MF $@.d -fPIC -shared -Wl,--no-undefined -o $@ $<
+
 # Host mode only, no CUDA at all, statically linked: for guests and initramfs.
 $(BUILD)/static/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -95,6 +118,9 @@ test-unit: $(UNIT_BIN)
 
 test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/run.sh $(BUILD)
+	$(Q)bash tests/emu/apps.sh $(BUILD)
+	$(Q)bash tests/emu/apps_model.sh $(BUILD)
+	$(Q)bash tests/emu/files.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
 # the runtime runs on CPU threads against the emulated controller). It uses

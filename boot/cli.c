@@ -109,6 +109,23 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			else if (!strcmp(a, "--part")) c->part = (int)v;
 			else if (!strcmp(a, "--grid")) c->grid = (unsigned)v;
 			else c->block = (unsigned)v;
+		} else if (strcmp(a, "--mbox-vram") == 0) {
+			c->boot.mbox_vram = 1;
+		} else if (strcmp(a, "--vram-mib") == 0) {
+			NEEDVAL();
+			if (num(cmd, a, val, 1u << 20, &v))
+				return -1;
+			c->boot.dev_heap_bytes = v << 20;
+		} else if (strcmp(a, "--arch") == 0) {
+			char *end;
+			unsigned long sm;
+			NEEDVAL();
+			sm = strncmp(val, "sm_", 3) == 0 ? strtoul(val + 3, &end, 10) : 0;
+			if (!sm || sm > 999 || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
+				cli_err(cmd, "--arch: '%s' is not an SM architecture like sm_90", val);
+				return -1;
+			}
+			c->sm = (int)sm;
 		} else if (strcmp(a, "--heap-mib") == 0) {
 			NEEDVAL();
 			if (num(cmd, a, val, 1u << 20, &v))

@@ -21,6 +21,7 @@ struct cli {
 	int have_offset, have_length;
 	const char *entry;
 	unsigned grid, block;
+	int sm;                  /* --arch sm_XY: compute capability XY to check app images against */
 	int verbose;
 	/* positional arguments */
 	int argc;
@@ -63,6 +64,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_gguf(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 /* "the controller reported an error: NVMe status 0x281 ..." */
 void describe_status(char *buf, size_t len, uint32_t st, uint16_t nvme);
 

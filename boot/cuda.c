@@ -34,6 +34,15 @@ struct gpuos_gpu {
 	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
 	pfn_launch_kernel launch_kernel;
 	pfn_get_error_string get_error_string;
+	CUresult (*module_unload)(CUmodule);
+	CUresult (*func_get_attribute)(int *, CUfunction_attribute, CUfunction);
+};
+
+/* An app image loaded as a module of its own (gpuos run). */
+struct gpuos_gpu_module {
+	CUmodule module;
+	CUfunction fn;
+	char entry[128];
 };
 
 static int entry(const char *sym, void **fn)
@@ -82,7 +91,9 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	if (entry("cuModuleLoadData", (void **)&g->module_load_data) ||
 	    entry("cuModuleGetFunction", (void **)&g->module_get_function) ||
 	    entry("cuLaunchKernel", (void **)&g->launch_kernel) ||
-	    entry("cuGetErrorString", (void **)&g->get_error_string)) {
+	    entry("cuGetErrorString", (void **)&g->get_error_string) ||
+	    entry("cuModuleUnload", (void **)&g->module_unload) ||
+	    entry("cuFuncGetAttribute", (void **)&g->func_get_attribute)) {
 		snprintf(why, whylen, "the CUDA driver lacks the Driver API entry points gpuos needs");
 		free(g);
 		return -ENODEV;
@@ -320,7 +331,8 @@ int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen)
 {
 	cudaError_t e = cudaStreamSynchronize(g->stream[stream]);
 	if (e != cudaSuccess) {
-		snprintf(why, whylen, "runtime kernel failed: %s", cudaGetErrorString(e));
+		snprintf(why, whylen, "%s kernel failed: %s", stream == GPUOS_STREAM_CLIENT ? "the client" : "runtime",
+			 cudaGetErrorString(e));
 		return -EIO;
 	}
 	return 0;
@@ -329,4 +341,91 @@ int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen)
 int gpuos_gpu_running(struct gpuos_gpu *g, int stream)
 {
 	return cudaStreamQuery(g->stream[stream]) == cudaErrorNotReady;
+}
+
+int gpuos_gpu_module_load(struct gpuos_gpu *g, const void *image, const char *entry_name,
+			  struct gpuos_gpu_module **out, size_t *local_bytes, unsigned *max_threads, char *why,
+			  size_t whylen)
+{
+	struct gpuos_gpu_module *m;
+	int local = 0, maxt = 0;
+	CUresult r;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	snprintf(m->entry, sizeof(m->entry), "%s", entry_name);
+	/* CUDA_MODULE_LOADING=EAGER (set in gpuos_gpu_open): every function of
+	 * the module is loaded now, while the runtime is parked, and nothing
+	 * lazily at the first launch, when it spins again. */
+	r = g->module_load_data(&m->module, image);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, whylen, "the driver cannot load the app image: %s", cu_err(g, r));
+		free(m);
+		return -EIO;
+	}
+	r = g->module_get_function(&m->fn, m->module, entry_name);
+	if (r == CUDA_SUCCESS)
+		r = g->func_get_attribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, m->fn);
+	if (r == CUDA_SUCCESS)
+		r = g->func_get_attribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, m->fn);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, whylen, "entry %s of the app image: %s", entry_name, cu_err(g, r));
+		g->module_unload(m->module);
+		free(m);
+		return -EIO;
+	}
+	if (local_bytes)
+		*local_bytes = local > 0 ? (size_t)local : 0;
+	if (max_threads)
+		*max_threads = maxt > 0 ? (unsigned)maxt : 0;
+	*out = m;
+	return 0;
+}
+
+void gpuos_gpu_module_unload(struct gpuos_gpu *g, struct gpuos_gpu_module *m)
+{
+	if (!m)
+		return;
+	/* Parked: unloading synchronises with the device like cudaFree. */
+	g->module_unload(m->module);
+	free(m);
+}
+
+int gpuos_gpu_stack_reserve(struct gpuos_gpu *g, size_t bytes, char *why, size_t whylen)
+{
+	size_t cur = 0;
+	(void)g;
+	if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess) {
+		(void)cudaGetLastError();
+		snprintf(why, whylen, "cannot read the GPU stack size");
+		return -EIO;
+	}
+	if (cur >= bytes)
+		return 0;
+	/* Raised here, with the runtime parked, never by the driver at a
+	 * launch: that waits for an idle device, which a spinning runtime
+	 * never gives (see gpuos_gpu_open). */
+	bytes = (bytes + 15u) & ~(size_t)15u;
+	if (cudaDeviceSetLimit(cudaLimitStackSize, bytes) != cudaSuccess) {
+		(void)cudaGetLastError();
+		snprintf(why, whylen, "cannot raise the GPU stack size to %zu bytes per thread", bytes);
+		return -EIO;
+	}
+	return 0;
+}
+
+int gpuos_gpu_module_launch(struct gpuos_gpu *g, struct gpuos_gpu_module *m, int stream, uint64_t arg,
+			    unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	void *params[1];
+	CUresult r;
+	params[0] = &arg;
+	r = g->launch_kernel(m->fn, grid, 1, 1, block, 1, 1, 0, (CUstream)g->stream[stream], params, NULL);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, whylen, "cannot launch %s (grid %u, block %u): %s", m->entry, grid, block, cu_err(g, r));
+		return -EIO;
+	}
+	return 0;
 }

@@ -39,3 +39,21 @@ int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const c
 }
 int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen) { (void)g; (void)stream; (void)why; (void)whylen; return -ENODEV; }
 int gpuos_gpu_running(struct gpuos_gpu *g, int stream) { (void)g; (void)stream; return 0; }
+int gpuos_gpu_module_load(struct gpuos_gpu *g, const void *image, const char *entry,
+			  struct gpuos_gpu_module **out, size_t *local_bytes, unsigned *max_threads, char *why,
+			  size_t whylen)
+{
+	(void)g; (void)image; (void)entry; (void)local_bytes; (void)max_threads;
+	*out = NULL;
+	snprintf(why, whylen, "no CUDA in this build");
+	return -ENODEV;
+}
+void gpuos_gpu_module_unload(struct gpuos_gpu *g, struct gpuos_gpu_module *m) { (void)g; (void)m; }
+int gpuos_gpu_stack_reserve(struct gpuos_gpu *g, size_t bytes, char *why, size_t whylen) { (void)g; (void)bytes; (void)why; (void)whylen; return -ENODEV; }
+int gpuos_gpu_module_launch(struct gpuos_gpu *g, struct gpuos_gpu_module *m, int stream, uint64_t arg,
+			    unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	(void)g; (void)m; (void)stream; (void)arg; (void)grid; (void)block;
+	snprintf(why, whylen, "no CUDA in this build");
+	return -ENODEV;
+}

@@ -65,4 +65,30 @@ int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen);
 /* 1 if work on the stream is still running. */
 int gpuos_gpu_running(struct gpuos_gpu *g, int stream);
 
+/* ---- app images (gpuos run) ------------------------------------------------------
+ * Any image (a cubin, a fatbin) loaded as a module of its own, one entry of
+ * it launched as a client. Loading and unloading a module while the runtime
+ * kernel spins deadlocks (notes/PLATFORM.md): the caller parks the runtime
+ * around gpuos_gpu_module_load, gpuos_gpu_stack_reserve and
+ * gpuos_gpu_module_unload.
+ */
+struct gpuos_gpu_module;
+
+/* Load image as a module and find the kernel `entry` (one pointer
+ * parameter). *local_bytes: its local memory (stack) per thread,
+ * *max_threads: the most threads per block it can be launched with (its
+ * registers allow). 0; -EIO with the driver's reason in why; -ENOMEM. */
+int gpuos_gpu_module_load(struct gpuos_gpu *g, const void *image, const char *entry,
+			  struct gpuos_gpu_module **out, size_t *local_bytes, unsigned *max_threads, char *why,
+			  size_t whylen);
+/* Unload it (parked only) and free *m. */
+void gpuos_gpu_module_unload(struct gpuos_gpu *g, struct gpuos_gpu_module *m);
+/* Raise the per-thread stack limit to at least bytes (never lowers it). The
+ * driver waits for the device to go idle to do it: parked only. */
+int gpuos_gpu_stack_reserve(struct gpuos_gpu *g, size_t bytes, char *why, size_t whylen);
+/* Launch the module's entry with one pointer argument on a stream; returns
+ * at once (gpuos_gpu_wait waits). */
+int gpuos_gpu_module_launch(struct gpuos_gpu *g, struct gpuos_gpu_module *m, int stream, uint64_t arg,
+			    unsigned grid, unsigned block, char *why, size_t whylen);
+
 #endif /* GPUOS_BOOT_GPU_H */

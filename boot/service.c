@@ -7,7 +7,16 @@
  *              shared segment (mailbox + heap) and owns one share of the
  *              heap until it closes the connection
  *   stats   -> one JSON line of runtime statistics
+ *   run ... -> load an app, launch it, wait, unload it, reply with its status,
+ *              report and the statistics of the run (gpuos run --socket; the
+ *              protocol is in boot/cmd_run.c). The service serves nothing
+ *              else on its socket while an app runs.
  *   stop    -> "ok", then a graceful stop (drain, delete queues, CC.SHN)
+ *
+ * --mbox-vram puts the mailbox in VRAM (with --vram-mib of VRAM client
+ * memory, default 256): GPU apps can post to it, host clients cannot
+ * (GPU atomics on pinned host memory do not reach over PCIe, and the host
+ * cannot take part in device-scope atomics in VRAM), so attach is refused.
  * SIGINT and SIGTERM stop it the same way.
  */
 #include <errno.h>
@@ -19,8 +28,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "app_run.h"
 #include "cli.h"
 #include "shm.h"
+
+int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const char *line,
+			int fd);
 
 int service_connect(const char *path, char *err, size_t errlen);
 int service_call(int fd, const char *line, char *reply, size_t len);
@@ -34,7 +47,7 @@ static void on_signal(int sig) { stop_signal = sig; }
 struct conn {
 	int fd;
 	int share;     /* heap share held, -1 none */
-	char buf[256];
+	char buf[8192]; /* one request line: a run request carries its image path and arguments */
 	size_t n;
 };
 
@@ -56,7 +69,7 @@ int cmd_boot(int argc, char **argv)
 {
 	struct cli c;
 	struct gpuos_sys *s;
-	struct conn conns[MAX_CONN];
+	static struct conn conns[MAX_CONN];
 	int share_used[HEAP_SHARES] = { 0 };
 	struct sockaddr_un a;
 	struct sigaction sa;
@@ -93,12 +106,13 @@ int cmd_boot(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
+		c.boot.dev_heap_bytes = 256ull << 20;
 	if (gpuos_boot(&c.boot, &s, err, sizeof(err))) {
 		cli_err("boot", "%s", err);
 		return GPUOS_EXIT_FAIL;
 	}
 	heap = (char *)gpuos_sys_heap(s, &heap_rt, &heap_len);
-	(void)heap;
 	share_len = (heap_len / HEAP_SHARES) & ~0xfffull;
 
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -116,9 +130,10 @@ int cmd_boot(int argc, char **argv)
 	fflush(stdout);
 	if (!c.boot.quiet) {
 		const struct gpuos_info *in = gpuos_sys_info(s);
-		fprintf(stderr, "gpuos: serving %s (%s), %u warps x %u queues of %u, runtime on %s\n",
+		fprintf(stderr, "gpuos: serving %s (%s), %u warps x %u queues of %u, runtime on %s%s\n",
 			c.boot.device, in->model, in->warps, in->queues_used / in->warps, in->depth,
-			in->gpu ? in->gpu_name : "CPU threads (host mode)");
+			in->gpu ? in->gpu_name : "CPU threads (host mode)",
+			gpuos_sys_mbox_device(s) ? ", mailbox in VRAM (GPU apps only)" : "");
 	}
 
 	while (!stopping && !stop_signal) {
@@ -182,7 +197,10 @@ int cmd_boot(int argc, char **argv)
 					int k;
 					for (k = 0; k < HEAP_SHARES && share_used[k]; k++)
 						;
-					if (cn->share >= 0)
+					if (gpuos_sys_mbox_device(s))
+						dprintf(cn->fd, "err this service's mailbox is in VRAM (gpuos boot --mbox-vram): it serves "
+							"GPU apps (gpuos run --socket), not host clients\n");
+					else if (cn->share >= 0)
 						dprintf(cn->fd, "err already attached\n");
 					else if (k == HEAP_SHARES)
 						dprintf(cn->fd, "err all %d heap shares in use\n", HEAP_SHARES);
@@ -198,6 +216,19 @@ int cmd_boot(int argc, char **argv)
 					char js[512];
 					stats_json(s, js, sizeof(js));
 					dprintf(cn->fd, "%s\n", js);
+				} else if (!strncmp(cn->buf, "run ", 4)) {
+					/* The app's memory: a heap share of its own for the run. */
+					int k;
+					for (k = 0; k < HEAP_SHARES && share_used[k]; k++)
+						;
+					if (k == HEAP_SHARES) {
+						dprintf(cn->fd, "err all %d heap shares in use\n", HEAP_SHARES);
+					} else {
+						share_used[k] = 1;
+						service_run_request(s, heap + (uint64_t)k * share_len, heap_rt + (uint64_t)k * share_len,
+								    share_len, cn->buf, cn->fd);
+						share_used[k] = 0;
+					}
 				} else if (!strcmp(cn->buf, "stop")) {
 					dprintf(cn->fd, "ok\n");
 					stopping = 1;

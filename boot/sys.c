@@ -68,7 +68,7 @@ static void *host_warp(void *p)
 {
 	struct warp_arg *a = (struct warp_arg *)p;
 	if (a->w < a->d->nwarps)
-		gpuos_rt_warp_run(a->d, a->w);
+		gpuos_rt_warp_run(a->d, a->w, NULL, 0); /* host memory is as close as it gets */
 	else
 		gpuos_rt_meta_run(a->d); /* the metadata warp: one more thread */
 	free(a);
@@ -839,4 +839,90 @@ int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen)
 	if (s->gpu && s->running && !gpuos_gpu_running(s->gpu, GPUOS_STREAM_RT))
 		return gpuos_gpu_wait(s->gpu, GPUOS_STREAM_RT, err, errlen) ? -EIO : 0;
 	return 0;
+}
+
+/* ---- apps (gpuos run) --------------------------------------------------------- */
+
+struct gpuos_app {
+	struct gpuos_gpu_module *m;
+};
+
+int gpuos_sys_gpu_sm(const struct gpuos_sys *s)
+{
+	return s->gpu ? gpuos_gpu_sm(s->gpu) : 0;
+}
+
+int gpuos_sys_mbox_device(const struct gpuos_sys *s)
+{
+	return s->mbox_dev.len != 0;
+}
+
+int gpuos_sys_app_load(struct gpuos_sys *s, const void *image, const char *entry, struct gpuos_app **out,
+		       unsigned *max_threads, char *err, size_t errlen)
+{
+	struct gpuos_app *a;
+	size_t local = 0;
+	char e2[256];
+	int r, r2;
+
+	*out = NULL;
+	if (!s->gpu) {
+		snprintf(err, errlen, "app images need the GPU runtime (this one runs in host mode)");
+		return -ENODEV;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	/* Loading a module while the runtime spins deadlocks (notes/PLATFORM.md). */
+	r = gpuos_park(s, err, errlen);
+	if (r) {
+		free(a);
+		return r;
+	}
+	r = gpuos_gpu_module_load(s->gpu, image, entry, &a->m, &local, max_threads, err, errlen);
+	/* A launch needing more stack than the limit would make the driver
+	 * raise it then, waiting for an idle device: raise it now, parked. */
+	if (!r && local > GPUOS_GPU_STACK_BYTES)
+		r = gpuos_gpu_stack_reserve(s->gpu, local, err, errlen);
+	if (r && a->m) {
+		gpuos_gpu_module_unload(s->gpu, a->m);
+		a->m = NULL;
+	}
+	r2 = gpuos_resume(s, r ? e2 : err, r ? sizeof(e2) : errlen);
+	if (r || r2) {
+		if (a->m) {
+			/* resume failed: the runtime is parked, unloading is safe */
+			gpuos_gpu_module_unload(s->gpu, a->m);
+		}
+		free(a);
+		return r ? r : r2;
+	}
+	*out = a;
+	return 0;
+}
+
+int gpuos_sys_app_launch(struct gpuos_sys *s, struct gpuos_app *a, uint64_t arg, unsigned grid, unsigned block,
+			 char *err, size_t errlen)
+{
+	return gpuos_gpu_module_launch(s->gpu, a->m, GPUOS_STREAM_CLIENT, arg, grid, block, err, errlen);
+}
+
+int gpuos_sys_app_wait(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen)
+{
+	(void)a;
+	return gpuos_gpu_wait(s->gpu, GPUOS_STREAM_CLIENT, err, errlen);
+}
+
+int gpuos_sys_app_unload(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen)
+{
+	int r;
+	if (!a)
+		return 0;
+	/* Unloading synchronises with the device: parked, like the load. */
+	r = gpuos_park(s, err, errlen);
+	gpuos_gpu_module_unload(s->gpu, a->m);
+	free(a);
+	if (r)
+		return r;
+	return gpuos_resume(s, err, errlen);
 }

@@ -123,6 +123,38 @@ const char *gpuos_sys_shm_name(const struct gpuos_sys *s);
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
 
+/* ---- apps (gpuos run, DESIGN.md section 3) ----------------------------------------
+ * An app image (a cubin built against gpuos/gpuos.h and gpuos/app.h) loaded
+ * into a running runtime on the GPU, one entry of it launched as a client on
+ * a stream of its own. Load and unload park the runtime around the Driver
+ * API calls (loading a module while it spins deadlocks, notes/PLATFORM.md):
+ * requests in flight finish first, new ones wait in the mailbox. One thread
+ * at a time per runtime; boot/image.h checks an image before it is loaded.
+ */
+struct gpuos_app;
+
+/* Compute capability of the runtime's GPU (90 for sm_90); 0 in host mode. */
+int gpuos_sys_gpu_sm(const struct gpuos_sys *s);
+/* 1 if the mailbox is in VRAM (mbox_vram on a GPU): GPU clients only. */
+int gpuos_sys_mbox_device(const struct gpuos_sys *s);
+
+/* Load image (the file's bytes; only read during the call) and find entry,
+ * a kernel taking one pointer. *max_threads (may be NULL): the most threads
+ * per block the driver allows it. Raises the GPU stack limit when the entry
+ * needs more. Returns 0 and *out; -ENODEV in host mode; -EIO (the driver's
+ * reason in err); -ENOMEM; or what park/resume return. */
+int gpuos_sys_app_load(struct gpuos_sys *s, const void *image, const char *entry, struct gpuos_app **out,
+		       unsigned *max_threads, char *err, size_t errlen);
+/* Launch the entry with arg (a runtime-space pointer) on grid x block
+ * threads; returns at once. 0 or -EIO. */
+int gpuos_sys_app_launch(struct gpuos_sys *s, struct gpuos_app *a, uint64_t arg, unsigned grid, unsigned block,
+			 char *err, size_t errlen);
+/* Wait for the launch to end. 0, or -EIO when the kernel failed (a fault
+ * leaves the GPU context unusable: shut down next). */
+int gpuos_sys_app_wait(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen);
+/* Unload (parked) and free a; NULL is a no-op. 0 or what park/resume return. */
+int gpuos_sys_app_unload(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

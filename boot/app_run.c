@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running one app in a booted runtime (boot/app_run.h).
+ *
+ * Client memory an app gets, cut from the heap region the caller hands in:
+ *
+ *   heap + 0        struct gpuos_app_args (what the entry is given)
+ *   heap + 128      64 bytes of scratch (host mode; on the GPU it is in VRAM)
+ *   heap + 256      argv[argc] (runtime-space pointers), then the strings
+ *   next page       out[APP_OUT_BYTES]
+ *   next 64 KiB..   the app's heap; in host mode its second half is the
+ *                   app's "vram" (host mode has no VRAM, and a destination
+ *                   must lie in registered memory)
+ *
+ * On the GPU the app's vram is the runtime's VRAM client memory
+ * (dev_heap_bytes) after a first 64 KiB whose first 64 bytes are the
+ * scratch. The heap is host memory the GPU reaches over PCIe: the app's
+ * status and report are read from there after the kernel has ended.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpuos/app.h"
+#include "app_run.h"
+#include "image.h"
+
+#define ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((uint64_t)(a) - 1u))
+#define ARGS_OFF 0u
+#define SCRATCH_OFF 128u
+#define ARGV_OFF 256u
+#define VRAM_SKIP (64u << 10)
+
+typedef void (*host_entry_fn)(struct gpuos_app_args *, uint32_t, uint32_t);
+
+int app_is_host_variant(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 3 && strcmp(path + n - 3, ".so") == 0;
+}
+
+/* "build/apps/sha256.cubin" -> "sha256" */
+static void stem(const char *path, char *buf, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	const char *dot;
+	b = b ? b + 1 : path;
+	dot = strrchr(b, '.');
+	snprintf(buf, len, "%.*s", (int)(dot && dot != b ? (size_t)(dot - b) : strlen(b)), b);
+}
+
+/* "build/apps/sha256.cubin" -> "build/apps/sha256.so"; a name without a
+ * slash gets "./" (dlopen would search the library path otherwise). */
+static void so_beside(const char *path, char *buf, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	const char *dot = strrchr(b ? b + 1 : path, '.');
+	size_t keep = dot && dot != (b ? b + 1 : path) ? (size_t)(dot - path) : strlen(path);
+	snprintf(buf, len, "%s%.*s.so", b ? "" : "./", (int)keep, path);
+}
+
+static void so_path(const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", strchr(path, '/') ? "" : "./", path);
+}
+
+static int read_file(const char *path, void **out, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > GPUOS_IMAGE_MAX_BYTES) {
+		snprintf(err, errlen, "%s: not a regular file of at most %llu bytes", path,
+			 (unsigned long long)GPUOS_IMAGE_MAX_BYTES);
+		close(fd);
+		return -EINVAL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			snprintf(err, errlen, "%s: read: %s", path, n < 0 ? strerror(errno) : "file shrank");
+			free(buf);
+			close(fd);
+			return r;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/* Open a host-mode variant and find its entry; checks its ABI symbol. */
+static int host_open(const char *path, const char *entry, void **handle, host_entry_fn *fn, char *err,
+		     size_t errlen)
+{
+	char p[4096];
+	const unsigned int *abi;
+	void *h;
+
+	so_path(path, p, sizeof(p));
+	h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, errlen, "cannot open the host-mode variant: %s", dlerror());
+		return -ENOEXEC;
+	}
+	abi = (const unsigned int *)dlsym(h, GPUOS_APP_ABI_SYMBOL);
+	if (!abi) {
+		snprintf(err, errlen, "%s has no gpuos ABI note (GPUOS_APP_ABI_NOTE; symbol %s)", path,
+			 GPUOS_APP_ABI_SYMBOL);
+		dlclose(h);
+		return -EPROTO;
+	}
+	if (*abi != GPUOS_ABI_VERSION) {
+		snprintf(err, errlen, "%s is built for gpuos ABI %u, this runtime speaks %u", path, *abi,
+			 GPUOS_ABI_VERSION);
+		dlclose(h);
+		return -EPROTO;
+	}
+	*(void **)fn = dlsym(h, entry);
+	if (!*fn) {
+		snprintf(err, errlen, "%s has no entry %s", path, entry);
+		dlclose(h);
+		return -ENOEXEC;
+	}
+	*handle = h;
+	return 0;
+}
+
+/* The entry to run: the one asked for, the only one, or the one named like the file. */
+static int pick_entry(const struct gpuos_image_info *in, const struct app_run *o,
+		      const struct gpuos_image_entry **out, char *err, size_t errlen)
+{
+	char name[256];
+	uint32_t i;
+	size_t n = 0;
+
+	if (o->entry) {
+		*out = gpuos_image_entry_find(in, o->entry);
+		if (*out)
+			return 0;
+		n = (size_t)snprintf(err, errlen, "%s has no entry %s (entries:", o->image, o->entry);
+	} else {
+		if (in->nentries == 1) {
+			*out = &in->entries[0];
+			return 0;
+		}
+		stem(o->image, name, sizeof(name));
+		*out = gpuos_image_entry_find(in, name);
+		if (*out)
+			return 0;
+		n = (size_t)snprintf(err, errlen, "%s has %u entries and none is called %s: give --entry (entries:",
+				     o->image, in->nentries, name);
+	}
+	for (i = 0; i < in->nentries && n < errlen; i++)
+		n += (size_t)snprintf(err + n, errlen - n, " %s", in->entries[i].name);
+	if (n < errlen)
+		snprintf(err + n, errlen - n, ")");
+	return -ENOENT;
+}
+
+static void geometry(const struct app_run *o, unsigned *grid, unsigned *block)
+{
+	*grid = o->grid ? o->grid : 1u;
+	*block = o->block ? o->block : 32u;
+}
+
+/* Inspect a cubin (its bytes in buf) against o: entry, block, arch (sm > 0). */
+static int check_cubin(const void *buf, size_t len, const struct app_run *o, int sm,
+		       struct gpuos_image_info *in, char *entry, size_t entry_len, char *err, size_t errlen)
+{
+	const struct gpuos_image_entry *e;
+	char why[512];
+	unsigned grid, block;
+	int r;
+
+	r = gpuos_image_inspect(buf, len, in, why, sizeof(why));
+	if (r) {
+		snprintf(err, errlen, "%s: %s", o->image, why);
+		return r;
+	}
+	if (sm > 0 && (r = gpuos_image_check_arch(in, sm / 10, sm % 10, why, sizeof(why)))) {
+		snprintf(err, errlen, "%s: %s%s", o->image, why, o->sm ? " (checked against --arch)" : "");
+		goto fail;
+	}
+	r = pick_entry(in, o, &e, err, errlen);
+	if (r)
+		goto fail;
+	geometry(o, &grid, &block);
+	if (block > e->max_threads || (e->exact && block != e->max_threads)) {
+		snprintf(err, errlen, "--block %u: entry %s allows %s %u threads per block", block, e->name,
+			 e->exact ? "exactly" : "at most", e->max_threads);
+		r = -EINVAL;
+		goto fail;
+	}
+	snprintf(entry, entry_len, "%s", e->name);
+	return 0;
+fail:
+	gpuos_image_info_free(in);
+	return r;
+}
+
+static int check_geometry(const struct app_run *o, int host, char *err, size_t errlen)
+{
+	unsigned grid, block;
+	geometry(o, &grid, &block);
+	if (block > 1024u) {
+		snprintf(err, errlen, "--block %u: at most 1024 threads per block", block);
+		return -EINVAL;
+	}
+	if (host && (uint64_t)grid * block > APP_HOST_MAX_THREADS) {
+		snprintf(err, errlen, "--grid %u --block %u: host mode runs at most %u threads", grid, block,
+			 APP_HOST_MAX_THREADS);
+		return -EINVAL;
+	}
+	if ((uint64_t)grid * block > 0xffffffffull) {
+		snprintf(err, errlen, "--grid %u --block %u: too many threads", grid, block);
+		return -EINVAL;
+	}
+	if (o->argc > (int)GPUOS_APP_MAX_ARGS) {
+		snprintf(err, errlen, "%d arguments: at most %u", o->argc, GPUOS_APP_MAX_ARGS);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+int app_check(const struct app_run *o, char *err, size_t errlen)
+{
+	char entry[256];
+	int r;
+
+	if (app_is_host_variant(o->image)) {
+		void *h;
+		host_entry_fn fn;
+		r = check_geometry(o, 1, err, errlen);
+		if (r)
+			return r;
+		if (!o->entry)
+			stem(o->image, entry, sizeof(entry));
+		r = host_open(o->image, o->entry ? o->entry : entry, &h, &fn, err, errlen);
+		if (!r)
+			dlclose(h);
+		return r;
+	} else {
+		struct gpuos_image_info in;
+		void *buf;
+		size_t len;
+		r = check_geometry(o, 0, err, errlen);
+		if (r)
+			return r;
+		r = read_file(o->image, &buf, &len, err, errlen);
+		if (r)
+			return r;
+		r = check_cubin(buf, len, o, o->sm, &in, entry, sizeof(entry), err, errlen);
+		free(buf);
+		if (!r)
+			gpuos_image_info_free(&in);
+		return r;
+	}
+}
+
+/* ---- host mode ---------------------------------------------------------------- */
+
+struct host_thread {
+	host_entry_fn fn;
+	struct gpuos_app_args *a;
+	uint32_t tid, n;
+};
+
+static void *host_thread_main(void *p)
+{
+	struct host_thread *t = (struct host_thread *)p;
+	t->fn(t->a, t->tid, t->n);
+	return NULL;
+}
+
+static int run_host(host_entry_fn fn, struct gpuos_app_args *a, uint32_t n, char *err, size_t errlen)
+{
+	pthread_t *th = calloc(n, sizeof(pthread_t));
+	struct host_thread *ht = calloc(n, sizeof(struct host_thread));
+	pthread_attr_t attr;
+	uint32_t i, started = 0;
+	int r = 0;
+
+	if (!th || !ht) {
+		free(th);
+		free(ht);
+		return -ENOMEM;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 1u << 20);
+	for (i = 0; i < n; i++) {
+		ht[i].fn = fn;
+		ht[i].a = a;
+		ht[i].tid = i;
+		ht[i].n = n;
+		if (pthread_create(&th[i], &attr, host_thread_main, &ht[i])) {
+			/* The threads already started may wait for this one: the
+			 * app is told it has fewer, which only apps that count
+			 * on all of them notice. */
+			snprintf(err, errlen, "cannot start app thread %u of %u", i, n);
+			r = -EAGAIN;
+			break;
+		}
+		started++;
+	}
+	pthread_attr_destroy(&attr);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	free(ht);
+	return r;
+}
+
+/* Exact statistics: the runtime publishes them when it parks. */
+static void stats_now(struct gpuos_sys *s, int park, struct gpuos_stats *st)
+{
+	char e[256];
+	if (park && !gpuos_park(s, e, sizeof(e))) {
+		gpuos_sys_stats(s, st);
+		gpuos_resume(s, e, sizeof(e));
+		return;
+	}
+	gpuos_sys_stats(s, st);
+}
+
+static void stats_sub(struct gpuos_stats *d, const struct gpuos_stats *a, const struct gpuos_stats *b)
+{
+	d->requests = b->requests - a->requests;
+	d->bytes = b->bytes - a->bytes;
+	d->errors = b->errors - a->errors;
+	d->commands = b->commands - a->commands;
+	d->timeouts = b->timeouts - a->timeouts;
+	d->doorbells = b->doorbells - a->doorbells;
+	d->polls = b->polls - a->polls;
+	d->state = b->state;
+	d->notices = b->notices;
+}
+
+int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const struct app_run *o,
+	    struct app_result *res, char *err, size_t errlen)
+{
+	const struct gpuos_info *info = gpuos_sys_info(s);
+	int on_gpu = info->gpu && !app_is_host_variant(o->image);
+	struct gpuos_app_args *a = (struct gpuos_app_args *)(heap + ARGS_OFF);
+	struct gpuos_stats before, after;
+	uint64_t *argv_rt = (uint64_t *)(heap + ARGV_OFF);
+	uint64_t str_bytes = 0, hdr, out_off, rest_off, rest;
+	unsigned grid, block;
+	char entry[256], so[4096];
+	void *handle = NULL;
+	host_entry_fn fn = NULL;
+	struct gpuos_app *app = NULL;
+	int i, r;
+
+	memset(res, 0, sizeof(*res));
+	geometry(o, &grid, &block);
+	r = check_geometry(o, !on_gpu, err, errlen);
+	if (r)
+		return r;
+	if (info->gpu && !on_gpu) {
+		snprintf(err, errlen, "%s is a host-mode variant: it runs only against a runtime in host mode (--host)",
+			 o->image);
+		return -EINVAL;
+	}
+
+	/* 1. The image: inspected, loaded (GPU) or opened (host mode). */
+	if (app_is_host_variant(o->image)) {
+		if (o->entry)
+			snprintf(entry, sizeof(entry), "%s", o->entry);
+		else
+			stem(o->image, entry, sizeof(entry));
+		snprintf(so, sizeof(so), "%s", o->image);
+	} else {
+		struct gpuos_image_info in;
+		void *buf;
+		size_t len;
+		r = read_file(o->image, &buf, &len, err, errlen);
+		if (r)
+			return r;
+		r = check_cubin(buf, len, o, o->sm ? o->sm : gpuos_sys_gpu_sm(s), &in, entry, sizeof(entry), err,
+				errlen);
+		if (r) {
+			free(buf);
+			return r;
+		}
+		gpuos_image_info_free(&in);
+		if (on_gpu) {
+			unsigned maxt = 0;
+			uint64_t dev_len = 0;
+			if (!gpuos_sys_mbox_device(s)) {
+				snprintf(err, errlen, "GPU apps post to a mailbox in VRAM: this runtime's is in host memory "
+					 "(boot the service with --mbox-vram)");
+				free(buf);
+				return -EINVAL;
+			}
+			gpuos_sys_dev_heap(s, &dev_len);
+			if (dev_len < VRAM_SKIP + APP_MIN_HEAP) {
+				snprintf(err, errlen, "the runtime has %llu bytes of VRAM client memory; apps need at least %u "
+					 "(--vram-mib)", (unsigned long long)dev_len, VRAM_SKIP + APP_MIN_HEAP);
+				free(buf);
+				return -ENOMEM;
+			}
+			r = gpuos_sys_app_load(s, buf, entry, &app, &maxt, err, errlen);
+			free(buf);
+			if (r)
+				return r;
+			if (maxt && block > maxt) {
+				snprintf(err, errlen, "--block %u: the driver allows entry %s at most %u threads per block "
+					 "(its registers)", block, entry, maxt);
+				r = -EINVAL;
+				goto unload;
+			}
+		} else {
+			free(buf);
+			so_beside(o->image, so, sizeof(so));
+			if (access(so, F_OK)) {
+				snprintf(err, errlen, "no GPU runtime here (host mode) and no host-mode variant %s beside %s "
+					 "(make builds both)", so, o->image);
+				return -ENOENT;
+			}
+		}
+	}
+	if (!on_gpu && (r = host_open(so, entry, &handle, &fn, err, errlen)))
+		return r;
+	snprintf(res->entry, sizeof(res->entry), "%s", entry);
+	res->gpu = on_gpu;
+
+	/* 2. Arguments, report and memory, in the client heap. */
+	for (i = 0; i < o->argc; i++)
+		str_bytes += strlen(o->argv[i]) + 1u;
+	hdr = ALIGN_UP(ARGV_OFF + (uint64_t)o->argc * 8u + str_bytes, 4096u);
+	out_off = hdr;
+	rest_off = ALIGN_UP(out_off + APP_OUT_BYTES, VRAM_SKIP);
+	if (heap_len < rest_off + APP_MIN_HEAP) {
+		snprintf(err, errlen, "%llu bytes of client memory: the app needs at least %llu (--heap-mib)",
+			 (unsigned long long)heap_len, (unsigned long long)(rest_off + APP_MIN_HEAP));
+		r = -ENOMEM;
+		goto unload;
+	}
+	rest = heap_len - rest_off;
+	memset(heap, 0, rest_off);
+	{
+		uint64_t p = ARGV_OFF + (uint64_t)o->argc * 8u;
+		for (i = 0; i < o->argc; i++) {
+			size_t n = strlen(o->argv[i]) + 1u;
+			memcpy(heap + p, o->argv[i], n);
+			argv_rt[i] = heap_rt + p;
+			p += n;
+		}
+	}
+	a->magic = GPUOS_APP_MAGIC;
+	a->version = GPUOS_ABI_VERSION;
+	a->mbox = gpuos_sys_mbox_rt(s);
+	a->argc = (uint32_t)o->argc;
+	a->threads = grid * block;
+	a->argv = heap_rt + ARGV_OFF;
+	a->out = heap_rt + out_off;
+	a->out_len = APP_OUT_BYTES;
+	a->status = 0;
+	a->on_gpu = (uint32_t)on_gpu;
+	if (on_gpu) {
+		static const uint8_t zero[64];
+		uint64_t dev_len = 0, dev = gpuos_sys_dev_heap(s, &dev_len);
+		a->heap = heap_rt + rest_off;
+		a->heap_len = rest;
+		a->scratch = dev;
+		a->vram = dev + VRAM_SKIP;
+		a->vram_len = dev_len - VRAM_SKIP;
+		/* On the calling thread's own stream: safe while the runtime spins. */
+		r = gpuos_sys_copy(s, (void *)(uintptr_t)dev, zero, sizeof(zero), 1);
+		if (r) {
+			snprintf(err, errlen, "cannot clear the app's scratch in VRAM");
+			goto unload;
+		}
+	} else {
+		uint64_t half = (rest / 2u) & ~4095ull;
+		a->heap = heap_rt + rest_off;
+		a->heap_len = half;
+		a->vram = heap_rt + rest_off + half;
+		a->vram_len = rest - half;
+		a->scratch = heap_rt + SCRATCH_OFF;
+	}
+
+	/* 3. Run. */
+	stats_now(s, !on_gpu, &before);
+	if (on_gpu) {
+		/* The launch orders the host's writes of the heap before the kernel's reads. */
+		r = gpuos_sys_app_launch(s, app, heap_rt + ARGS_OFF, grid, block, err, errlen);
+		if (!r)
+			r = gpuos_sys_app_wait(s, app, err, errlen);
+		if (r) {
+			/* A failed kernel leaves the context unusable: nothing to unload into. */
+			return r;
+		}
+		r = gpuos_sys_app_unload(s, app, err, errlen);
+		app = NULL;
+		if (r)
+			return r;
+	} else {
+		r = run_host(fn, a, grid * block, err, errlen);
+		dlclose(handle);
+		handle = NULL;
+		if (r)
+			return r;
+	}
+	stats_now(s, !on_gpu, &after);
+	stats_sub(&res->delta, &before, &after);
+
+	/* 4. What the app left. Pairs with the kernel's end (stream synchronised)
+	 * or the joins of the host threads. */
+	res->status = __atomic_load_n(&a->status, __ATOMIC_ACQUIRE);
+	heap[out_off + APP_OUT_BYTES - 1u] = 0;
+	res->out = strdup(heap + out_off);
+	if (!res->out)
+		return -ENOMEM;
+	return 0;
+unload:
+	if (app) {
+		char e2[256];
+		gpuos_sys_app_unload(s, app, e2, sizeof(e2));
+	}
+	if (handle)
+		dlclose(handle);
+	return r;
+}
+
+void app_result_free(struct app_result *res)
+{
+	free(res->out);
+	res->out = NULL;
+}

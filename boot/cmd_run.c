@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuos run [--device DEV | --socket PATH] APP.cubin|APP.so [--entry NAME]
+ *           [--grid G] [--block B] [--host] [--vram-mib N] [--arch sm_XY] [-- ARGS...]
+ *
+ * Runs one app (gpuos/app.h, docs/apps.md): in a runtime booted for the
+ * app's lifetime (--device), or inside a running service (--socket: the
+ * service loads, launches and unloads it in its own process and replies).
+ * Prints the app's report, "exit status N" and the runtime's statistics for
+ * the run; exits with the app's status (0..255), or 2 when gpuos failed.
+ *
+ * The service's side of the protocol is here too (service_run_request), so
+ * that both ends of it sit in one file. One line each way:
+ *   run image=HEX entry=HEX|- grid=G block=B arch=N args=HEX,HEX,...
+ *   ok status=N gpu=0|1 entry=HEX requests=N bytes=N errors=N commands=N out=HEX
+ *   err MESSAGE
+ * (HEX: the bytes of a string in hexadecimal, so that no argument can break
+ * the line; the image path is absolute, the service has its own cwd.)
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuos/app.h"
+#include "app_run.h"
+#include "cli.h"
+
+int service_connect(const char *path, char *err, size_t errlen);
+
+#define RUN_REQ_MAX 8192u
+#define RUN_REPLY_MAX (2u * APP_OUT_BYTES + 1024u)
+#define DEFAULT_VRAM_MIB 256u
+
+/* ---- the line protocol --------------------------------------------------------- */
+
+static char *hex_encode(const char *s)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t n = strlen(s), i;
+	char *h = malloc(2 * n + 1);
+	if (!h)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		h[2 * i] = digits[(unsigned char)s[i] >> 4];
+		h[2 * i + 1] = digits[(unsigned char)s[i] & 15];
+	}
+	h[2 * n] = 0;
+	return h;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* n hex digits at h into a new NUL-terminated string; NULL when malformed
+ * or when it would hold a NUL. */
+static char *hex_decode(const char *h, size_t n)
+{
+	char *s;
+	size_t i;
+	if (n % 2)
+		return NULL;
+	s = malloc(n / 2 + 1);
+	if (!s)
+		return NULL;
+	for (i = 0; i < n / 2; i++) {
+		int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+		if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+			free(s);
+			return NULL;
+		}
+		s[i] = (char)(hi << 4 | lo);
+	}
+	s[n / 2] = 0;
+	return s;
+}
+
+/* The value of key= in a line of space-separated key=value fields, and its length. */
+static const char *field(const char *line, const char *key, size_t *len)
+{
+	size_t kl = strlen(key);
+	const char *p = line;
+	while ((p = strstr(p, key))) {
+		if ((p == line || p[-1] == ' ') && p[kl] == '=') {
+			p += kl + 1;
+			*len = strcspn(p, " ");
+			return p;
+		}
+		p += kl;
+	}
+	return NULL;
+}
+
+static int field_num(const char *line, const char *key, unsigned long long *v)
+{
+	size_t n;
+	const char *p = field(line, key, &n);
+	char *end;
+	if (!p || !n)
+		return -1;
+	*v = strtoull(p, &end, 10);
+	return end == p + n ? 0 : -1;
+}
+
+int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const char *line,
+			int fd)
+{
+	struct app_run o;
+	struct app_result res;
+	unsigned long long grid = 0, block = 0, sm = 0;
+	char *image = NULL, *entry = NULL, *argv[GPUOS_APP_MAX_ARGS], err[512], *out_hex;
+	const char *p, *q;
+	size_t n;
+	int argc = 0, r, i;
+
+	memset(&o, 0, sizeof(o));
+	p = field(line, "image", &n);
+	if (p)
+		image = hex_decode(p, n);
+	p = field(line, "entry", &n);
+	if (p && !(n == 1 && *p == '-'))
+		entry = hex_decode(p, n);
+	if (!image || (p && !(n == 1 && *p == '-') && !entry) || field_num(line, "grid", &grid) ||
+	    field_num(line, "block", &block) || field_num(line, "arch", &sm) || grid > UINT_MAX || block > UINT_MAX ||
+	    sm > 999) {
+		dprintf(fd, "err malformed run request\n");
+		free(image);
+		free(entry);
+		return -EINVAL;
+	}
+	p = field(line, "args", &n);
+	for (q = p; p && q < p + n && argc < (int)GPUOS_APP_MAX_ARGS;) {
+		size_t k = strcspn(q, ", ");
+		argv[argc] = k ? hex_decode(q, k) : strdup("");
+		if (!argv[argc])
+			break;
+		argc++;
+		q += k;
+		if (*q != ',')
+			break;
+		q++;
+	}
+	if (p && q != p + n) {
+		dprintf(fd, "err malformed or too many arguments (at most %u)\n", GPUOS_APP_MAX_ARGS);
+		r = -EINVAL;
+		goto out;
+	}
+	o.image = image;
+	o.entry = entry;
+	o.grid = (unsigned)grid;
+	o.block = (unsigned)block;
+	o.argc = argc;
+	o.argv = argv;
+	o.sm = (int)sm;
+	r = app_run(s, heap, heap_rt, heap_len, &o, &res, err, sizeof(err));
+	if (r) {
+		dprintf(fd, "err %s\n", err);
+		goto out;
+	}
+	out_hex = hex_encode(res.out);
+	{
+		char *ehex = hex_encode(res.entry);
+		if (!out_hex || !ehex)
+			dprintf(fd, "err out of memory\n");
+		else
+			dprintf(fd, "ok status=%u gpu=%d entry=%s requests=%llu bytes=%llu errors=%llu commands=%llu out=%s\n",
+				res.status, res.gpu, ehex, (unsigned long long)res.delta.requests,
+				(unsigned long long)res.delta.bytes, (unsigned long long)res.delta.errors,
+				(unsigned long long)res.delta.commands, out_hex);
+		free(ehex);
+	}
+	free(out_hex);
+	app_result_free(&res);
+out:
+	for (i = 0; i < argc; i++)
+		free(argv[i]);
+	free(image);
+	free(entry);
+	return r;
+}
+
+/* ---- the command ---------------------------------------------------------------- */
+
+static void print_result(const struct app_result *res, const char *where)
+{
+	size_t n = strlen(res->out);
+	fputs(res->out, stdout);
+	if (n && res->out[n - 1] != '\n')
+		fputc('\n', stdout);
+	printf("exit status %u\n", res->status);
+	printf("runtime: %llu requests, %llu bytes, %llu errors, %llu commands (%s)\n",
+	       (unsigned long long)res->delta.requests, (unsigned long long)res->delta.bytes,
+	       (unsigned long long)res->delta.errors, (unsigned long long)res->delta.commands, where);
+	fflush(stdout);
+}
+
+static int exit_code(uint32_t status)
+{
+	return status > 255u ? 255 : (int)status;
+}
+
+static int run_via_socket(struct cli *c, const struct app_run *o)
+{
+	char abs[PATH_MAX], err[512], *line = NULL, *reply = NULL, *h;
+	struct app_result res;
+	unsigned long long v;
+	size_t len = 0, n = 0;
+	const char *p;
+	int fd, i, rc = GPUOS_EXIT_FAIL;
+
+	if (!realpath(o->image, abs)) {
+		cli_err("run", "%s: %s", o->image, strerror(errno));
+		return GPUOS_EXIT_FAIL;
+	}
+	line = malloc(RUN_REQ_MAX);
+	reply = malloc(RUN_REPLY_MAX);
+	if (!line || !reply)
+		goto out;
+	h = hex_encode(abs);
+	len = (size_t)snprintf(line, RUN_REQ_MAX, "run image=%s", h ? h : "");
+	free(h);
+	h = o->entry ? hex_encode(o->entry) : NULL;
+	len += (size_t)snprintf(line + len, len < RUN_REQ_MAX ? RUN_REQ_MAX - len : 0,
+				" entry=%s grid=%u block=%u arch=%d args=", h ? h : "-", o->grid, o->block, o->sm);
+	free(h);
+	for (i = 0; i < o->argc && len < RUN_REQ_MAX; i++) {
+		h = hex_encode(o->argv[i]);
+		len += (size_t)snprintf(line + len, RUN_REQ_MAX - len, "%s%s", i ? "," : "", h ? h : "");
+		free(h);
+	}
+	if (len + 2 >= RUN_REQ_MAX) {
+		cli_err("run", "the image path and arguments are too long for the service (%u bytes)", RUN_REQ_MAX);
+		goto out;
+	}
+	line[len++] = '\n';
+	line[len] = 0;
+	fd = service_connect(c->socket, err, sizeof(err));
+	if (fd < 0) {
+		cli_err("run", "%s", err);
+		goto out;
+	}
+	if (write(fd, line, len) != (ssize_t)len) {
+		cli_err("run", "the service at %s closed the connection", c->socket);
+		close(fd);
+		goto out;
+	}
+	/* The reply: one line, up to twice the report in hex. */
+	while (n + 1 < RUN_REPLY_MAX) {
+		ssize_t r = read(fd, reply + n, RUN_REPLY_MAX - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (memchr(reply + n - (size_t)r, '\n', (size_t)r))
+			break;
+	}
+	close(fd);
+	reply[n] = 0;
+	if (n && reply[n - 1] == '\n')
+		reply[--n] = 0;
+	if (strncmp(reply, "ok ", 3)) {
+		cli_err("run", "%s", !strncmp(reply, "err ", 4) ? reply + 4 : n ? reply : "the service closed the connection");
+		goto out;
+	}
+	memset(&res, 0, sizeof(res));
+	if (field_num(reply, "status", &v))
+		goto bad;
+	res.status = (uint32_t)v;
+	if (field_num(reply, "gpu", &v))
+		goto bad;
+	res.gpu = (int)v;
+	if (field_num(reply, "requests", &v))
+		goto bad;
+	res.delta.requests = v;
+	if (field_num(reply, "bytes", &v))
+		goto bad;
+	res.delta.bytes = v;
+	if (field_num(reply, "errors", &v))
+		goto bad;
+	res.delta.errors = v;
+	if (field_num(reply, "commands", &v))
+		goto bad;
+	res.delta.commands = v;
+	p = field(reply, "out", &n);
+	if (!p)
+		goto bad;
+	res.out = n ? hex_decode(p, n) : strdup("");
+	if (!res.out)
+		goto bad;
+	{
+		char where[PATH_MAX + 64];
+		snprintf(where, sizeof(where), "service %s, %s", c->socket, res.gpu ? "on the GPU" : "host mode");
+		print_result(&res, where);
+	}
+	rc = exit_code(res.status);
+	app_result_free(&res);
+	goto out;
+bad:
+	cli_err("run", "the service's reply is malformed");
+out:
+	free(line);
+	free(reply);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct cli c;
+	struct app_run o;
+	struct app_result res;
+	struct gpuos_sys *s;
+	char err[512], *heap;
+	uint64_t heap_rt, heap_len;
+	int split = argc, i, r, rc;
+
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			split = i;
+			break;
+		}
+	}
+	if (cli_parse(&c, "run", split, argv))
+		return GPUOS_EXIT_FAIL;
+	if (c.argc != 1) {
+		cli_err("run", "give one app image: gpuos run [--device DEV | --socket PATH] APP.cubin [--entry NAME] "
+			"[--grid G] [--block B] [-- ARGS...]");
+		free(c.argv);
+		return GPUOS_EXIT_FAIL;
+	}
+	memset(&o, 0, sizeof(o));
+	o.image = c.argv[0];
+	o.entry = c.entry;
+	o.grid = c.grid;
+	o.block = c.block;
+	o.sm = c.sm;
+	o.argc = split < argc ? argc - split - 1 : 0;
+	o.argv = split < argc ? argv + split + 1 : NULL;
+	for (i = 1; i < split; i++) {
+		/* --grid 0 / --block 0 were given, not defaulted */
+		if ((!strcmp(argv[i - 1], "--grid") || !strcmp(argv[i - 1], "--block")) && strtoul(argv[i], NULL, 0) == 0) {
+			cli_err("run", "%s must be at least 1", argv[i - 1]);
+			free(c.argv);
+			return GPUOS_EXIT_FAIL;
+		}
+	}
+	if (!c.socket && !c.boot.device) {
+		cli_err("run", "give --device DEV (emu:IMAGE, null, pci:...) or --socket PATH");
+		free(c.argv);
+		return GPUOS_EXIT_FAIL;
+	}
+	/* What can be checked without a runtime, before one is booted. */
+	if (app_check(&o, err, sizeof(err))) {
+		cli_err("run", "%s", err);
+		free(c.argv);
+		return GPUOS_EXIT_FAIL;
+	}
+	if (c.socket) {
+		rc = run_via_socket(&c, &o);
+		free(c.argv);
+		return rc;
+	}
+
+	/* A runtime for the app's lifetime. GPU clients post only into a
+	 * mailbox in VRAM (docs/design.md, Known limits); the host-mode
+	 * variant needs the runtime on CPU threads. */
+	if (app_is_host_variant(o.image))
+		c.boot.host_mode = 1;
+	c.boot.mbox_vram = 1;
+	if (!c.boot.dev_heap_bytes)
+		c.boot.dev_heap_bytes = (uint64_t)DEFAULT_VRAM_MIB << 20;
+	if (c.part >= 0)
+		c.boot.part = (uint32_t)c.part;
+	r = gpuos_boot(&c.boot, &s, err, sizeof(err));
+	if (r) {
+		cli_err("run", "%s", err);
+		free(c.argv);
+		return GPUOS_EXIT_FAIL;
+	}
+	heap = (char *)gpuos_sys_heap(s, &heap_rt, &heap_len);
+	r = app_run(s, heap, heap_rt, heap_len, &o, &res, err, sizeof(err));
+	if (r) {
+		cli_err("run", "%s", err);
+		rc = GPUOS_EXIT_FAIL;
+	} else {
+		char where[256];
+		const struct gpuos_info *in = gpuos_sys_info(s);
+		snprintf(where, sizeof(where), "%s, %s", c.boot.device, res.gpu ? in->gpu_name : "host mode");
+		print_result(&res, where);
+		rc = exit_code(res.status);
+		app_result_free(&res);
+	}
+	if (gpuos_shutdown(s, err, sizeof(err))) {
+		cli_err("run", "shutdown: %s", err);
+		rc = GPUOS_EXIT_FAIL;
+	}
+	free(c.argv);
+	return rc;
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# End-to-end tests of `gpuos run` and the apps on the emulated controller
+# (host mode: the host-mode variants build/apps/*.so run against the
+# runtime on CPU threads; the cubins are inspected all the same).
+# Usage: tests/emu/apps.sh BUILD_DIR
+set -u
+build=${1:-build}
+gpuos=$build/gpuos
+sha=$build/apps/sha256.cubin
+tmp=$(mktemp -d /tmp/gpuos-apps-test.XXXXXX)
+trap 'rm -rf "$tmp"; [ -n "${svc:-}" ] && kill $svc 2>/dev/null' EXIT
+pass=0 fail=0
+ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
+bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+export GPUOS_QUIET_HOST=1
+
+for f in "$gpuos" "$sha" "$build/apps/sha256.so"; do
+	if [ ! -e "$f" ]; then
+		echo "apps: $f is missing (make BUILD=$build all)"
+		exit 1
+	fi
+done
+
+# An ext4 image holding the padding edge cases of SHA-256 (55 bytes: the
+# length fits the first block; 56: it needs a second; 64: a whole block of
+# data, then one of padding), chunk edges (1 MiB reads) and a few MiB.
+root=$tmp/root
+mkdir -p "$root/sub/deeper"
+: > "$root/empty"
+printf 'a' > "$root/one"
+for n in 3 55 56 63 64 65 119 120 128 4095 4096; do
+	head -c $n /dev/urandom > "$root/b$n"
+done
+head -c $((1 << 20)) /dev/urandom > "$root/sub/mib"
+head -c $(((1 << 20) + 1)) /dev/urandom > "$root/sub/mib1"
+head -c $((3 * (1 << 20) + 4097)) /dev/urandom > "$root/sub/deeper/big"
+printf 'hello gpuos\n' > "$root/sub/name with spaces"
+img=$tmp/disk.img
+mke2fs -q -t ext4 -d "$root" "$img" 32M >"$tmp/mke2fs.err" 2>&1 || { echo "apps: mke2fs -d failed"; cat "$tmp/mke2fs.err"; exit 1; }
+dev="emu:$img"
+
+digest() { sha256sum "$root$1" | cut -d' ' -f1; }
+
+echo "== sha256 against sha256sum"
+for p in /empty /one /b3 /b55 /b56 /b63 /b64 /b65 /b119 /b120 /b128 /b4095 /b4096 /sub/mib /sub/mib1 /sub/deeper/big; do
+	$gpuos run "$sha" --device "$dev" -- "$p" > "$tmp/out" 2> "$tmp/err"; rc=$?
+	got=$(head -1 "$tmp/out" | cut -d' ' -f1)
+	check "sha256 $p ($(stat -c %s "$root$p") bytes)" test $rc -eq 0 -a "$got" = "$(digest "$p")"
+done
+check "the line is sha256sum's: digest, two spaces, path" \
+	test "$(head -1 "$tmp/out")" = "$(digest /sub/deeper/big)  /sub/deeper/big"
+check "prints exit status 0" grep -qx "exit status 0" "$tmp/out"
+check "prints the run's statistics" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097)) bytes, 0 errors" "$tmp/out"
+
+$gpuos run "$sha" --device "$dev" -- /one /b56 "/sub/name with spaces" /sub/mib1 > "$tmp/out" 2>/dev/null; rc=$?
+(cd "$root" && sha256sum one b56 "sub/name with spaces" sub/mib1) | sed 's|  |  /|' > "$tmp/want"
+head -4 "$tmp/out" > "$tmp/got"
+check "several files in one run, in order, as sha256sum lists them" test $rc -eq 0
+check "several files: the same lines" cmp -s "$tmp/got" "$tmp/want"
+
+$gpuos run "$sha" --device "$dev" --heap-mib 2 -- /sub/deeper/big > "$tmp/out" 2>/dev/null; rc=$?
+check "small client memory (reads smaller than 1 MiB)" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
+$gpuos run "$sha" --device "$dev" --grid 2 --block 64 -- /b65 > "$tmp/out" 2>/dev/null; rc=$?
+check "--grid 2 --block 64 (128 host threads, one hashes)" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /b65)"
+$gpuos run "$build/apps/sha256.so" --device "$dev" -- /b64 > "$tmp/out" 2>/dev/null; rc=$?
+check "gpuos run APP.so: the host-mode variant directly" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /b64)"
+$gpuos run "$sha" --device "$dev" --entry sha256 --arch sm_90 -- /b3 > "$tmp/out" 2>/dev/null; rc=$?
+check "--entry sha256 --arch sm_90" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /b3)"
+
+echo "== the app's errors"
+$gpuos run "$sha" --device "$dev" -- /nope > "$tmp/out" 2> "$tmp/err"; rc=$?
+check "missing file: non-zero exit (the app's status 1)" test $rc -eq 1
+check "missing file: says so" grep -q "/nope: no such file" "$tmp/out"
+check "missing file: exit status line" grep -qx "exit status 1" "$tmp/out"
+check "missing file: counted as an error of the runtime" grep -Eq "^runtime: 1 requests, 0 bytes, 1 errors" "$tmp/out"
+$gpuos run "$sha" --device "$dev" -- /b3 /nope /one > "$tmp/out" 2>/dev/null; rc=$?
+check "a missing file among others: the others still hashed, exit 1" \
+	test $rc -eq 1 -a "$(grep -c '^[0-9a-f]\{64\}  /' "$tmp/out")" -eq 2
+$gpuos run "$sha" --device "$dev" -- /sub > "$tmp/out" 2>/dev/null; rc=$?
+check "a directory: exit 1 and a message" test $rc -eq 1 -a -n "$(grep '^sha256: /sub' "$tmp/out")"
+$gpuos run "$sha" --device "$dev" > "$tmp/out" 2>/dev/null; rc=$?
+check "no path: usage, exit 2" test $rc -eq 2 && grep -q "usage" "$tmp/out"
+
+echo "== gpuos run's errors"
+$gpuos run "$tmp/missing.cubin" --device "$dev" 2> "$tmp/err"; rc=$?
+check "missing image: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+$gpuos run "$sha" --device "$dev" --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "unknown entry: exit 2, names the entries" test $rc -eq 2 && grep -q "no entry nosuch (entries: sha256)" "$tmp/err"
+$gpuos run "$sha" --device "$dev" --block 2048 -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "--block 2048: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+$gpuos run "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "no --device: exit 2" test $rc -eq 2 && grep -q -- "--device" "$tmp/err"
+$gpuos run "$sha" "$sha" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
+check "two images: exit 2" test $rc -eq 2
+cp "$sha" "$tmp/lonely.cubin"
+$gpuos run "$tmp/lonely.cubin" --device "$dev" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "no GPU and no .so beside the cubin: exit 2, says so" test $rc -eq 2 && grep -q "no host-mode variant .*lonely.so" "$tmp/err"
+$gpuos run "$sha" --device "emu:$tmp/missing.img" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "bad device: exit 2" test $rc -eq 2
+head -c 1000 "$sha" > "$tmp/trunc.cubin"
+$gpuos run "$tmp/trunc.cubin" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
+check "truncated cubin: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+
+echo "== gpuos image"
+out=$($gpuos image --json "$sha" 2>/dev/null)
+check "image --json lists the entry sha256" python3 - "$out" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["arch"].startswith("sm_"), j
+assert [e["name"] for e in j["entries"]] == ["sha256"], j
+e = j["entries"][0]
+assert e["registers"] > 0 and e["max_threads"] >= 32, j
+PY
+
+echo "== images of another architecture or without the ABI note"
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ -x "$nvcc" ]; then
+	"$nvcc" -std=c++17 -Iinclude -x cu -cubin -arch=sm_80 apps/sha256.c -o "$tmp/sha256.cubin" 2> "$tmp/nvcc.err"
+	cp "$build/apps/sha256.so" "$tmp/sha256.so"
+	$gpuos run --arch sm_90 "$tmp/sha256.cubin" --device "$dev" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+	check "sm_80 cubin on an sm_90 GPU: refused, exit 2" test $rc -eq 2
+	check "wrong arch: names both" grep -q "sm_80.*sm_90\|sm_90.*sm_80" "$tmp/err"
+	$gpuos run --arch sm_86 "$tmp/sha256.cubin" --device "$dev" -- /one > "$tmp/out" 2>/dev/null; rc=$?
+	check "sm_80 cubin on sm_86: runs" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /one)"
+	cat > "$tmp/noabi.cu" <<'CU'
+#include <stdint.h>
+struct gpuos_app_args;
+extern "C" __global__ void noabi(struct gpuos_app_args *a) { (void)a; }
+CU
+	"$nvcc" -cubin -arch=sm_90 "$tmp/noabi.cu" -o "$tmp/noabi.cubin" 2> "$tmp/nvcc.err"
+	$gpuos run "$tmp/noabi.cubin" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
+	check "cubin without the ABI note: refused, exit 2" test $rc -eq 2
+	check "no ABI note: says so" grep -qi "abi" "$tmp/err"
+else
+	echo "  skip (no nvcc): wrong-architecture and ABI-note images"
+fi
+
+echo "== through a service (gpuos run --socket)"
+sock=$tmp/gpuos.sock
+$gpuos boot --device "$dev" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+$gpuos run --socket "$sock" "$sha" -- /sub/deeper/big "/sub/name with spaces" > "$tmp/out" 2> "$tmp/err"; rc=$?
+check "sha256 through the service" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
+check "an argument with spaces reaches the app" grep -q "  /sub/name with spaces$" "$tmp/out"
+check "the service's statistics for the run" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097 + 12)) bytes, 0 errors" "$tmp/out"
+$gpuos run --socket "$sock" "$sha" -- /nope > "$tmp/out" 2>/dev/null; rc=$?
+check "missing file through the service: exit 1 and the message" test $rc -eq 1 && grep -q "no such file" "$tmp/out"
+$gpuos run --socket "$sock" "$sha" --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "unknown entry through the service: exit 2" test $rc -eq 2
+$gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > /dev/null 2>&1
+$gpuos run --socket "$sock" "$sha" -- /b120 > "$tmp/out" 2>/dev/null; rc=$?
+check "the service still serves after a refused request" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /b120)"
+$gpuos stop --socket "$sock"
+wait $svc; rc=$?
+svc=
+check "service exits 0 after stop" test $rc -eq 0
+$gpuos run --socket "$sock" "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "no service: exit 2" test $rc -eq 2
+
+echo "apps e2e: $pass passed, $fail failed"
+[ $fail -eq 0 ]
