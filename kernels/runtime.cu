@@ -16,10 +16,15 @@
 #include "loopback.cuh"
 #include "bench_client.cuh"
 
+// Shared memory per service warp: its state and up to a hundred queue pairs.
+#define GPUOS_RT_LOCAL_BYTES (28u * 1024u)
+
 extern "C" __global__ void __launch_bounds__(32) gpuos_rt_kernel(const struct gpuos_rt_desc *d)
 {
+	// The warp's working state, in shared memory while it runs (rt.h).
+	__shared__ __align__(64) unsigned long long local[GPUOS_RT_LOCAL_BYTES / 8];
 	if (blockIdx.x < d->nwarps)
-		gpuos_rt_warp_run(d, blockIdx.x);
+		gpuos_rt_warp_run(d, blockIdx.x, local, sizeof(local));
 	else if (blockIdx.x == d->nwarps)
 		gpuos_rt_meta_run(d);
 }

@@ -48,6 +48,7 @@ struct rt_req {             /* a mailbox request being served */
 };
 
 struct rt_warp {
+	struct gpuos_qp *qp;    /* this warp's queue pairs (in shared memory while it runs on a GPU) */
 	uint32_t inited;
 	uint32_t consumed;      /* ring positions of our partition taken so far */
 	uint32_t rsvd0;
@@ -635,13 +636,12 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 {
 	uint32_t qpw = d->nqueues / d->nwarps;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
-	struct gpuos_qp *qps = rt_qps(d);
 	uint32_t cmds[GPUOS_WARP_MAX];
 	uint32_t k, total = 0;
 
 	for (k = 0; k < qpw; k++) {
 		uint32_t q = w * qpw + (W->rr_q + k) % qpw;
-		struct gpuos_qp *qp = &qps[q];
+		struct gpuos_qp *qp = &W->qp[(W->rr_q + k) % qpw];
 		uint32_t n = 0, max;
 
 		if (lane == 0) {
@@ -755,12 +755,11 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 {
 	uint32_t qpw = d->nqueues / d->nwarps;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
-	struct gpuos_qp *qps = rt_qps(d);
 	uint32_t k;
 	int total = 0;
 
 	for (k = 0; k < qpw; k++) {
-		struct gpuos_qp *qp = &qps[w * qpw + k];
+		struct gpuos_qp *qp = &W->qp[k];
 		uint32_t consumed = 0;
 		uint16_t last_sqhd = 0;
 		int sys = !mbox_dev(d);
@@ -914,19 +913,51 @@ GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, 
 	W->rr_req = 0;
 	W->consumed = 0;
 	W->fatal = 0;
+	W->qp = &qps[w * qpw];
 	W->inited = 1;
 }
 
-GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
+/* Copy n bytes (a multiple of 8, both 8-byte aligned), all lanes together;
+ * the caller syncs the warp before anyone reads the copy. */
+GPUOS_INLINE GPUOS_HD void warp_copy_words(void *dst, const void *src, uint64_t n)
 {
-	struct rt_warp *W = rt_warp(d, w);
-	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
-	uint32_t lane = gpuos_lane_id();
-	uint32_t idle = 0, cmd = GPUOS_RT_CMD_RUN;
+	uint64_t *dq = (uint64_t *)dst;
+	const uint64_t *sq = (const uint64_t *)src;
+	uint64_t i;
+	for (i = gpuos_lane_id(); i < n / 8u; i += gpuos_warp_width())
+		dq[i] = sq[i];
+}
 
-	if (lane == 0 && !W->inited)
-		warp_init(d, w, W);
+GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d)
+{
+	return align64(sizeof(struct rt_warp)) + (uint64_t)(d->nqueues / d->nwarps) * sizeof(struct gpuos_qp);
+}
+
+GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void *local, uint64_t local_bytes)
+{
+	struct rt_warp *G = rt_warp(d, w), *W = G;
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	uint32_t lane = gpuos_lane_id(), qpw = d->nqueues / d->nwarps;
+	uint32_t idle = 0, cmd = GPUOS_RT_CMD_RUN;
+	struct gpuos_qp *gq;
+
+	if (lane == 0 && !G->inited)
+		warp_init(d, w, G);
 	gpuos_warp_sync();
+	gq = G->qp;
+	if (local && gpuos_rt_local_bytes(d) <= local_bytes) {
+		/* The warp's state is private: work on a copy in shared memory,
+		 * which the acquire loads of the loop do not evict (global state
+		 * costs an L2 round trip per access after each of them). Copied
+		 * back when the warp leaves, so park/resume keep everything. */
+		W = (struct rt_warp *)local;
+		warp_copy_words(W, G, align64(sizeof(struct rt_warp)));
+		warp_copy_words((char *)local + align64(sizeof(struct rt_warp)), gq, (uint64_t)qpw * sizeof(struct gpuos_qp));
+		gpuos_warp_sync();
+		if (lane == 0)
+			W->qp = (struct gpuos_qp *)((char *)local + align64(sizeof(struct rt_warp)));
+		gpuos_warp_sync();
+	}
 
 	for (;;) {
 		int work = 0;
@@ -985,10 +1016,20 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w)
 			gpuos_backoff(&idle);
 	}
 	gpuos_warp_sync();
-	if (lane == 0) {
+	if (lane == 0)
 		publish_stats(d, w, W);
-		if (d->meta)
-			gpuos_rt_files_warp_exit(d); /* after our last forward to the metadata warp */
-	}
 	gpuos_warp_sync();
+	if (W != G) {
+		warp_copy_words(gq, W->qp, (uint64_t)qpw * sizeof(struct gpuos_qp));
+		warp_copy_words(G, W, align64(sizeof(struct rt_warp)));
+		gpuos_warp_sync();
+		if (lane == 0)
+			G->qp = gq;
+		gpuos_warp_sync();
+	}
+	if (lane == 0 && d->meta) {
+		/* Our state is back in device memory; pairs with the metadata
+		 * warp's acquire of exits (and the host's wait for the kernel). */
+		gpuos_rt_files_warp_exit(d); /* after our last forward to the metadata warp */
+	}
 }

@@ -22,8 +22,13 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why);
 
 /* Serve as service warp w until the host asks to park or stop (ctl->cmd).
  * Every lane of the warp calls it (host: one thread). Returns after this
- * warp has drained its in-flight commands. */
-GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w);
+ * warp has drained its in-flight commands. local/local_bytes: memory private
+ * to this warp and fast to reach (a GPU block's shared memory) where the
+ * warp keeps its working state while it runs; NULL: work in d->state. */
+GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void *local, uint64_t local_bytes);
+
+/* Bytes of `local` the warp needs for this descriptor. */
+GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d);
 
 GPUOS_EXTERN_C_END
 
