@@ -298,8 +298,9 @@ static const char *cu_err(struct gpuos_gpu *g, CUresult r)
 	return s;
 }
 
-int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry_name, uint64_t arg,
-		     unsigned grid, unsigned block, char *why, size_t whylen)
+/* Launch entry_name of image with one parameter whose value is at *param. */
+static int launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry_name, void *param,
+		  unsigned grid, unsigned block, char *why, size_t whylen)
 {
 	CUfunction fn;
 	CUresult r;
@@ -318,13 +319,25 @@ int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const c
 		snprintf(why, whylen, "no entry %s in the runtime image: %s", entry_name, cu_err(g, r));
 		return -EIO;
 	}
-	params[0] = &arg;
+	params[0] = param;
 	r = g->launch_kernel(fn, grid, 1, 1, block, 1, 1, 0, (CUstream)g->stream[stream], params, NULL);
 	if (r != CUDA_SUCCESS) {
 		snprintf(why, whylen, "cannot launch %s: %s", entry_name, cu_err(g, r));
 		return -EIO;
 	}
 	return 0;
+}
+
+int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry_name, uint64_t arg,
+		     unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	return launch(g, stream, image, entry_name, &arg, grid, block, why, whylen);
+}
+
+int gpuos_gpu_launch_value(struct gpuos_gpu *g, int stream, const void *image, const char *entry_name,
+			   const void *value, unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	return launch(g, stream, image, entry_name, (void *)value, grid, block, why, whylen);
 }
 
 int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen)

@@ -37,6 +37,13 @@ int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const c
 	snprintf(why, whylen, "no CUDA in this build");
 	return -ENODEV;
 }
+int gpuos_gpu_launch_value(struct gpuos_gpu *g, int stream, const void *image, const char *entry,
+			   const void *value, unsigned grid, unsigned block, char *why, size_t whylen)
+{
+	(void)g; (void)stream; (void)image; (void)entry; (void)value; (void)grid; (void)block;
+	snprintf(why, whylen, "no CUDA in this build");
+	return -ENODEV;
+}
 int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen) { (void)g; (void)stream; (void)why; (void)whylen; return -ENODEV; }
 int gpuos_gpu_running(struct gpuos_gpu *g, int stream) { (void)g; (void)stream; return 0; }
 int gpuos_gpu_module_load(struct gpuos_gpu *g, const void *image, const char *entry,

@@ -60,6 +60,10 @@ enum gpuos_gpu_stream { GPUOS_STREAM_RT = 0, GPUOS_STREAM_LOOP = 1, GPUOS_STREAM
  * the given non-blocking stream, grid x block threads. Returns at once. */
 int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry, uint64_t arg,
 		     unsigned grid, unsigned block, char *why, size_t whylen);
+/* The same with a parameter passed by value: *value, the kernel's parameter
+ * type's size (up to 32 KiB of kernel parameters, CUDA 12.1 and sm_70 on). */
+int gpuos_gpu_launch_value(struct gpuos_gpu *g, int stream, const void *image, const char *entry,
+			   const void *value, unsigned grid, unsigned block, char *why, size_t whylen);
 /* Wait for the launches on a stream to end; -EIO with the CUDA error in why. */
 int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen);
 /* 1 if work on the stream is still running. */

@@ -44,7 +44,7 @@ struct gpuos_sys {
 	uint32_t nq;              /* queue pairs created */
 	/* I/O queue pairs: the service warps', then the metadata warp's */
 	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES + 1], cq[GPUOS_RT_MAX_QUEUES + 1];
-	struct gpuos_dma bounce, prp, ctl, state, desc_dev, mbox_dev, dev_heap;
+	struct gpuos_dma bounce, prp, ctl, state, mbox_dev, dev_heap;
 	struct gpuos_dma files, meta_bounce, meta_prp;
 	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
 	struct gpuos_rt_desc *desc;   /* host copy */
@@ -106,8 +106,11 @@ static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 		int r;
 		if (s->ctrl->ops->loopback && (r = gpuos_loop_start(s->ctrl, gpuos_rt_image, err, errlen)))
 			return r;
-		r = gpuos_gpu_launch(s->gpu, GPUOS_STREAM_RT, gpuos_rt_image, "gpuos_rt_kernel", s->desc_dev.rt,
-					 rt_threads(s->desc), 32, err, errlen);
+		/* The descriptor goes by value: the kernel reads it from its
+		 * parameter space (constant cache), which the loop's acquire
+		 * loads do not evict. */
+		r = gpuos_gpu_launch_value(s->gpu, GPUOS_STREAM_RT, gpuos_rt_image, "gpuos_rt_kernel", s->desc,
+					   rt_threads(s->desc), 32, err, errlen);
 		if (r)
 			return r;
 	} else {
@@ -212,8 +215,6 @@ static void teardown(struct gpuos_sys *s)
 		gpuos_dma_free(s->ctrl, &s->ctl);
 	if (s->state.len)
 		gpuos_dma_free(s->ctrl, &s->state);
-	if (s->desc_dev.len)
-		gpuos_dma_free(s->ctrl, &s->desc_dev);
 	if (s->mbox_dev.len)
 		gpuos_dma_free(s->ctrl, &s->mbox_dev);
 	if (s->dev_heap.len)
@@ -662,15 +663,6 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		snprintf(err, errlen, "runtime descriptor: %s", why);
 		r = -EINVAL;
 		goto fail;
-	}
-	if (s->gpu) {
-		r = gpuos_dma_alloc(s->ctrl, sizeof(*d), GPUOS_MEM_VRAM, 0, &s->desc_dev);
-		if (!r)
-			r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->desc_dev.rt, d, sizeof(*d), 1);
-		if (r) {
-			snprintf(err, errlen, "copy the runtime descriptor to the GPU: %s", strerror(-r));
-			goto fail;
-		}
 	}
 	s->info.queues_used = nq;
 	s->info.depth = depth;

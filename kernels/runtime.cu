@@ -19,8 +19,12 @@
 // Shared memory per service warp: its state and up to a hundred queue pairs.
 #define GPUOS_RT_LOCAL_BYTES (28u * 1024u)
 
-extern "C" __global__ void __launch_bounds__(32) gpuos_rt_kernel(const struct gpuos_rt_desc *d)
+// The descriptor comes by value (boot/sys.c): read-only, it is read from the
+// kernel's parameter space through the constant cache, which the service
+// loop's acquire loads do not invalidate (an L2 round trip per field else).
+extern "C" __global__ void __launch_bounds__(32) gpuos_rt_kernel(const __grid_constant__ struct gpuos_rt_desc desc)
 {
+	const struct gpuos_rt_desc *d = &desc;
 	// The warp's working state, in shared memory while it runs (rt.h).
 	__shared__ __align__(64) unsigned long long local[GPUOS_RT_LOCAL_BYTES / 8];
 	if (blockIdx.x < d->nwarps)

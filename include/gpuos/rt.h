@@ -90,6 +90,9 @@ struct gpuos_rt_desc {
 	struct gpuos_rt_region region[GPUOS_RT_MAX_REGIONS];
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + 1]; /* + the metadata warp's */
 };
+/* The runtime kernel takes the descriptor by value (kernel parameters: at
+ * most 32764 bytes, CUDA 12.1 and sm_70 on). */
+static_assert(sizeof(struct gpuos_rt_desc) <= 32764, "descriptor fits the kernel parameters");
 
 GPUOS_EXTERN_C_END
 
