@@ -1,37 +1,264 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# make demo: what gpuos does today, end to end, on any machine (the GPU is
-# used when present, else the runtime runs on CPU threads and says so).
-# Builds a disk image once (kept in BUILD/demo), brings up the emulated NVMe
-# controller, reads through the runtime and checks every byte, measures.
+# make demo: a GGUF model on an ext4 file system on an (emulated) NVMe SSD,
+# parsed, streamed layer by layer and verified by GPU apps (gpuos run).
+#
+#   bash scripts/demo.sh BUILD_DIR
+#
+# 1. generates a llama-shaped GGUF of about 83 MiB (8 layers, 7 tensor types,
+#    every byte random) with tests/tools/gguf_writer.py --case demo,
+# 2. puts it in an ext4 image (mke2fs -d),
+# 3. computes the reference checksums and SHA-256s on the host from the file,
+# 4. lists the tensors through the runtime (gpuos gguf on emu:) and compares
+#    the listing with what the writer wrote,
+# 5. streams every layer into two VRAM slots (apps/layer_stream.c) and
+#    compares its per-layer checksums with the host's,
+# 6. loads a few tensors and a whole layer (apps/gguf_load.c) and has the app
+#    verify their SHA-256 against the host's.
+# Steps 1-3 run once: their results stay in BUILD_DIR/demo, keyed by the
+# generator's options and source, and a second run reuses them.
+#
+# The runtime runs on the GPU when there is one (gpuos picks it), otherwise on
+# CPU threads (host mode); GPUOS_DEMO_HOST=1 forces host mode. A progress bar
+# when stdout is a terminal, plain lines otherwise. Any failure stops the demo
+# with a message and a non-zero exit.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
 build=${1:-build}
 g=$build/gpuos
 dir=$build/demo
-mkdir -p "$dir"
-img=$dir/disk.img
-if [ ! -s "$img" ]; then
-	echo "demo: building a 256 MiB disk image of random bytes (once)"
-	head -c $((256 << 20)) /dev/urandom > "$img"
-fi
-dev="emu:$img,queues=8"
-echo
-echo "== gpuos identify --device $dev"
-"$g" identify --device "$dev"
-echo
-echo "== gpuos read: the whole image through the runtime (mailbox -> service warps -> NVMe queues)"
-t0=$(date +%s.%N)
-"$g" read --device "$dev" --warps 2 --queues 4 --allow-raw --offset 0 --length $((256 << 20)) -o "$dir/read.out"
-t1=$(date +%s.%N)
-if cmp -s "$img" "$dir/read.out"; then
-	echo "   all $((256 << 20)) bytes equal the image; $(python3 -c "print(f'{256/1.048576/($t1-$t0):.0f} MB/s')")"
-else
-	echo "demo: the bytes read differ from the image" >&2
+layers=8
+seed=7
+nsteps=6
+t_start=$(date +%s.%N)
+
+die() {
+	bar_clear
+	echo "demo: FAILED: $*" >&2
 	exit 1
+}
+
+# ---- progress ------------------------------------------------------------------------
+if [ -t 1 ]; then tty=1; else tty=0; fi
+bar_clear() { if [ "$tty" = 1 ]; then printf '\r\033[K'; fi; }
+step() { # N TEXT
+	local n=$1 text=$2 w=30 fill
+	if [ "$tty" = 1 ]; then
+		fill=$((w * (n - 1) / nsteps))
+		printf '\r\033[K[%s%s] %d/%d %s ...' "$(printf '%*s' "$fill" '' | tr ' ' '#')" \
+			"$(printf '%*s' $((w - fill)) '' | tr ' ' '.')" "$n" "$nsteps" "$text"
+	else
+		echo "[$n/$nsteps] $text"
+	fi
+}
+# A finished step: on a terminal its title replaces the bar (plain output
+# printed the title when the step began).
+done_step() { # N TEXT
+	if [ "$tty" = 1 ]; then
+		bar_clear
+		echo "[$1/$nsteps] $2"
+	fi
+}
+# Result lines of a step (after the bar is cleared).
+say() {
+	bar_clear
+	printf '%s\n' "$@"
+}
+now() { date +%s.%N; }
+secs() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+
+for tool in python3 mke2fs; do
+	command -v "$tool" >/dev/null 2>&1 || die "needs $tool (python3; e2fsprogs for mke2fs)"
+done
+[ -x "$g" ] || die "$g is missing: run make first"
+for app in layer_stream gguf_load; do
+	[ -f "$build/apps/$app.cubin" ] || [ -f "$build/apps/$app.so" ] ||
+		die "$build/apps/$app.{cubin,so} missing: run make first"
+done
+export GPUOS_QUIET_HOST=1
+
+# GPU or host threads: thread 0 of layer_stream loads, the others reduce.
+run_opts=()
+if [ "${GPUOS_DEMO_HOST:-0}" = 1 ]; then
+	run_opts+=(--host)
 fi
-rm -f "$dir/read.out"
+if [ "${GPUOS_DEMO_HOST:-0}" != 1 ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+	mode="GPU"
+	stream_geom=(--grid 8 --block 256)
+	load_geom=(--grid 1 --block 64)
+else
+	mode="host mode"
+	stream_geom=(--grid 1 --block 4)
+	load_geom=(--grid 1 --block 4)
+fi
+
+mkdir -p "$dir"
+gguf=$dir/src/models/demo.gguf
+json=$dir/demo.json
+img=$dir/disk.img
+ref=$dir/ref.txt
+stamp=$dir/stamp
+key="demo v1 layers=$layers seed=$seed writer=$(sha256sum tests/tools/gguf_writer.py | cut -c1-16)"
+
+echo "gpuos demo: a GGUF model on ext4 on an emulated NVMe SSD, read by GPU apps ($mode)"
+
+# ---- 1-3: the model, the image, the host's reference (once) ------------------------------
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && [ -s "$img" ] && [ -s "$gguf" ] && [ -s "$ref" ]; then
+	step 1 "model, disk image and host checksums"
+	done_step 1 "model, disk image and host checksums"
+	say "    reusing them from $dir (delete it to start over)"
+else
+	rm -f "$stamp"
+	step 1 "generating the GGUF model"
+	t0=$(now)
+	rm -rf "$dir/src"
+	mkdir -p "$dir/src/models"
+	python3 tests/tools/gguf_writer.py --case demo "$gguf" --json "$json" --seed "$seed" --layers "$layers" ||
+		die "gguf_writer.py could not write $gguf"
+	printf 'gpuos demo model: %s\n' "$key" > "$dir/src/README"
+	done_step 1 "generating the GGUF model"
+	say "    model: $gguf, $(stat -c %s "$gguf") bytes ($(secs "$t0" "$(now)") s)"
+
+	step 2 "building the ext4 disk image"
+	t0=$(now)
+	mib=$(( ($(stat -c %s "$gguf") >> 20) + 40 ))
+	rm -f "$img"
+	mke2fs -q -F -t ext4 -b 4096 -L gpuos-demo -d "$dir/src" "$img" "${mib}M" >"$dir/mke2fs.log" 2>&1 ||
+		die "mke2fs failed: $(tail -n 3 "$dir/mke2fs.log")"
+	done_step 2 "building the ext4 disk image"
+	say "    disk image: $img, ${mib} MiB ext4 holding /models/demo.gguf ($(secs "$t0" "$(now)") s)"
+
+	step 3 "computing reference checksums on the host"
+	t0=$(now)
+	python3 - "$gguf" "$json" > "$ref.tmp" <<'PY' || die "host checksums failed"
+# The layer checksum of apps/layer_stream.c and the SHA-256 of every tensor,
+# from the file itself (tensor offsets and sizes from the writer's JSON).
+import hashlib, json, re, sys, zlib
+M = (1 << 64) - 1
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
+    return z ^ (z >> 31)
+j = json.load(open(sys.argv[2]))
+sums = {}
+with open(sys.argv[1], "rb") as f:
+    ranks = {}
+    for t in j["tensors"]:
+        f.seek(t["abs_offset"])
+        data = f.read(t["byte_size"])
+        assert len(data) == t["byte_size"], t["name"]
+        print("sha", t["name"], hashlib.sha256(data).hexdigest())
+        m = re.match(r"blk\.(\d+)\.", t["name"])
+        if not m:
+            continue
+        n = int(m.group(1))
+        rank = ranks.get(n, 0)
+        ranks[n] = rank + 1
+        s = sums.get(n, 0)
+        for c in range(0, len(data), 4096):
+            key = ((c // 4096) << 32) | zlib.crc32(data[c:c + 4096])
+            s = (s + mix64((key + rank * 0x9e3779b97f4a7c15) & M)) & M
+        sums[n] = s
+for n in sorted(sums):
+    print("layer", n, "%016x" % sums[n])
+PY
+	mv "$ref.tmp" "$ref"
+	echo "$key" > "$stamp"
+	done_step 3 "computing reference checksums on the host"
+	say "    host reference: $(grep -c '^layer ' "$ref") layer checksums, $(grep -c '^sha ' "$ref") tensor SHA-256s ($(secs "$t0" "$(now)") s)"
+fi
+dev="emu:$img"
+
+# ---- 4: list the tensors through the runtime -----------------------------------------------
+step 4 "listing the tensors (gpuos gguf)"
+"$g" gguf --device "$dev" /models/demo.gguf > "$dir/gguf.txt" 2>&1 || die "gpuos gguf failed: $(tail -n 3 "$dir/gguf.txt")"
+"$g" gguf --json --device "$dev" /models/demo.gguf > "$dir/gguf.json" 2> "$dir/gguf.err" ||
+	die "gpuos gguf --json failed: $(tail -n 3 "$dir/gguf.err")"
+if [ -s "$json" ]; then
+	python3 tests/tools/gguf_compare.py "$json" "$dir/gguf.json" > "$dir/compare.txt" 2>&1 ||
+		die "the runtime's listing differs from what the writer wrote: $(head -n 5 "$dir/compare.txt")"
+	same=$(tail -n 1 "$dir/compare.txt")
+else
+	same="(writer JSON missing)"
+fi
+ntens=$(($(wc -l < "$dir/gguf.txt") - 1))
+types=$(awk 'NR > 1 { print $2 }' "$dir/gguf.txt" | sort -u | paste -sd' ')
+done_step 4 "listing the tensors (gpuos gguf)"
+say "    gpuos gguf --device $dev /models/demo.gguf"
+{
+	head -n 1 "$dir/gguf.txt"
+	sed -n '2,12p' "$dir/gguf.txt"
+	echo "  ... $((ntens - 13)) more ..."
+	tail -n 2 "$dir/gguf.txt"
+} | sed 's/^/      /'
+say "    tensor types: $types; listing equals the writer's: $same"
+
+# ---- 5: stream every layer ---------------------------------------------------------------
+step 5 "streaming every layer into two VRAM slots (layer_stream)"
+t0=$(now)
+rc=0
+"$g" run --device "$dev" "${run_opts[@]}" "$build/apps/layer_stream.cubin" "${stream_geom[@]}" \
+	-- /models/demo.gguf > "$dir/stream.txt" 2>&1 || rc=$?
+t_stream=$(secs "$t0" "$(now)")
+[ "$rc" = 0 ] || die "layer_stream exited $rc: $(tail -n 5 "$dir/stream.txt")"
+done_step 5 "streaming every layer into two VRAM slots (layer_stream)"
+say "    gpuos run layer_stream.cubin ${stream_geom[*]} -- /models/demo.gguf (${t_stream} s)"
+sed 's/^/      /' "$dir/stream.txt"
+verdict=$(python3 - "$dir/stream.txt" "$ref" <<'PY'
+import re, sys
+got = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([0-9a-f]{16})\s*$", line)
+    if m:
+        got[int(m.group(1))] = m.group(4)
+want = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    if f[0] == "layer":
+        want[int(f[1])] = f[2]
+bad = [n for n in want if got.get(n) != want[n]]
+extra = [n for n in got if n not in want]
+if bad or extra or not want:
+    for n in bad:
+        print("layer %d: app %s, host %s" % (n, got.get(n, "missing"), want[n]))
+    for n in extra:
+        print("layer %d: reported by the app, not in the model" % n)
+    sys.exit(1)
+print("%d/%d" % (len(want), len(want)))
+PY
+) || die "layer checksums differ from the host's: $verdict"
+say "    checksums: $verdict layers equal the host's (crc32 per 4 KiB chunk, mixed and summed)"
+stream_total=$(grep '^total ' "$dir/stream.txt" || true)
+stream_gbs=$(sed -n 's/.* s: \([0-9.]*\) GB\/s effective.*/\1/p' <<< "$stream_total")
+
+# ---- 6: load and verify tensors -----------------------------------------------------------
+step 6 "loading tensors and a whole layer, verified by SHA-256 (gguf_load)"
+sha() { awk -v n="$1" '$1 == "sha" && $2 == n { print $3 }' "$ref"; }
+l1=$(awk '$1 == "sha" && $2 ~ /^blk\.1\./ { print $3 }' "$ref" | paste -sd,)
+specs=()
+for t in token_embd.weight blk.0.attn_q.weight blk.7.ffn_down.weight output.weight; do
+	h=$(sha "$t")
+	[ -n "$h" ] || die "no host SHA-256 for $t"
+	specs+=("$t=$h")
+done
+specs+=("layer:1=$l1")
+t0=$(now)
+rc=0
+"$g" run --device "$dev" "${run_opts[@]}" "$build/apps/gguf_load.cubin" "${load_geom[@]}" \
+	-- /models/demo.gguf "${specs[@]}" > "$dir/load.txt" 2>&1 || rc=$?
+t_load=$(secs "$t0" "$(now)")
+done_step 6 "loading tensors and a whole layer, verified by SHA-256 (gguf_load)"
+say "    gpuos run gguf_load.cubin ${load_geom[*]} -- /models/demo.gguf NAME=SHA256 ... layer:1=SHA256,... (${t_load} s)"
+sed 's/^/      /' "$dir/load.txt"
+[ "$rc" = 0 ] || die "gguf_load exited $rc: $(grep -E 'MISMATCH|ERROR|gguf_load:' "$dir/load.txt" | head -n 3)"
+nok=$(grep -c '^ok ' "$dir/load.txt" || true)
+nwant=$(( ${#specs[@]} - 1 + $(tr ',' '\n' <<< "$l1" | wc -l) ))
+[ "$nok" = "$nwant" ] || die "gguf_load verified $nok tensors, $nwant expected"
+
+# ---- summary ------------------------------------------------------------------------------
+bar_clear
+total=$(secs "$t_start" "$(now)")
 echo
-echo "== gpuos bench: 4 KiB random reads, 8 client threads"
-"$g" bench --device "$dev" --warps 2 --queues 4 --threads 8 --iters 2000
-echo
-echo "demo: ok (controller emu:, runtime on $("$g" bench --device "$dev" --threads 1 --iters 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["runtime"])'))"
+echo "throughput: layer streaming ${stream_gbs:-?} GB/s effective ($(sed -n 's/.*, loads \([0-9.]*\) GB\/s.*/\1/p' <<< "$stream_total") GB/s in the loads alone)"
+echo "demo: ok: $(($(stat -c %s "$gguf") >> 20)) MiB GGUF ($ntens tensors, $layers layers) on ext4 via emu:, $verdict layer checksums and $nok/$nwant tensor SHA-256s equal the host's, ${stream_gbs:-?} GB/s streaming ($mode), ${total} s"

@@ -24,6 +24,13 @@ Usage:
   gguf_writer.py --case NAME OUT.gguf [--json OUT.json] [--seed N]
   gguf_writer.py --random OUT.gguf [--json OUT.json] [--seed N] [--version 2|3]
                  [--alignment A]
+  gguf_writer.py --case demo OUT.gguf [--json OUT.json] [--seed N] [--layers L]
+
+The "demo" case is a llama-shaped model of L layers (default 8, about 10 MB
+each, nine tensors of seven ggml types) plus token_embd and output: every
+byte of every tensor comes from a generator seeded with --seed (no holes),
+so checksums over the data mean something. Other cases give tensors over
+1 MiB no data (sparse holes).
 """
 import argparse
 import json
@@ -174,6 +181,7 @@ class Spec:
         self.cut = None             # truncate the file to this many bytes (hostile)
         self.expect = None          # {"errno", "why"} for hostile cases
         self.patch = []             # (offset, bytes) applied last
+        self.fill_random = False    # every tensor's bytes from random.Random(seed), no holes
 
 
 def build(spec, path, seed=0):
@@ -225,12 +233,16 @@ def build(spec, path, seed=0):
                      for t in spec.tensors if t.raw is None and t.type_name in GGML_ID]
             if sum(sizes) > (1 << 30):
                 spec.tensors = []
+        fill = random.Random(seed) if spec.fill_random else None
         for i, (tn, o) in enumerate(zip(spec.tensors, offs)):
             if tn.raw is not None or tn.type_name not in GGML_ID:
                 continue
             size = tensor_bytes(GGML_ID[tn.type_name], tn.dims)
             end = max(end, o + size)
-            if size <= (1 << 20):       # small tensors get a pattern; big ones stay holes
+            if fill is not None:
+                f.seek(data_offset + o)
+                f.write(fill.randbytes(size))
+            elif size <= (1 << 20):       # small tensors get a pattern; big ones stay holes
                 f.seek(data_offset + o)
                 f.write(bytes(((i * 31 + j) & 0xFF) for j in range(size)))
         if spec.tensors:
@@ -411,6 +423,29 @@ def spec_vocab(rng):
     return s
 
 
+def spec_demo(n_layers):
+    """A llama-shaped model, dim 1024, ffn 2816: about 10 MB a layer, all data written."""
+    d, ff, vocab = 1024, 2816, 4096
+    s = Spec()
+    s.alignment = 32
+    s.fill_random = True
+    s.kvs = [("general.architecture", "string", "llama"), ("general.name", "string", "gpuos demo"),
+             ("llama.block_count", "uint32", n_layers), ("llama.embedding_length", "uint32", d),
+             ("llama.feed_forward_length", "uint32", ff), ("llama.attention.head_count", "uint32", 16),
+             ("llama.attention.head_count_kv", "uint32", 4), ("llama.context_length", "uint32", 2048)]
+    s.tensors = [Tensor("token_embd.weight", "Q8_0", [d, vocab])]
+    for n in range(n_layers):
+        for part, tname, dims in (("attn_norm.weight", "F32", [d]), ("attn_q.weight", "Q4_K", [d, d]),
+                                  ("attn_k.weight", "Q8_0", [d, d // 4]), ("attn_v.weight", "Q6_K", [d, d // 4]),
+                                  ("attn_output.weight", "F16", [d, d]), ("ffn_norm.weight", "F32", [d]),
+                                  ("ffn_gate.weight", "Q4_0", [d, ff]), ("ffn_up.weight", "Q5_K", [d, ff]),
+                                  ("ffn_down.weight", "Q8_0", [ff, d])):
+            s.tensors.append(Tensor("blk.%d.%s" % (n, part), tname, dims))
+    s.tensors.append(Tensor("output_norm.weight", "F32", [d]))
+    s.tensors.append(Tensor("output.weight", "Q6_K", [d, vocab]))
+    return s
+
+
 def small_valid():
     s = Spec()
     s.kvs = [("general.architecture", "string", "llama"), ("llama.block_count", "uint32", 1)]
@@ -544,7 +579,9 @@ VALID = ["all-v3", "all-v2", "align-32", "align-64", "align-4096", "default-alig
          "fuzz-seed", "layer-names"]
 
 
-def make_case(name, rng):
+def make_case(name, rng, layers=None):
+    if name == "demo":
+        return spec_demo(layers if layers is not None else 8)
     if name == "all-v3":
         return spec_all(3, 32, rng)
     if name == "all-v2":
@@ -613,6 +650,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--alignment", type=int)
+    ap.add_argument("--layers", type=int, help="layers of --case demo (default 8)")
     a = ap.parse_args()
     if a.list:
         for n in VALID:
@@ -623,7 +661,7 @@ def main():
     if not a.out or not (a.case or a.random):
         ap.error("need OUT and --case NAME or --random")
     rng = random.Random(a.seed)
-    spec = random_spec(rng, a.version, a.alignment) if a.random else make_case(a.case, rng)
+    spec = random_spec(rng, a.version, a.alignment) if a.random else make_case(a.case, rng, a.layers)
     d = build(spec, a.out, seed=a.seed)
     if a.json:
         with open(a.json, "w") as f:

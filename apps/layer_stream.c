@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * apps/layer_stream.c - stream every layer of a GGUF model (blk.0.*, blk.1.*,
+ * ... in forward order) into two VRAM slots, double buffered, while the
+ * other threads reduce the layer loaded before.
+ *
+ *   gpuos run layer_stream.cubin --grid G --block B -- MODEL_PATH
+ *
+ * Thread 0 is the loader: it loads layer N into slot N % 2 with
+ * gpuos_model_load_tensors (all of the layer's tensors in flight at once)
+ * and hands the slot over; the compute threads checksum the layer in the
+ * other slot meanwhile, each a share of its 4 KiB chunks, and the last of
+ * them to finish gives the slot back. The compute threads are those of the
+ * warps after the loader's (the other lanes of its warp return at once:
+ * lanes of one warp that diverge run by turns, so computing lanes would
+ * stall the loader), or, with a single warp or in host mode (warp width 1),
+ * threads 1..G*B-1. With one thread, thread 0 does both in turn (no overlap).
+ *
+ * The reduction (the demo recomputes it on the host from the file): a tensor
+ * is cut in 4096-byte chunks c = 0, 1, ... (the last one shorter); chunk c of
+ * the tensor at position `rank` of its layer (file order) contributes
+ *     mix64((c << 32 | crc32(chunk)) + rank * 0x9e3779b97f4a7c15)
+ * where crc32 is zlib's (IEEE 802.3, reflected) and mix64 the splitmix64
+ * finalizer; the layer's checksum is the sum of the contributions mod 2^64.
+ * Order-independent, so any thread may take any chunk, and still sensitive
+ * to every byte and to where it landed.
+ *
+ * Memory: args->vram holds a 1 MiB table area (META_*) and then the two
+ * slots, each as large as the largest layer; args->scratch the flags below.
+ */
+#include "gpuos/app.h"
+#include "gpuos/gpuos.h"
+
+GPUOS_APP_ABI_NOTE;
+
+#define CHUNK 4096u
+#define ALIGN 256u                /* tensor start within a slot */
+#define MAX_LAYERS 1024u
+#define MAX_LT 1024u              /* tensors in one layer */
+#define MAX_ENT 16384u            /* tensors in all layers */
+#define GOLD 0x9e3779b97f4a7c15ull
+
+/* The table area at the start of args->vram (registered memory: the runtime
+ * writes reasons, tensor records and index lists there). */
+#define META_WHY 0u               /* char[256] */
+#define META_TREC 512u            /* struct gpuos_gguf_tensor */
+#define META_XHDR 1024u           /* struct gpuos_gguf_export (header only) */
+#define META_IDX 4096u            /* uint32_t[MAX_LT], GGUF_LAYER's answer */
+#define META_LREC 8192u           /* struct lrec[MAX_LAYERS] */
+#define META_ENT 81920u           /* struct ent[MAX_ENT] */
+#define META_DST 606208u          /* void *[MAX_LT], the loader's */
+#define META_LIDX 614400u         /* uint32_t[MAX_LT], the loader's */
+#define META_BYTES (1u << 20)
+
+/* One tensor of a layer. */
+struct ent {
+	uint32_t idx;      /* 0x00 tensor index in the model */
+	uint32_t rank;     /* 0x04 position in its layer */
+	uint64_t size;     /* 0x08 bytes */
+	uint64_t off;      /* 0x10 offset in the slot */
+	uint64_t chunk0;   /* 0x18 its first chunk, counted from the layer's first */
+};
+static_assert(sizeof(struct ent) == 32, "ent size");
+
+/* One layer. */
+struct lrec {
+	uint32_t layer;    /* 0x00 N of blk.N */
+	uint32_t first;    /* 0x04 first ent */
+	uint32_t n;        /* 0x08 ents */
+	uint32_t st;       /* 0x0c load status (GPUOS_ST_*) */
+	uint64_t bytes;    /* 0x10 */
+	uint64_t chunks;   /* 0x18 */
+	uint64_t t_load0;  /* 0x20 loader: load posted */
+	uint64_t t_load1;  /* 0x28 loader: load complete, slot handed over */
+	uint64_t t_comp1;  /* 0x30 last compute thread: reduction complete */
+	uint64_t sum;      /* 0x38 checksum */
+};
+static_assert(sizeof(struct lrec) == 64, "lrec size");
+static_assert(META_LREC + MAX_LAYERS * sizeof(struct lrec) <= META_ENT, "meta lrec");
+static_assert(META_ENT + MAX_ENT * sizeof(struct ent) <= META_DST, "meta ent");
+static_assert(META_LIDX + MAX_LT * 4u <= META_BYTES, "meta size");
+
+/* args->scratch (64 zeroed bytes, VRAM): the hand-over between the loader and
+ * the compute threads. Slot s holds layer i (the i-th of the table) when
+ * ready[s] == i + 1; it is free again when freed[s] == i + 1. */
+struct shared {
+	uint32_t state;     /* 0x00 0 setting up, 1 go, 2 failed (release by thread 0) */
+	uint32_t nlayers;   /* 0x04 */
+	uint32_t ready[2];  /* 0x08 loader, release */
+	uint32_t freed[2];  /* 0x10 last compute thread, release */
+	uint32_t arrive[2]; /* 0x18 compute threads done with the slot's layer */
+	uint64_t acc[2];    /* 0x20 the slot's checksum being summed */
+	uint64_t slot_bytes;/* 0x30 */
+	uint32_t abort;     /* 0x38 i + 1: the load of layer i failed, stop there */
+	uint32_t ncompute;  /* 0x3c */
+};
+static_assert(sizeof(struct shared) == 64, "layer_stream scratch");
+
+/* ---- report text ------------------------------------------------------------------ */
+
+struct rep {
+	char *p;
+	uint64_t n, cap;
+};
+
+static inline GPUOS_HD void rs(struct rep *r, const char *s)
+{
+	for (; *s; s++)
+		if (r->n + 1 < r->cap)
+			r->p[r->n++] = *s;
+	if (r->cap)
+		r->p[r->n] = 0;
+}
+
+/* Unsigned decimal, right-aligned in `width` columns. */
+static inline GPUOS_HD void rnw(struct rep *r, uint64_t v, uint32_t width)
+{
+	char t[24];
+	int i = 23;
+	t[i] = 0;
+	do {
+		t[--i] = (char)('0' + v % 10u);
+		v /= 10u;
+	} while (v);
+	while (23u - (uint32_t)i < width && i > 0)
+		t[--i] = ' ';
+	rs(r, t + i);
+}
+
+static inline GPUOS_HD void rn(struct rep *r, uint64_t v)
+{
+	rnw(r, v, 0);
+}
+
+/* num/den with `dec` decimals (1..3), rounded, right-aligned in `width`. */
+static inline GPUOS_HD void rf(struct rep *r, uint64_t num, uint64_t den, uint32_t dec, uint32_t width)
+{
+	uint64_t scale = dec == 1 ? 10 : dec == 2 ? 100 : 1000, v, f;
+	char t[8];
+	uint32_t i, digits = 1;
+	if (!den) {
+		rs(r, "-");
+		return;
+	}
+	v = (num * scale + den / 2) / den; /* callers keep num * 1000 below 2^64 */
+	for (f = v / scale; f >= 10u; f /= 10u)
+		digits++;
+	rnw(r, v / scale, width > digits + dec + 1 ? width - dec - 1 : 0);
+	f = v % scale;
+	t[dec] = 0;
+	for (i = dec; i-- > 0; f /= 10u)
+		t[i] = (char)('0' + f % 10u);
+	rs(r, ".");
+	rs(r, t);
+}
+
+static inline GPUOS_HD void rx64(struct rep *r, uint64_t v)
+{
+	char t[17];
+	int i;
+	for (i = 15; i >= 0; i--, v >>= 4)
+		t[i] = "0123456789abcdef"[v & 15u];
+	t[16] = 0;
+	rs(r, t);
+}
+
+static inline GPUOS_HD const char *stname(uint32_t st)
+{
+	switch (st) {
+	case GPUOS_ST_OK: return "OK";
+	case GPUOS_ST_BAD_RANGE: return "BAD_RANGE";
+	case GPUOS_ST_BAD_DST: return "BAD_DST";
+	case GPUOS_ST_NVME: return "NVME";
+	case GPUOS_ST_TIMEOUT: return "TIMEOUT";
+	case GPUOS_ST_NOENT: return "NOENT";
+	case GPUOS_ST_NOTDIR: return "NOTDIR";
+	case GPUOS_ST_ISDIR: return "ISDIR";
+	case GPUOS_ST_CORRUPT: return "CORRUPT";
+	case GPUOS_ST_UNSUPPORTED: return "UNSUPPORTED";
+	case GPUOS_ST_NOSPC: return "NOSPC";
+	case GPUOS_ST_IO: return "IO";
+	case GPUOS_ST_NO_FILES: return "NO_FILES";
+	case GPUOS_ST_NAMETOOLONG: return "NAMETOOLONG";
+	default: return "error";
+	}
+}
+
+/* ---- the reduction ------------------------------------------------------------------ */
+
+static inline GPUOS_HD uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* CRC-32 (zlib's) four bits at a time: 16 entries that each thread builds
+ * in its own memory (no table in constant memory: one source for both). */
+static inline GPUOS_HD void crc_table(uint32_t *tab)
+{
+	uint32_t i, k;
+	for (i = 0; i < 16; i++) {
+		uint32_t c = i;
+		for (k = 0; k < 4; k++)
+			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+		tab[i] = c;
+	}
+}
+
+static inline GPUOS_HD uint32_t crc32_chunk(const uint8_t *p, uint64_t n, const uint32_t *tab)
+{
+	uint32_t crc = 0xffffffffu, k;
+	const uint32_t *w = (const uint32_t *)(const void *)p; /* chunks start 4-byte aligned */
+	uint64_t i, words = n / 4u;
+	for (i = 0; i < words; i++) {
+		crc ^= w[i]; /* little-endian: the low byte goes first, as the CRC wants */
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 4) ^ tab[crc & 15u];
+	}
+	for (i = words * 4u; i < n; i++) {
+		crc ^= p[i];
+		crc = (crc >> 4) ^ tab[crc & 15u];
+		crc = (crc >> 4) ^ tab[crc & 15u];
+	}
+	return ~crc;
+}
+
+/* This thread's share (chunks r, r + nc, ...) of a layer's checksum. */
+static inline GPUOS_HD uint64_t layer_part(const struct ent *e, uint32_t n, const uint8_t *slot, uint64_t chunks,
+					   uint32_t r, uint32_t nc, const uint32_t *tab)
+{
+	uint64_t sum = 0, g;
+	uint32_t k = 0;
+	for (g = r; g < chunks; g += nc) {
+		uint64_t c, off, len;
+		uint32_t crc;
+		while (k + 1 < n && e[k + 1].chunk0 <= g)
+			k++;
+		c = g - e[k].chunk0;
+		off = c * CHUNK;
+		len = GPUOS_MIN((uint64_t)CHUNK, e[k].size - off);
+		crc = crc32_chunk(slot + e[k].off + off, len, tab);
+		sum += mix64(((c << 32) | crc) + (uint64_t)e[k].rank * GOLD);
+	}
+	return sum;
+}
+
+/* A compute thread's part of layer i (slot s), then its arrival; the last of
+ * the `nc` arrivals records the checksum and frees the slot. */
+static inline GPUOS_HD void compute_layer(struct shared *sh, struct lrec *L, const struct ent *ents, const uint8_t *slot,
+					  uint32_t i, uint32_t r, uint32_t nc, const uint32_t *tab)
+{
+	uint32_t s = i & 1u;
+	uint64_t part = layer_part(ents + L->first, L->n, slot, L->chunks, r, nc, tab);
+	if (part)
+		gpuos_fetch_add_sys64(&sh->acc[s], part); /* relaxed; on VRAM, device-wide */
+	/* Order this thread's reads of the slot and its acc add before its
+	 * arrival; pairs with the fence the last arriving thread runs after its
+	 * own arrival (fence-RMW-RMW-fence: those reads and adds happen before
+	 * the checksum is read and the slot is freed). */
+	gpuos_fence_dev();
+	if (gpuos_fetch_add_dev32(&sh->arrive[s], 1u) + 1u != nc)
+		return;
+	/* Last one: see every other thread's acc add and be ordered after its
+	 * reads of the slot; pairs with the fence each of them ran before
+	 * arriving. */
+	gpuos_fence_dev();
+	L->sum = gpuos_load_relaxed_sys64(&sh->acc[s]);
+	L->t_comp1 = gpuos_now_ns();
+	gpuos_store_relaxed_sys64(&sh->acc[s], 0);
+	gpuos_store_relaxed_sys32(&sh->arrive[s], 0);
+	/* Publish the checksum, the reset acc and arrive and "we are done
+	 * reading the slot"; pairs with the loader's acquire load of freed[s]
+	 * before it loads layer i + 2 there (and before it writes the report). */
+	gpuos_store_release_dev32(&sh->freed[s], i + 1u);
+}
+
+/* ---- setup (thread 0) ----------------------------------------------------------------- */
+
+/* Fill the layer table; 0, or a reason written to r. */
+static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb, struct shared *sh, uint32_t *handle,
+				 struct rep *r)
+{
+	char *meta = (char *)(uintptr_t)a->vram;
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	char *why = meta + META_WHY;
+	struct gpuos_gguf_tensor *t = (struct gpuos_gguf_tensor *)(meta + META_TREC);
+	struct gpuos_gguf_export *x = (struct gpuos_gguf_export *)(meta + META_XHDR);
+	uint32_t *idx = (uint32_t *)(meta + META_IDX);
+	struct lrec *lr = (struct lrec *)(meta + META_LREC);
+	struct ent *ents = (struct ent *)(meta + META_ENT);
+	uint32_t st, h, n, nl = 0, ne = 0, count, k;
+	uint64_t ntens, needed, slot = 0;
+
+	if (a->argc != 1) {
+		rs(r, "usage: layer_stream -- MODEL_PATH\n");
+		return -1;
+	}
+	if (a->vram_len < META_BYTES + 2u * CHUNK) {
+		rs(r, "layer_stream: needs more than 1 MiB of vram\n");
+		return -1;
+	}
+	why[0] = 0;
+	st = gpuos_model_open(mb, argv[0], 0, &h, &ntens, why, 256);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "layer_stream: ");
+		rs(r, argv[0]);
+		rs(r, ": ");
+		rs(r, stname(st));
+		if (why[0]) {
+			rs(r, " (");
+			rs(r, why);
+			rs(r, ")");
+		}
+		rs(r, "\n");
+		return -1;
+	}
+	*handle = h;
+	st = gpuos_model_info(mb, h, x, sizeof(*x), &needed);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "layer_stream: model info: ");
+		rs(r, stname(st));
+		rs(r, "\n");
+		return -1;
+	}
+	for (n = 0; n < x->n_layers; n++) {
+		uint64_t off = 0, chunks = 0;
+		st = gpuos_model_layer(mb, h, n, idx, MAX_LT, &count);
+		if (st != GPUOS_ST_OK) {
+			rs(r, "layer_stream: layer ");
+			rn(r, n);
+			rs(r, st == GPUOS_ST_NOSPC ? ": more than 1024 tensors\n" : ": ");
+			if (st != GPUOS_ST_NOSPC) {
+				rs(r, stname(st));
+				rs(r, "\n");
+			}
+			return -1;
+		}
+		if (count == 0)
+			continue;
+		if (nl == MAX_LAYERS || ne + count > MAX_ENT) {
+			rs(r, "layer_stream: more than 1024 layers or 16384 tensors\n");
+			return -1;
+		}
+		for (k = 0; k < count; k++) {
+			struct ent *e = &ents[ne + k];
+			st = gpuos_model_tensor(mb, h, idx[k], t);
+			if (st != GPUOS_ST_OK) {
+				rs(r, "layer_stream: tensor record: ");
+				rs(r, stname(st));
+				rs(r, "\n");
+				return -1;
+			}
+			e->idx = idx[k];
+			e->rank = k;
+			e->size = t->size;
+			e->off = off;
+			e->chunk0 = chunks;
+			off = GPUOS_ALIGN_UP(off + t->size, (uint64_t)ALIGN);
+			chunks += GPUOS_DIV_ROUND_UP(t->size, (uint64_t)CHUNK);
+		}
+		lr[nl].layer = n;
+		lr[nl].first = ne;
+		lr[nl].n = count;
+		lr[nl].st = GPUOS_ST_OK;
+		lr[nl].bytes = 0;
+		lr[nl].chunks = chunks;
+		lr[nl].t_load0 = lr[nl].t_load1 = lr[nl].t_comp1 = 0;
+		lr[nl].sum = 0;
+		slot = GPUOS_MAX(slot, off);
+		ne += count;
+		nl++;
+	}
+	if (nl == 0) {
+		rs(r, "layer_stream: ");
+		rs(r, argv[0]);
+		rs(r, ": no layers (no blk.N.* tensors)\n");
+		return -1;
+	}
+	slot = GPUOS_ALIGN_UP(slot, (uint64_t)CHUNK);
+	if (slot > (a->vram_len - META_BYTES) / 2u) {
+		rs(r, "layer_stream: two slots of the largest layer need ");
+		rn(r, META_BYTES + 2u * slot);
+		rs(r, " bytes of vram, there are ");
+		rn(r, a->vram_len);
+		rs(r, "\n");
+		return -1;
+	}
+	sh->nlayers = nl;
+	sh->slot_bytes = slot;
+	return 0;
+}
+
+/* ---- the report (thread 0, after the last layer) --------------------------------------- */
+
+static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, const struct lrec *lr, uint32_t done,
+				   uint32_t nthreads, uint32_t first, struct rep *r)
+{
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint64_t bytes = 0, load_ns = 0, ovl_ns = 0, comp_ns = 0, wall, prev_c0 = 0, prev_c1 = 0;
+	uint32_t i;
+	rs(r, "layer_stream: ");
+	rs(r, argv[0]);
+	rs(r, ", ");
+	rn(r, sh->nlayers);
+	rs(r, " layers, 2 slots of ");
+	rn(r, sh->slot_bytes);
+	rs(r, " bytes, 1 loader + ");
+	rn(r, nthreads > first ? nthreads - first : 1);
+	rs(r, nthreads > 1 ? " compute threads" : " compute thread (the same: no overlap)");
+	if (first > 1)
+		rs(r, " (the rest of the loader's warp idle)");
+	rs(r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
+	rs(r, "layer tensors      bytes   load_ms compute_ms overlap_ms checksum\n");
+	for (i = 0; i < done; i++) {
+		const struct lrec *L = &lr[i];
+		uint64_t c0 = GPUOS_MAX(L->t_load1, prev_c1), c1 = L->t_comp1, ovl = 0;
+		if (i > 0) {
+			uint64_t lo = GPUOS_MAX(L->t_load0, prev_c0), hi = GPUOS_MIN(L->t_load1, prev_c1);
+			ovl = hi > lo ? hi - lo : 0;
+		}
+		rnw(r, L->layer, 5);
+		rnw(r, L->n, 8);
+		rnw(r, L->bytes, 11);
+		rf(r, (L->t_load1 - L->t_load0) / 1000u, 1000, 3, 10);
+		rf(r, c1 > c0 ? (c1 - c0) / 1000u : 0, 1000, 3, 11);
+		rf(r, ovl / 1000u, 1000, 3, 11);
+		rs(r, " ");
+		rx64(r, L->sum);
+		rs(r, "\n");
+		bytes += L->bytes;
+		load_ns += L->t_load1 - L->t_load0;
+		comp_ns += c1 > c0 ? c1 - c0 : 0;
+		ovl_ns += ovl;
+		prev_c0 = c0;
+		prev_c1 = c1;
+	}
+	if (done < sh->nlayers) {
+		rs(r, "layer ");
+		rn(r, lr[done].layer);
+		rs(r, ": load failed: ");
+		rs(r, stname(lr[done].st));
+		rs(r, "\n");
+	}
+	wall = done ? lr[done - 1].t_comp1 - lr[0].t_load0 : 0;
+	rs(r, "total ");
+	rn(r, bytes);
+	rs(r, " bytes in ");
+	rn(r, done);
+	rs(r, " layers, ");
+	rf(r, wall / 1000u, 1000000u, 3, 0);
+	rs(r, " s: ");
+	rf(r, wall ? bytes * 1000u / wall : 0, 1000, 3, 0);
+	rs(r, " GB/s effective, loads ");
+	rf(r, load_ns ? bytes * 1000u / load_ns : 0, 1000, 3, 0);
+	rs(r, " GB/s, compute ");
+	rf(r, comp_ns ? bytes * 1000u / comp_ns : 0, 1000, 3, 0);
+	rs(r, " GB/s\noverlap ");
+	rf(r, ovl_ns / 1000u, 1000, 3, 0);
+	rs(r, " ms: ");
+	rn(r, comp_ns ? ovl_ns * 100u / comp_ns : 0);
+	rs(r, "% of the compute time was hidden behind loads (");
+	rn(r, load_ns ? ovl_ns * 100u / load_ns : 0);
+	rs(r, "% of the load time)\n");
+}
+
+/* ---- the entry ------------------------------------------------------------------------ */
+
+GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	struct shared *sh = (struct shared *)(uintptr_t)a->scratch;
+	char *meta = (char *)(uintptr_t)a->vram;
+	struct lrec *lr = (struct lrec *)(meta + META_LREC);
+	const struct ent *ents = (const struct ent *)(meta + META_ENT);
+	uint8_t *slots = (uint8_t *)meta + META_BYTES;
+	uint32_t width = gpuos_warp_width(), first = nthreads > width ? width : 1u;
+	uint32_t tab[16], spins = 0, i, nl, nc = nthreads > first ? nthreads - first : 1u;
+
+	crc_table(tab);
+	if (tid == 0) {
+		struct rep r;
+		uint32_t h = 0, done = 0;
+		void **dst = (void **)(meta + META_DST);
+		uint32_t *lidx = (uint32_t *)(meta + META_LIDX);
+		r.p = (char *)(uintptr_t)a->out;
+		r.n = 0;
+		r.cap = a->out_len;
+		sh->ncompute = nc;
+		if (setup(a, mb, sh, &h, &r)) {
+			if (h)
+				gpuos_close(mb, h);
+			a->status = 2;
+			/* Publish "failed"; pairs with the compute threads' acquire load of state. */
+			gpuos_store_release_dev32(&sh->state, 2);
+			return;
+		}
+		/* Publish the layer table and slot size; pairs with the compute
+		 * threads' acquire load of state. */
+		gpuos_store_release_dev32(&sh->state, 1);
+		nl = sh->nlayers;
+		for (i = 0; i < nl; i++) {
+			struct lrec *L = &lr[i];
+			uint32_t s = i & 1u, k, st;
+			uint8_t *slot = slots + (uint64_t)s * sh->slot_bytes;
+			uint64_t got = 0, want = 0;
+			/* Wait until the compute threads are done with layer i - 2 in
+			 * this slot; pairs with the last one's release store of freed[s]. */
+			spins = 0;
+			while (i >= 2 && gpuos_load_acquire_dev32(&sh->freed[s]) != i - 1u)
+				gpuos_backoff(&spins);
+			for (k = 0; k < L->n; k++) {
+				lidx[k] = ents[L->first + k].idx;
+				dst[k] = slot + ents[L->first + k].off;
+				want += ents[L->first + k].size;
+			}
+			L->t_load0 = gpuos_now_ns();
+			st = gpuos_model_load_tensors(mb, h, lidx, dst, L->n, &got);
+			L->t_load1 = gpuos_now_ns();
+			L->bytes = got;
+			if (st == GPUOS_ST_OK && got != want)
+				st = GPUOS_ST_BAD_RANGE;
+			L->st = st;
+			if (st != GPUOS_ST_OK) {
+				/* Stop the compute threads at layer i; pairs with their
+				 * acquire load of abort while they wait for it. */
+				gpuos_store_release_dev32(&sh->abort, i + 1u);
+				break;
+			}
+			/* Hand the slot over: the tensors (visible to this thread
+			 * since gpuos_wait's acquire of each DONE) and the times;
+			 * pairs with the compute threads' acquire load of ready[s]. */
+			gpuos_store_release_dev32(&sh->ready[s], i + 1u);
+			if (nthreads == 1)
+				compute_layer(sh, L, ents, slot, i, 0, 1, tab);
+			done++;
+		}
+		/* Wait for the reduction of the last layer handed over; pairs with
+		 * the release store of freed by its last compute thread. */
+		spins = 0;
+		while (done && gpuos_load_acquire_dev32(&sh->freed[(done - 1u) & 1u]) != done)
+			gpuos_backoff(&spins);
+		gpuos_close(mb, h);
+		report(a, sh, lr, done, nthreads, first, &r);
+		a->status = done == nl ? 0 : 1;
+		return;
+	}
+
+	if (tid < first)
+		return; /* the loader's warp-mates */
+	{
+		uint32_t state;
+		/* Pairs with thread 0's release store of state. */
+		while ((state = gpuos_load_acquire_dev32(&sh->state)) == 0)
+			gpuos_backoff(&spins);
+		if (state != 1)
+			return;
+	}
+	nl = sh->nlayers;
+	for (i = 0; i < nl; i++) {
+		uint32_t s = i & 1u;
+		spins = 0;
+		/* Pairs with the loader's release store of ready[s] (the layer's
+		 * bytes and record) or of abort. */
+		while (gpuos_load_acquire_dev32(&sh->ready[s]) != i + 1u) {
+			uint32_t ab = gpuos_load_acquire_dev32(&sh->abort);
+			if (ab && ab <= i + 1u)
+				return; /* layer ab - 1 never comes; earlier ones do */
+			gpuos_backoff(&spins);
+		}
+		compute_layer(sh, &lr[i], ents, slots + (uint64_t)s * sh->slot_bytes, i, tid - first, nc, tab);
+	}
+}
+
+GPUOS_APP_ENTRY(layer_stream)

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The model apps (apps/gguf_load.c, apps/layer_stream.c) and apps/iops.c
+# through `gpuos run --host` on the emulated controller, against checksums
+# computed here from the files themselves. Usage: tests/emu/apps_model.sh BUILD_DIR
+set -u
+build=${1:-build}
+gpuos=$build/gpuos
+apps=$build/apps
+tmp=$(mktemp -d /tmp/gpuos-apps-model.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
+bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+export GPUOS_QUIET_HOST=1
+
+# run OUT APP [run options] -- ARGS: the app's output in OUT, its exit status in $rc
+run() {
+	local out=$1 app=$2
+	shift 2
+	rc=0
+	timeout 60 "$gpuos" run --device "emu:$img" --host "$apps/$app.cubin" "$@" > "$out" 2>&1 || rc=$?
+}
+
+echo "== images"
+mkdir -p "$tmp/src/models"
+python3 tests/tools/gguf_writer.py --case demo "$tmp/src/models/m.gguf" --json "$tmp/m.json" --seed 3 --layers 3 &&
+	python3 tests/tools/gguf_writer.py --case vocab "$tmp/src/models/nolayers.gguf" --seed 1 &&
+	head -c $((3 << 20)) /dev/urandom > "$tmp/src/rand.bin" &&
+	echo "not a model" > "$tmp/src/models/text.gguf" &&
+	mke2fs -q -F -t ext4 -b 4096 -d "$tmp/src" "$tmp/disk.img" 96M > "$tmp/mke2fs.log" 2>&1
+check "model and disk image built" test -s "$tmp/disk.img"
+img=$tmp/disk.img
+python3 - "$tmp/src/models/m.gguf" "$tmp/m.json" > "$tmp/ref.txt" <<'PY'
+# What layer_stream computes (see apps/layer_stream.c) and every tensor's SHA-256.
+import hashlib, json, re, sys, zlib
+M = (1 << 64) - 1
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
+    return z ^ (z >> 31)
+j = json.load(open(sys.argv[2]))
+sums, ranks = {}, {}
+with open(sys.argv[1], "rb") as f:
+    for t in j["tensors"]:
+        f.seek(t["abs_offset"])
+        data = f.read(t["byte_size"])
+        print("sha", t["name"], hashlib.sha256(data).hexdigest())
+        m = re.match(r"blk\.(\d+)\.", t["name"])
+        if m:
+            n = int(m.group(1))
+            rank = ranks.get(n, 0)
+            ranks[n] = rank + 1
+            s = sums.get(n, 0)
+            for c in range(0, len(data), 4096):
+                key = ((c // 4096) << 32) | zlib.crc32(data[c:c + 4096])
+                s = (s + mix64((key + rank * 0x9e3779b97f4a7c15) & M)) & M
+            sums[n] = s
+for n in sorted(sums):
+    print("layer", n, "%016x" % sums[n])
+PY
+check "host reference computed" test "$(grep -c '^layer ' "$tmp/ref.txt")" -eq 3
+sha() { awk -v n="$1" '$1 == "sha" && $2 == n { print $3 }' "$tmp/ref.txt"; }
+
+echo "== gguf_load"
+run "$tmp/o" gguf_load --grid 1 --block 3 -- /models/m.gguf "token_embd.weight=$(sha token_embd.weight)" \
+	"blk.2.ffn_up.weight=$(sha blk.2.ffn_up.weight)" "output.weight=$(sha output.weight)"
+check "right hashes: exit 0" test "$rc" -eq 0
+check "right hashes: three ok lines" test "$(grep -c '^ok ' "$tmp/o")" -eq 3
+check "right hashes: sizes reported" grep -q "^ok        output.weight $(python3 -c "import json,sys; print([t['byte_size'] for t in json.load(open(sys.argv[1]))['tensors'] if t['name']=='output.weight'][0])" "$tmp/m.json") bytes" "$tmp/o"
+wrong=$(sha blk.0.attn_q.weight | tr '0-9a-f' '1-9a-f0')
+run "$tmp/o" gguf_load --grid 1 --block 2 -- /models/m.gguf "blk.0.attn_q.weight=$wrong" \
+	"blk.0.attn_k.weight=$(sha blk.0.attn_k.weight)"
+check "a wrong hash: exit 1" test "$rc" -eq 1
+check "a wrong hash: MISMATCH for that tensor only" \
+	test "$(grep -c '^MISMATCH  blk.0.attn_q.weight' "$tmp/o")" -eq 1 -a "$(grep -c '^ok ' "$tmp/o")" -eq 1
+check "a wrong hash: the real one printed" grep -q "sha256 $(sha blk.0.attn_q.weight) expected $wrong" "$tmp/o"
+l1=$(awk '$1 == "sha" && $2 ~ /^blk\.1\./ { print $3 }' "$tmp/ref.txt" | paste -sd,)
+run "$tmp/o" gguf_load --grid 1 --block 4 -- /models/m.gguf "layer:1=$l1"
+check "a whole layer: 9 tensors ok" test "$rc" -eq 0 -a "$(grep -c '^ok        blk\.1\.' "$tmp/o")" -eq 9
+run "$tmp/o" gguf_load --grid 1 --block 1 -- /models/m.gguf layer:2
+check "a layer without hashes: loaded, hashes printed" \
+	test "$rc" -eq 0 -a "$(grep -c "^loaded    blk.2.ffn_down.weight .* sha256 $(sha blk.2.ffn_down.weight)" "$tmp/o")" -eq 1
+run "$tmp/o" gguf_load --grid 1 --block 64 -- /models/m.gguf "token_embd.weight=$(sha token_embd.weight)" \
+	"blk.0.ffn_down.weight=$(sha blk.0.ffn_down.weight)"
+check "more threads than tensors" test "$rc" -eq 0 -a "$(grep -c '^ok ' "$tmp/o")" -eq 2
+run "$tmp/o" gguf_load -- /models/m.gguf no.such.tensor "layer:1=$(sha blk.1.attn_q.weight)" layer:77 \
+	"output.weight=xyz" "layer:x" "token_embd.weight=$(sha token_embd.weight)"
+check "hostile specs: exit 1" test "$rc" -eq 1
+check "hostile specs: each refused with a reason" test "$(grep -c '^ERROR ' "$tmp/o")" -eq 5
+check "hostile specs: no such tensor" grep -q "^ERROR     no.such.tensor: no such tensor" "$tmp/o"
+check "hostile specs: too few hashes for a layer" grep -q "^ERROR     layer:1: give one" "$tmp/o"
+check "hostile specs: the good one still verified" grep -q "^ok        token_embd.weight" "$tmp/o"
+run "$tmp/o" gguf_load -- /models/missing.gguf x
+check "missing model: exit 2, says NOENT" test "$rc" -eq 2 -a "$(grep -c 'missing.gguf: NOENT' "$tmp/o")" -eq 1
+run "$tmp/o" gguf_load -- /models/text.gguf x
+check "not a GGUF: exit 2, says why" test "$rc" -eq 2 -a "$(grep -c 'text.gguf: CORRUPT' "$tmp/o")" -eq 1
+run "$tmp/o" gguf_load -- /models/m.gguf
+check "no specs: usage, exit 2" test "$rc" -eq 2 -a "$(grep -c '^usage: gguf_load' "$tmp/o")" -eq 1
+
+echo "== layer_stream"
+stream_ok() { # OUT: every layer's checksum equals the host's
+	python3 - "$1" "$tmp/ref.txt" <<'PY'
+import re, sys
+got = {int(m.group(1)): m.group(2) for m in
+       (re.match(r"^\s*(\d+)\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([0-9a-f]{16})\s*$", l) for l in open(sys.argv[1])) if m}
+want = {int(l.split()[1]): l.split()[2] for l in open(sys.argv[2]) if l.startswith("layer ")}
+sys.exit(0 if got == want and want else 1)
+PY
+}
+for geom in "1 4" "1 1" "1 2" "2 3"; do
+	set -- $geom
+	run "$tmp/o" layer_stream --grid "$1" --block "$2" -- /models/m.gguf
+	check "$(( $1 * $2 )) threads: exit 0, checksums equal the host's" eval 'test "$rc" -eq 0 && stream_ok "$tmp/o"'
+done
+check "report: total and GB/s" grep -Eq '^total [0-9]+ bytes in 3 layers, .* GB/s effective' "$tmp/o"
+run "$tmp/o" layer_stream -- /models/missing.gguf
+check "missing model: exit 2, says NOENT" test "$rc" -eq 2 -a "$(grep -c 'missing.gguf: NOENT' "$tmp/o")" -eq 1
+run "$tmp/o" layer_stream --grid 1 --block 3 -- /rand.bin
+check "not a GGUF: exit 2, says CORRUPT" test "$rc" -eq 2 -a "$(grep -c 'rand.bin: CORRUPT' "$tmp/o")" -eq 1
+run "$tmp/o" layer_stream --grid 1 --block 3 -- /models/nolayers.gguf
+check "a model without layers: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'no layers' "$tmp/o")" -eq 1
+run "$tmp/o" layer_stream -- /models/m.gguf extra
+check "usage: exit 2" test "$rc" -eq 2
+
+echo "== iops"
+run "$tmp/o" iops --grid 1 --block 4 -- /rand.bin --reads 2000
+check "--reads: exit 0, 2000 reads, no errors" test "$rc" -eq 0 -a "$(grep -c '^reads 2000  errors 0' "$tmp/o")" -eq 1
+check "--reads: IOPS and percentiles" \
+	grep -Eq '^IOPS [1-9][0-9]*  MB/s .*' "$tmp/o"
+check "--reads: p50 <= p99 <= p999" python3 -c '
+import re, sys
+m = re.search(r"p50 ([\d.]+) us  p99 ([\d.]+) us  p999 ([\d.]+) us", open(sys.argv[1]).read())
+a, b, c = map(float, m.groups())
+sys.exit(0 if 0 < a <= b <= c else 1)' "$tmp/o"
+run "$tmp/o" iops --grid 1 --block 2 -- /rand.bin --seconds 0.3
+check "--seconds: exit 0, some reads" test "$rc" -eq 0 -a "$(grep -Ec '^reads [1-9]' "$tmp/o")" -eq 1
+run "$tmp/o" iops -- /rand.bin --reads -5
+check "bad --reads: usage, exit 2" test "$rc" -eq 2 -a "$(grep -c '^usage: iops' "$tmp/o")" -eq 1
+run "$tmp/o" iops --grid 1 --block 2 -- /nothing
+check "missing file: exit 2, says NOENT" test "$rc" -eq 2 -a "$(grep -c 'nothing: NOENT' "$tmp/o")" -eq 1
+run "$tmp/o" iops -- /models/text.gguf
+check "a file under 4 KiB: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'smaller than 4 KiB' "$tmp/o")" -eq 1
+
+echo
+echo "apps_model: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
