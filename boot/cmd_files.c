@@ -63,6 +63,10 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 		cli_err(cmd, "%.64s...: path too long", f->path);
 		return -1;
 	}
+	if (f->c.part == 0) {
+		cli_err(cmd, "--part 0: partitions count from 1");
+		return -1;
+	}
 	if (f->c.part > 0)
 		f->c.boot.part = (uint32_t)f->c.part;
 	/* `gguf @OFFSET` names raw device bytes on purpose: a runtime booted for
