@@ -33,6 +33,28 @@ for args in "ls --json --device emu:$fi/ext4.img /dir" "stat --json --device emu
 done
 rm -f /dev/shm/gpuos-gpu.out /dev/shm/gpuos-host.out /dev/shm/gpuos-gpu.err
 
+step "apps (gpuos run) with the GPU runtime, compared with sha256sum and with host mode"
+for f in big.bin small.txt sparse.bin dir/sub/deep.txt; do
+	got=$(timeout 60 "$g" run "$build/apps/sha256.cubin" --device "emu:$fi/ext4.img" -- "/$f" 2>/dev/null | awk 'NR==1{print $1}')
+	want=$(sha256sum "$fi/src/$f" | awk '{print $1}')
+	[ -n "$got" ] && [ "$got" = "$want" ]; res $? "sha256 app on the GPU: /$f"
+done
+sums() { python3 -c "
+import re, sys
+print(' '.join(m.group(1) for m in (re.match(r'^\s*\d+\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([0-9a-f]{16})\s*$', l) for l in open(sys.argv[1])) if m))" "$1"; }
+timeout 120 "$g" run "$build/apps/layer_stream.cubin" --device "emu:$fi/ext4.img" --grid 8 --block 128 -- /models/m.gguf > /dev/shm/ls-gpu.out 2>&1; rc=$?
+GPUOS_QUIET_HOST=1 timeout 120 "$g" run "$build/apps/layer_stream.cubin" --host --device "emu:$fi/ext4.img" --grid 1 --block 4 -- /models/m.gguf > /dev/shm/ls-host.out 2>&1
+a=$(sums /dev/shm/ls-gpu.out); b=$(sums /dev/shm/ls-host.out)
+[ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; res $? "layer_stream on the GPU (8 x 128 threads): every layer's checksum equals host mode's"
+grep -E "^total" /dev/shm/ls-gpu.out
+timeout 120 "$g" run "$build/apps/gguf_load.cubin" --device "emu:$fi/ext4.img" -- /models/m.gguf layer:1 layer:2 > /dev/shm/gl-gpu.out 2>&1; rc=$?
+GPUOS_QUIET_HOST=1 timeout 120 "$g" run "$build/apps/gguf_load.cubin" --host --device "emu:$fi/ext4.img" -- /models/m.gguf layer:1 layer:2 > /dev/shm/gl-host.out 2>&1
+a=$(grep -oE '[0-9a-f]{64}' /dev/shm/gl-gpu.out | sort | tr '\n' ' '); b=$(grep -oE '[0-9a-f]{64}' /dev/shm/gl-host.out | sort | tr '\n' ' ')
+[ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; res $? "gguf_load on the GPU: tensor SHA-256s equal host mode's"
+timeout 120 "$g" run "$build/apps/iops.cubin" --device "emu:$fi/ext4.img" --grid 4 --block 64 -- /big.bin --reads 20000 > /dev/shm/io-gpu.out 2>&1; res $? "iops app on the GPU"
+tail -4 /dev/shm/io-gpu.out
+rm -f /dev/shm/ls-*.out /dev/shm/gl-*.out /dev/shm/io-gpu.out
+
 step "gpu-null identify"
 timeout 60 "$g" identify --json --device gpu-null; res $? "identify gpu-null"
 
