@@ -3,7 +3,7 @@
  * gpuos/abi.h - the mailbox ABI between clients (GPU app threads, host
  * tools) and the runtime, and the device-memory layouts boot/ hands to the
  * runtime. Versioned: GPUOS_ABI_VERSION changes whenever a layout or a
- * meaning here changes; app images carry it in an ELF note.
+ * meaning here changes; app images carry it in the gpuos_abi_version symbol (gpuos/app.h).
  *
  * Mailbox protocol (one slot, multi-producer, one consumer at a time):
  *
