@@ -25,6 +25,7 @@
  */
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
+#include "report.h"
 #include "sha256.h"
 
 GPUOS_APP_ABI_NOTE;
@@ -69,87 +70,6 @@ struct shared {
 	uint64_t rsvd[3];   /* 0x28 */
 };
 static_assert(sizeof(struct shared) == 64, "gguf_load scratch");
-
-/* ---- report text ------------------------------------------------------------------ */
-
-struct rep {
-	char *p;
-	uint64_t n, cap;
-};
-
-static inline GPUOS_HD void rs(struct rep *r, const char *s)
-{
-	for (; *s; s++)
-		if (r->n + 1 < r->cap)
-			r->p[r->n++] = *s;
-	if (r->cap)
-		r->p[r->n] = 0;
-}
-
-static inline GPUOS_HD void rn(struct rep *r, uint64_t v)
-{
-	char t[24];
-	int i = 23;
-	t[i] = 0;
-	do {
-		t[--i] = (char)('0' + v % 10u);
-		v /= 10u;
-	} while (v);
-	rs(r, t + i);
-}
-
-/* num/den with 3 decimals, rounded. */
-static inline GPUOS_HD void rf3(struct rep *r, uint64_t num, uint64_t den)
-{
-	uint64_t v, f;
-	char t[4];
-	if (!den) {
-		rs(r, "-");
-		return;
-	}
-	v = (num * 1000u + den / 2) / den; /* callers keep num * 1000 below 2^64 */
-	rn(r, v / 1000u);
-	f = v % 1000u;
-	t[0] = (char)('0' + f / 100u);
-	t[1] = (char)('0' + f / 10u % 10u);
-	t[2] = (char)('0' + f % 10u);
-	t[3] = 0;
-	rs(r, ".");
-	rs(r, t);
-}
-
-static inline GPUOS_HD void rhex(struct rep *r, const uint8_t *b, uint32_t n)
-{
-	char t[3];
-	uint32_t i;
-	t[2] = 0;
-	for (i = 0; i < n; i++) {
-		t[0] = "0123456789abcdef"[b[i] >> 4];
-		t[1] = "0123456789abcdef"[b[i] & 15u];
-		rs(r, t);
-	}
-}
-
-static inline GPUOS_HD const char *stname(uint32_t st)
-{
-	switch (st) {
-	case GPUOS_ST_OK: return "OK";
-	case GPUOS_ST_BAD_RANGE: return "BAD_RANGE";
-	case GPUOS_ST_BAD_DST: return "BAD_DST";
-	case GPUOS_ST_NVME: return "NVME";
-	case GPUOS_ST_TIMEOUT: return "TIMEOUT";
-	case GPUOS_ST_NOENT: return "NOENT";
-	case GPUOS_ST_NOTDIR: return "NOTDIR";
-	case GPUOS_ST_ISDIR: return "ISDIR";
-	case GPUOS_ST_CORRUPT: return "CORRUPT";
-	case GPUOS_ST_UNSUPPORTED: return "UNSUPPORTED";
-	case GPUOS_ST_NOSPC: return "NOSPC";
-	case GPUOS_ST_IO: return "IO";
-	case GPUOS_ST_NO_FILES: return "NO_FILES";
-	case GPUOS_ST_NAMETOOLONG: return "NAMETOOLONG";
-	default: return "error";
-	}
-}
 
 /* ---- spec parsing ------------------------------------------------------------------ */
 
@@ -424,9 +344,9 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 	rs(&r, " errors; ");
 	rn(&r, bytes);
 	rs(&r, " bytes in ");
-	rf3(&r, elapsed / 1000u, 1000000u);
+	rf(&r, elapsed / 1000u, 1000000u, 3, 0);
 	rs(&r, " s, ");
-	rf3(&r, elapsed ? bytes * 1000u / elapsed : 0, 1000u);
+	rf(&r, elapsed ? bytes * 1000u / elapsed : 0, 1000u, 3, 0);
 	rs(&r, " GB/s loaded and hashed\n");
 	a->status = bad || err ? 1 : 0;
 }

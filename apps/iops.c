@@ -17,6 +17,7 @@
  */
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
+#include "report.h"
 
 GPUOS_APP_ABI_NOTE;
 
@@ -39,75 +40,6 @@ struct shared {
 	uint64_t rsvd38;    /* 0x38 */
 };
 static_assert(sizeof(struct shared) == 64, "iops scratch");
-
-/* ---- report text ------------------------------------------------------------------ */
-
-struct rep {
-	char *p;
-	uint64_t n, cap;
-};
-
-static inline GPUOS_HD void rs(struct rep *r, const char *s)
-{
-	for (; *s; s++)
-		if (r->n + 1 < r->cap)
-			r->p[r->n++] = *s;
-	if (r->cap)
-		r->p[r->n] = 0;
-}
-
-static inline GPUOS_HD void rn(struct rep *r, uint64_t v)
-{
-	char t[24];
-	int i = 23;
-	t[i] = 0;
-	do {
-		t[--i] = (char)('0' + v % 10u);
-		v /= 10u;
-	} while (v);
-	rs(r, t + i);
-}
-
-/* num/den with `dec` decimals (dec <= 3), rounded. */
-static inline GPUOS_HD void rf(struct rep *r, uint64_t num, uint64_t den, uint32_t dec)
-{
-	uint64_t scale = dec == 0 ? 1 : dec == 1 ? 10 : dec == 2 ? 100 : 1000, v, f;
-	char t[8];
-	uint32_t i;
-	if (!den) {
-		rs(r, "-");
-		return;
-	}
-	v = (num * scale + den / 2) / den; /* callers keep num * 1000 below 2^64 */
-	rn(r, v / scale);
-	if (!dec)
-		return;
-	f = v % scale;
-	t[dec] = 0;
-	for (i = dec; i-- > 0; f /= 10u)
-		t[i] = (char)('0' + f % 10u);
-	rs(r, ".");
-	rs(r, t);
-}
-
-static inline GPUOS_HD const char *stname(uint32_t st)
-{
-	switch (st) {
-	case GPUOS_ST_OK: return "OK";
-	case GPUOS_ST_BAD_RANGE: return "BAD_RANGE";
-	case GPUOS_ST_BAD_DST: return "BAD_DST";
-	case GPUOS_ST_NVME: return "NVME";
-	case GPUOS_ST_TIMEOUT: return "TIMEOUT";
-	case GPUOS_ST_NOENT: return "NOENT";
-	case GPUOS_ST_NOTDIR: return "NOTDIR";
-	case GPUOS_ST_ISDIR: return "ISDIR";
-	case GPUOS_ST_CORRUPT: return "CORRUPT";
-	case GPUOS_ST_IO: return "IO";
-	case GPUOS_ST_NO_FILES: return "NO_FILES";
-	case GPUOS_ST_NAMETOOLONG: return "NAMETOOLONG";
-	default: return "error";
-	}
-}
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -222,7 +154,7 @@ static inline GPUOS_HD void percentile(struct rep *r, const uint32_t *hist, uint
 			break;
 	}
 	rs(r, label);
-	rf(r, bucket_mid(i < HIST_N ? i : HIST_N - 1), 1000, 1);
+	rf(r, bucket_mid(i < HIST_N ? i : HIST_N - 1), 1000, 1, 0);
 	rs(r, " us");
 }
 
@@ -361,18 +293,18 @@ GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t 
 		rs(&r, "  errors ");
 		rn(&r, sh->errors);
 		rs(&r, "  time ");
-		rf(&r, elapsed / 1000u, 1000000u, 3);
+		rf(&r, elapsed / 1000u, 1000000u, 3, 0);
 		rs(&r, " s\n");
 		rs(&r, "IOPS ");
 		rn(&r, elapsed ? reads * 1000000000ull / elapsed : 0);
 		rs(&r, "  MB/s ");
-		rf(&r, elapsed ? reads * IO_BYTES * 1000u / elapsed : 0, 1, 0);
+		rf(&r, elapsed ? reads * IO_BYTES * 1000u / elapsed : 0, 1, 0, 0);
 		rs(&r, "\nlatency");
 		percentile(&r, hist, total, 500, "  p50 ");
 		percentile(&r, hist, total, 990, "  p99 ");
 		percentile(&r, hist, total, 999, "  p999 ");
 		rs(&r, "  max(thread 0) ");
-		rf(&r, maxl, 1000, 1);
+		rf(&r, maxl, 1000, 1, 0);
 		rs(&r, " us\n");
 		a->status = sh->errors || reads == 0 ? 1 : 0;
 	}

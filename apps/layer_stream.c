@@ -30,6 +30,7 @@
  */
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
+#include "report.h"
 
 GPUOS_APP_ABI_NOTE;
 
@@ -95,95 +96,6 @@ struct shared {
 	uint32_t ncompute;  /* 0x3c */
 };
 static_assert(sizeof(struct shared) == 64, "layer_stream scratch");
-
-/* ---- report text ------------------------------------------------------------------ */
-
-struct rep {
-	char *p;
-	uint64_t n, cap;
-};
-
-static inline GPUOS_HD void rs(struct rep *r, const char *s)
-{
-	for (; *s; s++)
-		if (r->n + 1 < r->cap)
-			r->p[r->n++] = *s;
-	if (r->cap)
-		r->p[r->n] = 0;
-}
-
-/* Unsigned decimal, right-aligned in `width` columns. */
-static inline GPUOS_HD void rnw(struct rep *r, uint64_t v, uint32_t width)
-{
-	char t[24];
-	int i = 23;
-	t[i] = 0;
-	do {
-		t[--i] = (char)('0' + v % 10u);
-		v /= 10u;
-	} while (v);
-	while (23u - (uint32_t)i < width && i > 0)
-		t[--i] = ' ';
-	rs(r, t + i);
-}
-
-static inline GPUOS_HD void rn(struct rep *r, uint64_t v)
-{
-	rnw(r, v, 0);
-}
-
-/* num/den with `dec` decimals (1..3), rounded, right-aligned in `width`. */
-static inline GPUOS_HD void rf(struct rep *r, uint64_t num, uint64_t den, uint32_t dec, uint32_t width)
-{
-	uint64_t scale = dec == 1 ? 10 : dec == 2 ? 100 : 1000, v, f;
-	char t[8];
-	uint32_t i, digits = 1;
-	if (!den) {
-		rs(r, "-");
-		return;
-	}
-	v = (num * scale + den / 2) / den; /* callers keep num * 1000 below 2^64 */
-	for (f = v / scale; f >= 10u; f /= 10u)
-		digits++;
-	rnw(r, v / scale, width > digits + dec + 1 ? width - dec - 1 : 0);
-	f = v % scale;
-	t[dec] = 0;
-	for (i = dec; i-- > 0; f /= 10u)
-		t[i] = (char)('0' + f % 10u);
-	rs(r, ".");
-	rs(r, t);
-}
-
-static inline GPUOS_HD void rx64(struct rep *r, uint64_t v)
-{
-	char t[17];
-	int i;
-	for (i = 15; i >= 0; i--, v >>= 4)
-		t[i] = "0123456789abcdef"[v & 15u];
-	t[16] = 0;
-	rs(r, t);
-}
-
-static inline GPUOS_HD const char *stname(uint32_t st)
-{
-	switch (st) {
-	case GPUOS_ST_OK: return "OK";
-	case GPUOS_ST_BAD_RANGE: return "BAD_RANGE";
-	case GPUOS_ST_BAD_DST: return "BAD_DST";
-	case GPUOS_ST_NVME: return "NVME";
-	case GPUOS_ST_TIMEOUT: return "TIMEOUT";
-	case GPUOS_ST_NOENT: return "NOENT";
-	case GPUOS_ST_NOTDIR: return "NOTDIR";
-	case GPUOS_ST_ISDIR: return "ISDIR";
-	case GPUOS_ST_CORRUPT: return "CORRUPT";
-	case GPUOS_ST_UNSUPPORTED: return "UNSUPPORTED";
-	case GPUOS_ST_NOSPC: return "NOSPC";
-	case GPUOS_ST_IO: return "IO";
-	case GPUOS_ST_NO_FILES: return "NO_FILES";
-	case GPUOS_ST_NAMETOOLONG: return "NAMETOOLONG";
-	default: return "error";
-	}
-}
 
 /* ---- the reduction ------------------------------------------------------------------ */
 

@@ -19,6 +19,7 @@
  */
 #include "gpuos/gpuos.h"
 #include "gpuos/app.h"
+#include "report.h"
 #include "sha256.h"
 
 GPUOS_APP_ABI_NOTE;
@@ -26,45 +27,6 @@ GPUOS_APP_ABI_NOTE;
 #define CHUNK_MAX (1u << 20)     /* bytes per READ */
 #define CHUNK_MIN (64u << 10)
 #define WHY_BYTES 512u           /* the runtime's reason for a failed open, in the heap */
-
-/* ---- the report ------------------------------------------------------------------ */
-
-struct report {
-	char *p;
-	uint64_t n, cap;
-};
-
-GPUOS_HD static void put(struct report *r, const char *s)
-{
-	while (*s && r->n + 1 < r->cap)
-		r->p[r->n++] = *s++;
-	r->p[r->n] = 0;
-}
-
-GPUOS_HD static void put_u64(struct report *r, uint64_t v)
-{
-	char buf[24];
-	int i = 23;
-	buf[i] = 0;
-	do {
-		buf[--i] = (char)('0' + v % 10u);
-		v /= 10u;
-	} while (v);
-	put(r, buf + i);
-}
-
-GPUOS_HD static void put_digest(struct report *r, const uint8_t md[32])
-{
-	const char *hex = "0123456789abcdef";
-	char buf[65];
-	int i;
-	for (i = 0; i < 32; i++) {
-		buf[2 * i] = hex[md[i] >> 4];
-		buf[2 * i + 1] = hex[md[i] & 15u];
-	}
-	buf[64] = 0;
-	put(r, buf);
-}
 
 /* ---- reading ---------------------------------------------------------------------- */
 
@@ -90,7 +52,7 @@ GPUOS_HD static uint32_t post_read(struct gpuos_mbox *mb, uint32_t handle, uint6
 
 /* Hash one file. 0, or 1 with the reason in the report. */
 GPUOS_HD static int hash_file(struct gpuos_mbox *mb, const char *path, char *why, uint8_t *buf[2], uint64_t chunk,
-			      struct report *r)
+			      struct rep *r)
 {
 	struct sha256_ctx c;
 	uint8_t md[32];
@@ -102,13 +64,13 @@ GPUOS_HD static int hash_file(struct gpuos_mbox *mb, const char *path, char *why
 	sha256_init(&c);
 	st = gpuos_open(mb, path, 0, &handle, &size, why, WHY_BYTES);
 	if (st != GPUOS_ST_OK) {
-		put(r, "sha256: ");
-		put(r, path);
-		put(r, ": ");
-		put(r, why[0] ? why : "cannot open");
-		put(r, " (status ");
-		put_u64(r, st);
-		put(r, ")\n");
+		rs(r, "sha256: ");
+		rs(r, path);
+		rs(r, ": ");
+		rs(r, why[0] ? why : "cannot open");
+		rs(r, " (status ");
+		rn(r, st);
+		rs(r, ")\n");
 		return 1;
 	}
 	/* Chunk i goes to buf[i % 2]; chunk i + 1 is in flight while chunk i is hashed. */
@@ -120,15 +82,15 @@ GPUOS_HD static int hash_file(struct gpuos_mbox *mb, const char *path, char *why
 		uint64_t next = off + len;
 		st = gpuos_wait(mb, slot[i & 1], 0, &res);
 		if (st != GPUOS_ST_OK || res.result != len) {
-			put(r, "sha256: ");
-			put(r, path);
-			put(r, ": read of bytes ");
-			put_u64(r, off);
-			put(r, "..");
-			put_u64(r, next);
-			put(r, " failed (status ");
-			put_u64(r, st);
-			put(r, st == GPUOS_ST_OK ? ", short read)\n" : ")\n");
+			rs(r, "sha256: ");
+			rs(r, path);
+			rs(r, ": read of bytes ");
+			rn(r, off);
+			rs(r, "..");
+			rn(r, next);
+			rs(r, " failed (status ");
+			rn(r, st);
+			rs(r, st == GPUOS_ST_OK ? ", short read)\n" : ")\n");
 			/* nothing else in flight: chunk i + 1 is posted only below */
 			gpuos_close(mb, handle);
 			return 1;
@@ -141,18 +103,18 @@ GPUOS_HD static int hash_file(struct gpuos_mbox *mb, const char *path, char *why
 		off = next;
 	}
 	if (fail) {
-		put(r, "sha256: ");
-		put(r, path);
-		put(r, ": cannot post a read\n");
+		rs(r, "sha256: ");
+		rs(r, path);
+		rs(r, ": cannot post a read\n");
 		gpuos_close(mb, handle);
 		return 1;
 	}
 	sha256_final(&c, md);
 	gpuos_close(mb, handle);
-	put_digest(r, md);
-	put(r, "  ");
-	put(r, path);
-	put(r, "\n");
+	rhex(r, md, 32);
+	rs(r, "  ");
+	rs(r, path);
+	rs(r, "\n");
 	return 0;
 }
 
@@ -160,7 +122,7 @@ GPUOS_HD static void sha256_main(struct gpuos_app_args *a, uint32_t tid, uint32_
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
 	const uint64_t *argv = (const uint64_t *)(uintptr_t)a->argv;
-	struct report r;
+	struct rep r;
 	uint8_t *base, *buf[2];
 	uint64_t avail, chunk;
 	uint32_t argc = a->argc, i;
@@ -175,7 +137,7 @@ GPUOS_HD static void sha256_main(struct gpuos_app_args *a, uint32_t tid, uint32_
 	if (r.cap)
 		r.p[0] = 0;
 	if (argc == 0) {
-		put(&r, "usage: gpuos run sha256.cubin --device DEV -- PATH...\n");
+		rs(&r, "usage: gpuos run sha256.cubin --device DEV -- PATH...\n");
 		a->status = 2;
 		return;
 	}
@@ -191,7 +153,7 @@ GPUOS_HD static void sha256_main(struct gpuos_app_args *a, uint32_t tid, uint32_
 	if (chunk > CHUNK_MAX)
 		chunk = CHUNK_MAX;
 	if (chunk < CHUNK_MIN || a->heap_len < WHY_BYTES) {
-		put(&r, "sha256: too little client memory for two read buffers\n");
+		rs(&r, "sha256: too little client memory for two read buffers\n");
 		a->status = 2;
 		return;
 	}

@@ -281,3 +281,18 @@ int client_close(struct client *cl, char *err, size_t errlen)
 	cl->sock = -1;
 	return r;
 }
+
+int cli_write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}

@@ -32,6 +32,9 @@ struct cli {
  * error (exit 2 with a message). Returns 0 or -1. */
 int cli_parse(struct cli *c, const char *cmd, int argc, char **argv);
 
+/* Write all n bytes to fd (retrying short writes); 0 or -errno. */
+int cli_write_all(int fd, const char *p, size_t n);
+
 /* Print "gpuos CMD: MESSAGE" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

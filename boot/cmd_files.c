@@ -311,20 +311,6 @@ out:
 
 /* ---- cat ------------------------------------------------------------------------ */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 #define CAT_PIPELINE 8u
 
@@ -391,7 +377,7 @@ int cmd_cat(int argc, char **argv)
 				}
 				break;
 			}
-			r = write_all(fd, f.buf_h + (uint64_t)head * chunk, len_of[head]);
+			r = cli_write_all(fd, f.buf_h + (uint64_t)head * chunk, len_of[head]);
 			if (r) {
 				cli_err("cat", "write %s: %s", f.c.out ? f.c.out : "stdout", strerror(-r));
 				rc = GPUOS_EXIT_FAIL;

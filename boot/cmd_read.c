@@ -16,20 +16,6 @@
 
 #define READ_PIPELINE 8u
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* "range past the end (NVMe status 0x281 Unrecovered Read Error)" */
 void describe_status(char *buf, size_t len, uint32_t st, uint16_t nvme)
@@ -123,7 +109,7 @@ int cmd_read(int argc, char **argv)
 				}
 				break;
 			}
-			r = write_all(fd, cl.heap + (uint64_t)head * chunk, len_of[head]);
+			r = cli_write_all(fd, cl.heap + (uint64_t)head * chunk, len_of[head]);
 			if (r) {
 				cli_err("read", "write %s: %s", c.out ? c.out : "stdout", strerror(-r));
 				rc = GPUOS_EXIT_FAIL;
