@@ -252,17 +252,6 @@ GPUOS_INLINE GPUOS_HD void sb_num(struct sbuf *b, uint64_t v)
 	b->p[b->n] = 0;
 }
 
-/* Is [p, p+len) inside one registered region? */
-GPUOS_INLINE GPUOS_HD int in_region(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)
-{
-	uint32_t i;
-	for (i = 0; i < d->nregions; i++) {
-		const struct gpuos_rt_region *r = &d->region[i];
-		if (p >= r->base && p - r->base <= r->len && len <= r->len - (p - r->base))
-			return 1;
-	}
-	return 0;
-}
 
 /* Bytes from p to the end of its registered region, 0 if p is in none. */
 GPUOS_INLINE GPUOS_HD uint64_t region_left(const struct gpuos_rt_desc *d, uint64_t p)
@@ -595,7 +584,7 @@ GPUOS_NOINLINE GPUOS_HD static void reply(struct rt_files *F, const struct mreq 
 	int dev = (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
 	uint64_t batch = s->batch;
 
-	if (st != GPUOS_ST_OK && q->dst && q->length && in_region(d, q->dst, GPUOS_MIN(q->length, (uint64_t)WHY_MAX))) {
+	if (st != GPUOS_ST_OK && q->dst && q->length && gpuos_rt_registered(d, q->dst, GPUOS_MIN(q->length, (uint64_t)WHY_MAX))) {
 		struct sbuf sb;
 		sb.p = F->why;
 		sb.n = 0;
@@ -687,6 +676,28 @@ GPUOS_HD static int need_fs(struct rt_files *F, const struct mreq *q)
 	return 0;
 }
 
+/* Resolve the request's path (q->arg) into F->ino, following a symlink in
+ * the last component unless q->flags has GPUOS_OPEN_NOFOLLOW. Returns 1, or
+ * 0 after replying with why not. */
+GPUOS_HD static int lookup_req(struct rt_files *F, const struct mreq *q)
+{
+	uint32_t st = take_string(F, q, GPUOS_PATH_MAX);
+	int r;
+	if (st != GPUOS_ST_OK) {
+		reply(F, q, st, 0, 0, st == GPUOS_ST_NAMETOOLONG ? "path too long" : "path outside registered memory");
+		return 0;
+	}
+	if (!need_fs(F, q))
+		return 0;
+	r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, F->path,
+				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, &F->ino);
+	if (r) {
+		reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
+		return 0;
+	}
+	return 1;
+}
+
 /* A free handle slot, with a new generation at once: a stale number of the
  * slot's earlier life stops matching before the slot is filled. */
 GPUOS_HD static int alloc_handle(struct rt_files *F)
@@ -758,7 +769,7 @@ GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, c
 
 GPUOS_NOINLINE GPUOS_HD static void op_open(struct rt_files *F, const struct mreq *q)
 {
-	uint32_t st, i;
+	uint32_t i;
 	const char *why = 0;
 	int slot, r;
 
@@ -766,18 +777,8 @@ GPUOS_NOINLINE GPUOS_HD static void op_open(struct rt_files *F, const struct mre
 		reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
-	if ((st = take_string(F, q, GPUOS_PATH_MAX)) != GPUOS_ST_OK) {
-		reply(F, q, st, 0, 0, st == GPUOS_ST_NAMETOOLONG ? "path too long" : "path outside registered memory");
+	if (!lookup_req(F, q))
 		return;
-	}
-	if (!need_fs(F, q))
-		return;
-	r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, F->path,
-				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, &F->ino);
-	if (r) {
-		reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
-		return;
-	}
 	if ((slot = alloc_handle(F)) < 0) {
 		reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
 		return;
@@ -824,7 +825,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_stat(struct rt_files *F, const struct mre
 		reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
-	if (!q->dst || q->length < sizeof(*o) || !in_region(d, q->dst, q->length)) {
+	if (!q->dst || q->length < sizeof(*o) || !gpuos_rt_registered(d, q->dst, q->length)) {
 		reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -840,19 +841,8 @@ GPUOS_NOINLINE GPUOS_HD static void op_stat(struct rt_files *F, const struct mre
 		if (!need_fs(F, q))
 			return;
 	} else {
-		uint32_t st = take_string(F, q, GPUOS_PATH_MAX);
-		if (st != GPUOS_ST_OK) {
-			reply(F, q, st, 0, 0, st == GPUOS_ST_NAMETOOLONG ? "path too long" : "path outside registered memory");
+		if (!lookup_req(F, q))
 			return;
-		}
-		if (!need_fs(F, q))
-			return;
-		r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, F->path,
-					 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, &F->ino);
-		if (r) {
-			reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
-			return;
-		}
 	}
 	in = &F->ino;
 	cap = (uint32_t)GPUOS_MIN((q->length - sizeof(*o)) / sizeof(struct gpuos_extent), (uint64_t)UINT32_MAX);
@@ -906,7 +896,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_readdir(struct rt_files *F, const struct 
 		reply(F, q, GPUOS_ST_NOTDIR, 0, 0, 0);
 		return;
 	}
-	if (!q->dst || q->length < sizeof(*o) || !in_region(F->d, q->dst, q->length)) {
+	if (!q->dst || q->length < sizeof(*o) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
 		reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -947,7 +937,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_read_meta(struct rt_files *F, const struc
 		return;
 	}
 	len = GPUOS_MIN(len, hd->size - q->offset);
-	if (!q->dst || !in_region(F->d, q->dst, len)) {
+	if (!q->dst || !gpuos_rt_registered(F->d, q->dst, len)) {
 		reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -1005,7 +995,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_open(struct rt_files *F, const struc
 	const char *why = 0;
 	struct rt_handle *hd;
 	struct gpuos_gguf *g;
-	uint32_t i, m, st;
+	uint32_t i, m;
 	int slot, r;
 
 	if (q->flags & ~GPUOS_GGUF_RAW) {
@@ -1041,17 +1031,8 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_open(struct rt_files *F, const struc
 		hd->next = 0;
 		hd->model = -1;
 	} else {
-		if ((st = take_string(F, q, GPUOS_PATH_MAX)) != GPUOS_ST_OK) {
-			reply(F, q, st, 0, 0, st == GPUOS_ST_NAMETOOLONG ? "path too long" : "path outside registered memory");
+		if (!lookup_req(F, q)) /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
 			return;
-		}
-		if (!need_fs(F, q))
-			return;
-		r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, F->path, 0, &F->ino);
-		if (r) {
-			reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
-			return;
-		}
 		if (F->ino.type == GPUOS_EXT4_FT_DIR) {
 			reply(F, q, GPUOS_ST_ISDIR, 0, 0, 0);
 			return;
@@ -1147,7 +1128,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_info(struct rt_files *F, const struc
 
 	if (!hd)
 		return;
-	if (!q->dst || q->length < sizeof(*x) || !in_region(F->d, q->dst, q->length)) {
+	if (!q->dst || q->length < sizeof(*x) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
 		reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -1205,7 +1186,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_tensor(struct rt_files *F, const str
 	if (!hd)
 		return;
 	g = &F->model[hd->model];
-	if (!q->dst || q->length < sizeof(struct gpuos_gguf_tensor) || !in_region(F->d, q->dst, q->length)) {
+	if (!q->dst || q->length < sizeof(struct gpuos_gguf_tensor) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
 		reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -1224,7 +1205,7 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_layer(struct rt_files *F, const stru
 	int r;
 	if (!hd)
 		return;
-	if (q->length && (!q->dst || (q->dst & 3u) || !in_region(F->d, q->dst, q->length))) {
+	if (q->length && (!q->dst || (q->dst & 3u) || !gpuos_rt_registered(F->d, q->dst, q->length))) {
 		reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}

@@ -192,17 +192,6 @@ GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
 #endif
 }
 
-/* Is [p, p+len) inside one registered region? */
-GPUOS_INLINE GPUOS_HD int dst_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)
-{
-	uint32_t i;
-	for (i = 0; i < d->nregions; i++) {
-		const struct gpuos_rt_region *r = &d->region[i];
-		if (p >= r->base && p - r->base <= r->len && len <= r->len - (p - r->base))
-			return 1;
-	}
-	return 0;
-}
 
 /* A batch counter must be registered memory, 4-byte aligned; on the GPU in
  * VRAM (GPU atomics on pinned host memory do not exist over PCIe). */
@@ -406,7 +395,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 			finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
 			return 0;
 		}
-		if (dst == 0 || !dst_registered(d, dst, len)) {
+		if (dst == 0 || !gpuos_rt_registered(d, dst, len)) {
 			finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 			return 0;
 		}
@@ -451,7 +440,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
 		return 0;
 	}
-	if (dst == 0 || !dst_registered(d, dst, len)) {
+	if (dst == 0 || !gpuos_rt_registered(d, dst, len)) {
 		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 		return 0;
 	}

@@ -131,38 +131,7 @@ else
 
 	step 3 "computing reference checksums on the host"
 	t0=$(now)
-	python3 - "$gguf" "$json" > "$ref.tmp" <<'PY' || die "host checksums failed"
-# The layer checksum of apps/layer_stream.c and the SHA-256 of every tensor,
-# from the file itself (tensor offsets and sizes from the writer's JSON).
-import hashlib, json, re, sys, zlib
-M = (1 << 64) - 1
-def mix64(z):
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
-    return z ^ (z >> 31)
-j = json.load(open(sys.argv[2]))
-sums = {}
-with open(sys.argv[1], "rb") as f:
-    ranks = {}
-    for t in j["tensors"]:
-        f.seek(t["abs_offset"])
-        data = f.read(t["byte_size"])
-        assert len(data) == t["byte_size"], t["name"]
-        print("sha", t["name"], hashlib.sha256(data).hexdigest())
-        m = re.match(r"blk\.(\d+)\.", t["name"])
-        if not m:
-            continue
-        n = int(m.group(1))
-        rank = ranks.get(n, 0)
-        ranks[n] = rank + 1
-        s = sums.get(n, 0)
-        for c in range(0, len(data), 4096):
-            key = ((c // 4096) << 32) | zlib.crc32(data[c:c + 4096])
-            s = (s + mix64((key + rank * 0x9e3779b97f4a7c15) & M)) & M
-        sums[n] = s
-for n in sorted(sums):
-    print("layer", n, "%016x" % sums[n])
-PY
+	python3 tests/tools/layer_sums.py "$gguf" "$json" > "$ref.tmp" || die "host checksums failed"
 	mv "$ref.tmp" "$ref"
 	echo "$key" > "$stamp"
 	done_step 3 "computing reference checksums on the host"

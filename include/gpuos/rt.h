@@ -90,6 +90,18 @@ struct gpuos_rt_desc {
 	struct gpuos_rt_region region[GPUOS_RT_MAX_REGIONS];
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + 1]; /* + the metadata warp's */
 };
+/* Is [p, p+len) inside one registered region (memory clients may name)? */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)
+{
+	uint32_t i;
+	for (i = 0; i < d->nregions; i++) {
+		const struct gpuos_rt_region *r = &d->region[i];
+		if (p >= r->base && p - r->base <= r->len && len <= r->len - (p - r->base))
+			return 1;
+	}
+	return 0;
+}
+
 /* The runtime kernel takes the descriptor by value (kernel parameters: at
  * most 32764 bytes, CUDA 12.1 and sm_70 on). */
 static_assert(sizeof(struct gpuos_rt_desc) <= 32764, "descriptor fits the kernel parameters");

@@ -32,34 +32,7 @@ python3 tests/tools/gguf_writer.py --case demo "$tmp/src/models/m.gguf" --json "
 	mke2fs -q -F -t ext4 -b 4096 -d "$tmp/src" "$tmp/disk.img" 96M > "$tmp/mke2fs.log" 2>&1
 check "model and disk image built" test -s "$tmp/disk.img"
 img=$tmp/disk.img
-python3 - "$tmp/src/models/m.gguf" "$tmp/m.json" > "$tmp/ref.txt" <<'PY'
-# What layer_stream computes (see apps/layer_stream.c) and every tensor's SHA-256.
-import hashlib, json, re, sys, zlib
-M = (1 << 64) - 1
-def mix64(z):
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
-    return z ^ (z >> 31)
-j = json.load(open(sys.argv[2]))
-sums, ranks = {}, {}
-with open(sys.argv[1], "rb") as f:
-    for t in j["tensors"]:
-        f.seek(t["abs_offset"])
-        data = f.read(t["byte_size"])
-        print("sha", t["name"], hashlib.sha256(data).hexdigest())
-        m = re.match(r"blk\.(\d+)\.", t["name"])
-        if m:
-            n = int(m.group(1))
-            rank = ranks.get(n, 0)
-            ranks[n] = rank + 1
-            s = sums.get(n, 0)
-            for c in range(0, len(data), 4096):
-                key = ((c // 4096) << 32) | zlib.crc32(data[c:c + 4096])
-                s = (s + mix64((key + rank * 0x9e3779b97f4a7c15) & M)) & M
-            sums[n] = s
-for n in sorted(sums):
-    print("layer", n, "%016x" % sums[n])
-PY
+python3 tests/tools/layer_sums.py "$tmp/src/models/m.gguf" "$tmp/m.json" > "$tmp/ref.txt"
 check "host reference computed" test "$(grep -c '^layer ' "$tmp/ref.txt")" -eq 3
 sha() { awk -v n="$1" '$1 == "sha" && $2 == n { print $3 }' "$tmp/ref.txt"; }
 
