@@ -113,7 +113,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	@$(if $(Q),echo "  CCLD    $@")
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
-test-unit: $(UNIT_BIN)
+test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok
 	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
 
 test-emu: $(BUILD)/gpuos

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ctrl.h"
 
@@ -103,10 +104,13 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 		if (r)
 			return r;
 	} else {
-		out->host = aligned_alloc(4096, len);
-		if (!out->host)
+		/* Fresh anonymous pages are zero and cost nothing until touched:
+		 * host mode boots a runtime per command, and most of the files
+		 * region is never touched by a short one. */
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
 			return -ENOMEM;
-		memset(out->host, 0, len);
+		out->host = p;
 		out->rt = (uint64_t)(uintptr_t)out->host;
 	}
 	if (map) {
@@ -136,6 +140,6 @@ void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d)
 	else if (c->gpu)
 		gpuos_gpu_host_free(c->gpu, d->host);
 	else
-		free(d->host);
+		munmap(d->host, d->len);
 	memset(d, 0, sizeof(*d));
 }

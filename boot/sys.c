@@ -285,7 +285,9 @@ static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char 
 		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->shm_len, strerror(-r));
 		return r;
 	}
-	s->shm = mmap(NULL, s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* Prefaulted for the GPU (registration pins it all anyway); in host
+	 * mode pages come as clients touch them. */
+	s->shm = mmap(NULL, s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | (s->gpu ? MAP_POPULATE : 0), fd, 0);
 	close(fd);
 	if (s->shm == MAP_FAILED) {
 		s->shm = NULL;

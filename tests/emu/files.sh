@@ -18,8 +18,8 @@
 #    the directory; `ls` of a regular file is accepted as an error or as a
 #    one-entry list;
 #  - "path" in stat's JSON is the path as given (or its normalised form).
-# The checks run in sections, GPUOS_FILES_JOBS (default 2) at a time; about
-# two minutes on 2 cores. GPUOS_FILES_KEEP=1 keeps the temporary directory.
+# The checks run in sections, GPUOS_FILES_JOBS (default: nproc, at least 2)
+# at a time. GPUOS_FILES_KEEP=1 keeps the temporary directory.
 set -u
 build=${1:-build}
 build=$(cd "$build" 2>/dev/null && pwd || echo "$build")
@@ -547,10 +547,11 @@ cat_is() {
 	fi
 }
 
-# Sections run in the background, GPUOS_FILES_JOBS (2) at a time, each with
+# Sections run in the background, GPUOS_FILES_JOBS (nproc) at a time, each with
 # its own scratch directory; their output is shown in order as they end, and
 # the summary counts its ok/FAIL/skip lines.
-jobs_max=${GPUOS_FILES_JOBS:-2}
+jobs_max=${GPUOS_FILES_JOBS:-$(nproc 2>/dev/null || echo 2)}
+[ "$jobs_max" -ge 2 ] 2>/dev/null || jobs_max=2
 nsec=0 shown=0
 replay() {
 	local line
@@ -567,6 +568,7 @@ drain() {
 	while [ $shown -lt $nsec ] && [ -e "$tmp/s$((shown + 1)).done" ]; do
 		shown=$((shown + 1))
 		replay "$tmp/s$shown.out"
+		[ -e "$tmp/s$shown.finished" ] || bad "the section above stopped before its end"
 	done
 }
 section() { # TITLE FUNC ARGS...
@@ -576,6 +578,7 @@ section() { # TITLE FUNC ARGS...
 	nsec=$((nsec + 1))
 	n=$nsec
 	mkdir -p "$tmp/s$n.d"
+	local fin=$tmp/s$n.finished
 	{
 		(
 			tmp=$tmp/s$n.d
@@ -583,6 +586,7 @@ section() { # TITLE FUNC ARGS...
 			echo "== $title"
 			"$@"
 			echo "   ($(( $(date +%s) - s0 )) s)"
+			touch "$fin"
 		) > "$tmp/s$n.out" 2>&1 < /dev/null
 		touch "$tmp/s$n.done"
 	} &
@@ -666,9 +670,8 @@ mkimg() { # NAME MKE2FS_ARGS... : an image of the common tree, post() applied
 	post $W/$name.img $(bsize $W/$name.img)
 }
 build_ok=1
-mkimg def || build_ok=0                                     # mke2fs's defaults for ext4
 mkimg b4k -b 4096 || build_ok=0                             # 64bit + metadata_csum (defaults)
-mkimg b1k -b 1024 || build_ok=0
+mkimg b1k || build_ok=0                                     # mke2fs's defaults: 1 KiB blocks at this size
 mkimg no64 -b 4096 -O ^64bit || build_ok=0                  # 32-bit descriptors, metadata_csum
 mkimg nocsum -b 4096 -O 64bit,^metadata_csum || build_ok=0
 mkimg old1k -b 1024 -O ^64bit,^metadata_csum,uninit_bg || build_ok=0
@@ -763,13 +766,14 @@ if command -v node >/dev/null 2>&1; then
 fi
 
 check "all images built" test $build_ok -eq 1
-for i in def b4k b1k no64 nocsum old1k blockmap inline htree frag p2 p3 gguf; do
+for i in b4k b1k no64 nocsum old1k blockmap inline htree frag p2 p3 gguf; do
 	e2fsck -fn $W/$i.img > $W/fsck.$i 2>&1 || { bad "e2fsck -fn $i.img is clean"; tail -3 $W/fsck.$i; }
 done
 check "sgdisk: partitions at LBA $p2 and $p3 (not MiB-aligned), table valid" bash -c \
 	"[ '$p2' = 2081 ] && [ '$p3' = 45000 ] && sgdisk -v $disk | grep -q 'No problems found'"
 check "the test's GPT writer: sgdisk accepts its 512-byte form (partition at 2081)" bash -c \
 	"sgdisk -v $W/gpt512.img | grep -q 'No problems found' && sgdisk -i 1 $W/gpt512.img | grep -q '^First sector: 2081 '"
+check "b1k (mke2fs's defaults) has 1 KiB blocks" test "$(bsize $W/b1k.img)" = 1024
 check "frag: debugfs ex /big has depth >= 2" python3 "$oracle" extents $W/frag.img /big 2
 check "htree: /big has the index flag (debugfs)" bash -c "debugfs -R 'stat /big' $W/htree.img 2>/dev/null | grep -Eq 'Flags: 0x[0-9a-f]*1[0-9a-f]{3}\b'"
 check "inline: /t, /m100, /idir and /ilink are inline (debugfs)" bash -c "
@@ -777,44 +781,6 @@ check "inline: /t, /m100, /idir and /ilink are inline (debugfs)" bash -c "
 check "gguf image holds sparse files of 4 and 8 GiB" bash -c "debugfs -R 'stat /models/sparse-gap.gguf' $W/gguf.img 2>/dev/null | grep -q 'Size: 8589935488'"
 [ -n "$node_mods" ] || echo "  notice: npm or the registry is not reachable (no @huggingface/gguf): the comparisons with it are skipped"
 echo "   ($(( $(date +%s) - t0 )) s)"
-
-# ---- every directory, entry and file of each image -------------------------------------
-skipchain='^/chain/c([2-9]|[1-3][0-9])$'
-somecat='^/(big\.bin|sparse|prealloc|medium\.bin|small\.txt)$'
-features() { echo "$(bsize $1)-byte blocks, $(dumpe2fs -h $1 2>/dev/null | sed -n 's/^Filesystem features: *//p')"; }
-for i in b4k b1k def no64 nocsum old1k; do
-	opts=(--skip-stat "$skipchain" --expect /prealloc=$W/$i.img.prealloc)
-	case $i in b4k|b1k) ;; *) opts+=(--cat "$somecat") ;; esac
-	section "$i: $(features $W/$i.img)" walk "$i" $W/$i.img $S "emu:$W/$i.img" "" 0 "${opts[@]}"
-done
-section "blockmap (no extents: indirect blocks): $(features $W/blockmap.img)" \
-	walk blockmap $W/blockmap.img $W/bm "emu:$W/blockmap.img" "" 0 --skip-stat "$skipchain" --expect /prealloc=$W/blockmap.img.prealloc
-lba4k() {
-	walk "b4k,lba=4096" $W/b4k.img $S "emu:$W/b4k.img,lba=4096" "" 0 --expect /prealloc=$W/b4k.img.prealloc --what ls,cat
-	walk "b1k,lba=4096 (1 KiB blocks on 4 KiB LBAs)" $W/b1k.img $S "emu:$W/b1k.img,lba=4096" "" 0 \
-		--expect /prealloc=$W/b1k.img.prealloc --what stat,cat --sample 8 --cat "$somecat"
-}
-section "4 KiB LBAs (lba=4096)" lba4k
-inline() {
-	walk inline $W/inline.img $I "emu:$W/inline.img" "" 0 --sample 8
-	cat_is "inline: cat through the inline symlink /ilink/f" $I/$Y/f --device "emu:$W/inline.img" --host /ilink/f
-	cat_is "inline: cat /idir/up (symlink ../t from an inline dir)" $I/t --device "emu:$W/inline.img" --host /idir/up
-	cat_is "inline: cat /idir/xa (an entry in the system.data part)" $I/big --device "emu:$W/inline.img" --host /idir/xa
-}
-section "inline_data" inline
-htree() {
-	local n
-	walk htree $W/htree.img $W/hsrc "emu:$W/htree.img" "" 0 --sample 12
-	for n in 000000 001299 002599; do
-		cat_is "htree: cat /big/file_${n}_with_a_longer_name" $W/hsrc/big/file_${n}_with_a_longer_name \
-			--device "emu:$W/htree.img" --host /big/file_${n}_with_a_longer_name
-	done
-	expect_fail "htree: a missing name in the htree dir" "$ENOENT" /big/file_002600_with_a_longer_name \
-		"$gpuos" stat --device "emu:$W/htree.img" --host /big/file_002600_with_a_longer_name
-}
-section "htree (2600 entries)" htree
-section "fragmented file (extent tree of depth >= 2)" \
-	walk frag $W/frag.img $W/fsrc "emu:$W/frag.img" "" 0 --sample 12 --expect /big=$W/fragbig
 
 # ---- symlinks, path forms and errors ---------------------------------------------------------
 paths() { # IMAGE FULL(0|1): 0 only resolves paths through cat (and two more)
@@ -856,6 +822,10 @@ paths() { # IMAGE FULL(0|1): 0 only resolves paths through cat (and two more)
 	check "$i: ls // lists /" ls1 // /
 	check "$i: ls /sub/dir/.. lists /sub" ls1 /sub/dir/.. /sub
 	check "$i: ls /emptydir is []" ls1 /emptydir /emptydir
+}
+errors() { # IMAGE
+	local i=$1 rc ino
+	local D=(--device "emu:$W/$i.img" --host)
 	expect_fail "$i: cat /nonexistent: no such file" "$ENOENT" /nonexistent "$gpuos" cat "${D[@]}" /nonexistent
 	expect_fail "$i: stat /sub/nonexistent: no such file" "$ENOENT" /sub/nonexistent "$gpuos" stat "${D[@]}" /sub/nonexistent
 	expect_fail "$i: ls /nonexistent/: no such file" "$ENOENT" /nonexistent "$gpuos" ls "${D[@]}" /nonexistent/
@@ -887,8 +857,6 @@ sys.exit(0 if rc == 0 and (j is None and 'small.txt' in out or j and len(j) == 1
 	ino=$(debugfs -R 'stat /medium.bin' $W/$i.img 2>/dev/null | sed -n 's/^Inode: \([0-9]*\).*/\1/p')
 	check "$i: stat (text) shows the inode and the size" bash -c "grep -qw $ino $tmp/stat.txt && grep -qw 300000 $tmp/stat.txt"
 }
-section "b4k: symlinks, path forms, errors" paths b4k 1
-section "b1k: symlinks and path forms (resolution through 1 KiB-block directories)" paths b1k 0
 
 corrupt() {
 	local c
@@ -900,11 +868,8 @@ corrupt() {
 	done
 	expect_fail "missing image file" "no such file|not found|cannot open" "" "$gpuos" ls --device "emu:$W/none.img" --host /
 }
-section "corrupt superblock" corrupt
 
 # ---- GPT -------------------------------------------------------------------------------------
-section "GPT (sgdisk, 512-byte LBAs): no --part picks partition 2 (LBA $p2)" \
-	walk "gpt default (partition 2)" $W/p2.img $S "emu:$disk" "" $p2 --skip-stat "$skipchain" --expect /prealloc=$W/p2.img.prealloc --cat "$somecat"
 gpt() {
 	walk "gpt --part 3" $W/p3.img $W/p3src "emu:$disk" 3 $p3
 	check "gpt --part 2: stat /big.bin" python3 "$oracle" stat1 $W/p2.img "emu:$disk" 2 $p2 /big.bin /big.bin
@@ -929,7 +894,6 @@ gpt() {
 	cat_is "gpt4k,lba=4096: cat /big.bin" $S/big.bin --device "emu:$W/gpt4k.img,lba=4096" --host /big.bin
 	cat_is "gpt4k,lba=4096 --part 1: cat /sparse" $S/sparse --device "emu:$W/gpt4k.img,lba=4096" --part 1 --host /sparse
 }
-section "GPT: --part, damaged tables, 4096-byte LBAs" gpt
 
 # ---- GGUF ---------------------------------------------------------------------------------
 GD=(--device "emu:$W/gguf.img" --host)
@@ -997,8 +961,55 @@ gguf_real() {
 	expect_fail "example-FUGG-magic refused: FUGG" "FUGG" "" "$gpuos" gguf "${GD[@]}" /real/example-FUGG-magic.gguf
 	expect_fail "test_writer-objtype13 refused: unknown value type" "unknown value type" "" "$gpuos" gguf "${GD[@]}" /real/test_writer-objtype13.gguf
 }
-section "GGUF: the writer's valid cases in ext4" gguf_valid
+
+# ---- the walks: every directory, entry and file of an image -----------------------------------
+skipchain='^/chain/c([2-9]|[1-3][0-9])$'
+somecat='^/(big\.bin|sparse|prealloc|medium\.bin|small\.txt)$'
+features() { echo "$(bsize $1)-byte blocks, $(dumpe2fs -h $1 2>/dev/null | sed -n 's/^Filesystem features: *//p')"; }
+lba4k() {
+	walk "b4k,lba=4096" $W/b4k.img $S "emu:$W/b4k.img,lba=4096" "" 0 --expect /prealloc=$W/b4k.img.prealloc --what ls,cat
+	walk "b1k,lba=4096 (1 KiB blocks on 4 KiB LBAs)" $W/b1k.img $S "emu:$W/b1k.img,lba=4096" "" 0 \
+		--expect /prealloc=$W/b1k.img.prealloc --what stat,cat --sample 8 --cat "$somecat"
+}
+inline() {
+	walk inline $W/inline.img $I "emu:$W/inline.img" "" 0 --sample 8
+	cat_is "inline: cat through the inline symlink /ilink/f" $I/$Y/f --device "emu:$W/inline.img" --host /ilink/f
+	cat_is "inline: cat /idir/up (symlink ../t from an inline dir)" $I/t --device "emu:$W/inline.img" --host /idir/up
+	cat_is "inline: cat /idir/xa (an entry in the system.data part)" $I/big --device "emu:$W/inline.img" --host /idir/xa
+}
+htree() {
+	local n
+	walk htree $W/htree.img $W/hsrc "emu:$W/htree.img" "" 0 --sample 12
+	for n in 000000 001299 002599; do
+		cat_is "htree: cat /big/file_${n}_with_a_longer_name" $W/hsrc/big/file_${n}_with_a_longer_name \
+			--device "emu:$W/htree.img" --host /big/file_${n}_with_a_longer_name
+	done
+	expect_fail "htree: a missing name in the htree dir" "$ENOENT" /big/file_002600_with_a_longer_name \
+		"$gpuos" stat --device "emu:$W/htree.img" --host /big/file_002600_with_a_longer_name
+}
+
+# ---- launch, longest first --------------------------------------------------------------------
+section "b4k: symlinks and path forms" paths b4k 1
+section "b4k: errors" errors b4k
 section "GGUF: the writer's hostile cases in ext4" gguf_hostile
+section "GPT: --part, damaged tables, 4096-byte LBAs" gpt
+section "GGUF: the writer's valid cases in ext4" gguf_valid
+section "b1k: symlinks and path forms (resolution through 1 KiB-block directories)" paths b1k 0
+for i in b4k b1k no64 nocsum old1k; do
+	opts=(--skip-stat "$skipchain" --expect /prealloc=$W/$i.img.prealloc)
+	case $i in b4k|b1k) ;; *) opts+=(--cat "$somecat" --sample 18) ;; esac
+	section "$i: $(features $W/$i.img)" walk "$i" $W/$i.img $S "emu:$W/$i.img" "" 0 "${opts[@]}"
+done
+section "blockmap (no extents: indirect blocks): $(features $W/blockmap.img)" \
+	walk blockmap $W/blockmap.img $W/bm "emu:$W/blockmap.img" "" 0 --skip-stat "$skipchain" --expect /prealloc=$W/blockmap.img.prealloc
+section "4 KiB LBAs (lba=4096)" lba4k
+section "inline_data" inline
+section "htree (2600 entries)" htree
+section "fragmented file (extent tree of depth >= 2)" \
+	walk frag $W/frag.img $W/fsrc "emu:$W/frag.img" "" 0 --sample 12 --expect /big=$W/fragbig
+section "GPT (sgdisk, 512-byte LBAs): no --part picks partition 2 (LBA $p2)" \
+	walk "gpt default (partition 2)" $W/p2.img $S "emu:$disk" "" $p2 --skip-stat "$skipchain" --expect /prealloc=$W/p2.img.prealloc --cat "$somecat"
+section "corrupt superblock" corrupt
 section "GGUF written raw at byte offsets (@OFFSET)" gguf_raw
 section "GGUF: the real files of ../shared/testdata/gguf" gguf_real
 sections_end

@@ -11,7 +11,14 @@ emulated Intel IOMMU (boot 1) and through uio_pci_generic with no IOMMU
                    MDTS 512 KiB); one sector fails every read (blkdebug); a
                    minix file system at its start for the safety checks
   B  0000:00:05.0  32 MiB, 4096-byte LBAs, mdts=3 (32 KiB), max_ioqpairs=2,
-                   100 IOPS (throttling.iops-total): a slow device
+                   100 IOPS (throttling.iops-total): a slow device; an ext4
+                   file system (mke2fs -d) holding files and a GGUF
+
+The file tools (gpuos ls/stat/cat/gguf) run in the guest on B through the
+real pci: path; their output must equal, byte for byte, what the same
+binary prints here for the same image on the emulated controller (emu:),
+whose answers tests/emu/files.sh checks against debugfs and other readers,
+and cat must equal the source files themselves.
 
 Every read is checked against the image here (the guest prints MD5s).
 A boot fails on a DMAR fault line in the guest's kernel log and on any
@@ -131,6 +138,18 @@ class Plan:
             return ("identify differs (got, want): %s" % bad) if bad else None
         self.text(name, ["gpuos", "identify", "--json", "--device", device], out=out)
 
+    def output(self, name, cmd, want_md5):
+        """A command whose stdout must hash to want_md5 (exit status 0)."""
+        self.sh("r " + name + " " + self.q(cmd))
+
+        def check(rec):
+            if rec["rc"] != 0:
+                return "rc %d: %s" % (rec["rc"], rec["err"])
+            if rec["md5"] != want_md5:
+                return "output differs (md5 %s, want %s)" % (rec["md5"], want_md5)
+            return None
+        self._add(name, "R", check)
+
     def service(self, name, key, sock, device, args, expect_err):
         cmd = ["gpuos", "boot", "--device", device, "--allow-raw"] + HEAP + args
         self.sh("svc_start %s %s %s %s" % (name, key, sock, self.q(cmd)))
@@ -178,8 +197,30 @@ def avoid_bad(rng, size, length):
             return off
 
 
-def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag):
-    """Reads on both controllers, directly and through services."""
+# The file tools on B: (name, arguments after the device). Their expected
+# output comes from the same binary on the emulated controller (file_expect).
+FILE_CMDS = [
+    ("ls", ["ls", "--json", "/"]),
+    ("ls-dir", ["ls", "--json", "/dir"]),
+    ("stat-data", ["stat", "--json", "/data.bin"]),
+    ("stat-link", ["stat", "--json", "/link"]),
+    ("cat-data", ["cat", "/data.bin"]),
+    ("cat-link", ["cat", "/link"]),
+    ("cat-small", ["cat", "/dir/small.txt"]),
+    ("gguf", ["gguf", "--json", "/m.gguf"]),
+]
+FILE_SRC = {"cat-data": "data.bin", "cat-link": "data.bin", "cat-small": "dir/small.txt"}
+
+
+def add_file_tests(p, b_dev, tag, expect):
+    for name, args in FILE_CMDS:
+        p.output("%s-b-%s" % (tag, name), ["gpuos", args[0], "--device", b_dev] + HEAP + args[1:], expect[name])
+    p.text("%s-b-missing-file" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/nope"], rc=2,
+           err=r"^gpuos cat: /nope: no such file or directory")
+
+
+def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
+    """Reads on both controllers, directly and through services; the file tools on B."""
     # Direct: each `gpuos read` boots a runtime (bring-up, queues), reads, shuts down.
     for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 6, A_LBA)):
         p.read("%s-a-read%d" % (tag, i), a_img, A_LBA, off, ln, device=a_dev)
@@ -191,6 +232,7 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag):
     # through at once) no less than 220 ms, so the limits are really in force.
     p.read("%s-b-read-1mib-throttled" % tag, b_img, B_LBA, rng.randint(0, 31) << 20, 1 << 20, device=b_dev,
            min_ms=(32 - 10) * 1000 // B_IOPS)
+    add_file_tests(p, b_dev, tag, expect)
 
     # A service on A: 2 warps, 8 queue pairs; an error in the middle of a
     # parallel batch fails that request only, and the runtime goes on.
@@ -213,9 +255,11 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag):
     p.service_stop("%s-a-service-stop" % tag, tag + "_a", sa)
 
     # A service on B: asks for 4 queue pairs, B grants 2; slow, 4 KiB LBAs,
-    # 32 KiB per command.
+    # 32 KiB per command. Without the metadata warp (--no-files) both queue
+    # pairs go to service warps; with it, one would (see the next service).
     sb = "/tmp/%s-b.sock" % tag
-    p.service("%s-b-service" % tag, tag + "_b", sb, b_dev, ["--warps", "2", "--queues", "4"], r"2 warps x 1 queues")
+    p.service("%s-b-service" % tag, tag + "_b", sb, b_dev, ["--warps", "2", "--queues", "4", "--no-files"],
+              r"2 warps x 1 queues")
     for i, (off, ln) in enumerate(ranges(rng, B_SIZE, 4, B_LBA, small=True)):
         p.read("%s-b-svc%d" % (tag, i), b_img, B_LBA, off, ln, socket=sb, bg=True)
     p.collect()
@@ -228,7 +272,7 @@ B_ID = {"lba_bytes": 4096, "namespace_lbas": B_SIZE // 4096, "mdts_bytes": 32 <<
         "serial": "gpuos-b"}
 
 
-def plan_vfio(rng, a_img, b_img):
+def plan_vfio(rng, a_img, b_img, expect):
     p = Plan("vfio")
     # The kernel's nvme driver takes both; A's file system gets mounted.
     p.text("vfio-modprobe-nvme", "nvme_up 2", out=r"^2")
@@ -249,13 +293,13 @@ def plan_vfio(rng, a_img, b_img):
     p.identify("vfio-identify-b", b, B_ID)
     p.text("vfio-refuse-uio-under-iommu", ["gpuos", "identify", "--device", a + ",mode=uio"], rc=2,
            err=r"IOMMU translates this device's DMA")
-    add_io_tests(p, rng, a_img, b_img, a, b, "vfio")
+    add_io_tests(p, rng, a_img, b_img, a, b, "vfio", expect)
     p.text("vfio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
            out=r"%s: unbound from vfio-pci, now bound to nvme" % A_BDF)
     return p
 
 
-def plan_uio(rng, a_img, b_img):
+def plan_uio(rng, a_img, b_img, expect):
     p = Plan("uio")
     p.text("uio-setup", "sh -c 'modprobe uio_pci_generic && echo 64 > /proc/sys/vm/nr_hugepages && "
            "grep HugePages_Free /proc/meminfo'", out=r"HugePages_Free: +64")
@@ -266,7 +310,7 @@ def plan_uio(rng, a_img, b_img):
     p.identify("uio-identify-a", a + ",mode=uio", A_ID)
     p.identify("uio-identify-b", b + ",mode=uio", B_ID)
     # ... and later finds the binding: pci:BDF alone means uio now.
-    add_io_tests(p, rng, a_img, b_img, a, b, "uio")
+    add_io_tests(p, rng, a_img, b_img, a, b, "uio", expect)
     p.text("uio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
            out=r"%s: unbound from uio_pci_generic, now without a driver" % A_BDF)
     return p
@@ -281,13 +325,52 @@ def make_images(run, seed):
     with open(fs, "rb") as f:
         a = f.read() + rng.randbytes(A_SIZE - FS_BYTES)
     os.unlink(fs)
-    b = rng.randbytes(B_SIZE)
+    b = make_ext4(run, rng)
     for name, data in (("a.img", a), ("b.img", b)):
         with open(os.path.join(run, name), "wb") as f:
             f.write(data)
     with open(os.path.join(run, "blkdebug.conf"), "w") as f:
         f.write('[inject-error]\nevent = "read_aio"\nsector = "%d"\nerrno = "5"\n' % BAD_SECTOR)
     return a, b
+
+
+def make_ext4(run, rng):
+    """B's image: ext4 with 4 KiB blocks (B's LBA size) of a tree written here."""
+    src = os.path.join(run, "src")
+    os.makedirs(os.path.join(src, "dir"))
+    with open(os.path.join(src, "data.bin"), "wb") as f:
+        f.write(rng.randbytes((3 << 20) + 1234))
+    with open(os.path.join(src, "dir", "small.txt"), "w") as f:
+        f.write("a small file\n" * 20)
+    for i in range(40):
+        with open(os.path.join(src, "dir", "f%02d" % i), "w") as f:
+            f.write("%d\n" % i)
+    os.symlink("data.bin", os.path.join(src, "link"))
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "tools", "gguf_writer.py"), "--case", "all-v3",
+                    os.path.join(src, "m.gguf")], check=True, stdout=subprocess.DEVNULL)
+    img = os.path.join(run, "b-fs.img")
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-d", src, img, str(B_SIZE >> 20) + "M"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(img, "rb") as f:
+        b = f.read()
+    os.unlink(img)
+    assert len(b) == B_SIZE
+    return b
+
+
+def file_expect(build, run):
+    """What the file tools print for B's image on the emulated controller here."""
+    exp = {}
+    env = dict(os.environ, GPUOS_QUIET_HOST="1")
+    dev = "emu:%s,lba=%d" % (os.path.join(run, "b.img"), B_LBA)
+    for name, args in FILE_CMDS:
+        out = subprocess.run([os.path.join(build, "gpuos-static"), args[0], "--host", "--device", dev] + HEAP +
+                             args[1:], check=True, stdout=subprocess.PIPE, env=env).stdout
+        if name in FILE_SRC:
+            with open(os.path.join(run, "src", FILE_SRC[name]), "rb") as f:
+                assert out == f.read(), "gpuos cat %s differs from the source file here" % args[-1]
+        exp[name] = hashlib.md5(out).hexdigest()
+    return exp
 
 
 def make_initrd(build, run, plan):
@@ -445,12 +528,13 @@ def main():
     os.makedirs(run)
     t0 = time.time()
     a_img, b_img = make_images(run, seed)
+    expect = file_expect(build, run)
     print("qemu: seed %d (GPUOS_QEMU_SEED=%d repeats this run)" % (seed, seed))
     total_p = total_f = 0
     rng = random.Random(seed + 1)
     for name, mk, iommu, what in (("vfio", plan_vfio, True, "vfio-pci, intel-iommu (strict)"),
                                   ("uio", plan_uio, False, "uio_pci_generic, no IOMMU, hugepages")):
-        plan = mk(rng, a_img, b_img)
+        plan = mk(rng, a_img, b_img, expect)
         if only and only != name:
             continue
         print("== boot %s: %s; %d checks, %d reads of %.1f MiB" % (
