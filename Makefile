@@ -23,8 +23,6 @@ else
 Q := @
 endif
 
-# nvcc -gencode flags for each architecture, SASS plus PTX of the newest.
-GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(subst sm_,,$(a)),code=$(a))
 
 RUNTIME_SRC := $(wildcard runtime/*.c)
 BOOT_SRC    := $(filter-out boot/main.c boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/emu/*.c))
@@ -53,11 +51,18 @@ $(BUILD)/libgpuos.a: $(CORE_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin.
-$(RT_IMAGE): kernels/runtime.cu $(wildcard kernels/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
+# The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin
+# of one cubin per architecture. The cubins are separate targets so that
+# `make -j` compiles them side by side (ptxas takes most of a build).
+RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
+RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
+$(BUILD)/kernels/runtime.%.cubin: $(RT_DEPS)
 	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  NVCC    $< ($(CUDA_ARCH))")
-	$(Q)$(NVCC) $(NVCCFLAGS) $(GENCODE) -fatbin $< -o $@
+	@$(if $(Q),echo "  NVCC    kernels/runtime.cu ($*)")
+	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -gencode arch=compute_$(subst sm_,,$*),code=$* -cubin $< -o $@
+$(RT_IMAGE): $(RT_CUBINS)
+	@$(if $(Q),echo "  FATBIN  $@")
+	$(Q)$(CUDA_HOME)/bin/fatbinary -64 --create=$@ $(foreach c,$(RT_CUBINS),--image3=kind=elf,sm=$(subst sm_,,$(patsubst $(BUILD)/kernels/runtime.%.cubin,%,$(c))),file=$(c))
 
 $(BUILD)/kernels/image.o: kernels/image.S $(RT_IMAGE)
 	@$(if $(Q),echo "  AS      $<")
@@ -160,8 +165,11 @@ $(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
 	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< runtime/$*.c runtime/crc.c
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
 
+# The build itself runs in parallel (the runtime's cubins compile side by side).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
 test: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-emu
 	$(Q)$(MAKE) --no-print-directory test-qemu
@@ -206,7 +214,7 @@ check:
 	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc (sm_90)"
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)bash scripts/demo.sh $(BUILD)
 
 clean:
