@@ -70,45 +70,6 @@ static void so_path(const char *path, char *buf, size_t len)
 	snprintf(buf, len, "%s%s", strchr(path, '/') ? "" : "./", path);
 }
 
-static int read_file(const char *path, void **out, size_t *len, char *err, size_t errlen)
-{
-	struct stat st;
-	char *buf;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return r;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > GPUOS_IMAGE_MAX_BYTES) {
-		snprintf(err, errlen, "%s: not a regular file of at most %llu bytes", path,
-			 (unsigned long long)GPUOS_IMAGE_MAX_BYTES);
-		close(fd);
-		return -EINVAL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			snprintf(err, errlen, "%s: read: %s", path, n < 0 ? strerror(errno) : "file shrank");
-			free(buf);
-			close(fd);
-			return r;
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
 /* Open a host-mode variant and find its entry; checks its ABI symbol. */
 static int host_open(const char *path, const char *entry, void **handle, host_entry_fn *fn, char *err,
 		     size_t errlen)
@@ -262,12 +223,12 @@ int app_check(const struct app_run *o, char *err, size_t errlen)
 		return r;
 	} else {
 		struct gpuos_image_info in;
-		void *buf;
+		uint8_t *buf;
 		size_t len;
 		r = check_geometry(o, 0, err, errlen);
 		if (r)
 			return r;
-		r = read_file(o->image, &buf, &len, err, errlen);
+		r = gpuos_image_read_file(o->image, &buf, &len, err, errlen);
 		if (r)
 			return r;
 		r = check_cubin(buf, len, o, o->sm, &in, entry, sizeof(entry), err, errlen);
@@ -392,9 +353,9 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 		snprintf(so, sizeof(so), "%s", o->image);
 	} else {
 		struct gpuos_image_info in;
-		void *buf;
+		uint8_t *buf;
 		size_t len;
-		r = read_file(o->image, &buf, &len, err, errlen);
+		r = gpuos_image_read_file(o->image, &buf, &len, err, errlen);
 		if (r)
 			return r;
 		r = check_cubin(buf, len, o, o->sm ? o->sm : gpuos_sys_gpu_sm(s), &in, entry, sizeof(entry), err,

@@ -652,14 +652,15 @@ int gpuos_image_inspect(const void *buf, size_t len, struct gpuos_image_info *ou
 	return r;
 }
 
-int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, char *err, size_t errlen)
+int gpuos_image_read_file(const char *path, uint8_t **buf_out, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
 	uint8_t *buf;
 	size_t got = 0;
 	int fd, r;
 
-	memset(out, 0, sizeof(*out));
+	*buf_out = NULL;
+	*len = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
@@ -698,6 +699,21 @@ int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, cha
 		got += (size_t)n;
 	}
 	close(fd);
+	*buf_out = buf;
+	*len = got;
+	return 0;
+}
+
+int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t got;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = gpuos_image_read_file(path, &buf, &got, err, errlen);
+	if (r)
+		return r;
 	r = gpuos_image_inspect(buf, got, out, err, errlen);
 	free(buf);
 	if (r && err && errlen) {

@@ -60,6 +60,11 @@ int gpuos_image_inspect(const void *buf, size_t len, struct gpuos_image_info *ou
 
 /* The same for a file (at most GPUOS_IMAGE_MAX_BYTES). Returns as above,
  * or the negative errno of opening or reading it. */
+/* Read a whole image file (a regular file of at most GPUOS_IMAGE_MAX_BYTES)
+ * into *buf (malloc'd; the caller frees it). 0 or a negative errno with a
+ * one-line reason naming the path. */
+int gpuos_image_read_file(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen);
+
 int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, char *err, size_t errlen);
 
 /* Release what gpuos_image_inspect() allocated; *info is zeroed. */
