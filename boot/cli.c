@@ -263,6 +263,7 @@ int client_open(struct cli *c, struct client *cl, char *err, size_t errlen)
 	r = gpuos_boot(&c->boot, &cl->sys, err, errlen);
 	if (r)
 		return r;
+	gpuos_sys_shm_private(cl->sys); /* a runtime for this command alone */
 	cl->mb = gpuos_sys_mbox(cl->sys);
 	cl->heap = (char *)gpuos_sys_heap(cl->sys, &cl->heap_rt, &cl->heap_len);
 	return 0;

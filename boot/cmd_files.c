@@ -368,8 +368,11 @@ int cmd_cat(int argc, char **argv)
 						 (unsigned long long)len_of[head]);
 				else
 					describe_status(d, sizeof(d), st, res.nvme_status);
-				cli_err("cat", "%s: bytes %llu..%llu: %s", f.path, (unsigned long long)done,
-					(unsigned long long)(done + len_of[head]), d);
+				if (st == GPUOS_ST_ISDIR)
+					cli_err("cat", "%s: %s", f.path, d);
+				else
+					cli_err("cat", "%s: bytes %llu..%llu: %s", f.path, (unsigned long long)done,
+						(unsigned long long)(done + len_of[head]), d);
 				rc = GPUOS_EXIT_FAIL;
 				while (--inflight) {
 					head = (head + 1) % CAT_PIPELINE;

@@ -225,7 +225,8 @@ static void teardown(struct gpuos_sys *s)
 		if (s->shm_registered)
 			gpuos_gpu_host_unregister(s->gpu, s->shm);
 		munmap(s->shm, s->shm_len);
-		shm_unlink(s->shm_name);
+		if (s->shm_name[0])
+			shm_unlink(s->shm_name);
 	}
 	free(s->desc);
 	if (s->ctrl)
@@ -821,6 +822,13 @@ int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen)
 	if (!s->gpu)
 		return 0;
 	return gpuos_gpu_wait(s->gpu, GPUOS_STREAM_CLIENT, err, errlen);
+}
+
+void gpuos_sys_shm_private(struct gpuos_sys *s)
+{
+	if (s->shm_name[0])
+		shm_unlink(s->shm_name);
+	s->shm_name[0] = 0;
 }
 
 const char *gpuos_sys_shm_name(const struct gpuos_sys *s)

@@ -120,6 +120,11 @@ int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen);
 /* The shared-memory name and layout, for other processes (see boot/service.c). */
 const char *gpuos_sys_shm_name(const struct gpuos_sys *s);
 
+/* No other process will attach: drop the segment's name now, so that
+ * nothing stays behind in /dev/shm if this process is killed (the mapping
+ * lives on until it exits). gpuos_sys_shm_name() is "" afterwards. */
+void gpuos_sys_shm_private(struct gpuos_sys *s);
+
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
 
