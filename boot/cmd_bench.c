@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpuos bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop]
- *             [--warps W] [--queues Q] [--host] [--json]
+ *             [--stages] [--warps W] [--queues Q] [--host] [--json]
  * Requests per second and round-trip latency through the whole path, with
  * GPU threads as clients (a kernel of the runtime image) when the runtime
  * runs on the GPU, CPU threads otherwise. Also the CPU time the process used
  * during the run, without the emulated controller's own threads.
+ * --stages: where the time goes, from the runtime's stamps in the mailbox
+ * slots (a runtime built with GPUOS_TRACE; docs/benchmarks.md).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -63,6 +65,42 @@ static double cpu_seconds_without_emu(void)
 	return total;
 }
 
+/* Median time of each stage from the stage stamped before it, over the
+ * samples that have both; -1 where no sample has the stamp. */
+static void stage_medians(const uint32_t *st, uint64_t n, double *med_us)
+{
+	uint32_t *v = calloc(n ? n : 1, sizeof(uint32_t));
+	int k;
+	for (k = 0; k < GPUOS_BENCH_STAGES; k++) {
+		uint64_t i, m = 0;
+		for (i = 0; i < n && v; i++) {
+			const uint32_t *row = st + i * GPUOS_BENCH_STAGES;
+			uint32_t prev = 0;
+			int j;
+			if (row[k] == GPUOS_BENCH_NO_STAMP)
+				continue;
+			for (j = k - 1; j >= 0; j--)
+				if (row[j] != GPUOS_BENCH_NO_STAMP) {
+					prev = row[j];
+					break;
+				}
+			/* Clocks of different threads may be a little apart: clamp at 0. */
+			v[m++] = row[k] > prev ? row[k] - prev : 0;
+		}
+		if (m) {
+			qsort(v, m, sizeof(uint32_t), cmp_u32);
+			med_us[k] = v[m / 2] / 1000.0;
+		} else {
+			med_us[k] = -1;
+		}
+	}
+	free(v);
+}
+
+static const char *const stage_name[GPUOS_BENCH_STAGES] = {
+	"posted", "taken", "rung", "ctrl", "reaped", "done", "seen",
+};
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -76,6 +114,7 @@ struct hbench {
 	uint64_t span;
 	uint32_t bytes, iters, samples, op;
 	uint32_t *lat;
+	uint32_t *stages;   /* NULL, or samples rows of GPUOS_BENCH_STAGES */
 	uint32_t errors;
 	uint64_t seed;
 };
@@ -88,8 +127,6 @@ static void *host_client(void *p)
 	uint32_t i;
 	for (i = 0; i < h->iters; i++) {
 		struct gpuos_req rq;
-		struct gpuos_result res;
-		uint64_t t0, t1;
 		s ^= s << 13;
 		s ^= s >> 7;
 		s ^= s << 17;
@@ -98,12 +135,17 @@ static void *host_client(void *p)
 		rq.offset = (s % nblocks) * h->bytes;
 		rq.length = h->bytes;
 		rq.dst = h->dst;
-		t0 = gpuos_now_ns();
-		if (gpuos_call(h->mb, &rq, 0, &res) != GPUOS_ST_OK)
-			h->errors++;
-		t1 = gpuos_now_ns();
-		if (i < h->samples)
-			h->lat[i] = (uint32_t)(t1 - t0);
+		{
+			/* The last `samples` requests are kept (the first ones warm up). */
+			uint32_t keep = i >= h->iters - h->samples, k = i - (h->iters - h->samples);
+			uint32_t status, ns;
+			ns = gpuos_bench_one(h->mb, &rq, keep && h->stages ? h->stages + (uint64_t)k * GPUOS_BENCH_STAGES : NULL,
+					     &status);
+			if (status != GPUOS_ST_OK)
+				h->errors++;
+			if (keep)
+				h->lat[k] = ns;
+		}
 	}
 	return NULL;
 }
@@ -114,8 +156,9 @@ int cmd_bench(int argc, char **argv)
 	struct gpuos_sys *s;
 	char err[512];
 	uint32_t threads = 0, iters = 0, bytes = 4096, op = GPUOS_OP_READ_RAW, samples, errors = 0;
-	uint32_t *lat;
+	uint32_t *lat, *stages = NULL;
 	uint64_t n_lat, span, t_start = ~0ull, t_end = 0;
+	int want_stages = 0;
 	double secs, cpu0, cpu1, wall0;
 	int i, gpu;
 	const char *opname = "read";
@@ -128,6 +171,8 @@ int cmd_bench(int argc, char **argv)
 			threads = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else if (i + 1 < argc && !strcmp(argv[i], "--iters"))
 			iters = (uint32_t)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--stages"))
+			want_stages = 1;
 		else if (i + 1 < argc && !strcmp(argv[i], "--bytes"))
 			bytes = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else if (i + 1 < argc && !strcmp(argv[i], "--op")) {
@@ -177,15 +222,23 @@ int cmd_bench(int argc, char **argv)
 	samples = iters < 1000 ? iters : 1000;
 	n_lat = (uint64_t)threads * samples;
 	lat = calloc(n_lat, sizeof(uint32_t));
+	if (want_stages)
+		stages = calloc(n_lat * GPUOS_BENCH_STAGES, sizeof(uint32_t));
+	if (!lat || (want_stages && !stages)) {
+		cli_err("bench", "out of memory");
+		gpuos_shutdown(s, err, sizeof(err));
+		return GPUOS_EXIT_FAIL;
+	}
 	cpu0 = cpu_seconds_without_emu();
 	wall0 = now_s();
 	if (gpu) {
 		struct gpuos_bench_args a;
-		uint64_t a_rt, lat_rt, misc_rt, heap_len;
+		uint64_t a_rt, lat_rt, misc_rt, heap_len, stages_rt = 0;
 		uint64_t misc[3] = { 0, ~0ull, 0 };
 		memset(&a, 0, sizeof(a));
 		if (gpuos_sys_dev_alloc(s, sizeof(a), &a_rt) || gpuos_sys_dev_alloc(s, n_lat * 4u, &lat_rt) ||
-		    gpuos_sys_dev_alloc(s, sizeof(misc), &misc_rt)) {
+		    gpuos_sys_dev_alloc(s, sizeof(misc), &misc_rt) ||
+		    (stages && gpuos_sys_dev_alloc(s, n_lat * GPUOS_BENCH_STAGES * 4u, &stages_rt))) {
 			cli_err("bench", "out of GPU memory");
 			gpuos_shutdown(s, err, sizeof(err));
 			return GPUOS_EXIT_FAIL;
@@ -204,6 +257,7 @@ int cmd_bench(int argc, char **argv)
 		a.nthreads = threads;
 		a.opcode = op;
 		a.seed = 1234;
+		a.stages = stages_rt;
 		gpuos_sys_copy(s, (void *)(uintptr_t)a_rt, &a, sizeof(a), 1);
 		if (gpuos_sys_launch_client(s, "gpuos_bench_client", a_rt, (threads + 127u) / 128u,
 					    threads < 128u ? threads : 128u, err, sizeof(err)) ||
@@ -213,6 +267,8 @@ int cmd_bench(int argc, char **argv)
 			return GPUOS_EXIT_FAIL;
 		}
 		gpuos_sys_copy(s, lat, (void *)(uintptr_t)lat_rt, n_lat * 4u, 0);
+		if (stages)
+			gpuos_sys_copy(s, stages, (void *)(uintptr_t)stages_rt, n_lat * GPUOS_BENCH_STAGES * 4u, 0);
 		gpuos_sys_copy(s, misc, (void *)(uintptr_t)misc_rt, sizeof(misc), 0);
 		errors = (uint32_t)misc[0];
 		t_start = misc[1];
@@ -232,6 +288,7 @@ int cmd_bench(int argc, char **argv)
 			h[i].samples = samples;
 			h[i].op = op;
 			h[i].lat = lat + (uint64_t)i * samples;
+			h[i].stages = stages ? stages + (uint64_t)i * samples * GPUOS_BENCH_STAGES : NULL;
 			h[i].seed = (uint64_t)i + 1;
 			pthread_create(&t[i], NULL, host_client, &h[i]);
 		}
@@ -250,6 +307,20 @@ int cmd_bench(int argc, char **argv)
 		struct gpuos_stats st;
 		char ctrl[256];
 		const struct gpuos_info *in = gpuos_sys_info(s);
+		double med[GPUOS_BENCH_STAGES];
+		char stxt[512] = "";
+		int k, o = 0;
+		if (stages) {
+			/* JSON members, or a line of text: median us of each stage. */
+			stage_medians(stages, n_lat, med);
+			o += snprintf(stxt + o, sizeof(stxt) - (size_t)o, c.json ? ", \"stages_us\": {" : "  stages, median us from the one before:");
+			for (k = 0; k < GPUOS_BENCH_STAGES && o < (int)sizeof(stxt); k++)
+				if (med[k] >= 0)
+					o += snprintf(stxt + o, sizeof(stxt) - (size_t)o, c.json ? "%s\"%s\": %.2f" : " %s%s %.2f",
+						      c.json && stxt[o - 1] != '{' ? ", " : "", stage_name[k], med[k]);
+			if (o < (int)sizeof(stxt))
+				snprintf(stxt + o, sizeof(stxt) - (size_t)o, "%s", c.json ? "}" : "\n");
+		}
 		qsort(lat, n_lat, sizeof(uint32_t), cmp_u32);
 		gpuos_sys_stats(s, &st);
 		gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
@@ -257,21 +328,22 @@ int cmd_bench(int argc, char **argv)
 			printf("{\"device\": \"%s\", \"runtime\": \"%s\", \"op\": \"%s\", \"bytes\": %u, \"threads\": %u, "
 			       "\"iters\": %u, \"warps\": %u, \"queues\": %u, \"requests_per_s\": %.0f, \"gb_per_s\": %.3f, "
 			       "\"lat_median_us\": %.2f, \"lat_p99_us\": %.2f, \"errors\": %u, \"cpu_s\": %.3f, "
-			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu}\n",
+			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu%s}\n",
 			       c.boot.device, gpu ? in->gpu_name : "host", opname, bytes, threads, iters, in->warps,
 			       in->queues_used, reqs / secs, reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0,
 			       lat[(n_lat * 99) / 100] / 1000.0, errors, cpu1 - cpu0, wall,
-			       (unsigned long long)st.commands, (unsigned long long)st.doorbells);
+			       (unsigned long long)st.commands, (unsigned long long)st.doorbells, stxt);
 		else
 			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %u bytes\n"
 			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
-			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n",
+			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n%s",
 			       opname, c.boot.device, gpu ? in->gpu_name : "CPU threads", in->warps,
 			       in->queues_used / in->warps, threads, iters, opname, bytes, reqs / secs,
 			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0,
-			       errors, cpu1 - cpu0, wall);
+			       errors, cpu1 - cpu0, wall, stxt);
 	}
 	free(lat);
+	free(stages);
 	if (gpuos_shutdown(s, err, sizeof(err))) {
 		cli_err("bench", "shutdown: %s", err);
 		return GPUOS_EXIT_FAIL;

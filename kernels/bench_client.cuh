@@ -20,8 +20,6 @@ extern "C" __global__ void gpuos_bench_client(const struct gpuos_bench_args *a)
 		atomicMin((unsigned long long *)(uintptr_t)a->t_start, (unsigned long long)gpuos_now_ns());
 	for (i = 0; i < a->iters; i++) {
 		struct gpuos_req rq;
-		struct gpuos_result res;
-		uint64_t t0, t1;
 		s ^= s << 13;
 		s ^= s >> 7;
 		s ^= s << 17;
@@ -34,12 +32,17 @@ extern "C" __global__ void gpuos_bench_client(const struct gpuos_bench_args *a)
 		rq.arg = 0;
 		rq.batch = 0;
 		rq.tag = i;
-		t0 = gpuos_now_ns();
-		if (gpuos_call(mb, &rq, 0, &res) != GPUOS_ST_OK)
-			errs++;
-		t1 = gpuos_now_ns();
-		if (i < a->samples)
-			lat[(uint64_t)t * a->samples + i] = (uint32_t)(t1 - t0);
+		{
+			/* The last `samples` requests are kept (the first ones warm up). */
+			uint32_t keep = i >= a->iters - a->samples, k = i - (a->iters - a->samples);
+			uint64_t row = (uint64_t)t * a->samples + k;
+			uint32_t *st = keep && a->stages ? (uint32_t *)(uintptr_t)a->stages + row * GPUOS_BENCH_STAGES : 0;
+			uint32_t status, ns = gpuos_bench_one(mb, &rq, st, &status);
+			if (status != GPUOS_ST_OK)
+				errs++;
+			if (keep)
+				lat[row] = ns;
+		}
 	}
 	if (errs)
 		atomicAdd((unsigned int *)(uintptr_t)a->errors, errs);

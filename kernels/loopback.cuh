@@ -37,8 +37,16 @@ static __device__ void loop_serve(struct gpuos_loop_desc *ld, struct gpuos_loop_
 			ph ^= 1u;
 		}
 		cqe = (struct gpuos_nvme_cqe *)(uintptr_t)q->cq + ci;
+#ifdef GPUOS_TRACE
+		{ /* when the command was seen (dw0/dw1 are reserved for a read) */
+			uint64_t t = gpuos_now_ns();
+			cqe->dw0 = (uint32_t)t;
+			cqe->dw1 = (uint32_t)(t >> 32);
+		}
+#else
 		cqe->dw0 = 0;
 		cqe->dw1 = 0;
+#endif
 		// SQ head as of after this batch: entries before it may be reused.
 		*(volatile uint32_t *)&cqe->sqhd = ((head + n) % depth) | (q->qid << 16);
 		gpuos_store_release_dev32((uint32_t *)&cqe->cid, (uint32_t)cid | (ph << 16));

@@ -161,6 +161,14 @@ GPUOS_INLINE GPUOS_HD int mbox_dev(const struct gpuos_rt_desc *d)
 	return (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
 }
 
+/* Stage stamps of a request (abi.h enum gpuos_trace_stage), in builds with
+ * GPUOS_TRACE only: the clock reads and stores stay off the measured path. */
+#ifdef GPUOS_TRACE
+#define TRACE_STAMP(d, ms, stage, t) (rt_slots(d)[ms].t_trace_ns[stage] = (t))
+#else
+#define TRACE_STAMP(d, ms, stage, t) ((void)0)
+#endif
+
 /* ---- data movement ------------------------------------------------------------- */
 
 /* Copy len bytes, all lanes of the warp together. The caller fences (each
@@ -335,6 +343,10 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	/* Mark it ours. The client polls state for DONE meanwhile; relaxed is
 	 * enough, TAKEN publishes nothing. */
 	gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_TAKEN);
+#ifdef GPUOS_TRACE
+	for (uint32_t k = 0; k < GPUOS_TRACE_STAGES; k++)
+		TRACE_STAMP(d, ms, k, k == GPUOS_TRACE_TAKEN ? gpuos_now_ns() : 0);
+#endif
 	if (W->fatal) {
 		finish_slot(d, w, W, ms, GPUOS_ST_CTRL_FATAL, 0, 0);
 		return 0;
@@ -667,6 +679,13 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 		if (lane == 0) {
 			/* One fence and one doorbell store for the batch (in gpuos_qp_sq_ring). */
 			gpuos_qp_sq_ring(qp, n);
+#ifdef GPUOS_TRACE
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t ms = W->req[W->slot[cmds[i]].req].mslot;
+				if (!rt_slots(d)[ms].t_trace_ns[GPUOS_TRACE_RUNG])
+					TRACE_STAMP(d, ms, GPUOS_TRACE_RUNG, gpuos_now_ns());
+			}
+#endif
 			W->st.commands += n;
 			W->st.doorbells += 1;
 		}
@@ -682,9 +701,10 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 /* ---- completion ------------------------------------------------------------------ */
 
 /* All lanes: handle one CQE of warp w. Returns 1 when data went to memory
- * that needs a system-scope fence before DONE. */
+ * that needs a system-scope fence before DONE. t_ctrl: the controller's
+ * stamp in the CQE (trace builds with gpu-null), t_reap: when it was read. */
 GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
-				       uint16_t cid, uint16_t cqe_status)
+				       uint16_t cid, uint16_t cqe_status, uint64_t t_ctrl, uint64_t t_reap)
 {
 	uint32_t lane = gpuos_lane_id();
 	uint16_t st = gpuos_nvme_status_of(cqe_status);
@@ -694,6 +714,8 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 
 	int sys = !mbox_dev(d);
 
+	(void)t_ctrl; /* stamped in trace builds only */
+	(void)t_reap;
 	if (cid >= d->slots_per_warp)
 		return 0; /* not ours: a controller bug; ignore rather than corrupt state */
 	sl = &W->slot[cid];
@@ -721,6 +743,8 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 	}
 	gpuos_warp_sync();
 	if (lane == 0) {
+		TRACE_STAMP(d, r->mslot, GPUOS_TRACE_CTRL, t_ctrl);
+		TRACE_STAMP(d, r->mslot, GPUOS_TRACE_REAPED, t_reap);
 		if (st != 0) {
 			if (r->status == GPUOS_ST_OK) {
 				r->status = GPUOS_ST_NVME;
@@ -751,6 +775,7 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 		struct gpuos_qp *qp = &W->qp[k];
 		uint32_t consumed = 0;
 		uint16_t last_sqhd = 0;
+		uint64_t t_ctrl = 0, t_reap = 0; /* stage stamps, trace builds */
 		int sys = !mbox_dev(d);
 
 		for (;;) {
@@ -769,11 +794,18 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 			if (lane == 0)
 				W->defer = 1;
 			gpuos_warp_sync();
+#ifdef GPUOS_TRACE
+			t_reap = gpuos_now_ns();
+#endif
 			for (i = 0; i < n; i++) {
 				uint16_t cid = (uint16_t)gpuos_warp_bcast32(ok ? e.cid : 0, i);
 				uint16_t status = (uint16_t)gpuos_warp_bcast32(ok ? e.status : 0, i);
 				uint16_t sqhd = (uint16_t)gpuos_warp_bcast32(ok ? e.sqhd : 0, i);
-				sys |= complete_cmd(d, w, W, cid, status);
+#ifdef GPUOS_TRACE
+				t_ctrl = gpuos_warp_bcast32(ok ? e.dw0 : 0, i) |
+					 (uint64_t)gpuos_warp_bcast32(ok ? e.dw1 : 0, i) << 32;
+#endif
+				sys |= complete_cmd(d, w, W, cid, status, t_ctrl, t_reap);
 				last_sqhd = sqhd;
 			}
 			/* Each lane publishes the data it copied for the whole batch;

@@ -189,6 +189,16 @@ enum gpuos_slot_state {
 #define GPUOS_MBOX_PROBE 64u           /* slots a client tries before FULL */
 #define GPUOS_MAX_LENGTH (1ull << 40)  /* longest single request, bytes */
 
+/* Where a request was, by the runtime's clock (slot t_trace_ns; GPUOS_TRACE
+ * builds only, for measuring the path: docs/benchmarks.md). */
+enum gpuos_trace_stage {
+	GPUOS_TRACE_TAKEN = 0,   /* a service warp took it from the ring */
+	GPUOS_TRACE_RUNG = 1,    /* the doorbell of its first command was rung */
+	GPUOS_TRACE_CTRL = 2,    /* the controller saw its last command (gpu-null stamps the CQE) */
+	GPUOS_TRACE_REAPED = 3,  /* the service warp read the CQE of its last command */
+	GPUOS_TRACE_STAGES = 4
+};
+
 struct gpuos_mbox_slot {
 	/* first 64 bytes: the request, written by the client */
 	uint32_t state;        /* 0x00 enum gpuos_slot_state, see protocol above */
@@ -209,7 +219,9 @@ struct gpuos_mbox_slot {
 	uint64_t result;       /* 0x48 bytes transferred, or opcode specific */
 	uint64_t result2;      /* 0x50 opcode specific */
 	uint64_t t_done_ns;    /* 0x58 runtime clock at completion */
-	uint8_t  rsvd60[32];   /* 0x60 .. 0x7f */
+	uint64_t t_trace_ns[GPUOS_TRACE_STAGES]; /* 0x60 .. 0x7f runtime clock at the stages of
+	                        *      enum gpuos_trace_stage; written only by a runtime built
+	                        *      with GPUOS_TRACE (bench --stages), 0 otherwise */
 };
 static_assert(sizeof(struct gpuos_mbox_slot) == 128, "mailbox slot size");
 static_assert(offsetof(struct gpuos_mbox_slot, status) == 64, "completion on its own cache line");

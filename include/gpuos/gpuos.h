@@ -76,8 +76,9 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 	return GPUOS_ST_FULL;
 }
 
-/* Non-blocking: 1 and *res filled (slot released) when done, else 0. */
-GPUOS_INLINE GPUOS_HD int gpuos_poll(struct gpuos_mbox *mb, uint32_t slot, struct gpuos_result *res)
+/* Non-blocking: 1 and *res filled when done, else 0. The slot stays the
+ * caller's (its t_done_ns and trace stamps readable) until gpuos_release. */
+GPUOS_INLINE GPUOS_HD int gpuos_poll_keep(struct gpuos_mbox *mb, uint32_t slot, struct gpuos_result *res)
 {
 	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[slot];
 	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
@@ -88,8 +89,24 @@ GPUOS_INLINE GPUOS_HD int gpuos_poll(struct gpuos_mbox *mb, uint32_t slot, struc
 	res->nvme_status = s->nvme_status;
 	res->result = s->result;
 	res->result2 = s->result2;
-	/* Our reads of the slot happen before anyone reclaims it. */
-	gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_FREE);
+	return 1;
+}
+
+/* Give a completed slot back to the mailbox. */
+GPUOS_INLINE GPUOS_HD void gpuos_release(struct gpuos_mbox *mb, uint32_t slot)
+{
+	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
+	/* Our reads of the slot happen before anyone reclaims it; pairs with
+	 * the next client's CAS in gpuos_post. */
+	gpuos_mbox_store_release(dev, &gpuos_mbox_slots(mb)[slot].state, GPUOS_SLOT_FREE);
+}
+
+/* Non-blocking: 1 and *res filled (slot released) when done, else 0. */
+GPUOS_INLINE GPUOS_HD int gpuos_poll(struct gpuos_mbox *mb, uint32_t slot, struct gpuos_result *res)
+{
+	if (!gpuos_poll_keep(mb, slot, res))
+		return 0;
+	gpuos_release(mb, slot);
 	return 1;
 }
 
