@@ -1262,7 +1262,6 @@ GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint3
 GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 {
 	struct rt_files *F = files_of(d);
-	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	const struct gpuos_rt_queue *q = &d->queue[d->nqueues];
 	uint32_t n = d->mbox_nslots, idle = 0, iter = 0, cmd = GPUOS_RT_CMD_RUN;
 
@@ -1300,10 +1299,10 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 			idle = 0;
 			continue;
 		}
-		/* The control block is host memory: read it now and then. Pairs with
-		 * the host's release store. */
+		/* Now and then, as the service warps do (rt.c). Pairs with the
+		 * host's release store (set_cmd). */
 		if ((iter++ & 31u) == 0)
-			cmd = gpuos_load_acquire_sys32(&ctl->cmd);
+			cmd = gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)d->cmd);
 		if (cmd != GPUOS_RT_CMD_RUN) {
 			/* Every service warp has left: nothing more can be forwarded.
 			 * Pairs with their fence before the exits increment. */

@@ -48,18 +48,6 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_init(struct gpuos_qp *qp, void *sq, void *cq
 	qp->rsvd = 0;
 }
 
-/* Make this thread's SQE writes visible to the controller. Every lane that
- * wrote an entry calls it before the warp syncs and one lane rings the
- * doorbell (gpuos_qp_sq_ring): a fence covers only its own thread's
- * earlier writes for certain. Pairs with the controller's SQE fetch. */
-GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_publish(const struct gpuos_qp *qp)
-{
-	if (qp->dev)
-		gpuos_fence_dev();
-	else
-		gpuos_fence_sys();
-}
-
 /* SQ entries we may still write: one slot stays empty so full != empty (3.3.1). */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_qp_sq_space(const struct gpuos_qp *qp)
 {
@@ -73,13 +61,19 @@ GPUOS_INLINE GPUOS_HD struct gpuos_nvme_sqe *gpuos_qp_sq_entry(struct gpuos_qp *
 	return &qp->sq[(qp->sq_tail + ahead) % qp->depth];
 }
 
-/* Make n written entries the controller's and tell it with one doorbell store. */
+/* Make n written entries the controller's and tell it with one doorbell
+ * store. Entries other lanes wrote must happen before this call (a warp
+ * sync after their writes): the fence here is cumulative. */
 GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_ring(struct gpuos_qp *qp, uint32_t n)
 {
 	qp->sq_tail = (qp->sq_tail + n) % qp->depth;
 	/* Publish the SQEs (DMA memory) before the controller sees the new tail;
-	 * pairs with the controller's SQE fetch after it reads the doorbell. */
-	gpuos_qp_sq_publish(qp);
+	 * pairs with the controller's SQE fetch after it reads the doorbell.
+	 * Device scope where the controller is this GPU (gpu-null). */
+	if (qp->dev)
+		gpuos_fence_dev();
+	else
+		gpuos_fence_sys();
 	gpuos_mmio_write32(qp->sq_db, qp->sq_tail);
 }
 

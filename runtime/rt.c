@@ -67,6 +67,7 @@ struct rt_warp {
 	uint32_t defer;         /* completions in reap: DONE stores wait for flush_done */
 	uint32_t ndone;
 	uint32_t done_list[GPUOS_WARP_MAX];
+	uint32_t cmds[GPUOS_WARP_MAX];  /* slots submit() planned: lane 0 writes, all lanes read */
 	struct gpuos_rt_stats st;   /* private counts; published to ctl by publish_stats */
 	uint32_t free_stack[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_slot slot[GPUOS_RT_MAX_SLOTS_PER_WARP];
@@ -181,10 +182,22 @@ GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
 	const char *s = (const char *)src;
 	uint64_t i = 0;
 	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
-		uint64_t n16 = len / 16u;
+		uint64_t n16 = len / 16u, k = lane;
 		const uint4 *s4 = (const uint4 *)s;
 		uint4 *d4 = (uint4 *)d;
-		for (uint64_t k = lane; k < n16; k += 32u)
+		/* Eight loads in flight per lane before the stores: the source is
+		 * in L2 at best, and one load at a time pays its latency each
+		 * time (4 KiB took 1.8 us so on an H100). */
+		for (; k + 7u * 32u < n16; k += 8u * 32u) {
+			uint4 v[8];
+#pragma unroll
+			for (uint32_t j = 0; j < 8u; j++)
+				v[j] = s4[k + j * 32u];
+#pragma unroll
+			for (uint32_t j = 0; j < 8u; j++)
+				d4[k + j * 32u] = v[j];
+		}
+		for (; k < n16; k += 32u)
 			d4[k] = s4[k];
 		i = n16 * 16u;
 	} else if ((((uintptr_t)d | (uintptr_t)s) & 3u) == 0) {
@@ -232,9 +245,9 @@ GPUOS_INLINE GPUOS_HD int dst_vram(const struct gpuos_rt_desc *d, uint64_t p)
 
 /* Lane 0 only. Publish the result of mailbox slot `ms` and release it to the client. */
 /* Lane 0: the DONE stores of a batch of completions (see finish_slot). One
- * fence publishes every completion field written so far and, with the
- * lanes' own fences before the last warp sync, the data they copied; then
- * each DONE is a relaxed store. Pairs with the clients' acquire loads of
+ * fence publishes every completion field written so far and the data the
+ * lanes copied before the last warp sync (it is cumulative); then each DONE
+ * is a relaxed store. Pairs with the clients' acquire loads of
  * state. System scope unless every client is a thread of this GPU and every
  * destination is in VRAM. */
 GPUOS_INLINE GPUOS_HD void flush_done(const struct gpuos_rt_desc *d, struct rt_warp *W, int sys)
@@ -330,15 +343,49 @@ GPUOS_INLINE GPUOS_HD int enter_req(struct rt_warp *W, uint32_t ms, uint32_t h, 
 	return 0;
 }
 
+/* The request half of a slot (its first 64 bytes), read at once after the
+ * acquire of its ring entry: four 16-byte loads in flight, where reading
+ * field by field between branches costs an L2 round trip each. */
+struct rt_reqcopy {
+	uint32_t state;
+	uint16_t opcode, flags;
+	uint32_t handle, rsvd;
+	uint64_t offset, length, dst, arg, batch, tag;
+};
+static_assert(sizeof(struct rt_reqcopy) == 64 && offsetof(struct rt_reqcopy, batch) == 0x30,
+	      "the request half of struct gpuos_mbox_slot");
+
+GPUOS_INLINE GPUOS_HD void read_req(const struct gpuos_mbox_slot *s, struct rt_reqcopy *q)
+{
+#if GPUOS_ON_GPU
+	const uint4 *src = (const uint4 *)s; /* slots are 128-byte aligned */
+	uint4 *dst = (uint4 *)q;
+	uint4 a = src[0], b = src[1], c = src[2], e = src[3];
+	dst[0] = a;
+	dst[1] = b;
+	dst[2] = c;
+	dst[3] = e;
+#else
+	__builtin_memcpy(q, s, sizeof(*q));
+#endif
+}
+
 /* Lane 0 only. Validate a request just taken; either complete it at once or
  * enter it in the request table. Returns 1 if it used a table entry. */
 GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
 				 uint32_t ms, uint32_t cmd)
 {
 	struct gpuos_mbox_slot *s = &rt_slots(d)[ms];
-	uint32_t op = s->opcode;
-	uint64_t off = s->offset, len = s->length, dst = s->dst;
+	struct rt_reqcopy q;
+	uint32_t op;
+	uint64_t off, len, dst;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
+
+	read_req(s, &q);
+	op = q.opcode;
+	off = q.offset;
+	len = q.length;
+	dst = q.dst;
 
 	/* Mark it ours. The client polls state for DONE meanwhile; relaxed is
 	 * enough, TAKEN publishes nothing. */
@@ -355,7 +402,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_slot(d, w, W, ms, GPUOS_ST_STOPPING, 0, 0);
 		return 0;
 	}
-	if (s->batch && !batch_ok(d, s->batch)) {
+	if (q.batch && !batch_ok(d, q.batch)) {
 		s->batch = 0; /* never touch it */
 		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
 		return 0;
@@ -373,11 +420,11 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 			finish_slot(d, w, W, ms, GPUOS_ST_NO_FILES, 0, 0);
 			return 0;
 		}
-		if (s->flags) {
+		if (q.flags) {
 			finish_slot(d, w, W, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
 			return 0;
 		}
-		hd = gpuos_rt_handle(d, s->handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
+		hd = gpuos_rt_handle(d, q.handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
 		if (!hd) {
 			finish_slot(d, w, W, ms, GPUOS_ST_BAD_HANDLE, 0, 0);
 			return 0;
@@ -392,7 +439,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		}
 		if (op == GPUOS_OP_GGUF_LOAD) {
 			uint64_t toff, tsize;
-			if (gpuos_rt_files_tensor(d, hd, s->arg, &toff, &tsize) || off > tsize ||
+			if (gpuos_rt_files_tensor(d, hd, q.arg, &toff, &tsize) || off > tsize ||
 			    (len && len > tsize - off)) {
 				finish_slot(d, w, W, ms, GPUOS_ST_BAD_RANGE, 0, 0);
 				return 0;
@@ -415,7 +462,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 			gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
 			return 0;
 		}
-		if (enter_req(W, ms, gpuos_rt_handle_index(s->handle), foff, len, dst))
+		if (enter_req(W, ms, gpuos_rt_handle_index(q.handle), foff, len, dst))
 			return 1;
 		finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0); /* unreachable: refuse rather than drop */
 		return 0;
@@ -432,7 +479,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_slot(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, 0, 0);
 		return 0;
 	}
-	if (s->flags) {
+	if (q.flags) {
 		finish_slot(d, w, W, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
 		return 0;
 	}
@@ -463,13 +510,16 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 }
 
 
-/* Take new requests from this warp's ring: lanes read up to 32 new entries
+/* Take new requests from this warp's ring: lanes read the next 32 entries
  * at once; a prefix of entries already written is taken in ring order. An
+ * entry is new when it carries the lap of its position (abi.h), so no
+ * counter is read first: one load per lane per loop, one round trip. An
  * entry not yet written (its client is between fetch_add and store) stops
- * the batch; the next loop comes back to it. */
+ * the batch; the next loop comes back to it. At most `per` positions are
+ * ever outstanding (each needs a slot of the partition), so an entry of an
+ * old lap is never mistaken for a new one. */
 GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
 {
-	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)d->mbox;
 	uint32_t per = d->mbox_nslots / d->nwarps, base = w * per;
 	const uint32_t *ring = (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
 							       (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) + base;
@@ -478,11 +528,9 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 	uint32_t taken = 0;
 
 	for (;;) {
-		/* Pairs with the clients' fetch_add; their entries are read with acquire below. */
-		uint32_t posted = gpuos_mbox_load_acquire(dev, &mb->part[w].posted);
 		uint32_t consumed = W->consumed;
-		uint32_t avail = posted - consumed, room = GPUOS_RT_MAX_REQS_PER_WARP - W->nreq;
-		uint32_t k = avail < width ? avail : width, n, i, pos, e = 0;
+		uint32_t room = GPUOS_RT_MAX_REQS_PER_WARP - W->nreq;
+		uint32_t k = width, n, i, pos, e = 0;
 		int ok;
 		if (!W->fatal && cmd != GPUOS_RT_CMD_STOP && k > room)
 			k = room; /* a failed or stopping warp answers at once: no table entry needed */
@@ -497,6 +545,8 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 		}
 		n = gpuos_warp_ballot(ok);
 		n = (~n == 0u) ? 32u : gpuos_ffs(~n);
+		if (n > k)
+			n = k;
 		if (n == 0)
 			break;
 		for (i = 0; i < n; i++) {
@@ -510,7 +560,7 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 		gpuos_warp_sync();
 		taken += n;
 		if (n < k)
-			break;
+			break; /* the rest is not posted yet */
 	}
 	return (int)taken;
 }
@@ -637,7 +687,7 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 {
 	uint32_t qpw = d->nqueues / d->nwarps;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
-	uint32_t cmds[GPUOS_WARP_MAX];
+	uint32_t *cmds = W->cmds;
 	uint32_t k, total = 0;
 
 	for (k = 0; k < qpw; k++) {
@@ -650,10 +700,13 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 			if (max > GPUOS_WARP_MAX)
 				max = GPUOS_WARP_MAX;
 			n = plan(d, w, W, q, max, cmds);
-			for (uint32_t i = 0; i < n; i++)
-				W->slot[cmds[i]].t_submit = gpuos_now_ns();
+			if (n) {
+				uint64_t now = gpuos_now_ns();
+				for (uint32_t i = 0; i < n; i++)
+					W->slot[cmds[i]].t_submit = now;
+			}
 		}
-		/* The slots lane 0 just planned are read by every lane below. */
+		/* The slots lane 0 just planned (and cmds[]) are read by every lane below. */
 		gpuos_warp_sync();
 		n = gpuos_warp_bcast32(n, 0);
 		if (n == 0) {
@@ -662,28 +715,21 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 				break;
 			continue;
 		}
-		/* Distribute slot numbers: lane 0 holds cmds[]; lanes fetch by shuffle. */
-		for (uint32_t base = 0; base < n; base += width) {
-			uint32_t my = 0;
-			for (uint32_t j = 0; j < width && base + j < n; j++) {
-				uint32_t v = gpuos_warp_bcast32(lane == 0 ? cmds[base + j] : 0, 0);
-				if (lane == j)
-					my = v;
-			}
-			if (base + lane < n) {
-				build_sqe(d, w, W, qp, base + lane, my);
-				gpuos_qp_sq_publish(qp);
-			}
-		}
+		for (uint32_t i = lane; i < n; i += width)
+			build_sqe(d, w, W, qp, i, cmds[i]);
+		/* The lanes' SQE writes happen before lane 0's fence in
+		 * gpuos_qp_sq_ring through this sync (the grid-barrier pattern:
+		 * sync, then one thread fences and signals), so one fence
+		 * publishes the whole batch before the doorbell. */
 		gpuos_warp_sync();
 		if (lane == 0) {
 			/* One fence and one doorbell store for the batch (in gpuos_qp_sq_ring). */
 			gpuos_qp_sq_ring(qp, n);
 #ifdef GPUOS_TRACE
 			for (uint32_t i = 0; i < n; i++) {
-				uint32_t ms = W->req[W->slot[cmds[i]].req].mslot;
-				if (!rt_slots(d)[ms].t_trace_ns[GPUOS_TRACE_RUNG])
-					TRACE_STAMP(d, ms, GPUOS_TRACE_RUNG, gpuos_now_ns());
+				const struct rt_slot *sl = &W->slot[cmds[i]];
+				if (sl->dst == W->req[sl->req].dst) /* the request's first command */
+					TRACE_STAMP(d, W->req[sl->req].mslot, GPUOS_TRACE_RUNG, gpuos_now_ns());
 			}
 #endif
 			W->st.commands += n;
@@ -808,12 +854,9 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 				sys |= complete_cmd(d, w, W, cid, status, t_ctrl, t_reap);
 				last_sqhd = sqhd;
 			}
-			/* Each lane publishes the data it copied for the whole batch;
-			 * then lane 0 releases the batch's requests (flush_done). */
-			if (sys)
-				gpuos_fence_sys();
-			else
-				gpuos_fence_dev();
+			/* The data the lanes copied happens before lane 0's fence in
+			 * flush_done through this sync; that one fence publishes it
+			 * with the completions (as in submit). */
 			gpuos_warp_sync();
 			if (lane == 0) {
 				flush_done(d, W, sys);
@@ -957,7 +1000,6 @@ GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d)
 GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void *local, uint64_t local_bytes)
 {
 	struct rt_warp *G = rt_warp(d, w), *W = G;
-	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	uint32_t lane = gpuos_lane_id(), qpw = d->nqueues / d->nwarps;
 	uint32_t idle = 0, cmd = GPUOS_RT_CMD_RUN;
 	struct gpuos_qp *gq;
@@ -984,10 +1026,11 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		int work = 0;
 		uint64_t it = W->iter;
 
-		/* The control block is host memory: read it now and then, not per
-		 * loop (a PCIe round trip). Pairs with the host's release store. */
+		/* Read now and then, not per loop: on the GPU an L2 round trip
+		 * (boot keeps it in VRAM), in host mode a shared line. Pairs with
+		 * the host's release store (set_cmd). */
 		if ((it & 31u) == 0)
-			cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&ctl->cmd), 0);
+			cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)d->cmd), 0);
 		if (d->csts && (it & 255u) == 0 && !W->fatal) {
 			uint32_t csts = gpuos_warp_bcast32(
 				gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts), 0);

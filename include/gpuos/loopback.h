@@ -34,7 +34,7 @@ struct gpuos_loop_desc {
 	uint32_t nqueues;
 	uint32_t nwarps;    /* loopback warps; queue q is served by warp q % nwarps */
 	uint32_t rsvd;
-	uint64_t commands;  /* completed, summed by the warps (relaxed) */
+	uint64_t commands;  /* completed, summed by the warps as they leave */
 	struct gpuos_loop_queue q[GPUOS_LOOP_MAX_QUEUES];
 };
 

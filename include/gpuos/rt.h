@@ -65,6 +65,8 @@ struct gpuos_rt_desc {
 	uint32_t mbox_nslots;  /* its slots (a copy: the header may sit across PCIe) */
 	uint32_t rsvd_mb;
 	uint64_t ctl;          /* struct gpuos_rt_ctl * */
+	uint64_t cmd;          /* uint32_t the runtime polls for GPUOS_RT_CMD_*: &ctl->cmd in host
+	                        * mode, a copy in VRAM on the GPU (boot/sys.c set_cmd) */
 	uint64_t state;        /* runtime private state, state_bytes long, zeroed before first launch */
 	uint64_t state_bytes;
 	uint32_t slots_per_warp; /* in-flight commands per warp, <= GPUOS_RT_MAX_SLOTS_PER_WARP */
