@@ -16,8 +16,9 @@
 #include "loopback.cuh"
 #include "bench_client.cuh"
 
-// Shared memory per service warp: its state and up to a hundred queue pairs.
-#define GPUOS_RT_LOCAL_BYTES (28u * 1024u)
+// Shared memory per service warp: its state and queue pairs, for the
+// largest configuration (rt.c); static shared memory is at most 48 KiB.
+static_assert(GPUOS_RT_LOCAL_MAX_BYTES <= 48u * 1024u, "a warp's state fits static shared memory");
 
 // The descriptor comes by value (boot/sys.c): read-only, it is read from the
 // kernel's parameter space through the constant cache, which the service
@@ -26,7 +27,7 @@ extern "C" __global__ void __launch_bounds__(32) gpuos_rt_kernel(const __grid_co
 {
 	const struct gpuos_rt_desc *d = &desc;
 	// The warp's working state, in shared memory while it runs (rt.h).
-	__shared__ __align__(64) unsigned long long local[GPUOS_RT_LOCAL_BYTES / 8];
+	__shared__ __align__(64) unsigned long long local[(GPUOS_RT_LOCAL_MAX_BYTES + 7u) / 8u];
 	if (blockIdx.x < d->nwarps)
 		gpuos_rt_warp_run(d, blockIdx.x, local, sizeof(local));
 	else if (blockIdx.x == d->nwarps)

@@ -47,8 +47,9 @@ struct rt_req {             /* a mailbox request being served */
 	uint64_t done;          /* bytes delivered */
 };
 
+/* A warp's block of state: struct rt_warp, then its queue pairs (rt_qp).
+ * On the GPU the whole block lives in shared memory while the warp runs. */
 struct rt_warp {
-	struct gpuos_qp *qp;    /* this warp's queue pairs (in shared memory while it runs on a GPU) */
 	uint32_t inited;
 	uint32_t consumed;      /* ring positions of our partition taken so far */
 	uint32_t rsvd0;
@@ -85,22 +86,34 @@ struct rt_state {
 
 GPUOS_INLINE GPUOS_HD uint64_t align64(uint64_t v) { return (v + 63u) & ~63ull; }
 
-GPUOS_HD uint64_t gpuos_rt_state_bytes(const struct gpuos_rt_desc *d)
+/* Bytes of one warp's block: its state and its queue pairs. */
+GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d)
 {
-	return align64(sizeof(struct rt_state)) + align64((uint64_t)d->nqueues * sizeof(struct gpuos_qp)) +
-	       (uint64_t)d->nwarps * align64(sizeof(struct rt_warp));
+	return align64(align64(sizeof(struct rt_warp)) + (uint64_t)(d->nqueues / d->nwarps) * sizeof(struct gpuos_qp));
 }
 
-GPUOS_INLINE GPUOS_HD struct gpuos_qp *rt_qps(const struct gpuos_rt_desc *d)
+/* The most any configuration needs (one warp owning every queue): what the
+ * GPU kernel reserves in shared memory (kernels/runtime.cu). */
+#define GPUOS_RT_LOCAL_MAX_BYTES \
+	(((sizeof(struct rt_warp) + 63u) & ~(size_t)63u) + GPUOS_RT_MAX_QUEUES * sizeof(struct gpuos_qp))
+
+GPUOS_HD uint64_t gpuos_rt_state_bytes(const struct gpuos_rt_desc *d)
 {
-	return (struct gpuos_qp *)(uintptr_t)(d->state + align64(sizeof(struct rt_state)));
+	return align64(sizeof(struct rt_state)) + (uint64_t)d->nwarps * gpuos_rt_local_bytes(d);
 }
 
 GPUOS_INLINE GPUOS_HD struct rt_warp *rt_warp(const struct gpuos_rt_desc *d, uint32_t w)
 {
 	return (struct rt_warp *)(uintptr_t)(d->state + align64(sizeof(struct rt_state)) +
-					       align64((uint64_t)d->nqueues * sizeof(struct gpuos_qp)) +
-					       (uint64_t)w * align64(sizeof(struct rt_warp)));
+					       (uint64_t)w * gpuos_rt_local_bytes(d));
+}
+
+/* Queue pair k of the warp whose state is W: right after it, so an address
+ * computed from W (shared memory on the GPU) stays a shared-memory address
+ * for the compiler, never a generic pointer loaded from memory. */
+GPUOS_INLINE GPUOS_HD struct gpuos_qp *rt_qp(struct rt_warp *W, uint32_t k)
+{
+	return (struct gpuos_qp *)((char *)W + align64(sizeof(struct rt_warp))) + k;
 }
 
 int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
@@ -692,7 +705,7 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 
 	for (k = 0; k < qpw; k++) {
 		uint32_t q = w * qpw + (W->rr_q + k) % qpw;
-		struct gpuos_qp *qp = &W->qp[(W->rr_q + k) % qpw];
+		struct gpuos_qp *qp = rt_qp(W, (W->rr_q + k) % qpw);
 		uint32_t n = 0, max;
 
 		if (lane == 0) {
@@ -818,7 +831,7 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 	int total = 0;
 
 	for (k = 0; k < qpw; k++) {
-		struct gpuos_qp *qp = &W->qp[k];
+		struct gpuos_qp *qp = rt_qp(W, k);
 		uint32_t consumed = 0;
 		uint16_t last_sqhd = 0;
 		uint64_t t_ctrl = 0, t_reap = 0; /* stage stamps, trace builds */
@@ -955,15 +968,14 @@ GPUOS_INLINE GPUOS_HD void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, s
 GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
 	uint32_t qpw = d->nqueues / d->nwarps;
-	struct gpuos_qp *qps = rt_qps(d);
 	uint32_t s, k;
 
 	for (k = 0; k < qpw; k++) {
 		const struct gpuos_rt_queue *q = &d->queue[w * qpw + k];
-		gpuos_qp_init(&qps[w * qpw + k], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
+		gpuos_qp_init(rt_qp(W, k), (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
 			      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
 			      q->depth, q->qid);
-		qps[w * qpw + k].dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
+		rt_qp(W, k)->dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
 	}
 	W->nfree = 0;
 	for (s = d->slots_per_warp; s > 0; s--) {
@@ -977,7 +989,6 @@ GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, 
 	W->rr_req = 0;
 	W->consumed = 0;
 	W->fatal = 0;
-	W->qp = &qps[w * qpw];
 	W->inited = 1;
 }
 
@@ -992,35 +1003,31 @@ GPUOS_INLINE GPUOS_HD void warp_copy_words(void *dst, const void *src, uint64_t 
 		dq[i] = sq[i];
 }
 
-GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d)
-{
-	return align64(sizeof(struct rt_warp)) + (uint64_t)(d->nqueues / d->nwarps) * sizeof(struct gpuos_qp);
-}
-
 GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void *local, uint64_t local_bytes)
 {
 	struct rt_warp *G = rt_warp(d, w), *W = G;
-	uint32_t lane = gpuos_lane_id(), qpw = d->nqueues / d->nwarps;
+	uint32_t lane = gpuos_lane_id();
 	uint32_t idle = 0, cmd = GPUOS_RT_CMD_RUN;
-	struct gpuos_qp *gq;
 
+	(void)local;
+	(void)local_bytes;
 	if (lane == 0 && !G->inited)
 		warp_init(d, w, G);
 	gpuos_warp_sync();
-	gq = G->qp;
-	if (local && gpuos_rt_local_bytes(d) <= local_bytes) {
-		/* The warp's state is private: work on a copy in shared memory,
-		 * which the acquire loads of the loop do not evict (global state
-		 * costs an L2 round trip per access after each of them). Copied
-		 * back when the warp leaves, so park/resume keep everything. */
-		W = (struct rt_warp *)local;
-		warp_copy_words(W, G, align64(sizeof(struct rt_warp)));
-		warp_copy_words((char *)local + align64(sizeof(struct rt_warp)), gq, (uint64_t)qpw * sizeof(struct gpuos_qp));
-		gpuos_warp_sync();
-		if (lane == 0)
-			W->qp = (struct gpuos_qp *)((char *)local + align64(sizeof(struct rt_warp)));
-		gpuos_warp_sync();
-	}
+#if GPUOS_ON_GPU
+	/* The warp's block is private: work on a copy in shared memory, which
+	 * the acquire loads of the loop do not evict (global state costs an
+	 * L2 round trip per access after each of them). Always, so that the
+	 * compiler sees shared-memory addresses (not generic ones) in all the
+	 * loop's bookkeeping. The kernel reserves room for the largest
+	 * configuration; copied back when the warp leaves, so park/resume
+	 * keep everything. */
+	if (gpuos_rt_local_bytes(d) > local_bytes)
+		__trap(); /* cannot happen: gpuos_rt_desc_check bounds the queues */
+	W = (struct rt_warp *)local;
+	warp_copy_words(W, G, gpuos_rt_local_bytes(d));
+	gpuos_warp_sync();
+#endif
 
 	for (;;) {
 		int work = 0;
@@ -1084,11 +1091,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		publish_stats(d, w, W);
 	gpuos_warp_sync();
 	if (W != G) {
-		warp_copy_words(gq, W->qp, (uint64_t)qpw * sizeof(struct gpuos_qp));
-		warp_copy_words(G, W, align64(sizeof(struct rt_warp)));
-		gpuos_warp_sync();
-		if (lane == 0)
-			G->qp = gq;
+		warp_copy_words(G, W, gpuos_rt_local_bytes(d));
 		gpuos_warp_sync();
 	}
 	if (lane == 0 && d->meta) {

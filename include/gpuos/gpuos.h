@@ -48,8 +48,12 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 	for (i = 0; i < probe; i++) {
 		uint32_t idx = (t + i) % n;
 		struct gpuos_mbox_slot *s = &slots[idx];
+#if !GPUOS_ON_GPU
+		/* A CPU's failed CAS still takes the line exclusive: look first.
+		 * On a GPU both go to L2, and the look would cost a round trip. */
 		if (gpuos_load_relaxed_sys32(&s->state) != GPUOS_SLOT_FREE)
 			continue;
+#endif
 		if (gpuos_mbox_cas(dev, &s->state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) != GPUOS_SLOT_FREE)
 			continue;
 		s->opcode = rq->opcode;
