@@ -17,7 +17,7 @@ struct loop_q {              // one queue's state while the kernel runs
 	const uint32_t *sq_db, *cq_db;
 	uint32_t qid, depth;
 	uint32_t sq_head, cq_tail, phase;
-	uint32_t rsvd;
+	uint32_t cq_head;        // the driver's CQ head as last read
 };
 
 // All lanes: post CQEs for the new SQEs of queue q (tail: its doorbell).
@@ -25,18 +25,27 @@ static __device__ uint32_t loop_serve(struct loop_q *q, uint32_t tail)
 {
 	const uint32_t lane = gpuos_lane_id();
 	uint32_t head = q->sq_head, ctail = q->cq_tail, phase = q->phase, depth = q->depth;
-	uint32_t cq_head, avail, room, n;
+	uint32_t cq_head = q->cq_head, avail, room, n;
 
-	cq_head = gpuos_load_relaxed_dev32(q->cq_db);
+	if (tail >= depth)
+		return 0; // a driver bug; a real controller would set CFS
+	avail = (tail + depth - head) % depth;
+	room = depth - 1u - (ctail + depth - cq_head) % depth; // never fill the CQ completely
+	if (room < avail) {
+		// The CQ head as of now: a round trip, only when the head we
+		// know leaves too little room.
+		cq_head = gpuos_load_relaxed_dev32(q->cq_db);
+		if (cq_head >= depth)
+			return 0;
+		if (lane == 0)
+			q->cq_head = cq_head;
+		room = depth - 1u - (ctail + depth - cq_head) % depth;
+	}
 	// Acquire pattern with the relaxed doorbell loads: pairs with the
 	// runtime's fence before its doorbell store, so the SQEs up to the
 	// tail are visible; and we reuse CQ entries only after the runtime's
 	// head store says it is done reading them.
 	gpuos_fence_dev();
-	if (tail >= depth || cq_head >= depth)
-		return 0; // a driver bug; a real controller would set CFS
-	avail = (tail + depth - head) % depth;
-	room = depth - 1u - (ctail + depth - cq_head) % depth; // never fill the CQ completely
 	n = avail < room ? avail : room;
 	if (n > 32u)
 		n = 32u;
@@ -104,6 +113,9 @@ extern "C" __global__ void __launch_bounds__(32) gpuos_loop_kernel(struct gpuos_
 		lq[i].sq_head = g->sq_head;
 		lq[i].cq_tail = g->cq_tail;
 		lq[i].phase = g->phase;
+		// The head as of now; later it only falls behind the driver's,
+		// which understates the room (safe) until it is read again.
+		lq[i].cq_head = gpuos_load_relaxed_dev32(lq[i].cq_db);
 	}
 	__syncwarp();
 	for (uint32_t it = 0;; it++) {

@@ -859,13 +859,11 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 			for (i = 0; i < n; i++) {
 				uint16_t cid = (uint16_t)gpuos_warp_bcast32(ok ? e.cid : 0, i);
 				uint16_t status = (uint16_t)gpuos_warp_bcast32(ok ? e.status : 0, i);
-				uint16_t sqhd = (uint16_t)gpuos_warp_bcast32(ok ? e.sqhd : 0, i);
 #ifdef GPUOS_TRACE
 				t_ctrl = gpuos_warp_bcast32(ok ? e.dw0 : 0, i) |
 					 (uint64_t)gpuos_warp_bcast32(ok ? e.dw1 : 0, i) << 32;
 #endif
 				sys |= complete_cmd(d, w, W, cid, status, t_ctrl, t_reap);
-				last_sqhd = sqhd;
 			}
 			/* The data the lanes copied happens before lane 0's fence in
 			 * flush_done through this sync; that one fence publishes it
@@ -875,6 +873,10 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 				flush_done(d, W, sys);
 				W->defer = 0;
 			}
+			/* The SQ head of the batch's last entry, used only now: its
+			 * load (after the acquire in gpuos_qp_cq_peek) overlapped the
+			 * work above rather than delaying it. */
+			last_sqhd = (uint16_t)gpuos_warp_bcast32(ok ? e.sqhd : 0, n - 1u);
 			gpuos_warp_sync();
 			consumed += n;
 			if (consumed + width > qp->depth - 1u)
