@@ -20,6 +20,12 @@ struct loop_q {              // one queue's state while the kernel runs
 	uint32_t cq_head;        // the driver's CQ head as last read
 };
 
+// v mod depth for v < 2 * depth (a division is dozens of instructions).
+static __device__ __forceinline__ uint32_t loop_wrap(uint32_t v, uint32_t depth)
+{
+	return v >= depth ? v - depth : v;
+}
+
 // All lanes: post CQEs for the new SQEs of queue q (tail: its doorbell).
 static __device__ uint32_t loop_serve(struct loop_q *q, uint32_t tail)
 {
@@ -29,8 +35,8 @@ static __device__ uint32_t loop_serve(struct loop_q *q, uint32_t tail)
 
 	if (tail >= depth)
 		return 0; // a driver bug; a real controller would set CFS
-	avail = (tail + depth - head) % depth;
-	room = depth - 1u - (ctail + depth - cq_head) % depth; // never fill the CQ completely
+	avail = loop_wrap(tail + depth - head, depth);
+	room = depth - 1u - loop_wrap(ctail + depth - cq_head, depth); // never fill the CQ completely
 	if (room < avail) {
 		// The CQ head as of now: a round trip, only when the head we
 		// know leaves too little room.
@@ -39,7 +45,7 @@ static __device__ uint32_t loop_serve(struct loop_q *q, uint32_t tail)
 			return 0;
 		if (lane == 0)
 			q->cq_head = cq_head;
-		room = depth - 1u - (ctail + depth - cq_head) % depth;
+		room = depth - 1u - loop_wrap(ctail + depth - cq_head, depth);
 	}
 	// Acquire pattern with the relaxed doorbell loads: pairs with the
 	// runtime's fence before its doorbell store, so the SQEs up to the
@@ -52,7 +58,7 @@ static __device__ uint32_t loop_serve(struct loop_q *q, uint32_t tail)
 	if (n == 0)
 		return 0;
 	if (lane < n) {
-		uint32_t si = (head + lane) % depth;
+		uint32_t si = loop_wrap(head + lane, depth); // lane < n < depth
 		uint32_t ci = ctail + lane, ph = phase;
 		uint16_t cid = q->sq[si].cid;
 		struct gpuos_nvme_cqe *cqe;
@@ -72,14 +78,14 @@ static __device__ uint32_t loop_serve(struct loop_q *q, uint32_t tail)
 		cqe->dw1 = 0;
 #endif
 		// SQ head as of after this batch: entries before it may be reused.
-		*(volatile uint32_t *)&cqe->sqhd = ((head + n) % depth) | (q->qid << 16);
+		*(volatile uint32_t *)&cqe->sqhd = loop_wrap(head + n, depth) | (q->qid << 16);
 		// Dwords 0-2 before the phase tag: pairs with the runtime's
 		// acquire load of dword 3 in gpuos_qp_cq_peek.
 		gpuos_store_release_dev32((uint32_t *)&cqe->cid, (uint32_t)cid | (ph << 16));
 	}
 	__syncwarp();
 	if (lane == 0) {
-		q->sq_head = (head + n) % depth;
+		q->sq_head = loop_wrap(head + n, depth);
 		ctail += n;
 		if (ctail >= depth) {
 			ctail -= depth;

@@ -48,17 +48,24 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_init(struct gpuos_qp *qp, void *sq, void *cq
 	qp->rsvd = 0;
 }
 
+/* v mod depth for v < 2 * depth: a compare, where % is a division the GPU
+ * does in software (dozens of dependent instructions on the service path). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_qp_wrap(const struct gpuos_qp *qp, uint32_t v)
+{
+	return v >= qp->depth ? v - qp->depth : v;
+}
+
 /* SQ entries we may still write: one slot stays empty so full != empty (3.3.1). */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_qp_sq_space(const struct gpuos_qp *qp)
 {
-	uint32_t used = (qp->sq_tail + qp->depth - qp->sq_head) % qp->depth;
+	uint32_t used = gpuos_qp_wrap(qp, qp->sq_tail + qp->depth - qp->sq_head);
 	return qp->depth - 1u - used;
 }
 
 /* SQ entry `ahead` places past the tail (lanes fill several before one doorbell). */
 GPUOS_INLINE GPUOS_HD struct gpuos_nvme_sqe *gpuos_qp_sq_entry(struct gpuos_qp *qp, uint32_t ahead)
 {
-	return &qp->sq[(qp->sq_tail + ahead) % qp->depth];
+	return &qp->sq[gpuos_qp_wrap(qp, qp->sq_tail + ahead)]; /* ahead < sq_space */
 }
 
 /* Make n written entries the controller's and tell it with one doorbell
@@ -66,7 +73,7 @@ GPUOS_INLINE GPUOS_HD struct gpuos_nvme_sqe *gpuos_qp_sq_entry(struct gpuos_qp *
  * sync after their writes): the fence here is cumulative. */
 GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_ring(struct gpuos_qp *qp, uint32_t n)
 {
-	qp->sq_tail = (qp->sq_tail + n) % qp->depth;
+	qp->sq_tail = gpuos_qp_wrap(qp, qp->sq_tail + n); /* n <= sq_space */
 	/* Publish the SQEs (DMA memory) before the controller sees the new tail;
 	 * pairs with the controller's SQE fetch after it reads the doorbell.
 	 * Device scope where the controller is this GPU (gpu-null). */

@@ -63,6 +63,10 @@ struct rt_warp {
 	uint64_t active_mask;
 	uint64_t pending_mask;
 	uint32_t fatal;         /* controller failed */
+	uint32_t qpw;           /* queue pairs of this warp, nqueues / nwarps (set at each start: */
+	uint32_t per;           /* mailbox slots of its partition; no division in the loop) */
+	uint32_t ring_idx;      /* consumed % per, and the lap tag (consumed / per + 1) & 0xffff */
+	uint32_t ring_lap;      /* of the next ring entry to take (intake) */
 	uint64_t iter;
 	uint32_t stats_dirty;
 	uint32_t defer;         /* completions in reap: DONE stores wait for flush_done */
@@ -533,7 +537,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
  * old lap is never mistaken for a new one. */
 GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
 {
-	uint32_t per = d->mbox_nslots / d->nwarps, base = w * per;
+	uint32_t per = W->per, base = w * per;
 	const uint32_t *ring = (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
 							       (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) + base;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
@@ -543,18 +547,30 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 	for (;;) {
 		uint32_t consumed = W->consumed;
 		uint32_t room = GPUOS_RT_MAX_REQS_PER_WARP - W->nreq;
-		uint32_t k = width, n, i, pos, e = 0;
+		uint32_t k = width, n, i, idx, lap, e = 0;
 		int ok;
 		if (!W->fatal && cmd != GPUOS_RT_CMD_STOP && k > room)
 			k = room; /* a failed or stopping warp answers at once: no table entry needed */
 		if (k == 0)
 			break;
-		pos = consumed + lane;
+		/* Position consumed + lane: its index in the ring and its lap,
+		 * counted on from the ones of `consumed`; as the clients count
+		 * them (pos % per, pos / per) where the 32-bit position wraps. */
+		idx = W->ring_idx + lane;
+		lap = W->ring_lap;
+		if (consumed + lane < consumed) {
+			idx = (consumed + lane) % per;
+			lap = ((consumed + lane) / per + 1u) & 0xffffu;
+		}
+		while (idx >= per) {
+			idx -= per;
+			lap = (lap + 1u) & 0xffffu;
+		}
 		ok = lane < k;
 		if (ok) {
 			/* Pairs with the client's release store of the entry. */
-			e = gpuos_mbox_load_acquire(dev, &ring[pos % per]);
-			ok = (e >> 16) == (((pos / per) + 1u) & 0xffffu) && (e & 0xffffu) < per;
+			e = gpuos_mbox_load_acquire(dev, &ring[idx]);
+			ok = (e >> 16) == lap && (e & 0xffffu) < per;
 		}
 		n = gpuos_warp_ballot(ok);
 		n = (~n == 0u) ? 32u : gpuos_ffs(~n);
@@ -568,8 +584,18 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 				accept(d, w, W, base + slot, cmd);
 		}
 		gpuos_warp_sync();
-		if (lane == 0)
+		if (lane == 0) {
 			W->consumed = consumed + n;
+			W->ring_idx += n;
+			while (W->ring_idx >= per) {
+				W->ring_idx -= per;
+				W->ring_lap = (W->ring_lap + 1u) & 0xffffu;
+			}
+			if (W->consumed < consumed) { /* wrapped: count as the clients do */
+				W->ring_idx = W->consumed % per;
+				W->ring_lap = (W->consumed / per + 1u) & 0xffffu;
+			}
+		}
 		gpuos_warp_sync();
 		taken += n;
 		if (n < k)
@@ -698,14 +724,15 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 
 GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
-	uint32_t qpw = d->nqueues / d->nwarps;
+	uint32_t qpw = W->qpw;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	uint32_t *cmds = W->cmds;
 	uint32_t k, total = 0;
 
 	for (k = 0; k < qpw; k++) {
-		uint32_t q = w * qpw + (W->rr_q + k) % qpw;
-		struct gpuos_qp *qp = rt_qp(W, (W->rr_q + k) % qpw);
+		uint32_t kq = W->rr_q + k >= qpw ? W->rr_q + k - qpw : W->rr_q + k; /* both < qpw */
+		uint32_t q = w * qpw + kq;
+		struct gpuos_qp *qp = rt_qp(W, kq);
 		uint32_t n = 0, max;
 
 		if (lane == 0) {
@@ -752,7 +779,7 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 		total += n;
 	}
 	if (lane == 0)
-		W->rr_q = (W->rr_q + 1u) % qpw;
+		W->rr_q = W->rr_q + 1u >= qpw ? 0 : W->rr_q + 1u;
 	gpuos_warp_sync();
 	return (int)total;
 }
@@ -825,7 +852,7 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 
 GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
-	uint32_t qpw = d->nqueues / d->nwarps;
+	uint32_t qpw = W->qpw;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	uint32_t k;
 	int total = 0;
@@ -990,6 +1017,8 @@ GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, 
 	W->rr_q = 0;
 	W->rr_req = 0;
 	W->consumed = 0;
+	W->ring_idx = 0;
+	W->ring_lap = 1; /* position 0 is in lap 0, tagged 1 (abi.h) */
 	W->fatal = 0;
 	W->inited = 1;
 }
@@ -1030,6 +1059,11 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 	warp_copy_words(W, G, gpuos_rt_local_bytes(d));
 	gpuos_warp_sync();
 #endif
+	if (lane == 0) {
+		W->qpw = d->nqueues / d->nwarps;
+		W->per = d->mbox_nslots / d->nwarps;
+	}
+	gpuos_warp_sync();
 
 	for (;;) {
 		int work = 0;
