@@ -109,7 +109,7 @@ GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
 
 /* ---- the service warps' side ------------------------------------------------------ */
 
-GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms)
+GPUOS_NOINLINE GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms)
 {
 	struct rt_files *F = files_of(d);
 	uint32_t n = d->mbox_nslots;
@@ -135,7 +135,7 @@ GPUOS_HD const struct rt_handle *gpuos_rt_handle_at(const struct gpuos_rt_desc *
 	return &files_of(d)->h[index - 1u];
 }
 
-GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpuos_rt_desc *d, uint32_t h, uint32_t kind_mask)
+GPUOS_NOINLINE GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpuos_rt_desc *d, uint32_t h, uint32_t kind_mask)
 {
 	const struct rt_handle *hd = gpuos_rt_handle_at(d, gpuos_rt_handle_index(h));
 	if (!hd || hd->kind == H_FREE || hd->gen != (h >> 8) || !((1u << hd->kind) & kind_mask))
@@ -143,7 +143,7 @@ GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpuos_rt_desc *d, 
 	return hd;
 }
 
-GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
+GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
 				uint64_t off, uint64_t *dev, uint64_t *run, int *zero, uint32_t *hint)
 {
 	const struct gpuos_ext4_extent *ext;
@@ -189,7 +189,7 @@ GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_h
 	return 0;
 }
 
-GPUOS_HD int gpuos_rt_files_tensor(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
+GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_tensor(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
 				   uint64_t idx, uint64_t *off, uint64_t *size)
 {
 	const struct gpuos_gguf *g;

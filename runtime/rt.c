@@ -154,7 +154,7 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
  * published to the control block (host memory, read by the host at any
  * time) with relaxed stores now and then: never a read across PCIe per
  * request. */
-GPUOS_INLINE GPUOS_HD void publish_stats(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+GPUOS_NOINLINE GPUOS_HD static void publish_stats(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
 	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	struct gpuos_rt_stats *o = &ctl->stats[w];
@@ -327,6 +327,15 @@ GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w,
 	W->pending_mask &= ~(1ull << ri);
 }
 
+/* Lane 0: finish_slot for a request answered at intake (refused, or with
+ * nothing to move), out of line: these paths are cold, and the fewer
+ * instructions the service loop spans the better a single warp runs. */
+GPUOS_NOINLINE GPUOS_HD static void finish_at_once(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+						  uint32_t ms, uint32_t status)
+{
+	finish_slot(d, w, W, ms, status, 0, 0);
+}
+
 /* ---- intake -------------------------------------------------------------------- */
 
 /* Lane 0: enter a validated request in the warp's table (intake only runs
@@ -412,16 +421,16 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		TRACE_STAMP(d, ms, k, k == GPUOS_TRACE_TAKEN ? gpuos_now_ns() : 0);
 #endif
 	if (W->fatal) {
-		finish_slot(d, w, W, ms, GPUOS_ST_CTRL_FATAL, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_CTRL_FATAL);
 		return 0;
 	}
 	if (cmd == GPUOS_RT_CMD_STOP) {
-		finish_slot(d, w, W, ms, GPUOS_ST_STOPPING, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_STOPPING);
 		return 0;
 	}
 	if (q.batch && !batch_ok(d, q.batch)) {
 		s->batch = 0; /* never touch it */
-		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
 		return 0;
 	}
 	if (op == GPUOS_OP_NOP) {
@@ -434,31 +443,31 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		const struct rt_handle *hd;
 		uint64_t foff = off;
 		if (!d->meta) {
-			finish_slot(d, w, W, ms, GPUOS_ST_NO_FILES, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
 			return 0;
 		}
 		if (q.flags) {
-			finish_slot(d, w, W, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS);
 			return 0;
 		}
 		hd = gpuos_rt_handle(d, q.handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
 		if (!hd) {
-			finish_slot(d, w, W, ms, GPUOS_ST_BAD_HANDLE, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE);
 			return 0;
 		}
 		if (hd->kind == H_DIR) {
-			finish_slot(d, w, W, ms, GPUOS_ST_ISDIR, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_ISDIR);
 			return 0;
 		}
 		if (len > GPUOS_MAX_LENGTH || off + len < off) {
-			finish_slot(d, w, W, ms, GPUOS_ST_OVERFLOW, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW);
 			return 0;
 		}
 		if (op == GPUOS_OP_GGUF_LOAD) {
 			uint64_t toff, tsize;
 			if (gpuos_rt_files_tensor(d, hd, q.arg, &toff, &tsize) || off > tsize ||
 			    (len && len > tsize - off)) {
-				finish_slot(d, w, W, ms, GPUOS_ST_BAD_RANGE, 0, 0);
+				finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
 				return 0;
 			}
 			if (len == 0)
@@ -468,11 +477,11 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 			len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
 		}
 		if (len == 0) {
-			finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_OK);
 			return 0;
 		}
 		if (dst == 0 || !gpuos_rt_registered(d, dst, len)) {
-			finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
 			return 0;
 		}
 		if (hd->map == H_MAP_META) {
@@ -481,48 +490,48 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		}
 		if (enter_req(W, ms, gpuos_rt_handle_index(q.handle), foff, len, dst))
 			return 1;
-		finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0); /* unreachable: refuse rather than drop */
+		finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 		return 0;
 	}
 	if (op == GPUOS_OP_OPEN || op == GPUOS_OP_STAT || op == GPUOS_OP_READDIR || op == GPUOS_OP_CLOSE ||
 	    (op >= GPUOS_OP_GGUF_OPEN && op <= GPUOS_OP_GGUF_LAYER)) {
 		if (!d->meta)
-			finish_slot(d, w, W, ms, GPUOS_ST_NO_FILES, 0, 0);
+			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
 		else
 			gpuos_rt_files_forward(d, ms); /* parsers block: the metadata warp answers */
 		return 0;
 	}
 	if (op != GPUOS_OP_READ_RAW) {
-		finish_slot(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, 0, 0);
+		finish_at_once(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE);
 		return 0;
 	}
 	if (q.flags) {
-		finish_slot(d, w, W, ms, GPUOS_ST_BAD_FLAGS, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS);
 		return 0;
 	}
 	if (!(d->flags & GPUOS_RT_ALLOW_RAW)) {
-		finish_slot(d, w, W, ms, GPUOS_ST_DENIED, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_DENIED);
 		return 0;
 	}
 	if (len > GPUOS_MAX_LENGTH || off + len < off) {
-		finish_slot(d, w, W, ms, GPUOS_ST_OVERFLOW, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW);
 		return 0;
 	}
 	if (off + len > ns_bytes) {
-		finish_slot(d, w, W, ms, GPUOS_ST_BAD_RANGE, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
 		return 0;
 	}
 	if (len == 0) {
-		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
 		return 0;
 	}
 	if (dst == 0 || !gpuos_rt_registered(d, dst, len)) {
-		finish_slot(d, w, W, ms, GPUOS_ST_BAD_DST, 0, 0);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
 		return 0;
 	}
 	if (enter_req(W, ms, 0, off, len, dst))
 		return 1;
-	finish_slot(d, w, W, ms, GPUOS_ST_NOSPC, 0, 0); /* unreachable: refuse rather than drop */
+	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 	return 0;
 }
 
@@ -607,7 +616,7 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 /* ---- submission ------------------------------------------------------------------ */
 
 /* Lane 0: write n zero bytes (a hole or an unwritten extent of a file). */
-GPUOS_INLINE GPUOS_HD void zero_fill(uint64_t dst, uint64_t n)
+GPUOS_NOINLINE GPUOS_HD static void zero_fill(uint64_t dst, uint64_t n)
 {
 	uint8_t *p = (uint8_t *)(uintptr_t)dst;
 	uint64_t i = 0;
@@ -936,7 +945,7 @@ GPUOS_INLINE GPUOS_HD void abandon(const struct gpuos_rt_desc *d, uint32_t w, st
 		finish_req(d, w, W, sl->req);
 }
 
-GPUOS_INLINE GPUOS_HD void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	uint64_t now = gpuos_now_ns();
@@ -971,7 +980,7 @@ GPUOS_INLINE GPUOS_HD void check_timeouts(const struct gpuos_rt_desc *d, uint32_
 }
 
 /* Lane 0: the controller is dead; fail everything in flight and all new work. */
-GPUOS_INLINE GPUOS_HD void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t csts)
+GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t csts)
 {
 	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	uint32_t s, i;
@@ -994,7 +1003,7 @@ GPUOS_INLINE GPUOS_HD void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, s
 
 /* ---- the loop ------------------------------------------------------------------- */
 
-GPUOS_INLINE GPUOS_HD void warp_init(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+GPUOS_NOINLINE GPUOS_HD static void warp_init(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
 	uint32_t qpw = d->nqueues / d->nwarps;
 	uint32_t s, k;
