@@ -97,5 +97,25 @@ check "SIGTERM stops gracefully with 0" test $rc -eq 0
 $gpuos stop --socket "$sock" 2> "$tmp/err"; rc=$?
 check "stop without a service: exit 2" test $rc -eq 2
 
+echo "== bench"
+# Host mode, NOP and 4 KiB reads; --stages: the client's own stamps
+# (posted, seen) and the runtime's t_done_ns, in order. The runtime's own
+# stage stamps come only from a GPUOS_TRACE build (docs/benchmarks.md).
+for op in nop read; do
+	out=$($gpuos bench --device "emu:$img" --host --threads 2 --iters 400 --op $op --stages --json 2>/dev/null)
+	check "bench --stages ($op): stages in order, no errors" python3 - "$out" "$op" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["errors"] == 0 and j["op"] == sys.argv[2], j
+st = j["stages_us"]
+assert list(st)[0] == "posted" and list(st)[-1] == "seen" and "done" in st, st
+assert all(v >= 0 for v in st.values()), st
+# the stages add up to about the round trip: medians of parts, so loosely
+assert sum(st.values()) > 0.3 * j["lat_median_us"], (st, j["lat_median_us"])
+PY
+done
+out=$($gpuos bench --device "emu:$img" --host --threads 1 --iters 100 --json 2>/dev/null)
+check "bench without --stages: no stages" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert 'stages_us' not in j and j['errors'] == 0, j" "$out"
+
 echo "emu e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]
