@@ -25,7 +25,7 @@ static void usage(FILE *f)
 		"  run [--device DEV | --socket PATH] APP.cubin [--entry NAME] [--grid G] [--block B]\n"
 		"      [--vram-mib N] [--arch sm_XY] [-- ARGS...]\n"
 		"                                        run an app (APP.so or --host: its host-mode variant)\n"
-		"  bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--json]\n"
+		"  bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--stages] [--json]\n"
 		"                                        requests/s and latency through the whole path\n"
 		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
 		"--host runs the runtime on CPU threads (the default when no GPU is present).\n"
