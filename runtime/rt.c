@@ -260,7 +260,6 @@ GPUOS_INLINE GPUOS_HD int dst_vram(const struct gpuos_rt_desc *d, uint64_t p)
 
 /* ---- request completion ------------------------------------------------------ */
 
-/* Lane 0 only. Publish the result of mailbox slot `ms` and release it to the client. */
 /* Lane 0: the DONE stores of a batch of completions (see finish_slot). One
  * fence publishes every completion field written so far and the data the
  * lanes copied before the last warp sync (it is cumulative); then each DONE

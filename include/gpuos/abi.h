@@ -237,7 +237,8 @@ static_assert(offsetof(struct gpuos_mbox_slot, tag) == 0x38, "slot tag");
 #define GPUOS_MBOX_MAX_PARTS 256u
 
 struct gpuos_mbox_part {
-	uint32_t posted;       /* 0x00 bumped by clients after each POSTED (system-scope atomic) */
+	uint32_t posted;       /* 0x00 bumped by clients after each POSTED (system-scope atomic): a ring
+	                        *      position each; the runtime tells new entries by their lap */
 	uint32_t rsvd[15];     /* one counter per 64-byte line */
 };
 static_assert(sizeof(struct gpuos_mbox_part) == 64, "partition counter line");
