@@ -11,10 +11,14 @@
  *           POSTED --runtime--> TAKEN --runtime release--> DONE
  *           DONE --client release--> FREE
  *
- * - A client reserves a slot by fetch_add on `ticket` (spreads thousands of
- *   threads over the slots) then CAS FREE->CLAIMED on a slot's state; after
- *   probing GPUOS_MBOX_PROBE slots without success it gives up with
- *   GPUOS_ST_FULL (backpressure; nothing is dropped or overwritten).
+ * - A client reserves a slot by CAS FREE->CLAIMED on its state. A GPU thread
+ *   tries its home slot first (gpuos.h: from its place in the grid, each
+ *   thread its own while there are no more threads than slots); otherwise,
+ *   or when that one is taken, a fetch_add on `ticket` (spreads thousands of
+ *   threads over the slots) picks where to probe; after probing
+ *   GPUOS_MBOX_PROBE slots without success it gives up with GPUOS_ST_FULL
+ *   (backpressure; nothing is dropped or overwritten). Which slot a client
+ *   takes is its own affair: the runtime only reads the rings.
  * - The client writes the request fields and state = POSTED, then takes a
  *   position in its partition's ring (fetch_add on `posted`) and writes the
  *   slot number, tagged with the ring lap, into that ring entry with release

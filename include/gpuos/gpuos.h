@@ -34,17 +34,61 @@ struct gpuos_result {
 	uint64_t result2;
 };
 
+/* Fill a slot this client has claimed (state CLAIMED) and post it on its
+ * partition's ring. */
+GPUOS_INLINE GPUOS_HD void gpuos_post_claimed(struct gpuos_mbox *mb, uint32_t idx, const struct gpuos_req *rq)
+{
+	struct gpuos_mbox_slot *s = &gpuos_mbox_slots(mb)[idx];
+	uint32_t per = mb->nslots / mb->nparts, p = idx / per, pos;
+	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
+	uint32_t *ring = (uint32_t *)((char *)mb + mb->ring_off) + (uint64_t)p * per;
+
+	s->opcode = rq->opcode;
+	s->flags = rq->flags;
+	s->handle = rq->handle;
+	s->offset = rq->offset;
+	s->length = rq->length;
+	s->dst = rq->dst;
+	s->arg = rq->arg;
+	s->batch = (uint64_t)(uintptr_t)rq->batch;
+	s->tag = rq->tag;
+	gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_POSTED);
+	pos = gpuos_mbox_fetch_add(dev, &mb->part[p].posted, 1u);
+	/* Publish the request (fields and state) with the ring entry; pairs
+	 * with the service warp's acquire load of the entry. */
+	gpuos_mbox_store_release(dev, &ring[pos % per], gpuos_mbox_ring_entry(pos, per, idx - p * per));
+}
+
 /* Post a request. Returns GPUOS_ST_OK and the slot index in *slot_out, or
  * GPUOS_ST_FULL when no slot could be reserved (retry later: backpressure). */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gpuos_req *rq, uint32_t *slot_out)
 {
 	struct gpuos_mbox_slot *slots = gpuos_mbox_slots(mb);
-	uint32_t n = mb->nslots, per = n / mb->nparts;
+	uint32_t n = mb->nslots;
 	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
-	uint32_t t = gpuos_mbox_fetch_add(dev, &mb->ticket, 1u);
-	uint32_t probe = n < GPUOS_MBOX_PROBE ? n : GPUOS_MBOX_PROBE;
+	uint32_t t, probe = n < GPUOS_MBOX_PROBE ? n : GPUOS_MBOX_PROBE;
 	uint32_t i;
 
+#if GPUOS_ON_GPU
+	{
+		/* A GPU thread tries its home slot first: with no more threads
+		 * than slots each has its own, and one CAS takes it (the ticket's
+		 * atomic saved, a round trip to L2 and one hot word for all).
+		 * Neighbouring threads' homes are in different partitions, so a
+		 * block spreads over the service warps as the ticket spreads it. */
+		uint32_t parts = mb->nparts, per = n / parts;
+		uint32_t g = ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) *
+				     (blockDim.x * blockDim.y * blockDim.z) +
+			     (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+		uint32_t q = g / parts, home = (g - q * parts) * per + q % per;
+		if (gpuos_mbox_cas(dev, &slots[home].state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) == GPUOS_SLOT_FREE) {
+			gpuos_post_claimed(mb, home, rq);
+			*slot_out = home;
+			return GPUOS_ST_OK;
+		}
+	}
+#endif
+	t = gpuos_mbox_fetch_add(dev, &mb->ticket, 1u);
 	for (i = 0; i < probe; i++) {
 		uint32_t idx = (t + i) % n;
 		struct gpuos_mbox_slot *s = &slots[idx];
@@ -56,24 +100,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 #endif
 		if (gpuos_mbox_cas(dev, &s->state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) != GPUOS_SLOT_FREE)
 			continue;
-		s->opcode = rq->opcode;
-		s->flags = rq->flags;
-		s->handle = rq->handle;
-		s->offset = rq->offset;
-		s->length = rq->length;
-		s->dst = rq->dst;
-		s->arg = rq->arg;
-		s->batch = (uint64_t)(uintptr_t)rq->batch;
-		s->tag = rq->tag;
-		gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_POSTED);
-		{
-			uint32_t p = idx / per;
-			uint32_t pos = gpuos_mbox_fetch_add(dev, &mb->part[p].posted, 1u);
-			uint32_t *ring = (uint32_t *)((char *)mb + mb->ring_off) + (uint64_t)p * per;
-			/* Publish the request (fields and state) with the ring entry;
-			 * pairs with the service warp's acquire load of the entry. */
-			gpuos_mbox_store_release(dev, &ring[pos % per], gpuos_mbox_ring_entry(pos, per, idx - p * per));
-		}
+		gpuos_post_claimed(mb, idx, rq);
 		*slot_out = idx;
 		return GPUOS_ST_OK;
 	}
