@@ -25,6 +25,7 @@
  */
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
+#include "all_done.h"
 #include "report.h"
 #include "sha256.h"
 
@@ -436,17 +437,9 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 		if (bytes)
 			gpuos_fetch_add_sys64(&sh->bytes, bytes);
 	}
-	/* Make this thread's results (items, bytes) visible before its `done`
-	 * increment; pairs with thread 0's fence after it sees every thread done. */
-	gpuos_fence_dev();
-	gpuos_fetch_add_dev32(&sh->done, 1u);
-	if (tid != 0)
+	/* Thread 0 reports once every thread's items and bytes are in. */
+	if (!app_all_done(&sh->done, tid, nthreads))
 		return;
-	spins = 0;
-	while (gpuos_load_acquire_dev32(&sh->done) < nthreads)
-		gpuos_backoff(&spins);
-	/* Pairs with each thread's fence before its `done` increment. */
-	gpuos_fence_dev();
 	gpuos_close(mb, h);
 	report(a, sh, it, nthreads);
 }

@@ -17,6 +17,7 @@
  */
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
+#include "all_done.h"
 #include "report.h"
 
 GPUOS_APP_ABI_NOTE;
@@ -255,23 +256,14 @@ GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t 
 	gpuos_fetch_add_sys64(&sh->reads, done);
 	if (errs)
 		gpuos_fetch_add_dev32(&sh->errors, errs);
-	/* Make this thread's histogram and counter updates visible before its
-	 * `done` increment; pairs with thread 0's fence after it sees every
-	 * thread done. */
-	gpuos_fence_dev();
-	gpuos_fetch_add_dev32(&sh->done, 1u);
-	if (tid != 0)
+	/* Thread 0 reports once every thread's histogram and counters are in. */
+	if (!app_all_done(&sh->done, tid, nthreads))
 		return;
 
 	{
 		struct rep r;
 		uint64_t total = 0, elapsed, reads;
 		uint32_t i;
-		spins = 0;
-		while (gpuos_load_acquire_dev32(&sh->done) < nthreads)
-			gpuos_backoff(&spins);
-		/* Pairs with each thread's fence before its `done` increment. */
-		gpuos_fence_dev();
 		elapsed = gpuos_now_ns() - sh->t0;
 		reads = gpuos_load_relaxed_sys64(&sh->reads);
 		for (i = 0; i < HIST_N; i++)
