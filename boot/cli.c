@@ -111,6 +111,8 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			else c->block = (unsigned)v;
 		} else if (strcmp(a, "--mbox-vram") == 0) {
 			c->boot.mbox_vram = 1;
+		} else if (strcmp(a, "--no-zero-copy") == 0) {
+			c->boot.no_zero_copy = 1;
 		} else if (strcmp(a, "--vram-mib") == 0) {
 			NEEDVAL();
 			if (num(cmd, a, val, 1u << 20, &v))

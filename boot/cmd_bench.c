@@ -328,11 +328,12 @@ int cmd_bench(int argc, char **argv)
 			printf("{\"device\": \"%s\", \"runtime\": \"%s\", \"op\": \"%s\", \"bytes\": %u, \"threads\": %u, "
 			       "\"iters\": %u, \"warps\": %u, \"queues\": %u, \"requests_per_s\": %.0f, \"gb_per_s\": %.3f, "
 			       "\"lat_median_us\": %.2f, \"lat_p99_us\": %.2f, \"errors\": %u, \"cpu_s\": %.3f, "
-			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu%s}\n",
+			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu, \"zero_copy\": %llu%s}\n",
 			       c.boot.device, gpu ? in->gpu_name : "host", opname, bytes, threads, iters, in->warps,
 			       in->queues_used, reqs / secs, reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0,
 			       lat[(n_lat * 99) / 100] / 1000.0, errors, cpu1 - cpu0, wall,
-			       (unsigned long long)st.commands, (unsigned long long)st.doorbells, stxt);
+			       (unsigned long long)st.commands, (unsigned long long)st.doorbells,
+			       (unsigned long long)st.zero_copy, stxt);
 		else
 			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %u bytes\n"
 			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"

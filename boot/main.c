@@ -29,7 +29,9 @@ static void usage(FILE *f)
 		"                                        requests/s and latency through the whole path\n"
 		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
 		"--host runs the runtime on CPU threads (the default when no GPU is present).\n"
-		"--no-files boots without the metadata warp (no file or model requests).\n");
+		"--no-files boots without the metadata warp (no file or model requests).\n"
+		"--no-zero-copy sends every read through the bounce buffers (by default, reads of whole\n"
+		"  LBAs into client memory the controller can reach go there directly).\n");
 }
 
 int main(int argc, char **argv)

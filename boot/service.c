@@ -59,10 +59,10 @@ static void stats_json(struct gpuos_sys *s, char *out, size_t len)
 	gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
 	snprintf(out, len,
 		 "{\"requests\": %llu, \"bytes\": %llu, \"errors\": %llu, \"commands\": %llu, \"timeouts\": %llu, "
-		 "\"doorbells\": %llu, \"polls\": %llu, \"state\": %u}",
+		 "\"doorbells\": %llu, \"polls\": %llu, \"zero_copy\": %llu, \"state\": %u}",
 		 (unsigned long long)st.requests, (unsigned long long)st.bytes, (unsigned long long)st.errors,
 		 (unsigned long long)st.commands, (unsigned long long)st.timeouts, (unsigned long long)st.doorbells,
-		 (unsigned long long)st.polls, st.state);
+		 (unsigned long long)st.polls, (unsigned long long)st.zero_copy, st.state);
 }
 
 int cmd_boot(int argc, char **argv)

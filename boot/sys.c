@@ -55,6 +55,8 @@ struct gpuos_sys {
 	size_t shm_len;
 	uint64_t shm_rt;              /* runtime-space address of the segment */
 	int shm_registered;
+	uint64_t heap_iova;           /* the client heap as the controller sees it (heap_mapped) */
+	int heap_mapped;
 	/* host mode */
 	pthread_t *threads;
 	int running;
@@ -247,6 +249,8 @@ static void teardown(struct gpuos_sys *s)
 	if (s->nvme_up)
 		gpuos_nvme_shutdown(&s->nvme, NULL, 0);
 	if (s->shm) {
+		if (s->heap_mapped)
+			s->ctrl->ops->unmap(s->ctrl, s->heap_iova, ((struct gpuos_shm_hdr *)s->shm)->heap_len);
 		if (s->shm_registered)
 			gpuos_gpu_host_unregister(s->gpu, s->shm);
 		munmap(s->shm, s->shm_len);
@@ -428,8 +432,7 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 {
 	struct gpuos_sys *s = calloc(1, sizeof(*s));
 	struct gpuos_rt_desc *d;
-	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, i, meta, avail;
-	uint64_t *prp;
+	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, meta, avail;
 	const char *why;
 	int r;
 
@@ -545,12 +548,8 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		snprintf(err, errlen, "allocate %zu bytes of bounce buffers: %s", (size_t)warps * slots * xfer, strerror(-r));
 		goto fail;
 	}
-	prp = (uint64_t *)s->prp.host;
-	for (i = 0; i < warps * slots; i++) {
-		uint32_t pg;
-		for (pg = 1; pg < xfer / 4096u; pg++)
-			prp[(size_t)i * 512u + pg - 1u] = s->bounce.iova + (uint64_t)i * xfer + (uint64_t)pg * 4096u;
-	}
+	/* The slots' PRP lists are written by the runtime with each command
+	 * (into the bounce buffer, or straight into the destination). */
 	if (meta) {
 		/* The metadata warp's buffer and PRP list, like a command slot's. */
 		uint32_t pg;
@@ -590,7 +589,13 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		}
 	}
 	if (o->dev_heap_bytes && s->gpu) {
-		r = gpuos_dma_alloc(s->ctrl, o->dev_heap_bytes, GPUOS_MEM_VRAM, 0, &s->dev_heap);
+		/* Mapped for the controller where it can reach VRAM (zero copy);
+		 * where it cannot (pci: without P2P), reads into it bounce. */
+		r = -EOPNOTSUPP;
+		if (!o->no_zero_copy && !s->ctrl->dma_host_only)
+			r = gpuos_dma_alloc(s->ctrl, o->dev_heap_bytes, GPUOS_MEM_VRAM, 1, &s->dev_heap);
+		if (r)
+			r = gpuos_dma_alloc(s->ctrl, o->dev_heap_bytes, GPUOS_MEM_VRAM, 0, &s->dev_heap);
 		if (r) {
 			snprintf(err, errlen, "allocate %llu bytes of VRAM client memory: %s",
 				 (unsigned long long)o->dev_heap_bytes, strerror(-r));
@@ -651,11 +656,22 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		d->nregions = 1;
 		d->region[0].base = s->shm_rt + h->heap_off;
 		d->region[0].len = h->heap_len;
-		d->region[0].iova = 0;
+		/* Zero copy into the heap where the controller can map it (the
+		 * emulator; VFIO pins it); otherwise reads into it bounce. */
+		if (!o->no_zero_copy && s->ctrl->ops->map &&
+		    s->ctrl->ops->map(s->ctrl, (char *)s->shm + h->heap_off, h->heap_len, 0, &s->heap_iova) == 0) {
+			s->heap_mapped = 1;
+			d->region[0].iova = s->heap_iova;
+			d->region[0].flags = GPUOS_RT_REGION_DMA;
+		}
 		if (s->dev_heap.len) {
 			d->region[1].base = s->dev_heap.rt;
 			d->region[1].len = s->dev_heap.len;
 			d->region[1].flags = GPUOS_RT_REGION_VRAM;
+			if (s->dev_heap.iova) {
+				d->region[1].iova = s->dev_heap.iova;
+				d->region[1].flags |= GPUOS_RT_REGION_DMA;
+			}
 			d->nregions = 2;
 		}
 	}
@@ -760,6 +776,7 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 		st->timeouts += __atomic_load_n(&x->timeouts, __ATOMIC_RELAXED);
 		st->doorbells += __atomic_load_n(&x->doorbells, __ATOMIC_RELAXED);
 		st->polls += __atomic_load_n(&x->polls, __ATOMIC_RELAXED);
+		st->zero_copy += __atomic_load_n(&x->zero_copy, __ATOMIC_RELAXED);
 	}
 	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
 	st->notices = __atomic_load_n(&ctl->notices, __ATOMIC_RELAXED);

@@ -23,12 +23,15 @@ struct rt_slot {            /* one in-flight NVMe command; CID = slot index in t
 	uint32_t busy;
 	uint32_t req;           /* index in the warp's request table */
 	uint32_t q;             /* queue (global index) it was submitted on */
-	uint32_t copy_len;      /* bytes to copy out of the bounce buffer */
-	uint32_t src_off;       /* where they start in it */
+	uint32_t copy_len;      /* bytes the command delivers (copied out of the bounce buffer unless zc) */
+	uint32_t src_off;       /* where they start in the bounce buffer */
 	uint32_t rsvd;
 	uint64_t dst;           /* where they go (runtime space) */
 	uint64_t t_submit;
 	uint64_t lba;           /* first LBA of the command */
+	uint32_t zc;            /* 1: the controller writes dst itself (at iova): no bounce, no copy */
+	uint32_t rsvd2;
+	uint64_t iova;          /* dst as the controller sees it, when zc */
 };
 
 struct rt_req {             /* a mailbox request being served */
@@ -37,13 +40,14 @@ struct rt_req {             /* a mailbox request being served */
 	uint32_t status;        /* enum gpuos_status, first failure wins */
 	uint32_t outstanding;   /* commands in flight */
 	uint16_t nvme_status;
-	uint16_t rsvd;
+	uint16_t zc;            /* 1: dst is in a region the controller can reach (GPUOS_RT_REGION_DMA) */
 	uint32_t h;             /* handle slot (1-based) whose map gives device offsets, 0: raw device */
 	uint32_t hint;          /* extent index of the last chunk (files_map) */
 	uint32_t rsvd3;
 	uint64_t off, end;      /* requested byte range: of the namespace, or of the handle's file */
 	uint64_t next;          /* first byte not yet submitted */
 	uint64_t dst;
+	uint64_t dst_iova;      /* dst as the controller sees it, when zc */
 	uint64_t done;          /* bytes delivered */
 };
 
@@ -166,6 +170,7 @@ GPUOS_NOINLINE GPUOS_HD static void publish_stats(const struct gpuos_rt_desc *d,
 	gpuos_store_relaxed_sys64(&o->doorbells, W->st.doorbells);
 	gpuos_store_relaxed_sys64(&o->polls, W->st.polls);
 	gpuos_store_relaxed_sys64(&o->inflight, d->slots_per_warp - W->nfree);
+	gpuos_store_relaxed_sys64(&o->zero_copy, W->st.zero_copy);
 	W->stats_dirty = 0;
 }
 
@@ -340,7 +345,7 @@ GPUOS_NOINLINE GPUOS_HD static void finish_at_once(const struct gpuos_rt_desc *d
 /* Lane 0: enter a validated request in the warp's table (intake only runs
  * with a free entry). Returns 1, or 0 when the table is full. */
 GPUOS_INLINE GPUOS_HD int enter_req(struct rt_warp *W, uint32_t ms, uint32_t h, uint64_t off, uint64_t len,
-				    uint64_t dst)
+				    uint64_t dst, const struct gpuos_rt_region *rg)
 {
 	uint32_t i;
 	static_assert(GPUOS_RT_MAX_REQS_PER_WARP == 64, "request masks are 64 bits");
@@ -359,6 +364,8 @@ GPUOS_INLINE GPUOS_HD int enter_req(struct rt_warp *W, uint32_t ms, uint32_t h, 
 		r->end = off + len;
 		r->next = off;
 		r->dst = dst;
+		r->zc = (rg->flags & GPUOS_RT_REGION_DMA) != 0;
+		r->dst_iova = rg->iova + (dst - rg->base);
 		r->done = 0;
 		r->h = h;
 		r->hint = 0;
@@ -405,6 +412,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	uint32_t op;
 	uint64_t off, len, dst;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
+	const struct gpuos_rt_region *rg;
 
 	read_req(s, &q);
 	op = q.opcode;
@@ -479,7 +487,8 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 			finish_at_once(d, w, W, ms, GPUOS_ST_OK);
 			return 0;
 		}
-		if (dst == 0 || !gpuos_rt_registered(d, dst, len)) {
+		rg = gpuos_rt_region_of(d, dst, len);
+		if (dst == 0 || !rg) {
 			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
 			return 0;
 		}
@@ -487,7 +496,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 			gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
 			return 0;
 		}
-		if (enter_req(W, ms, gpuos_rt_handle_index(q.handle), foff, len, dst))
+		if (enter_req(W, ms, gpuos_rt_handle_index(q.handle), foff, len, dst, rg))
 			return 1;
 		finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 		return 0;
@@ -524,16 +533,45 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
 		return 0;
 	}
-	if (dst == 0 || !gpuos_rt_registered(d, dst, len)) {
+	rg = gpuos_rt_region_of(d, dst, len);
+	if (dst == 0 || !rg) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
 		return 0;
 	}
-	if (enter_req(W, ms, 0, off, len, dst))
+	if (enter_req(W, ms, 0, off, len, dst, rg))
 		return 1;
 	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 	return 0;
 }
 
+
+/* This warp's partition of the mailbox rings. */
+GPUOS_INLINE GPUOS_HD const uint32_t *ring_of(const struct gpuos_rt_desc *d, uint32_t w, const struct rt_warp *W)
+{
+	return (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
+					     (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) +
+	       (uint64_t)w * W->per;
+}
+
+/* Ring position consumed + lane: its index in the ring and the lap tag that
+ * marks its entry new, counted on from the ones of `consumed`; as the
+ * clients count them (pos % per, pos / per + 1) where the 32-bit position
+ * wraps. */
+GPUOS_INLINE GPUOS_HD void ring_pos(const struct rt_warp *W, uint32_t lane, uint32_t *idx_out, uint32_t *lap_out)
+{
+	uint32_t consumed = W->consumed, per = W->per;
+	uint32_t idx = W->ring_idx + lane, lap = W->ring_lap;
+	if (consumed + lane < consumed) {
+		idx = (consumed + lane) % per;
+		lap = ((consumed + lane) / per + 1u) & 0xffffu;
+	}
+	while (idx >= per) {
+		idx -= per;
+		lap = (lap + 1u) & 0xffffu;
+	}
+	*idx_out = idx;
+	*lap_out = lap;
+}
 
 /* Take new requests from this warp's ring: lanes read the next 32 entries
  * at once; a prefix of entries already written is taken in ring order. An
@@ -542,12 +580,15 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
  * entry not yet written (its client is between fetch_add and store) stops
  * the batch; the next loop comes back to it. At most `per` positions are
  * ever outstanding (each needs a slot of the partition), so an entry of an
- * old lap is never mistaken for a new one. */
-GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
+ * old lap is never mistaken for a new one.
+ * `pre`: when `have_pre`, this lane's entry, polled (gpuos_mbox_load_poll)
+ * before reap so that its load overlapped the CQ's; the first round uses
+ * it and loads nothing. */
+GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd,
+				 int have_pre, uint32_t pre)
 {
 	uint32_t per = W->per, base = w * per;
-	const uint32_t *ring = (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
-							       (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) + base;
+	const uint32_t *ring = ring_of(d, w, W);
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	int dev = mbox_dev(d);
 	uint32_t taken = 0;
@@ -561,23 +602,12 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 			k = room; /* a failed or stopping warp answers at once: no table entry needed */
 		if (k == 0)
 			break;
-		/* Position consumed + lane: its index in the ring and its lap,
-		 * counted on from the ones of `consumed`; as the clients count
-		 * them (pos % per, pos / per) where the 32-bit position wraps. */
-		idx = W->ring_idx + lane;
-		lap = W->ring_lap;
-		if (consumed + lane < consumed) {
-			idx = (consumed + lane) % per;
-			lap = ((consumed + lane) / per + 1u) & 0xffffu;
-		}
-		while (idx >= per) {
-			idx -= per;
-			lap = (lap + 1u) & 0xffffu;
-		}
+		ring_pos(W, lane, &idx, &lap);
 		ok = lane < k;
 		if (ok) {
-			/* Pairs with the client's release store of the entry. */
-			e = gpuos_mbox_load_acquire(dev, &ring[idx]);
+			/* Pairs with the client's release store of the entry (the
+			 * polled one: through gpuos_mbox_poll_acquire below). */
+			e = have_pre ? pre : gpuos_mbox_load_acquire(dev, &ring[idx]);
 			ok = (e >> 16) == lap && (e & 0xffffu) < per;
 		}
 		n = gpuos_warp_ballot(ok);
@@ -586,6 +616,10 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 			n = k;
 		if (n == 0)
 			break;
+		if (have_pre) {
+			gpuos_mbox_poll_acquire(dev); /* every lane: each polled its own entry */
+			have_pre = 0;
+		}
 		for (i = 0; i < n; i++) {
 			uint32_t slot = gpuos_warp_bcast32(e & 0xffffu, i);
 			if (lane == 0)
@@ -667,10 +701,22 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			r->done += chunk;
 			steps++;
 		} else {
+			uint64_t iova = r->dst_iova + (r->next - r->off);
+			uint32_t zc = 0;
 			span0 = (dev >> d->lba_shift) << d->lba_shift;
 			chunk = GPUOS_MIN(run, span0 + d->xfer_bytes - dev);
+			/* Zero copy: whole LBAs straight into the destination, when it
+			 * starts on an LBA of the device and on a dword (PRP1, NVMe
+			 * 4.1.1). A short tail goes through the bounce buffer next. */
+			if (r->zc && dev == span0 && chunk >= lbs && (iova & 3u) == 0) {
+				chunk &= ~(lbs - 1u);
+				zc = 1;
+			}
 			s = W->free_stack[--W->nfree];
 			sl = &W->slot[s];
+			sl->zc = zc;
+			sl->iova = iova;
+			W->st.zero_copy += zc;
 			sl->busy = SLOT_BUSY;
 			sl->req = ri;
 			sl->q = q;
@@ -702,17 +748,25 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 {
 	struct rt_slot *sl = &W->slot[s];
 	uint32_t gs = w * d->slots_per_warp + s;
-	uint64_t iova = d->bounce_iova + (uint64_t)gs * d->xfer_bytes;
+	uint64_t iova = sl->zc ? sl->iova : d->bounce_iova + (uint64_t)gs * d->xfer_bytes;
 	uint64_t lba = sl->lba;
 	uint32_t nlb = sl->rsvd;
 	uint64_t bytes = (uint64_t)nlb << d->lba_shift;
 	struct gpuos_nvme_sqe *e = gpuos_qp_sq_entry(qp, ahead);
-	uint64_t prp2 = 0;
+	/* PRP1 may start inside a page; every later entry is a whole page
+	 * (NVMe 4.1.1). More than two pages: a list in the slot's own page. */
+	uint64_t first = GPUOS_NVME_PAGE_SIZE - (iova & (GPUOS_NVME_PAGE_SIZE - 1u));
+	uint64_t page2 = iova + first, prp2 = 0;
 
-	if (bytes > 2u * GPUOS_NVME_PAGE_SIZE)
-		prp2 = d->prp_iova + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE; /* prebuilt list */
-	else if (bytes > GPUOS_NVME_PAGE_SIZE)
-		prp2 = iova + GPUOS_NVME_PAGE_SIZE;
+	if (bytes > first + GPUOS_NVME_PAGE_SIZE) {
+		uint64_t *list = (uint64_t *)(uintptr_t)(d->prp + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE);
+		uint32_t k, n = (uint32_t)GPUOS_DIV_ROUND_UP(bytes - first, GPUOS_NVME_PAGE_SIZE);
+		for (k = 0; k < n; k++) /* n <= xfer_bytes / 4 KiB <= 512: one page, no chaining */
+			list[k] = page2 + (uint64_t)k * GPUOS_NVME_PAGE_SIZE;
+		prp2 = d->prp_iova + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE;
+	} else if (bytes > first) {
+		prp2 = page2;
+	}
 	e->opc = GPUOS_NVME_CMD_READ;
 	e->fuse_psdt = 0;
 	e->cid = (uint16_t)s;
@@ -828,11 +882,16 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 	}
 	r = &W->req[sl->req];
 	if (st == 0 && r->status == GPUOS_ST_OK) {
-		uint32_t gs = w * d->slots_per_warp + cid;
-		const char *src = (const char *)(uintptr_t)(d->bounce + (uint64_t)gs * d->xfer_bytes) + sl->src_off;
-		/* The data came by DMA before the CQE; the CQE acquire in
-		 * gpuos_qp_cq_peek orders these reads after it. */
-		warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len);
+		if (!sl->zc) {
+			uint32_t gs = w * d->slots_per_warp + cid;
+			const char *src = (const char *)(uintptr_t)(d->bounce + (uint64_t)gs * d->xfer_bytes) +
+					  sl->src_off;
+			/* The data came by DMA before the CQE; the CQE acquire in
+			 * gpuos_qp_cq_peek orders these reads after it. */
+			warp_copy((void *)(uintptr_t)sl->dst, src, sl->copy_len);
+		}
+		/* Host memory (copied, or written by the controller) reaches a
+		 * client through a system-scope DONE. */
 		sys |= !dst_vram(d, sl->dst);
 	}
 	gpuos_warp_sync();
@@ -1094,10 +1153,22 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		}
 		/* Nothing in flight: no CQ to look at. Nothing left to submit: no
 		 * SQ to fill. Each skipped step saves loads that miss L1. */
-		if (W->nfree != d->slots_per_warp)
+		if (W->nfree != d->slots_per_warp) {
+			/* Commands in flight: poll the ring now, so that its load
+			 * and reap's CQ load are in flight together (one round
+			 * trip per loop, not two); intake uses what it saw. */
+			uint32_t idx, lap, pre = 0;
+			int have_pre = cmd != GPUOS_RT_CMD_PARK;
+			if (have_pre) {
+				ring_pos(W, lane, &idx, &lap);
+				pre = gpuos_mbox_load_poll(mbox_dev(d), &ring_of(d, w, W)[idx]);
+			}
 			work += reap(d, w, W);
-		if (cmd != GPUOS_RT_CMD_PARK)
-			work += intake(d, w, W, cmd);
+			if (have_pre)
+				work += intake(d, w, W, cmd, 1, pre);
+		} else if (cmd != GPUOS_RT_CMD_PARK) {
+			work += intake(d, w, W, cmd, 0, 0);
+		}
 		if (!W->fatal && W->pending_mask)
 			work += submit(d, w, W);
 		if ((it & 255u) == 0)
@@ -1119,7 +1190,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 				busy += W->slot[s].busy == SLOT_BUSY;
 			if (W->nreq == 0 && busy == 0) {
 				if (cmd == GPUOS_RT_CMD_STOP)
-					intake(d, w, W, cmd); /* answer what is still posted */
+					intake(d, w, W, cmd, 0, 0); /* answer what is still posted */
 				break;
 			}
 		}

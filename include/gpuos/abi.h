@@ -277,6 +277,18 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_load_acquire(int dev, const uint32_t *
 {
 	return dev ? gpuos_load_acquire_dev32(p) : gpuos_load_acquire_sys32(p);
 }
+/* A poll of a ring entry: gpuos_mbox_poll_acquire after a hit (port.h). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_load_poll(int dev, const uint32_t *p)
+{
+	return dev ? gpuos_load_poll_dev32(p) : gpuos_load_poll_sys32(p);
+}
+GPUOS_INLINE GPUOS_HD void gpuos_mbox_poll_acquire(int dev)
+{
+	if (dev)
+		gpuos_poll_acquire_dev();
+	else
+		gpuos_poll_acquire_sys();
+}
 GPUOS_INLINE GPUOS_HD void gpuos_mbox_store_release(int dev, uint32_t *p, uint32_t v)
 {
 	if (dev)
@@ -338,8 +350,10 @@ struct gpuos_rt_stats {
 	uint64_t doorbells;    /* 0x28 SQ doorbell stores */
 	uint64_t polls;        /* 0x30 service loop iterations */
 	uint64_t inflight;     /* 0x38 commands in flight now */
+	uint64_t zero_copy;    /* 0x40 commands the controller wrote straight into the destination */
+	uint64_t rsvd48[7];
 };
-static_assert(sizeof(struct gpuos_rt_stats) == 64, "stats line");
+static_assert(sizeof(struct gpuos_rt_stats) == 128, "stats lines");
 
 struct gpuos_rt_ctl {
 	uint32_t cmd;          /* 0x00 enum gpuos_rt_cmd, written by the host (release, sys) */

@@ -46,6 +46,8 @@ struct gpuos_boot_opts {
 	                           * and the files region (about 31 MiB of VRAM) saved */
 	uint32_t part;            /* GPT partition holding the file system: 0 = the first holding
 	                           * ext2/3/4 (or the whole device without a table), N = partition N */
+	int no_zero_copy;         /* reads always go through the bounce buffers, even into client
+	                           * memory the controller can reach (to measure or rule out zero copy) */
 };
 
 struct gpuos_info {
@@ -68,6 +70,7 @@ struct gpuos_info {
 
 struct gpuos_stats {
 	uint64_t requests, bytes, errors, commands, timeouts, doorbells, polls;
+	uint64_t zero_copy;        /* commands the controller wrote straight into the destination */
 	uint32_t state;            /* enum gpuos_rt_state */
 	uint32_t notices;          /* GPUOS_NOTICE_* */
 };

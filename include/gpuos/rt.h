@@ -38,8 +38,12 @@ struct gpuos_rt_queue {
 };
 static_assert(sizeof(struct gpuos_rt_queue) == 48, "rt queue size");
 
-/* Memory a controller may DMA into: [base, base+len) is at iova..iova+len. */
+/* Memory clients may name as a destination: [base, base+len). With
+ * GPUOS_RT_REGION_DMA the controller reaches it at iova..iova+len, and reads
+ * that cover whole LBAs go there directly (zero copy, DESIGN.md 5); without
+ * it they go through the bounce buffers. */
 #define GPUOS_RT_REGION_VRAM (1u << 0)
+#define GPUOS_RT_REGION_DMA  (1u << 1)
 struct gpuos_rt_region {
 	uint64_t base;         /* 0x00 runtime-space address */
 	uint64_t len;          /* 0x08 */
@@ -92,16 +96,23 @@ struct gpuos_rt_desc {
 	struct gpuos_rt_region region[GPUOS_RT_MAX_REGIONS];
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + 1]; /* + the metadata warp's */
 };
-/* Is [p, p+len) inside one registered region (memory clients may name)? */
-GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)
+/* The registered region (memory clients may name) that holds [p, p+len),
+ * or 0 when none does. */
+GPUOS_INLINE GPUOS_HD const struct gpuos_rt_region *gpuos_rt_region_of(const struct gpuos_rt_desc *d, uint64_t p,
+								       uint64_t len)
 {
 	uint32_t i;
 	for (i = 0; i < d->nregions; i++) {
 		const struct gpuos_rt_region *r = &d->region[i];
 		if (p >= r->base && p - r->base <= r->len && len <= r->len - (p - r->base))
-			return 1;
+			return r;
 	}
 	return 0;
+}
+
+GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)
+{
+	return gpuos_rt_region_of(d, p, len) != 0;
 }
 
 /* The runtime kernel takes the descriptor by value (kernel parameters: at

@@ -41,7 +41,11 @@ check "controller never ready: exit 2 within CAP.TO" test $rc -eq 2
 check "never ready: names the step" grep -q "enable" "$tmp/err"
 
 echo "== read"
-for spec in "0 4096" "1 1" "511 513" "123457 1000000" "$(( (48 << 20) - 77 )) 77" "4096 $((9 << 20))"; do
+# Zero copy where a command covers whole LBAs and its destination is on a
+# dword: 0 and 4096 from the start; 4 and 516 after a first bounced chunk,
+# with PRP1 inside a page (the heap is page aligned); 1 and 511 bounce.
+for spec in "0 4096" "1 1" "511 513" "123457 1000000" "$(( (48 << 20) - 77 )) 77" "4096 $((9 << 20))" \
+	    "4 $((3 << 20))" "516 1000000" "2048 $((1 << 20))"; do
 	set -- $spec
 	$gpuos read --device "emu:$img" --host --allow-raw --offset $1 --length $2 -o "$tmp/out" 2>"$tmp/err"
 	dd if="$img" of="$tmp/want" bs=1 skip=0 count=0 2>/dev/null
@@ -116,6 +120,9 @@ PY
 done
 out=$($gpuos bench --device "emu:$img" --host --threads 1 --iters 100 --json 2>/dev/null)
 check "bench without --stages: no stages" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert 'stages_us' not in j and j['errors'] == 0, j" "$out"
+check "bench: aligned 4 KiB reads are zero copy" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert j['zero_copy'] == j['commands'] == 100, j" "$out"
+out=$($gpuos bench --device "emu:$img" --host --no-zero-copy --threads 1 --iters 100 --json 2>/dev/null)
+check "bench --no-zero-copy: every read bounces" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert j['zero_copy'] == 0 and j['commands'] == 100 and j['errors'] == 0, j" "$out"
 
 echo "emu e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]

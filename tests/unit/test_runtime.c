@@ -80,6 +80,7 @@ struct booted {
 };
 
 static int sim_vram;
+static int no_zero_copy;
 
 static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, uint32_t queues,
 		      uint32_t timeout_ms, uint32_t mbox_slots)
@@ -99,6 +100,7 @@ static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, ui
 	o.mbox_slots = mbox_slots;
 	o.heap_bytes = 16u << 20;
 	o.sim_vram = sim_vram;
+	o.no_zero_copy = no_zero_copy;
 	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
 	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
 	b->mb = gpuos_sys_mbox(b->sys);
@@ -160,6 +162,58 @@ Test(runtime, device_memory_path_multi_command_requests)
 		cr_assert(dpos < 0, "data of %lu+%lu differs first at +%ld", (unsigned long)off, (unsigned long)len, dpos);
 	}
 	shut(&b);
+}
+
+/* Zero copy: commands that cover whole LBAs go straight into the client's
+ * memory, PRP1 anywhere on a dword of a page, PRP lists for the rest; the
+ * bytes around the destination stay as they were. With no_zero_copy the
+ * same reads all bounce. */
+static void zero_copy_reads(int off_zc)
+{
+	struct booted b;
+	struct gpuos_stats st;
+	uint64_t s = 21;
+	int i;
+	char e[256];
+	no_zero_copy = off_zc;
+	/* mdts=64: 64 KiB commands, so long reads take several, each with a PRP list. */
+	boot_with(&b, "ooo=1,mdts=64", 2, 4, 0, 0);
+	no_zero_copy = 0;
+	for (i = 0; i < 300; i++) {
+		uint64_t lbas = 1 + rng_next(&s) % (i % 3 == 0 ? 2048u : 24u);
+		uint64_t len = lbas * 512u - (i % 5 == 0 ? rng_next(&s) % 512u : 0); /* a short tail bounces */
+		uint64_t off = (rng_next(&s) % ((IMG_BYTES - len) / 512u)) * 512u;
+		uint64_t at = 64u + (rng_next(&s) % 4096u) * (i % 7 == 0 ? 1u : 4u); /* odd ones bounce */
+		uint64_t got = 0;
+		memset(b.heap, 0x5a, at + len + 4096u);
+		cr_assert_eq(read_at(&b, off, len, at, &got), GPUOS_ST_OK);
+		cr_assert_eq(got, len);
+		long dpos = first_diff(b.heap + at, img + off, len);
+		cr_assert(dpos < 0, "data of %lu+%lu at +%lu differs first at +%ld", (unsigned long)off,
+			  (unsigned long)len, (unsigned long)at, dpos);
+		cr_assert(b.heap[at - 1] == 0x5a && b.heap[at + len] == 0x5a && b.heap[at + len + 4095u] == 0x5a,
+			  "read %lu+%lu at +%lu wrote outside its destination", (unsigned long)off, (unsigned long)len,
+			  (unsigned long)at);
+	}
+	cr_assert_eq(gpuos_park(b.sys, e, sizeof(e)), 0, "%s", e);
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_eq(gpuos_resume(b.sys, e, sizeof(e)), 0, "%s", e);
+	if (off_zc)
+		cr_assert_eq(st.zero_copy, 0);
+	else
+		cr_assert(st.zero_copy > st.commands / 2, "%lu of %lu commands zero copy", (unsigned long)st.zero_copy,
+			  (unsigned long)st.commands);
+	shut(&b);
+}
+
+Test(runtime, zero_copy_into_client_memory)
+{
+	zero_copy_reads(0);
+}
+
+Test(runtime, no_zero_copy_bounces_everything)
+{
+	zero_copy_reads(1);
 }
 
 Test(runtime, lba_4096_and_small_mdts)
