@@ -344,8 +344,8 @@ GPUOS_NOINLINE GPUOS_HD static void finish_at_once(const struct gpuos_rt_desc *d
 
 /* Lane 0: enter a validated request in the warp's table (intake only runs
  * with a free entry). Returns 1, or 0 when the table is full. */
-GPUOS_INLINE GPUOS_HD int enter_req(struct rt_warp *W, uint32_t ms, uint32_t h, uint64_t off, uint64_t len,
-				    uint64_t dst, const struct gpuos_rt_region *rg)
+GPUOS_INLINE GPUOS_HD int enter_req(const struct gpuos_rt_desc *d, struct rt_warp *W, uint32_t ms, uint32_t h,
+				    uint64_t off, uint64_t len, uint64_t dst, int rg)
 {
 	uint32_t i;
 	static_assert(GPUOS_RT_MAX_REQS_PER_WARP == 64, "request masks are 64 bits");
@@ -364,8 +364,8 @@ GPUOS_INLINE GPUOS_HD int enter_req(struct rt_warp *W, uint32_t ms, uint32_t h, 
 		r->end = off + len;
 		r->next = off;
 		r->dst = dst;
-		r->zc = (rg->flags & GPUOS_RT_REGION_DMA) != 0;
-		r->dst_iova = rg->iova + (dst - rg->base);
+		r->zc = (d->region[rg].flags & GPUOS_RT_REGION_DMA) != 0;
+		r->dst_iova = d->region[rg].iova + (dst - d->region[rg].base);
 		r->done = 0;
 		r->h = h;
 		r->hint = 0;
@@ -402,6 +402,71 @@ GPUOS_INLINE GPUOS_HD void read_req(const struct gpuos_mbox_slot *s, struct rt_r
 #endif
 }
 
+/* Lane 0: accept a READ or GGUF_LOAD (see accept). Out of line: the raw
+ * read path stays short, and instructions the loop does not run stay out of
+ * its way. */
+GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+					       uint32_t ms, uint32_t op, const struct rt_reqcopy *q)
+{
+	uint64_t off = q->offset, len = q->length, dst = q->dst;
+	int rg;
+	/* Files and tensors: the handle's extent map (in device memory)
+	 * turns file offsets into device offsets; served here. */
+	const struct rt_handle *hd;
+	uint64_t foff = off;
+	if (!d->meta) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
+		return 0;
+	}
+	if (q->flags) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS);
+		return 0;
+	}
+	hd = gpuos_rt_handle(d, q->handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
+	if (!hd) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE);
+		return 0;
+	}
+	if (hd->kind == H_DIR) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_ISDIR);
+		return 0;
+	}
+	if (len > GPUOS_MAX_LENGTH || off + len < off) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW);
+		return 0;
+	}
+	if (op == GPUOS_OP_GGUF_LOAD) {
+		uint64_t toff, tsize;
+		if (gpuos_rt_files_tensor(d, hd, q->arg, &toff, &tsize) || off > tsize ||
+		    (len && len > tsize - off)) {
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
+			return 0;
+		}
+		if (len == 0)
+			len = tsize - off; /* to the end of the tensor */
+		foff = toff + off;
+	} else {
+		len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
+	}
+	if (len == 0) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
+		return 0;
+	}
+	rg = gpuos_rt_region_of(d, dst, len);
+	if (dst == 0 || rg < 0) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
+		return 0;
+	}
+	if (hd->map == H_MAP_META) {
+		gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
+		return 0;
+	}
+	if (enter_req(d, W, ms, gpuos_rt_handle_index(q->handle), foff, len, dst, rg))
+		return 1;
+	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
+	return 0;
+}
+
 /* Lane 0 only. Validate a request just taken; either complete it at once or
  * enter it in the request table. Returns 1 if it used a table entry. */
 GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
@@ -412,7 +477,7 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	uint32_t op;
 	uint64_t off, len, dst;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
-	const struct gpuos_rt_region *rg;
+	int rg;
 
 	read_req(s, &q);
 	op = q.opcode;
@@ -444,63 +509,8 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
 		return 0;
 	}
-	if (op == GPUOS_OP_READ || op == GPUOS_OP_GGUF_LOAD) {
-		/* Files and tensors: the handle's extent map (in device memory)
-		 * turns file offsets into device offsets; served here. */
-		const struct rt_handle *hd;
-		uint64_t foff = off;
-		if (!d->meta) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
-			return 0;
-		}
-		if (q.flags) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS);
-			return 0;
-		}
-		hd = gpuos_rt_handle(d, q.handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
-		if (!hd) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE);
-			return 0;
-		}
-		if (hd->kind == H_DIR) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_ISDIR);
-			return 0;
-		}
-		if (len > GPUOS_MAX_LENGTH || off + len < off) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW);
-			return 0;
-		}
-		if (op == GPUOS_OP_GGUF_LOAD) {
-			uint64_t toff, tsize;
-			if (gpuos_rt_files_tensor(d, hd, q.arg, &toff, &tsize) || off > tsize ||
-			    (len && len > tsize - off)) {
-				finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
-				return 0;
-			}
-			if (len == 0)
-				len = tsize - off; /* to the end of the tensor */
-			foff = toff + off;
-		} else {
-			len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
-		}
-		if (len == 0) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_OK);
-			return 0;
-		}
-		rg = gpuos_rt_region_of(d, dst, len);
-		if (dst == 0 || !rg) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
-			return 0;
-		}
-		if (hd->map == H_MAP_META) {
-			gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
-			return 0;
-		}
-		if (enter_req(W, ms, gpuos_rt_handle_index(q.handle), foff, len, dst, rg))
-			return 1;
-		finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
-		return 0;
-	}
+	if (op == GPUOS_OP_READ || op == GPUOS_OP_GGUF_LOAD)
+		return accept_file(d, w, W, ms, op, &q);
 	if (op == GPUOS_OP_OPEN || op == GPUOS_OP_STAT || op == GPUOS_OP_READDIR || op == GPUOS_OP_CLOSE ||
 	    (op >= GPUOS_OP_GGUF_OPEN && op <= GPUOS_OP_GGUF_LAYER)) {
 		if (!d->meta)
@@ -534,44 +544,16 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		return 0;
 	}
 	rg = gpuos_rt_region_of(d, dst, len);
-	if (dst == 0 || !rg) {
+	if (dst == 0 || rg < 0) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
 		return 0;
 	}
-	if (enter_req(W, ms, 0, off, len, dst, rg))
+	if (enter_req(d, W, ms, 0, off, len, dst, rg))
 		return 1;
 	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 	return 0;
 }
 
-
-/* This warp's partition of the mailbox rings. */
-GPUOS_INLINE GPUOS_HD const uint32_t *ring_of(const struct gpuos_rt_desc *d, uint32_t w, const struct rt_warp *W)
-{
-	return (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
-					     (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) +
-	       (uint64_t)w * W->per;
-}
-
-/* Ring position consumed + lane: its index in the ring and the lap tag that
- * marks its entry new, counted on from the ones of `consumed`; as the
- * clients count them (pos % per, pos / per + 1) where the 32-bit position
- * wraps. */
-GPUOS_INLINE GPUOS_HD void ring_pos(const struct rt_warp *W, uint32_t lane, uint32_t *idx_out, uint32_t *lap_out)
-{
-	uint32_t consumed = W->consumed, per = W->per;
-	uint32_t idx = W->ring_idx + lane, lap = W->ring_lap;
-	if (consumed + lane < consumed) {
-		idx = (consumed + lane) % per;
-		lap = ((consumed + lane) / per + 1u) & 0xffffu;
-	}
-	while (idx >= per) {
-		idx -= per;
-		lap = (lap + 1u) & 0xffffu;
-	}
-	*idx_out = idx;
-	*lap_out = lap;
-}
 
 /* Take new requests from this warp's ring: lanes read the next 32 entries
  * at once; a prefix of entries already written is taken in ring order. An
@@ -580,15 +562,12 @@ GPUOS_INLINE GPUOS_HD void ring_pos(const struct rt_warp *W, uint32_t lane, uint
  * entry not yet written (its client is between fetch_add and store) stops
  * the batch; the next loop comes back to it. At most `per` positions are
  * ever outstanding (each needs a slot of the partition), so an entry of an
- * old lap is never mistaken for a new one.
- * `pre`: when `have_pre`, this lane's entry, polled (gpuos_mbox_load_poll)
- * before reap so that its load overlapped the CQ's; the first round uses
- * it and loads nothing. */
-GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd,
-				 int have_pre, uint32_t pre)
+ * old lap is never mistaken for a new one. */
+GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd)
 {
 	uint32_t per = W->per, base = w * per;
-	const uint32_t *ring = ring_of(d, w, W);
+	const uint32_t *ring = (const uint32_t *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox) +
+							       (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot)) + base;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	int dev = mbox_dev(d);
 	uint32_t taken = 0;
@@ -602,12 +581,23 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 			k = room; /* a failed or stopping warp answers at once: no table entry needed */
 		if (k == 0)
 			break;
-		ring_pos(W, lane, &idx, &lap);
+		/* Position consumed + lane: its index in the ring and its lap,
+		 * counted on from the ones of `consumed`; as the clients count
+		 * them (pos % per, pos / per) where the 32-bit position wraps. */
+		idx = W->ring_idx + lane;
+		lap = W->ring_lap;
+		if (consumed + lane < consumed) {
+			idx = (consumed + lane) % per;
+			lap = ((consumed + lane) / per + 1u) & 0xffffu;
+		}
+		while (idx >= per) {
+			idx -= per;
+			lap = (lap + 1u) & 0xffffu;
+		}
 		ok = lane < k;
 		if (ok) {
-			/* Pairs with the client's release store of the entry (the
-			 * polled one: through gpuos_mbox_poll_acquire below). */
-			e = have_pre ? pre : gpuos_mbox_load_acquire(dev, &ring[idx]);
+			/* Pairs with the client's release store of the entry. */
+			e = gpuos_mbox_load_acquire(dev, &ring[idx]);
 			ok = (e >> 16) == lap && (e & 0xffffu) < per;
 		}
 		n = gpuos_warp_ballot(ok);
@@ -616,10 +606,6 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 			n = k;
 		if (n == 0)
 			break;
-		if (have_pre) {
-			gpuos_mbox_poll_acquire(dev); /* every lane: each polled its own entry */
-			have_pre = 0;
-		}
 		for (i = 0; i < n; i++) {
 			uint32_t slot = gpuos_warp_bcast32(e & 0xffffu, i);
 			if (lane == 0)
@@ -1153,22 +1139,10 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		}
 		/* Nothing in flight: no CQ to look at. Nothing left to submit: no
 		 * SQ to fill. Each skipped step saves loads that miss L1. */
-		if (W->nfree != d->slots_per_warp) {
-			/* Commands in flight: poll the ring now, so that its load
-			 * and reap's CQ load are in flight together (one round
-			 * trip per loop, not two); intake uses what it saw. */
-			uint32_t idx, lap, pre = 0;
-			int have_pre = cmd != GPUOS_RT_CMD_PARK;
-			if (have_pre) {
-				ring_pos(W, lane, &idx, &lap);
-				pre = gpuos_mbox_load_poll(mbox_dev(d), &ring_of(d, w, W)[idx]);
-			}
+		if (W->nfree != d->slots_per_warp)
 			work += reap(d, w, W);
-			if (have_pre)
-				work += intake(d, w, W, cmd, 1, pre);
-		} else if (cmd != GPUOS_RT_CMD_PARK) {
-			work += intake(d, w, W, cmd, 0, 0);
-		}
+		if (cmd != GPUOS_RT_CMD_PARK)
+			work += intake(d, w, W, cmd);
 		if (!W->fatal && W->pending_mask)
 			work += submit(d, w, W);
 		if ((it & 255u) == 0)
@@ -1190,7 +1164,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 				busy += W->slot[s].busy == SLOT_BUSY;
 			if (W->nreq == 0 && busy == 0) {
 				if (cmd == GPUOS_RT_CMD_STOP)
-					intake(d, w, W, cmd, 0, 0); /* answer what is still posted */
+					intake(d, w, W, cmd); /* answer what is still posted */
 				break;
 			}
 		}

@@ -277,18 +277,6 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_load_acquire(int dev, const uint32_t *
 {
 	return dev ? gpuos_load_acquire_dev32(p) : gpuos_load_acquire_sys32(p);
 }
-/* A poll of a ring entry: gpuos_mbox_poll_acquire after a hit (port.h). */
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_load_poll(int dev, const uint32_t *p)
-{
-	return dev ? gpuos_load_poll_dev32(p) : gpuos_load_poll_sys32(p);
-}
-GPUOS_INLINE GPUOS_HD void gpuos_mbox_poll_acquire(int dev)
-{
-	if (dev)
-		gpuos_poll_acquire_dev();
-	else
-		gpuos_poll_acquire_sys();
-}
 GPUOS_INLINE GPUOS_HD void gpuos_mbox_store_release(int dev, uint32_t *p, uint32_t v)
 {
 	if (dev)

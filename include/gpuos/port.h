@@ -264,13 +264,6 @@ GPUOS_DEF_LD(gpuos_load_relaxed_sys32, uint32_t, 32, "r", "relaxed", "sys", __AT
 GPUOS_DEF_LD(gpuos_load_acquire_sys64, uint64_t, 64, "l", "acquire", "sys", __ATOMIC_ACQUIRE)
 GPUOS_DEF_LD(gpuos_load_relaxed_sys64, uint64_t, 64, "l", "relaxed", "sys", __ATOMIC_RELAXED)
 GPUOS_DEF_LD(gpuos_load_relaxed_sys16, uint16_t, 16, "h", "relaxed", "sys", __ATOMIC_RELAXED)
-/* Polls whose acquire is paid only on a hit: a relaxed load on the GPU, so
- * the loads of several polls are in flight at once (an acquire load holds
- * back the loads after it), completed by gpuos_poll_acquire_* once the poll
- * saw what it waited for. On the host the load itself is the acquire (the
- * form ThreadSanitizer understands). */
-GPUOS_DEF_LD(gpuos_load_poll_dev32, uint32_t, 32, "r", "relaxed", "gpu", __ATOMIC_ACQUIRE)
-GPUOS_DEF_LD(gpuos_load_poll_sys32, uint32_t, 32, "r", "relaxed", "sys", __ATOMIC_ACQUIRE)
 GPUOS_DEF_ST(gpuos_store_release_dev32, uint32_t, 32, "r", "release", "gpu", __ATOMIC_RELEASE)
 GPUOS_DEF_ST(gpuos_store_release_sys32, uint32_t, 32, "r", "release", "sys", __ATOMIC_RELEASE)
 GPUOS_DEF_ST(gpuos_store_relaxed_sys32, uint32_t, 32, "r", "relaxed", "sys", __ATOMIC_RELAXED)
@@ -357,27 +350,6 @@ GPUOS_INLINE GPUOS_HD void gpuos_fence_sys(void)
 	__asm__ __volatile__("" ::: "memory");
 #else
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-/* After a gpuos_load_poll_* saw a release store: this thread's later
- * accesses see what came before that store (fence after a relaxed load:
- * the acquire pattern of the PTX memory model). Nothing on the host. */
-GPUOS_INLINE GPUOS_HD void gpuos_poll_acquire_dev(void)
-{
-#if GPUOS_ON_GPU
-	asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-GPUOS_INLINE GPUOS_HD void gpuos_poll_acquire_sys(void)
-{
-#if GPUOS_ON_GPU
-	asm volatile("fence.acq_rel.sys;" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
 #endif
 }
 
