@@ -313,6 +313,7 @@ static void stats_sub(struct gpuos_stats *d, const struct gpuos_stats *a, const 
 	d->timeouts = b->timeouts - a->timeouts;
 	d->doorbells = b->doorbells - a->doorbells;
 	d->polls = b->polls - a->polls;
+	d->zero_copy = b->zero_copy - a->zero_copy;
 	d->state = b->state;
 	d->notices = b->notices;
 }

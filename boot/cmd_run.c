@@ -195,9 +195,10 @@ static void print_result(const struct app_result *res, const char *where)
 	if (n && res->out[n - 1] != '\n')
 		fputc('\n', stdout);
 	printf("exit status %u\n", res->status);
-	printf("runtime: %llu requests, %llu bytes, %llu errors, %llu commands (%s)\n",
+	printf("runtime: %llu requests, %llu bytes, %llu errors, %llu commands, %llu zero copy (%s)\n",
 	       (unsigned long long)res->delta.requests, (unsigned long long)res->delta.bytes,
-	       (unsigned long long)res->delta.errors, (unsigned long long)res->delta.commands, where);
+	       (unsigned long long)res->delta.errors, (unsigned long long)res->delta.commands,
+	       (unsigned long long)res->delta.zero_copy, where);
 	fflush(stdout);
 }
 
