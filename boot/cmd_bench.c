@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "gpuos/bench.h"
+#include "json.h"
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -324,24 +325,33 @@ int cmd_bench(int argc, char **argv)
 		qsort(lat, n_lat, sizeof(uint32_t), cmp_u32);
 		gpuos_sys_stats(s, &st);
 		gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
-		if (c.json)
-			printf("{\"device\": \"%s\", \"runtime\": \"%s\", \"op\": \"%s\", \"bytes\": %u, \"threads\": %u, "
+		if (c.json) {
+			/* Strings through json_str: a device path may hold quotes. */
+			fputs("{\"device\": ", stdout);
+			json_str(stdout, c.boot.device);
+			fputs(", \"runtime\": ", stdout);
+			json_str(stdout, gpu ? in->gpu_name : "host");
+			printf(", \"op\": \"%s\", \"bytes\": %u, \"threads\": %u, "
 			       "\"iters\": %u, \"warps\": %u, \"queues\": %u, \"requests_per_s\": %.0f, \"gb_per_s\": %.3f, "
 			       "\"lat_median_us\": %.2f, \"lat_p99_us\": %.2f, \"errors\": %u, \"cpu_s\": %.3f, "
-			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu, \"zero_copy\": %llu%s}\n",
-			       c.boot.device, gpu ? in->gpu_name : "host", opname, bytes, threads, iters, in->warps,
-			       in->queues_used, reqs / secs, reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0,
-			       lat[(n_lat * 99) / 100] / 1000.0, errors, cpu1 - cpu0, wall,
-			       (unsigned long long)st.commands, (unsigned long long)st.doorbells,
-			       (unsigned long long)st.zero_copy, stxt);
-		else
+			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu, \"zero_copy\": %llu, "
+			       "\"timeouts\": %llu, \"controller\": ",
+			       opname, bytes, threads, iters, in->warps, in->queues_used, reqs / secs,
+			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0, errors,
+			       cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.doorbells,
+			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts);
+			json_str(stdout, ctrl);
+			printf("%s}\n", stxt);
+		} else
 			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %u bytes\n"
 			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
-			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n%s",
+			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n"
+			       "  %llu commands (%llu zero copy), %llu timed out; controller: %s\n%s",
 			       opname, c.boot.device, gpu ? in->gpu_name : "CPU threads", in->warps,
 			       in->queues_used / in->warps, threads, iters, opname, bytes, reqs / secs,
 			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0,
-			       errors, cpu1 - cpu0, wall, stxt);
+			       errors, cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.zero_copy,
+			       (unsigned long long)st.timeouts, ctrl, stxt);
 	}
 	free(lat);
 	free(stages);

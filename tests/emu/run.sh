@@ -114,8 +114,10 @@ assert j["errors"] == 0 and j["op"] == sys.argv[2], j
 st = j["stages_us"]
 assert list(st)[0] == "posted" and list(st)[-1] == "seen" and "done" in st, st
 assert all(v >= 0 for v in st.values()), st
-# the stages add up to about the round trip: medians of parts, so loosely
-assert sum(st.values()) > 0.3 * j["lat_median_us"], (st, j["lat_median_us"])
+# Each stage is a part of its sample's round trip, so its median is at most
+# the round trip's (order statistics keep a pointwise order). Their sum is
+# not: medians of parts of a long-tailed (host-mode) distribution.
+assert all(v <= j["lat_median_us"] + 0.01 for v in st.values()), (st, j["lat_median_us"])
 PY
 done
 out=$($gpuos bench --device "emu:$img" --host --threads 1 --iters 100 --json 2>/dev/null)
