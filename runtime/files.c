@@ -767,30 +767,43 @@ GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, c
 	return 0;
 }
 
+/* A handle on the inode lookup_req left in F->ino. Returns its slot, or -1
+ * when the request has been answered: no free handle, a map that cannot be
+ * read, or (with why_no_map) an inode without an extent map (inline data, a
+ * device), refused with that reason. */
+GPUOS_NOINLINE GPUOS_HD static int open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map)
+{
+	const char *why = 0;
+	int slot = alloc_handle(F), r;
+
+	if (slot < 0) {
+		reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
+		return -1;
+	}
+	r = fill_handle(F, (uint32_t)slot, &why);
+	if (!r && why_no_map && F->h[slot].map == H_MAP_META) {
+		r = -EOPNOTSUPP;
+		why = why_no_map;
+	}
+	if (r) {
+		F->h[slot].kind = H_FREE;
+		reply_err(F, q, r, 0, why);
+		return -1;
+	}
+	return slot;
+}
+
 GPUOS_NOINLINE GPUOS_HD static void op_open(struct rt_files *F, const struct mreq *q)
 {
-	uint32_t i;
-	const char *why = 0;
-	int slot, r;
+	int slot;
 
 	if (q->flags & ~GPUOS_OPEN_NOFOLLOW) {
 		reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
-	if (!lookup_req(F, q))
+	if (!lookup_req(F, q) || (slot = open_inode(F, q, 0)) < 0)
 		return;
-	if ((slot = alloc_handle(F)) < 0) {
-		reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
-		return;
-	}
-	i = (uint32_t)slot;
-	r = fill_handle(F, i, &why);
-	if (r) {
-		F->h[i].kind = H_FREE;
-		reply_err(F, q, r, 0, why);
-		return;
-	}
-	reply(F, q, GPUOS_ST_OK, handle_number(&F->h[i], i), F->h[i].size, 0);
+	reply(F, q, GPUOS_ST_OK, handle_number(&F->h[slot], (uint32_t)slot), F->h[slot].size, 0);
 }
 
 GPUOS_HD static void free_handle(struct rt_files *F, uint32_t i)
@@ -992,7 +1005,6 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_open(struct rt_files *F, const struc
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
-	const char *why = 0;
 	struct rt_handle *hd;
 	struct gpuos_gguf *g;
 	uint32_t i, m;
@@ -1037,22 +1049,10 @@ GPUOS_NOINLINE GPUOS_HD static void op_gguf_open(struct rt_files *F, const struc
 			reply(F, q, GPUOS_ST_ISDIR, 0, 0, 0);
 			return;
 		}
-		if ((slot = alloc_handle(F)) < 0) {
-			reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
+		if ((slot = open_inode(F, q, "a GGUF in inline data or a special file")) < 0)
 			return;
-		}
 		i = (uint32_t)slot;
-		r = fill_handle(F, i, &why);
 		hd = &F->h[i];
-		if (!r && hd->map == H_MAP_META) {
-			r = -EOPNOTSUPP;
-			why = "a GGUF in inline data or a special file";
-		}
-		if (r) {
-			hd->kind = H_FREE;
-			reply_err(F, q, r, 0, why);
-			return;
-		}
 	}
 	/* Parse through the handle's own map. */
 	F->io_file.F = F;

@@ -402,6 +402,25 @@ GPUOS_INLINE GPUOS_HD void read_req(const struct gpuos_mbox_slot *s, struct rt_r
 #endif
 }
 
+/* Lane 0: where a read of len bytes goes: the registered region holding
+ * dst, or -1 when the request was answered at once (nothing to read, or a
+ * destination outside registered memory). */
+GPUOS_INLINE GPUOS_HD int read_dst(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ms,
+				   uint64_t len, uint64_t dst)
+{
+	int rg;
+	if (len == 0) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
+		return -1;
+	}
+	rg = gpuos_rt_region_of(d, dst, len);
+	if (dst == 0 || rg < 0) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
+		return -1;
+	}
+	return rg;
+}
+
 /* Lane 0: accept a READ or GGUF_LOAD (see accept). Out of line: the raw
  * read path stays short, and instructions the loop does not run stay out of
  * its way. */
@@ -448,15 +467,9 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 	} else {
 		len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
 	}
-	if (len == 0) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
+	rg = read_dst(d, w, W, ms, len, dst);
+	if (rg < 0)
 		return 0;
-	}
-	rg = gpuos_rt_region_of(d, dst, len);
-	if (dst == 0 || rg < 0) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
-		return 0;
-	}
 	if (hd->map == H_MAP_META) {
 		gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
 		return 0;
@@ -539,15 +552,9 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
 		return 0;
 	}
-	if (len == 0) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
+	rg = read_dst(d, w, W, ms, len, dst);
+	if (rg < 0)
 		return 0;
-	}
-	rg = gpuos_rt_region_of(d, dst, len);
-	if (dst == 0 || rg < 0) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
-		return 0;
-	}
 	if (enter_req(d, W, ms, 0, off, len, dst, rg))
 		return 1;
 	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
