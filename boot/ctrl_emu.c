@@ -42,6 +42,12 @@ static int emu_dev_copy(void *ctx, void *dst, const void *src, size_t len, int t
 	return gpuos_gpu_copy(c->gpu, dst, src, len, to_device);
 }
 
+static void emu_thread_init(void *ctx)
+{
+	struct gpuos_ctrl *c = (struct gpuos_ctrl *)ctx;
+	gpuos_gpu_thread_init(c->gpu);
+}
+
 /* sim_vram: "device memory" that is host memory, moved by memcpy. */
 static int sim_copy(void *ctx, void *dst, const void *src, size_t len, int to_device)
 {
@@ -68,6 +74,7 @@ static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, 
 		env.alloc_regs = emu_alloc_regs;
 		env.free_regs = emu_free_regs;
 		env.dev_copy = emu_dev_copy;
+		env.thread_init = emu_thread_init;
 	}
 	r = gpuos_emu_create(o, &env, &p->emu, err, errlen);
 	if (r) {

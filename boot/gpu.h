@@ -50,6 +50,9 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev);
 /* Synchronous copy on the calling thread's own non-blocking stream (safe
  * while the runtime kernel spins). to_device: host -> device, else device -> host. */
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device);
+/* Set up what gpuos_gpu_copy needs in the calling thread (its stream), so
+ * that its first copy creates nothing while a kernel spins. */
+void gpuos_gpu_thread_init(struct gpuos_gpu *g);
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len);
 
 /* Streams: the runtime kernel, the loopback controller, client kernels. */

@@ -116,6 +116,10 @@ struct gpuos_emu_env {
 	/* copy between host memory and device memory (emulated DMA into VRAM);
 	 * returns only when the copy is complete; 0 or a negative errno */
 	int (*dev_copy)(void *ctx, void *dst, const void *src, size_t len, int to_device);
+	/* optional: run by each I/O worker thread before it serves anything
+	 * (what dev_copy needs per thread, set up while no GPU kernel spins);
+	 * gpuos_emu_create returns after every worker has run it */
+	void (*thread_init)(void *ctx);
 };
 
 enum gpuos_emu_region_kind {

@@ -135,6 +135,7 @@ struct emu_worker {
 	uint32_t idx;
 	pthread_t th;
 	int started;
+	uint32_t ready;          /* env.thread_init has run (release; emu_workers_start waits for it) */
 	uint32_t rr;             /* first queue to look at next round (fairness) */
 	uint64_t rng;
 	struct emu_cmd cmd[EMU_BATCH];

@@ -411,6 +411,9 @@ static void *worker_main(void *arg)
 	uint32_t idle = 0;
 
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	if (e->env.thread_init)
+		e->env.thread_init(e->env.ctx);
+	__atomic_store_n(&w->ready, 1u, __ATOMIC_RELEASE); /* pairs with emu_workers_start */
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t next_due;
 		uint32_t did = retire_round(e, w);
@@ -481,6 +484,13 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen)
 			pthread_setname_np(e->w[i].th, name);
 		}
 	}
+	/* Every worker's per-thread setup happens now, before the driver can
+	 * launch a kernel that spins (its copy stream: notes/PLATFORM.md). */
+	for (uint32_t i = 0; i < e->nworkers; i++)
+		while (!__atomic_load_n(&e->w[i].ready, __ATOMIC_ACQUIRE)) {
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
 	return 0;
 }
 

@@ -2078,3 +2078,33 @@ Test(emu_opts, create_checks_a_hand_made_struct)
 	cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), 0, "%s", err);
 	gpuos_emu_destroy(e);
 }
+
+/* env.thread_init runs once in every I/O worker, and before gpuos_emu_create
+ * returns (the GPU build creates each worker's copy stream there, before a
+ * kernel spins: with the stream made on first use, a burst of GPU clients
+ * left commands unfetched). */
+static uint32_t inits_seen;
+static void count_init(void *ctx)
+{
+	__atomic_add_fetch((uint32_t *)ctx, 1u, __ATOMIC_RELAXED);
+}
+
+Test(emu_opts, thread_init_runs_in_every_worker_before_create_returns)
+{
+	struct gpuos_emu_opts o;
+	struct gpuos_emu_env env;
+	struct gpuos_emu *e = NULL;
+	char err[256];
+
+	gpuos_emu_opts_default(&o);
+	o.backend = GPUOS_EMU_NULL;
+	o.queues = 8;
+	o.workers = 5;
+	memset(&env, 0, sizeof(env));
+	env.ctx = &inits_seen;
+	env.thread_init = count_init;
+	inits_seen = 0;
+	cr_assert_eq(gpuos_emu_create(&o, &env, &e, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(__atomic_load_n(&inits_seen, __ATOMIC_RELAXED), 5u);
+	gpuos_emu_destroy(e);
+}
