@@ -43,7 +43,7 @@ struct rt_req {             /* a mailbox request being served */
 	uint16_t zc;            /* 1: dst is in a region the controller can reach (GPUOS_RT_REGION_DMA) */
 	uint32_t h;             /* handle slot (1-based) whose map gives device offsets, 0: raw device */
 	uint32_t hint;          /* extent index of the last chunk (files_map) */
-	uint32_t rsvd3;
+	uint32_t vram;          /* 1: dst is in VRAM (a GPU client sees it at device scope) */
 	uint64_t off, end;      /* requested byte range: of the namespace, or of the handle's file */
 	uint64_t next;          /* first byte not yet submitted */
 	uint64_t dst;
@@ -251,18 +251,6 @@ GPUOS_INLINE GPUOS_HD int batch_ok(const struct gpuos_rt_desc *d, uint64_t p)
 	return 0;
 }
 
-/* Is p in a VRAM region? (Then a GPU client sees writes at device scope.) */
-GPUOS_INLINE GPUOS_HD int dst_vram(const struct gpuos_rt_desc *d, uint64_t p)
-{
-	uint32_t i;
-	for (i = 0; i < d->nregions; i++) {
-		const struct gpuos_rt_region *r = &d->region[i];
-		if (p >= r->base && p - r->base < r->len)
-			return (r->flags & GPUOS_RT_REGION_VRAM) != 0;
-	}
-	return 0;
-}
-
 /* ---- request completion ------------------------------------------------------ */
 
 /* Lane 0: the DONE stores of a batch of completions (see finish_slot). One
@@ -366,6 +354,7 @@ GPUOS_INLINE GPUOS_HD int enter_req(const struct gpuos_rt_desc *d, struct rt_war
 		r->dst = dst;
 		r->zc = (d->region[rg].flags & GPUOS_RT_REGION_DMA) != 0;
 		r->dst_iova = d->region[rg].iova + (dst - d->region[rg].base);
+		r->vram = (d->region[rg].flags & GPUOS_RT_REGION_VRAM) != 0;
 		r->done = 0;
 		r->h = h;
 		r->hint = 0;
@@ -885,7 +874,7 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 		}
 		/* Host memory (copied, or written by the controller) reaches a
 		 * client through a system-scope DONE. */
-		sys |= !dst_vram(d, sl->dst);
+		sys |= !r->vram;
 	}
 	gpuos_warp_sync();
 	if (lane == 0) {
