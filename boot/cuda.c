@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu.h"
+#include "gpuos/dma.h"
 
 typedef CUresult (*pfn_module_load_data)(CUmodule *, const void *);
 typedef CUresult (*pfn_launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -36,6 +37,9 @@ struct gpuos_gpu {
 	pfn_get_error_string get_error_string;
 	CUresult (*module_unload)(CUmodule);
 	CUresult (*func_get_attribute)(int *, CUfunction_attribute, CUfunction);
+	CUfunction gather;          /* gpuos_dma_gather of the runtime image, or NULL */
+	int host_ptr_is_dev;        /* registered host memory has the same address on the GPU */
+	pthread_mutex_t lock;       /* module loading from several threads */
 };
 
 /* An app image loaded as a module of its own (gpuos run). */
@@ -44,6 +48,8 @@ struct gpuos_gpu_module {
 	CUfunction fn;
 	char entry[128];
 };
+
+static const char *cu_err(struct gpuos_gpu *g, CUresult r);
 
 static int entry(const char *sym, void **fn)
 {
@@ -72,6 +78,7 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	if (!g)
 		return -ENOMEM;
 	g->dev = 0;
+	pthread_mutex_init(&g->lock, NULL);
 	/* Host threads that wait for the GPU sleep instead of spinning: after
 	 * boot the CPU has nothing to do, and should use no time doing it. */
 	cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost);
@@ -81,6 +88,12 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 		return -ENODEV;
 	}
 	snprintf(g->name, sizeof(g->name), "%s", prop.name);
+	{
+		/* the gather kernel reads pinned sources by their host address */
+		int same = 0;
+		g->host_ptr_is_dev = cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, 0) ==
+					     cudaSuccess && same;
+	}
 	g->sm = prop.major * 10 + prop.minor;
 	g->sm_count = prop.multiProcessorCount;
 	if (!prop.unifiedAddressing || !prop.canMapHostMemory) {
@@ -248,24 +261,66 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev)
 		cudaFree((void *)(uintptr_t)dev);
 }
 
-/* Each calling thread gets its own non-blocking stream, so emulator workers
- * copying at once never wait on each other or on the runtime kernel. */
-static pthread_key_t stream_key;
-static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
-static void stream_free(void *s) { cudaStreamDestroy((cudaStream_t)s); }
-static void stream_key_make(void) { pthread_key_create(&stream_key, stream_free); }
+/* ---- per-thread channels ----
+ * Each calling thread gets its own non-blocking stream, so emulator workers
+ * copying at once never wait on each other or on the runtime kernel, and,
+ * for the DMA engine, a ring of events (one per ticket) and of gather piece
+ * lists in pinned memory (one per ticket: a list is reused only after the
+ * launch that read it has landed). */
+#define CHAN_TICKETS 32u       /* tickets in flight per channel */
+#define CHAN_PIECES  4096u     /* gathered pieces per ticket */
+
+struct chan {
+	cudaStream_t s;
+	cudaEvent_t ev[CHAN_TICKETS];
+	struct gpuos_dma_piece *pieces;     /* CHAN_TICKETS lists of CHAN_PIECES */
+	uint32_t npieces;                   /* in the list of ticket marked + 1 */
+	uint64_t marked, landed;
+	int dma;                            /* the events and lists exist */
+	/* a copy still open for merging */
+	uint8_t *cdst;
+	const uint8_t *csrc;
+	size_t clen;
+};
+
+static pthread_key_t chan_key;
+static pthread_once_t chan_once = PTHREAD_ONCE_INIT;
+
+static void chan_free(void *p)
+{
+	struct chan *c = (struct chan *)p;
+	if (c->dma) {
+		for (uint32_t i = 0; i < CHAN_TICKETS; i++)
+			cudaEventDestroy(c->ev[i]);
+		cudaFreeHost(c->pieces);
+	}
+	cudaStreamDestroy(c->s);
+	free(c);
+}
+static void chan_key_make(void) { pthread_key_create(&chan_key, chan_free); }
+
+static struct chan *my_chan(void)
+{
+	struct chan *c;
+	pthread_once(&chan_once, chan_key_make);
+	c = (struct chan *)pthread_getspecific(chan_key);
+	if (!c) {
+		c = (struct chan *)calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+		if (cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking) != cudaSuccess) {
+			free(c);
+			return NULL;
+		}
+		pthread_setspecific(chan_key, c);
+	}
+	return c;
+}
 
 static cudaStream_t my_stream(void)
 {
-	cudaStream_t s;
-	pthread_once(&stream_once, stream_key_make);
-	s = (cudaStream_t)pthread_getspecific(stream_key);
-	if (!s) {
-		if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
-			return NULL;
-		pthread_setspecific(stream_key, s);
-	}
-	return s;
+	struct chan *c = my_chan();
+	return c ? c->s : NULL;
 }
 
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device)
@@ -281,8 +336,188 @@ int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, 
 
 void gpuos_gpu_thread_init(struct gpuos_gpu *g)
 {
+	struct chan *c = my_chan();
+	if (!c || c->dma)
+		return;
+	/* everything the channel needs, made now: while a kernel spins later,
+	 * nothing may be created that synchronises the device */
+	for (uint32_t i = 0; i < CHAN_TICKETS; i++)
+		if (cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming) != cudaSuccess) {
+			while (i--)
+				cudaEventDestroy(c->ev[i]);
+			return;
+		}
+	if (cudaHostAlloc((void **)&c->pieces, (size_t)CHAN_TICKETS * CHAN_PIECES * sizeof(struct gpuos_dma_piece),
+			  cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+		for (uint32_t i = 0; i < CHAN_TICKETS; i++)
+			cudaEventDestroy(c->ev[i]);
+		return;
+	}
+	c->dma = 1;
+	pthread_mutex_lock(&g->lock);
+	if (g->module && !g->gather && g->host_ptr_is_dev &&
+	    g->module_get_function(&g->gather, g->module, "gpuos_dma_gather") != CUDA_SUCCESS)
+		g->gather = NULL;
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Wait until ticket t has landed (the ring slot it holds is needed again). */
+static int chan_wait(struct chan *c, uint64_t t)
+{
+	if (t <= c->landed)
+		return 0;
+	if (cudaEventSynchronize(c->ev[t % CHAN_TICKETS]) != cudaSuccess)
+		return -EIO;
+	c->landed = t;
+	return 0;
+}
+
+static int chan_flush_copy(struct chan *c)
+{
+	cudaError_t e = cudaSuccess;
+	if (c->clen)
+		e = cudaMemcpyAsync(c->cdst, c->csrc, c->clen, cudaMemcpyHostToDevice, c->s);
+	c->clen = 0;
+	return e == cudaSuccess ? 0 : -EIO;
+}
+
+int gpuos_gpu_dma_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len)
+{
+	struct chan *c = my_chan();
 	(void)g;
-	(void)my_stream();
+	if (!c || !c->dma)
+		return -EIO;
+	if (c->clen && c->cdst + c->clen == (uint8_t *)dst && c->csrc + c->clen == (const uint8_t *)src) {
+		c->clen += len;        /* neighbours at both ends: one transfer */
+		return 0;
+	}
+	if (chan_flush_copy(c))
+		return -EIO;
+	c->cdst = (uint8_t *)dst;
+	c->csrc = (const uint8_t *)src;
+	c->clen = len;
+	return 0;
+}
+
+static int gather_add(struct gpuos_gpu *g, struct chan *c, void *dst, const void *src, size_t len)
+{
+	uint64_t t = c->marked + 1;
+	struct gpuos_dma_piece *list = c->pieces + (t % CHAN_TICKETS) * CHAN_PIECES;
+
+	if (!g->gather || c->npieces == CHAN_PIECES)
+		return 1;                          /* not gathered: the caller copies */
+	if (!c->npieces && t > CHAN_TICKETS && chan_wait(c, t - CHAN_TICKETS))
+		return -EIO;                       /* the list's last reader must be done */
+	if (c->npieces) {
+		struct gpuos_dma_piece *p = &list[c->npieces - 1];
+		if (p->dst + p->len == (uint64_t)(uintptr_t)dst &&
+		    (src ? p->src && p->src + p->len == (uint64_t)(uintptr_t)src : !p->src)) {
+			p->len += len;
+			return 0;
+		}
+	}
+	list[c->npieces].dst = (uint64_t)(uintptr_t)dst;
+	list[c->npieces].src = (uint64_t)(uintptr_t)src;
+	list[c->npieces].len = len;
+	list[c->npieces].rsvd18 = 0;
+	c->npieces++;
+	return 0;
+}
+
+int gpuos_gpu_dma_gather(struct gpuos_gpu *g, void *dst, const void *src, size_t len)
+{
+	struct chan *c = my_chan();
+	int r;
+	if (!c || !c->dma)
+		return -EIO;
+	r = gather_add(g, c, dst, src, len);
+	return r > 0 ? gpuos_gpu_dma_copy(g, dst, src, len) : r;
+}
+
+int gpuos_gpu_dma_zero(struct gpuos_gpu *g, void *dst, size_t len)
+{
+	struct chan *c = my_chan();
+	int r;
+	if (!c || !c->dma)
+		return -EIO;
+	if (len <= 65536u && (r = gather_add(g, c, dst, NULL, len)) <= 0)
+		return r;
+	return cudaMemsetAsync(dst, 0, len, c->s) == cudaSuccess ? 0 : -EIO;
+}
+
+int gpuos_gpu_dma_mark(struct gpuos_gpu *g, uint64_t *ticket)
+{
+	struct chan *c = my_chan();
+	uint64_t t;
+	if (!c || !c->dma)
+		return -EIO;
+	t = c->marked + 1;
+	if (chan_flush_copy(c))
+		return -EIO;
+	if (c->npieces) {
+		struct gpuos_dma_batch b;
+		uint64_t maxlen = 0;
+		void *params[1] = { &b };
+		const struct gpuos_dma_piece *list = c->pieces + (t % CHAN_TICKETS) * CHAN_PIECES;
+		for (uint32_t i = 0; i < c->npieces; i++)
+			maxlen = list[i].len > maxlen ? list[i].len : maxlen;
+		b.pieces = (uint64_t)(uintptr_t)list;   /* mapped pinned memory: same address on the GPU */
+		b.n = c->npieces;
+		b.rsvd0c = 0;
+		unsigned units = (unsigned)((maxlen + GPUOS_DMA_UNIT - 1) / GPUOS_DMA_UNIT);
+		/* the piece list in pinned memory is complete before the launch
+		 * reads it: the launch orders host writes before the kernel */
+		CUresult r = g->launch_kernel(g->gather, c->npieces, units > 65535u ? 65535u : units, 1, 256, 1, 1, 0,
+					      (CUstream)c->s, params, NULL);
+		c->npieces = 0;
+		if (r != CUDA_SUCCESS)
+			return -EIO;
+	}
+	/* the event's slot held ticket t - CHAN_TICKETS: it must have landed */
+	if (t > CHAN_TICKETS && chan_wait(c, t - CHAN_TICKETS))
+		return -EIO;
+	if (cudaEventRecord(c->ev[t % CHAN_TICKETS], c->s) != cudaSuccess)
+		return -EIO;
+	c->marked = t;
+	*ticket = t;
+	return 0;
+}
+
+int gpuos_gpu_dma_poll(struct gpuos_gpu *g, uint64_t ticket)
+{
+	struct chan *c = my_chan();
+	cudaError_t e;
+	(void)g;
+	if (!c || !c->dma || ticket > c->marked)
+		return -EIO;
+	if (ticket <= c->landed)
+		return 1;
+	if (ticket + CHAN_TICKETS <= c->marked)
+		return -EIO;                        /* its event was reused: not asked in order */
+	e = cudaEventQuery(c->ev[ticket % CHAN_TICKETS]);
+	if (e == cudaErrorNotReady)
+		return 0;
+	if (e != cudaSuccess)
+		return -EIO;
+	c->landed = ticket;
+	return 1;
+}
+
+int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size_t whylen)
+{
+	int r = 0;
+	pthread_mutex_lock(&g->lock);
+	if (!g->module || g->image != image) {
+		CUresult cr = g->module_load_data(&g->module, image);
+		if (cr != CUDA_SUCCESS) {
+			snprintf(why, whylen, "cannot load the runtime image: %s", cu_err(g, cr));
+			r = -EIO;
+		} else {
+			g->image = image;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	return r;
 }
 
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len)

@@ -31,6 +31,12 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev) { (void)g; (void)dev;
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device) { (void)g; (void)dst; (void)src; (void)len; (void)to_device; return -ENODEV; }
 void gpuos_gpu_thread_init(struct gpuos_gpu *g) { (void)g; }
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len) { (void)g; (void)dev; (void)v; (void)len; return -ENODEV; }
+int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size_t whylen) { (void)g; (void)image; (void)why; (void)whylen; return -ENODEV; }
+int gpuos_gpu_dma_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len) { (void)g; (void)dst; (void)src; (void)len; return -ENODEV; }
+int gpuos_gpu_dma_gather(struct gpuos_gpu *g, void *dst, const void *src, size_t len) { (void)g; (void)dst; (void)src; (void)len; return -ENODEV; }
+int gpuos_gpu_dma_zero(struct gpuos_gpu *g, void *dst, size_t len) { (void)g; (void)dst; (void)len; return -ENODEV; }
+int gpuos_gpu_dma_mark(struct gpuos_gpu *g, uint64_t *ticket) { (void)g; (void)ticket; return -ENODEV; }
+int gpuos_gpu_dma_poll(struct gpuos_gpu *g, uint64_t ticket) { (void)g; (void)ticket; return -ENODEV; }
 int gpuos_gpu_launch(struct gpuos_gpu *g, int stream, const void *image, const char *entry, uint64_t arg,
 		     unsigned grid, unsigned block, char *why, size_t whylen)
 {

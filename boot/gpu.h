@@ -54,6 +54,24 @@ int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, 
  * that its first copy creates nothing while a kernel spins. */
 void gpuos_gpu_thread_init(struct gpuos_gpu *g);
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len);
+/* Load the runtime image now (once), while no kernel spins, so that its
+ * kernels (the DMA gather kernel among them) can be launched later. */
+int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size_t whylen);
+
+/* ---- the calling thread's DMA channel (the emulated controller's engine) ----
+ * Set up by gpuos_gpu_thread_init. Transfers are queued on the thread's
+ * stream and land in order. dma_copy merges a copy that continues the one
+ * before it (both ends) into one copy-engine transfer; dma_gather collects
+ * small pieces that one launch of the gather kernel moves at the next mark
+ * (SMs read the pinned source through its device mapping); dma_zero zeroes.
+ * Sources are pinned host memory (gpuos_gpu_host_alloc or _register).
+ * mark: *ticket names everything queued so far; poll: 1 landed, 0 not yet,
+ * -EIO failed. All 0 or a negative errno. */
+int gpuos_gpu_dma_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len);
+int gpuos_gpu_dma_gather(struct gpuos_gpu *g, void *dst, const void *src, size_t len);
+int gpuos_gpu_dma_zero(struct gpuos_gpu *g, void *dst, size_t len);
+int gpuos_gpu_dma_mark(struct gpuos_gpu *g, uint64_t *ticket);
+int gpuos_gpu_dma_poll(struct gpuos_gpu *g, uint64_t ticket);
 
 /* Streams: the runtime kernel, the loopback controller, client kernels. */
 enum gpuos_gpu_stream { GPUOS_STREAM_RT = 0, GPUOS_STREAM_LOOP = 1, GPUOS_STREAM_CLIENT = 2, GPUOS_STREAMS = 3 };

@@ -6,6 +6,7 @@
 //                        the metadata warp in block nwarps (when d->meta)
 //   gpuos_loop_kernel    the gpu-null loopback controller (loopback.cuh)
 //   gpuos_bench_client   a measuring client (bench_client.cuh)
+//   gpuos_dma_gather     the emulated controller's batched small copies (dma_gather.cuh)
 #include "../runtime/rt.c"
 #include "../runtime/files.c"
 #include "../runtime/ext4.c"
@@ -15,6 +16,7 @@
 #include "../runtime/status.c"
 #include "loopback.cuh"
 #include "bench_client.cuh"
+#include "dma_gather.cuh"
 
 // Shared memory per service warp: its state and queue pairs, for the
 // largest configuration (rt.c); static shared memory is at most 48 KiB.

@@ -345,8 +345,9 @@ static int ilog2(uint64_t v)
 	return n;
 }
 
-int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
-		     struct gpuos_emu **out, char *err, size_t errlen)
+/* One controller; member i of an array of n, sharing be when it is not NULL. */
+static int create_one(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env, uint32_t n, uint32_t i,
+		      struct emu_backend *be, struct gpuos_emu **out, char *err, size_t errlen)
 {
 	struct gpuos_emu *e;
 	int r;
@@ -376,7 +377,9 @@ int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env 
 	e->o.size = sizeof(e->o);
 	if (env)
 		e->env = *env;
-	e->be.fd = e->be.fd_direct = -1;
+	e->arr_n = n;
+	e->arr_i = i;
+	e->stripe_bytes = (uint64_t)e->o.stripe_kib * 1024u;
 	e->lba_shift = (uint32_t)ilog2(e->o.lba_bytes);
 	e->mdts_bytes = (uint64_t)e->o.mdts_kib * 1024u;
 	e->nq = e->o.queues;
@@ -384,6 +387,14 @@ int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env 
 	if (!e->o.serial[0])
 		snprintf(e->o.serial, sizeof(e->o.serial), "GPUOS%08X",
 			 fnv1a(e->o.backend == GPUOS_EMU_NULL ? "null" : e->o.path));
+	if (n > 1) {
+		/* members tell themselves apart: "-i" at the end, the rest cut to fit */
+		char sfx[8];
+		int k = snprintf(sfx, sizeof(sfx), "-%u", i);
+		size_t keep = GPUOS_MIN(strlen(e->o.serial), sizeof(e->o.serial) - 1 - (size_t)k);
+		e->o.serial[keep] = 0;
+		strcat(e->o.serial, sfx);
+	}
 	pthread_mutex_init(&e->elock, NULL);
 	pthread_rwlockattr_t ra;
 	pthread_rwlockattr_init(&ra);
@@ -401,7 +412,7 @@ int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env 
 		goto fail;
 	}
 
-	r = emu_backend_open(e, err, errlen);
+	r = be ? emu_backend_share(e, be) : emu_backend_open(e, err, errlen);
 	if (r)
 		goto fail;
 
@@ -454,6 +465,42 @@ int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env 
 	return 0;
 fail:
 	gpuos_emu_destroy(e);
+	return r;
+}
+
+int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
+		     struct gpuos_emu **out, char *err, size_t errlen)
+{
+	if (o && o->size >= offsetof(struct gpuos_emu_opts, ssds) + sizeof(o->ssds) && o->ssds > 1) {
+		emu_errf(err, errlen, "emu: ssds=%u is an array: gpuos_emu_create_array", o->ssds);
+		return -EINVAL;
+	}
+	return create_one(o, env, 1, 0, NULL, out, err, errlen);
+}
+
+int gpuos_emu_create_array(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
+			   struct gpuos_emu **out, char *err, size_t errlen)
+{
+	uint32_t n = 1;
+	int r;
+
+	if (o && o->size >= offsetof(struct gpuos_emu_opts, ssds) + sizeof(o->ssds))
+		n = o->ssds ? o->ssds : 1;
+	if (!out) {
+		emu_errf(err, errlen, "emu: no output array");
+		return -EINVAL;
+	}
+	if (n > GPUOS_EMU_MAX_SSDS) {
+		emu_errf(err, errlen, "emu: ssds: must be 1..%d, not %u", GPUOS_EMU_MAX_SSDS, n);
+		return -EINVAL;
+	}
+	r = create_one(o, env, n, 0, NULL, &out[0], err, errlen);
+	for (uint32_t i = 1; !r && i < n; i++) {
+		r = create_one(o, env, n, i, out[0]->be, &out[i], err, errlen);
+		if (r)
+			while (i--)
+				gpuos_emu_destroy(out[i]);
+	}
 	return r;
 }
 
@@ -510,4 +557,11 @@ void gpuos_emu_get_stats(struct gpuos_emu *e, struct gpuos_emu_stats *s)
 	s->lost = __atomic_load_n(&t->lost, __ATOMIC_RELAXED);
 	s->cq_full_waits = __atomic_load_n(&t->cq_full_waits, __ATOMIC_RELAXED);
 	s->csts = __atomic_load_n(emu_reg(e, GPUOS_NVME_REG_CSTS), __ATOMIC_ACQUIRE);
+	s->rsvd = 0;
+	s->dma_cmds = __atomic_load_n(&t->dma_cmds, __ATOMIC_RELAXED);
+	s->dma_copies = __atomic_load_n(&t->dma_copies, __ATOMIC_RELAXED);
+	s->dma_gathered = __atomic_load_n(&t->dma_gathered, __ATOMIC_RELAXED);
+	s->dma_batches = __atomic_load_n(&t->dma_batches, __ATOMIC_RELAXED);
+	s->dma_waits = __atomic_load_n(&t->dma_waits, __ATOMIC_RELAXED);
+	s->busy_ns = __atomic_load_n(&t->busy_ns, __ATOMIC_RELAXED);
 }

@@ -97,7 +97,19 @@ struct gpuos_emu_opts {
 	uint64_t seed;           /* seed=N for the random faults and ooo shuffles */
 	char     model[41];      /* model=STR (no commas), default "gpuos emulated NVMe" */
 	char     serial[21];     /* serial=STR, default derived from the path */
+	/* An array (DESIGN.md 10): ssds=N controllers hold the image striped
+	 * RAID-0 style in chunks of stripe=KiB: chunk k of the image lives on
+	 * member k % N at member chunk k / N. Every member has its own
+	 * registers, queues, workers, performance model (gbps, iops,
+	 * latency_us are per SSD) and statistics; they share one backend. */
+	uint32_t ssds;           /* ssds=N, 1..GPUOS_EMU_MAX_SSDS, default 1 */
+	uint32_t stripe_kib;     /* stripe=KiB, a multiple of 4 and of the LBA size, default 128 */
+	uint32_t gather_kib;     /* gather=KiB: pieces up to this size go through dma_gather
+	                          * (batched), larger ones through dma_copy; default 64, 0 = never */
+	uint32_t stage_mib;      /* stage=MiB: pinned staging per worker (file, uring), default 32 */
 };
+
+#define GPUOS_EMU_MAX_SSDS 16
 
 /* Defaults into *o. */
 void gpuos_emu_opts_default(struct gpuos_emu_opts *o);
@@ -117,9 +129,39 @@ struct gpuos_emu_env {
 	 * returns only when the copy is complete; 0 or a negative errno */
 	int (*dev_copy)(void *ctx, void *dst, const void *src, size_t len, int to_device);
 	/* optional: run by each I/O worker thread before it serves anything
-	 * (what dev_copy needs per thread, set up while no GPU kernel spins);
-	 * gpuos_emu_create returns after every worker has run it */
+	 * (what dev_copy and the dma_* calls need per thread, set up while no
+	 * GPU kernel spins); gpuos_emu_create returns after every worker has
+	 * run it. thread_fini: run by the worker as it leaves. */
 	void (*thread_init)(void *ctx);
+	void (*thread_fini)(void *ctx);
+	/* The DMA engine (DESIGN.md 10), optional (all of dma_* or none):
+	 * without it, data for device memory moves through dev_copy, one
+	 * synchronous copy per segment. Every dma_* call comes from an I/O
+	 * worker thread and acts on that thread's own channel:
+	 *   dma_copy    enqueue a copy of len bytes from host memory (registered
+	 *               with host_register, or from pinned_alloc) to device memory
+	 *   dma_gather  the same for a small piece; pieces are gathered and moved
+	 *               together (one batched transfer) at the next dma_mark
+	 *   dma_zero    enqueue zeroing len bytes of device memory
+	 *   dma_mark    *ticket (increasing, from 1) then names everything
+	 *               enqueued on the channel so far
+	 *   dma_poll    1 once everything up to ticket has landed in device
+	 *               memory, 0 not yet, -EIO when a transfer failed
+	 * All return 0 or a negative errno (-EIO: the transfer could not be
+	 * queued; the command fails with a data transfer error). */
+	int (*dma_copy)(void *ctx, void *dst, const void *src, size_t len);
+	int (*dma_gather)(void *ctx, void *dst, const void *src, size_t len);
+	int (*dma_zero)(void *ctx, void *dst, size_t len);
+	int (*dma_mark)(void *ctx, uint64_t *ticket);
+	int (*dma_poll)(void *ctx, uint64_t ticket);
+	/* optional: make the ram backend's image a direct source of dma_copy
+	 * (pinned and mapped for the GPU); 0 or -errno (then reads into device
+	 * memory stage through pinned_alloc memory) */
+	int (*host_register)(void *ctx, void *p, size_t len);
+	void (*host_unregister)(void *ctx, void *p);
+	/* optional: staging memory dma_copy may read from; NULL when out of memory */
+	void *(*pinned_alloc)(void *ctx, size_t len);
+	void (*pinned_free)(void *ctx, void *p, size_t len);
 };
 
 enum gpuos_emu_region_kind {
@@ -138,6 +180,14 @@ struct gpuos_emu_stats {
 	uint64_t lost;           /* completions dropped by fault injection */
 	uint64_t cq_full_waits;  /* times a worker waited for CQ space */
 	uint32_t csts;
+	uint32_t rsvd;
+	/* the DMA engine */
+	uint64_t dma_cmds;       /* commands whose data moved asynchronously */
+	uint64_t dma_copies;     /* pieces moved with one copy each */
+	uint64_t dma_gathered;   /* small pieces moved in batches */
+	uint64_t dma_batches;    /* dma_mark calls (batches) */
+	uint64_t dma_waits;      /* times a command was ready but its data had not landed */
+	uint64_t busy_ns;        /* nanoseconds the worker threads spent serving, summed */
 };
 
 struct gpuos_emu;
@@ -151,7 +201,18 @@ struct gpuos_emu;
 int gpuos_emu_create(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
 		     struct gpuos_emu **out, char *err, size_t errlen);
 
-/* Stop every thread, close the backend, free the register file. */
+/* Create the o->ssds members of an array (o->ssds == 1: one controller,
+ * as gpuos_emu_create). out[i] is member i; member i's namespace holds
+ * chunks i, i + N, i + 2N, ... of the image, and every member has the same
+ * namespace size: ceil(image / (N * stripe)) * stripe bytes (what lies
+ * past the image's end reads as zeros). Serial numbers end in "-i".
+ * Returns 0 or what gpuos_emu_create returns; on failure no member is left. */
+int gpuos_emu_create_array(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
+			   struct gpuos_emu **out, char *err, size_t errlen);
+
+/* Stop every thread, close the backend, free the register file. Members of
+ * an array may be destroyed in any order; the shared backend goes with the
+ * last one. */
 void gpuos_emu_destroy(struct gpuos_emu *e);
 
 /* The register file (BAR0), GPUOS_NVME_REGS_MIN bytes at least. */

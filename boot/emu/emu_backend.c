@@ -56,12 +56,34 @@ static int image_lbas(struct gpuos_emu *e, int fd, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: %s: %s", e->o.path, strerror(errno));
 		return r;
 	}
-	e->nlba = (uint64_t)end >> e->lba_shift;
-	if (!e->nlba) {
+	if ((uint64_t)end >> e->lba_shift == 0) {
 		emu_errf(err, errlen, "emu: %s: image is smaller than one LBA (%u bytes)", e->o.path,
 			 e->o.lba_bytes);
 		return -EINVAL;
 	}
+	e->be->bytes = (uint64_t)end;
+	return 0;
+}
+
+/* A member's namespace: alone, the image in whole LBAs; in an array of N,
+ * ceil(image / (N * stripe)) chunks, the last row padded (reads as zeros). */
+static void member_lbas(struct gpuos_emu *e)
+{
+	uint64_t bytes = e->be->bytes;
+
+	if (e->arr_n <= 1) {
+		e->nlba = bytes >> e->lba_shift;
+		return;
+	}
+	uint64_t row = e->stripe_bytes * e->arr_n;
+	e->nlba = (bytes / row + (bytes % row != 0)) * e->stripe_bytes >> e->lba_shift;
+}
+
+int emu_backend_share(struct gpuos_emu *e, struct emu_backend *be)
+{
+	__atomic_add_fetch(&be->refs, 1u, __ATOMIC_RELAXED);
+	e->be = be;
+	member_lbas(e);
 	return 0;
 }
 
@@ -76,7 +98,7 @@ static int open_rw(struct gpuos_emu *e, int extra, char *err, size_t errlen)
 	if (errno == EACCES || errno == EROFS || errno == EPERM) {
 		fd = open(e->o.path, O_RDONLY | O_CLOEXEC | extra);
 		if (fd >= 0) {
-			e->be.read_only = 1;
+			e->be->read_only = 1;
 			return fd;
 		}
 	}
@@ -87,14 +109,35 @@ static int open_rw(struct gpuos_emu *e, int extra, char *err, size_t errlen)
 	return r;
 }
 
+static int backend_open(struct gpuos_emu *e, char *err, size_t errlen);
+
 int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 {
-	struct emu_backend *b = &e->be;
+	struct emu_backend *b = calloc(1, sizeof(*b));
+	int r;
+
+	if (!b) {
+		emu_errf(err, errlen, "emu: out of memory");
+		return -ENOMEM;
+	}
+	b->refs = 1;
+	b->fd = b->fd_direct = -1;
+	b->env = e->env;
+	e->be = b;
+	r = backend_open(e, err, errlen);
+	if (!r)
+		member_lbas(e);
+	return r;
+}
+
+static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
+{
+	struct emu_backend *b = e->be;
 	int r;
 
 	switch (e->o.backend) {
 	case GPUOS_EMU_NULL:
-		e->nlba = e->o.null_bytes >> e->lba_shift;
+		b->bytes = e->o.null_bytes;
 		return 0;
 	case GPUOS_EMU_RAM: {
 		int fd = open_image(e, O_RDONLY, err, errlen);
@@ -105,7 +148,12 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 			close(fd);
 			return r;
 		}
-		b->ram_len = (size_t)(e->nlba << e->lba_shift);
+		/* alone: whole LBAs; in an array: whole stripe rows, the padding zeros */
+		b->ram_len = (size_t)(b->bytes >> e->lba_shift << e->lba_shift);
+		if (e->arr_n > 1) {
+			uint64_t row = e->stripe_bytes * e->arr_n;
+			b->ram_len = (size_t)((b->bytes / row + (b->bytes % row != 0)) * row);
+		}
 		/* anonymous pages: a large image costs only what it holds */
 		b->ram = mmap(NULL, b->ram_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
 			      MAP_NORESERVE, -1, 0);
@@ -116,8 +164,9 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 				 e->o.path, b->ram_len);
 			return -ENOMEM;
 		}
-		for (size_t done = 0; done < b->ram_len;) {
-			ssize_t k = pread(fd, b->ram + done, b->ram_len - done, (off_t)done);
+		size_t img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
+		for (size_t done = 0; done < img;) {
+			ssize_t k = pread(fd, b->ram + done, img - done, (off_t)done);
 			if (k <= 0) {
 				r = k < 0 ? -errno : -EIO;
 				emu_errf(err, errlen, "emu: %s: %s", e->o.path,
@@ -128,6 +177,10 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 			done += (size_t)k;
 		}
 		close(fd);
+		/* pinned and mapped: a read into VRAM is then one transfer from
+		 * here (DESIGN.md 10); without it, reads stage through pinned memory */
+		if (b->env.host_register && b->env.dma_mark)
+			b->ram_registered = b->env.host_register(b->env.ctx, b->ram, b->ram_len) == 0;
 		return 0;
 	}
 	case GPUOS_EMU_FILE:
@@ -154,16 +207,20 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 
 void emu_backend_close(struct gpuos_emu *e)
 {
-	struct emu_backend *b = &e->be;
+	struct emu_backend *b = e->be;
 
+	e->be = NULL;
+	if (!b || __atomic_sub_fetch(&b->refs, 1u, __ATOMIC_ACQ_REL))
+		return;
+	if (b->ram_registered)
+		b->env.host_unregister(b->env.ctx, b->ram);
 	if (b->ram)
 		munmap(b->ram, b->ram_len);
-	b->ram = NULL;
 	if (b->fd_direct >= 0)
 		close(b->fd_direct);
 	if (b->fd >= 0)
 		close(b->fd);
-	b->fd = b->fd_direct = -1;
+	free(b);
 }
 
 int emu_backend_worker_init(struct gpuos_emu *e, struct emu_worker *w)
@@ -173,7 +230,7 @@ int emu_backend_worker_init(struct gpuos_emu *e, struct emu_worker *w)
 	w->ur = calloc(1, sizeof(*w->ur));
 	if (!w->ur)
 		return -ENOMEM;
-	int r = io_uring_queue_init(2 * EMU_BATCH, &w->ur->ring, 0);
+	int r = io_uring_queue_init(8 * EMU_BATCH, &w->ur->ring, 0);
 	if (r) {
 		free(w->ur);
 		w->ur = NULL;
@@ -271,7 +328,7 @@ static int rw_full(int fd, const struct emu_bio *bio, size_t skip)
 
 static int file_one(struct gpuos_emu *e, struct emu_bio *bio)
 {
-	struct emu_backend *b = &e->be;
+	struct emu_backend *b = e->be;
 
 	if (bio->op == EMU_OP_FLUSH)
 		return fdatasync(b->fd) ? -errno : 0;
@@ -292,7 +349,7 @@ static int dio_ok(const struct emu_bio *bio)
 
 static void uring_batch(struct gpuos_emu *e, struct emu_worker *w, struct emu_bio *bios, unsigned n)
 {
-	struct emu_backend *b = &e->be;
+	struct emu_backend *b = e->be;
 	struct io_uring *ring = &w->ur->ring;
 	unsigned queued = 0;
 
@@ -362,7 +419,7 @@ static void uring_batch(struct gpuos_emu *e, struct emu_worker *w, struct emu_bi
 
 void emu_backend_exec(struct gpuos_emu *e, struct emu_worker *w, struct emu_bio *b, unsigned n)
 {
-	struct emu_backend *be = &e->be;
+	struct emu_backend *be = e->be;
 
 	switch (e->o.backend) {
 	case GPUOS_EMU_NULL:

@@ -102,10 +102,12 @@ int gpuos_emu_unmap(struct gpuos_emu *e, uint64_t iova)
 
 	if (!e)
 		return -EINVAL;
-	/* the write lock waits for every transfer in flight (they hold the read lock) */
+	int device = 0;
+	/* the write lock waits for every transfer being set up (they hold the read lock) */
 	pthread_rwlock_wrlock(&e->rlock);
 	for (uint32_t i = 0; i < e->nreg; i++) {
 		if (e->reg[i].iova == iova) {
+			device = e->reg[i].kind == GPUOS_EMU_REGION_DEVICE;
 			memmove(&e->reg[i], &e->reg[i + 1], (e->nreg - i - 1) * sizeof(e->reg[0]));
 			e->nreg--;
 			r = 0;
@@ -113,6 +115,16 @@ int gpuos_emu_unmap(struct gpuos_emu *e, uint64_t iova)
 		}
 	}
 	pthread_rwlock_unlock(&e->rlock);
+	/* and for the DMA engine's transfers into it that are still on the way
+	 * (queued before the region left the table, which no new one can name) */
+	for (uint32_t i = 0; device && e->w && i < e->nworkers; i++) {
+		/* acquire: pairs with the worker's release of its tickets */
+		uint64_t want = __atomic_load_n(&e->w[i].dma_issued, __ATOMIC_ACQUIRE);
+		uint64_t limit = gpuos_now_ns() + 10ull * 1000000000ull;
+		while (__atomic_load_n(&e->w[i].dma_landed, __ATOMIC_ACQUIRE) < want &&
+		       !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) && gpuos_now_ns() < limit)
+			emu_nap_ns(10000);
+	}
 	return r;
 }
 

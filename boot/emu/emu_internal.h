@@ -40,6 +40,7 @@
 #define EMU_PEND_MAX      8192u  /* executed commands waiting to post, per worker */
 #define EMU_ADMIN_BATCH   8u     /* admin SQEs per controller round, so CC stays responsive */
 #define EMU_REGS_MAX      (64u << 20) /* largest register file we agree to allocate */
+#define EMU_STAGE_SLOTS   256u   /* staging allocations in flight per worker */
 
 /* Queue states (emu_sq.state; emu_cq.state is controller-private). */
 enum { Q_FREE = 0, Q_LIVE = 1, Q_DELETING = 2 };
@@ -98,6 +99,7 @@ struct emu_sq {
  * for room in its CQ. */
 struct emu_pend {
 	uint64_t due_ns;
+	uint64_t ticket;         /* DMA ticket its data waits for; 0 = none */
 	struct emu_sq *sq;
 	uint32_t dw0;
 	uint16_t cid;
@@ -113,12 +115,16 @@ struct emu_cmd {
 	uint64_t off;            /* byte offset in the namespace */
 	size_t len;              /* bytes */
 	uint32_t seg0, nseg;     /* segments in the worker's sgl */
-	uint8_t *bounce;         /* staging buffer when a segment is device memory */
+	int device;              /* a segment is device memory */
+	uint8_t *stage;          /* host staging for device segments (pinned when async) */
+	int own_stage;           /* stage is a buffer of its own (posix_memalign), not the ring */
+	uint64_t ticket;         /* DMA ticket of its data, 0 = none (synchronous or host) */
 	int op;                  /* EMU_OP_*; NONE when the command already has its status */
 	uint16_t status;
 };
 
-/* A request to a backend. */
+/* A request to a backend; off is a byte offset in the image (an array
+ * member's offsets are mapped before, see emu_img_off). */
 struct emu_bio {
 	int op;
 	uint64_t off;
@@ -142,11 +148,22 @@ struct emu_worker {
 	struct emu_sgl sgl;
 	struct iovec *iov;
 	uint32_t iov_cap;
-	struct emu_bio bio[EMU_BATCH];
+	struct emu_bio *bio;     /* a command may need one per stripe chunk */
+	uint32_t bio_cap;
+	uint32_t *bio_cmd;       /* which command each bio serves */
 	struct emu_pend *pend;
 	uint32_t npend;
 	uint32_t npend_pub;      /* atomic copy of npend, read by the controller's shutdown drain */
 	struct emu_uring *ur;
+	/* the DMA engine: tickets this worker issued and saw land */
+	uint64_t dma_issued;     /* atomic: last ticket marked (unmap waits for it) */
+	uint64_t dma_landed;     /* atomic: every ticket up to this one has landed */
+	uint64_t dma_failed;     /* highest ticket whose transfer failed (0: none) */
+	/* pinned staging, a ring: allocations are freed in order as their tickets land */
+	uint8_t *stage;
+	size_t stage_len, stage_head, stage_tail;
+	struct { uint64_t ticket; size_t start; } stage_q[EMU_STAGE_SLOTS];
+	uint32_t stage_q_head, stage_q_n;
 };
 
 /* Controller-thread state; only the controller thread touches it. */
@@ -165,12 +182,17 @@ struct emu_ctrl {
 	uint8_t buf[EMU_PAGE];   /* identify and log page data */
 };
 
+/* One per image; the members of an array share it (refs). */
 struct emu_backend {
+	uint32_t refs;           /* members using it; the last destroy closes it */
 	int fd;                  /* file, uring: buffered descriptor; -1 otherwise */
 	int fd_direct;           /* uring: O_DIRECT descriptor or -1 */
 	int read_only;           /* the image could only be opened read-only */
-	uint8_t *ram;            /* ram: the image */
+	uint8_t *ram;            /* ram: the image, padded to whole stripe rows */
 	size_t ram_len;
+	int ram_registered;      /* env.host_register took it: a direct DMA source */
+	uint64_t bytes;          /* the image's bytes (null: the namespace size) */
+	struct gpuos_emu_env env;
 };
 
 struct gpuos_emu {
@@ -188,7 +210,9 @@ struct gpuos_emu {
 	uint32_t nq;             /* I/O queue pairs offered (opts.queues) */
 	uint32_t nworkers;
 
-	struct emu_backend be;
+	struct emu_backend *be;  /* shared by the members of an array */
+	uint32_t arr_n, arr_i;   /* array: members, this one's index (1, 0 alone) */
+	uint64_t stripe_bytes;   /* array chunk */
 
 	pthread_rwlock_t rlock;  /* region table; held for reading across each DMA */
 	struct emu_region *reg;
@@ -283,7 +307,21 @@ void emu_workers_join(struct gpuos_emu *e);
 uint32_t emu_workers_pending(struct gpuos_emu *e);
 
 /* ---- backends (emu_backend.c) ---- */
+/* Image offset of byte moff of this member's namespace; *run: bytes from
+ * there to the end of its stripe chunk (the image is contiguous that far). */
+static inline uint64_t emu_img_off(const struct gpuos_emu *e, uint64_t moff, uint64_t *run)
+{
+	if (e->arr_n <= 1) {
+		*run = UINT64_MAX;
+		return moff;
+	}
+	uint64_t chunk = moff / e->stripe_bytes, in = moff % e->stripe_bytes;
+	*run = e->stripe_bytes - in;
+	return (chunk * e->arr_n + e->arr_i) * e->stripe_bytes + in;
+}
+/* Open the image for e (sets e->nlba); members > 0 of an array share member 0's. */
 int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen);
+int emu_backend_share(struct gpuos_emu *e, struct emu_backend *be);
 void emu_backend_close(struct gpuos_emu *e);
 int emu_backend_worker_init(struct gpuos_emu *e, struct emu_worker *w);
 void emu_backend_worker_fini(struct gpuos_emu *e, struct emu_worker *w);

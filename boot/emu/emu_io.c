@@ -74,7 +74,10 @@ static void prepare(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c
 	c->len = 0;
 	c->slba = 0;
 	c->nseg = 0;
-	c->bounce = NULL;
+	c->device = 0;
+	c->stage = NULL;
+	c->own_stage = 0;
+	c->ticket = 0;
 
 	if (s->opc != GPUOS_NVME_CMD_READ && s->opc != GPUOS_NVME_CMD_WRITE &&
 	    s->opc != GPUOS_NVME_CMD_FLUSH) {
@@ -119,19 +122,175 @@ static void prepare(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c
 	c->nseg = w->sgl.n - c->seg0;
 	if (c->status)
 		return;
-	for (uint32_t i = c->seg0; i < c->seg0 + c->nseg; i++) {
-		if (w->sgl.seg[i].device) {
-			/* device memory: stage through host memory, copy with env.dev_copy */
-			if (posix_memalign((void **)&c->bounce, EMU_PAGE, c->len)) {
-				c->bounce = NULL;
-				c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
-				return;
-			}
-			break;
-		}
-	}
+	for (uint32_t i = c->seg0; i < c->seg0 + c->nseg; i++)
+		c->device |= w->sgl.seg[i].device;
 	c->off = slba << e->lba_shift;
 	c->op = s->opc == GPUOS_NVME_CMD_READ ? EMU_OP_READ : EMU_OP_WRITE;
+}
+
+/* ---- the DMA engine (DESIGN.md 10) ----
+ * Reads into device memory never block the worker: their data is queued on
+ * the worker's DMA channel (straight from the ram backend's registered image,
+ * or from pinned staging the file backends read into), one ticket marks the
+ * round, and the completions wait in the pending list until the ticket has
+ * landed. Without env.dma_mark every device transfer is a synchronous
+ * env.dev_copy, as before. */
+
+static int dma_engine(const struct gpuos_emu *e)
+{
+	return e->env.dma_mark != NULL;
+}
+
+/* Fail the pending completions of a ticket whose transfer failed. */
+static void dma_fail(struct emu_worker *w, uint64_t t)
+{
+	for (uint32_t i = 0; i < w->npend; i++)
+		if (w->pend[i].ticket == t && !w->pend[i].status)
+			w->pend[i].status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
+	w->dma_failed = t;
+}
+
+/* Advance dma_landed over the tickets that have landed (they land in
+ * order: one channel), and free the staging they held. */
+static void dma_reap(struct gpuos_emu *e, struct emu_worker *w)
+{
+	uint64_t landed = w->dma_landed, issued = w->dma_issued;
+
+	while (landed < issued) {
+		int r = e->env.dma_poll(e->env.ctx, landed + 1);
+		if (r == 0)
+			break;
+		landed++;
+		if (r < 0)
+			dma_fail(w, landed);
+	}
+	/* release: the data of every ticket up to here is in device memory;
+	 * pairs with the acquire in gpuos_emu_unmap */
+	__atomic_store_n(&w->dma_landed, landed, __ATOMIC_RELEASE);
+	while (w->stage_q_n && w->stage_q[w->stage_q_head].ticket &&
+	       w->stage_q[w->stage_q_head].ticket <= landed) {
+		w->stage_q_head = (w->stage_q_head + 1) % EMU_STAGE_SLOTS;
+		w->stage_q_n--;
+	}
+}
+
+/* len bytes of pinned staging in the worker's ring, or NULL when it has no
+ * room now. Entries get their ticket when the round is marked (0 until then). */
+static uint8_t *stage_get(struct emu_worker *w, size_t len)
+{
+	size_t at;
+
+	len = GPUOS_ALIGN_UP(len, (size_t)EMU_PAGE);   /* O_DIRECT wants aligned buffers */
+	if (!w->stage || len > w->stage_len || w->stage_q_n == EMU_STAGE_SLOTS)
+		return NULL;
+	if (!w->stage_q_n) {
+		at = 0;
+	} else {
+		size_t old = w->stage_q[w->stage_q_head].start;
+		if (w->stage_head > old) {
+			/* in use: [old, head) */
+			if (w->stage_head + len <= w->stage_len)
+				at = w->stage_head;
+			else if (len <= old)
+				at = 0;
+			else
+				return NULL;
+		} else if (w->stage_head + len <= old) {
+			at = w->stage_head;    /* wrapped: in use [old, end) and [0, head) */
+		} else {
+			return NULL;
+		}
+	}
+	uint32_t k = (w->stage_q_head + w->stage_q_n++) % EMU_STAGE_SLOTS;
+	w->stage_q[k].start = at;
+	w->stage_q[k].ticket = 0;
+	w->stage_head = at + len;
+	return w->stage + at;
+}
+
+/* Staging for c, waiting for earlier rounds' transfers to land when the
+ * ring is full; NULL when this round alone fills it. */
+static uint8_t *stage_wait(struct gpuos_emu *e, struct emu_worker *w, size_t len)
+{
+	uint8_t *p = stage_get(w, len);
+	uint64_t limit = gpuos_now_ns() + 10ull * 1000000000ull;
+
+	while (!p && w->dma_landed < w->dma_issued && gpuos_now_ns() < limit) {
+		for (int i = 0; i < 64; i++)
+			gpuos_pause();
+		dma_reap(e, w);
+		p = stage_get(w, len);
+	}
+	return p;
+}
+
+/* Queue host -> device bytes on the channel: small pieces are gathered. */
+static int dma_put(struct gpuos_emu *e, void *dst, const void *src, size_t len)
+{
+	if (len <= (size_t)e->o.gather_kib * 1024u) {
+		emu_stat_add(&e->st.dma_gathered, 1);
+		return e->env.dma_gather(e->env.ctx, dst, src, len);
+	}
+	emu_stat_add(&e->st.dma_copies, 1);
+	return e->env.dma_copy(e->env.ctx, dst, src, len);
+}
+
+/* Copy the linear buffer buf into the command's segments, device ones on
+ * the channel (async) or with dev_copy; host ones with memcpy. */
+static uint16_t scatter(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c, const uint8_t *buf, int async)
+{
+	size_t left = c->len;
+
+	for (uint32_t i = c->seg0; i < c->seg0 + c->nseg && left; i++) {
+		const struct emu_seg *sg = &w->sgl.seg[i];
+		size_t k = GPUOS_MIN(sg->len, left);
+		int r = 0;
+		if (!sg->device)
+			memcpy(sg->ptr, buf, k);
+		else if (async)
+			r = dma_put(e, sg->ptr, buf, k);
+		else
+			r = e->env.dev_copy(e->env.ctx, sg->ptr, buf, k, 1);
+		if (r)
+			return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
+		buf += k;
+		left -= k;
+	}
+	return 0;
+}
+
+/* A read of the ram backend's registered image into the command's
+ * segments: one queued transfer per (segment, stripe chunk) piece. */
+static uint16_t ram_direct(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
+{
+	uint64_t moff = c->off;
+
+	for (uint32_t i = c->seg0; i < c->seg0 + c->nseg; i++) {
+		const struct emu_seg *sg = &w->sgl.seg[i];
+		for (size_t done = 0; done < sg->len;) {
+			uint64_t run, img = emu_img_off(e, moff, &run);
+			size_t k = (size_t)GPUOS_MIN((uint64_t)(sg->len - done), run);
+			int r = sg->device ? dma_put(e, sg->ptr + done, e->be->ram + img, k) :
+					     (memcpy(sg->ptr + done, e->be->ram + img, k), 0);
+			if (r)
+				return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
+			done += k;
+			moff += k;
+		}
+	}
+	return 0;
+}
+
+/* The null backend's reads into device memory: zeros, queued. */
+static uint16_t null_direct(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
+{
+	for (uint32_t i = c->seg0; i < c->seg0 + c->nseg; i++) {
+		const struct emu_seg *sg = &w->sgl.seg[i];
+		if (sg->device ? e->env.dma_zero(e->env.ctx, sg->ptr, sg->len) : (memset(sg->ptr, 0, sg->len), 0))
+			return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
+	}
+	emu_stat_add(&e->st.dma_copies, c->nseg);
+	return 0;
 }
 
 static int iov_reserve(struct emu_worker *w, uint32_t n)
@@ -149,96 +308,227 @@ static int iov_reserve(struct emu_worker *w, uint32_t n)
 	return 0;
 }
 
-/* Move the data of every prepared command through the backend. */
+static int bio_reserve(struct emu_worker *w, uint32_t n)
+{
+	if (n <= w->bio_cap)
+		return 0;
+	uint32_t cap = w->bio_cap ? w->bio_cap : 2 * EMU_BATCH;
+	while (cap < n)
+		cap *= 2;
+	struct emu_bio *b = realloc(w->bio, cap * sizeof(*b));
+	if (b)
+		w->bio = b;
+	uint32_t *m = realloc(w->bio_cmd, cap * sizeof(*m));
+	if (m)
+		w->bio_cmd = m;
+	if (!b || !m)
+		return -ENOMEM;
+	w->bio_cap = cap;
+	return 0;
+}
+
+/* Backend requests for command ci: one per stripe chunk its range touches.
+ * The data is the linear buffer lin when not NULL, else its segments. */
+static void add_bios(struct gpuos_emu *e, struct emu_worker *w, uint32_t ci, uint8_t *lin,
+		     uint32_t *nb, uint32_t *niov)
+{
+	struct emu_cmd *c = &w->cmd[ci];
+	uint64_t moff = c->off;
+	size_t left = c->len, in_seg = 0;
+	uint32_t s = c->seg0;
+
+	while (left) {
+		uint64_t run, img = emu_img_off(e, moff, &run);
+		size_t chunk = (size_t)GPUOS_MIN((uint64_t)left, run);
+		struct emu_bio *b = &w->bio[*nb];
+		b->op = c->op;
+		b->off = img;
+		b->len = chunk;
+		b->res = 0;
+		b->iov = &w->iov[*niov];
+		b->iovcnt = 0;
+		w->bio_cmd[(*nb)++] = ci;
+		if (lin) {
+			w->iov[(*niov)++] = (struct iovec){ lin + (c->len - left), chunk };
+			b->iovcnt = 1;
+		} else {
+			for (size_t need = chunk; need;) {
+				const struct emu_seg *sg = &w->sgl.seg[s];
+				size_t k = GPUOS_MIN(sg->len - in_seg, need);
+				w->iov[(*niov)++] = (struct iovec){ sg->ptr + in_seg, k };
+				b->iovcnt++;
+				need -= k;
+				in_seg += k;
+				if (in_seg == sg->len) {
+					s++;
+					in_seg = 0;
+				}
+			}
+		}
+		moff += chunk;
+		left -= chunk;
+	}
+}
+
+static void fail_all(struct emu_worker *w, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (w->cmd[i].op != EMU_OP_NONE) {
+			w->cmd[i].op = EMU_OP_NONE;
+			w->cmd[i].status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
+		}
+}
+
+/* Move the data of every prepared command: the backend for what it must
+ * read or write, the DMA engine for what goes into device memory. */
 static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 {
-	uint32_t niov = 0, nb = 0;
-	uint32_t map[EMU_BATCH];
+	const int async = dma_engine(e);
+	uint32_t nb = 0, niov = 0, maxb = 0, maxiov = 0, queued = 0;
+	uint64_t stripe = e->arr_n > 1 ? e->stripe_bytes : UINT64_MAX;
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct emu_cmd *c = &w->cmd[i];
-		niov += c->bounce ? 1 : c->nseg;
+		const struct emu_cmd *c = &w->cmd[i];
+		uint32_t chunks = c->op == EMU_OP_FLUSH ? 1 :
+				  (uint32_t)GPUOS_MIN((uint64_t)c->len / stripe + 2u, (uint64_t)c->len / 512u + 1u);
+		maxb += chunks;
+		maxiov += chunks + c->nseg;
 	}
-	if (iov_reserve(w, niov)) {
-		for (uint32_t i = 0; i < n; i++)
-			if (w->cmd[i].op != EMU_OP_NONE) {
-				w->cmd[i].op = EMU_OP_NONE;
-				w->cmd[i].status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
-			}
+	if (bio_reserve(w, maxb) || iov_reserve(w, maxiov)) {
+		fail_all(w, n);
 		return;
 	}
 
-	niov = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct emu_cmd *c = &w->cmd[i];
 		if (c->op == EMU_OP_NONE)
 			continue;
-		struct emu_bio *b = &w->bio[nb];
-		b->op = c->op;
-		b->off = c->off;
-		b->len = c->len;
-		b->res = 0;
-		b->iov = &w->iov[niov];
-		b->iovcnt = 0;
-		if (c->op == EMU_OP_WRITE && c->bounce) {
-			uint16_t st = emu_sgl_copy(e, &w->sgl, c->seg0, c->nseg, c->bounce, c->len, 0);
+		if (c->op == EMU_OP_FLUSH) {
+			struct emu_bio *b = &w->bio[nb];
+			memset(b, 0, sizeof(*b));
+			b->op = EMU_OP_FLUSH;
+			w->bio_cmd[nb++] = i;
+			continue;
+		}
+		if (!c->device) {
+			add_bios(e, w, i, NULL, &nb, &niov);
+			continue;
+		}
+		if (c->op == EMU_OP_READ && async && e->be->ram_registered) {
+			c->status = ram_direct(e, w, c);
+			c->op = EMU_OP_NONE;            /* nothing left for the backend */
+			c->ticket = c->status ? 0 : UINT64_MAX;   /* the round's ticket, below */
+			queued++;
+			continue;
+		}
+		if (c->op == EMU_OP_READ && async && e->o.backend == GPUOS_EMU_NULL) {
+			c->status = null_direct(e, w, c);
+			c->op = EMU_OP_NONE;
+			c->ticket = c->status ? 0 : UINT64_MAX;
+			queued++;
+			continue;
+		}
+		/* through host memory: pinned staging when the channel moves it, a
+		 * buffer of its own for synchronous copies (and writes, whose data
+		 * must be read out of device memory before the backend sees it) */
+		if (async && c->op == EMU_OP_READ)
+			c->stage = stage_wait(e, w, c->len);
+		if (!c->stage) {
+			if (posix_memalign((void **)&c->stage, EMU_PAGE, c->len)) {
+				c->stage = NULL;
+				c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
+				c->op = EMU_OP_NONE;
+				continue;
+			}
+			c->own_stage = 1;   /* freed in finish */
+		}
+		if (c->op == EMU_OP_WRITE) {
+			uint16_t st = emu_sgl_copy(e, &w->sgl, c->seg0, c->nseg, c->stage, c->len, 0);
 			if (st) {
 				c->status = st;
 				c->op = EMU_OP_NONE;
 				continue;
 			}
 		}
-		if (c->bounce) {
-			w->iov[niov].iov_base = c->bounce;
-			w->iov[niov].iov_len = c->len;
-			niov++;
-			b->iovcnt = 1;
-		} else {
-			for (uint32_t s = c->seg0; s < c->seg0 + c->nseg; s++) {
-				w->iov[niov].iov_base = w->sgl.seg[s].ptr;
-				w->iov[niov].iov_len = w->sgl.seg[s].len;
-				niov++;
-				b->iovcnt++;
-			}
-		}
-		map[nb++] = i;
+		add_bios(e, w, i, c->stage, &nb, &niov);
 	}
 	if (nb)
 		emu_backend_exec(e, w, w->bio, nb);
 	for (uint32_t k = 0; k < nb; k++) {
-		struct emu_cmd *c = &w->cmd[map[k]];
+		struct emu_cmd *c = &w->cmd[w->bio_cmd[k]];
 		int res = w->bio[k].res;
-		if (res) {
+		if (res && !c->status)
 			c->status = c->op == EMU_OP_READ ?
 				    ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_UNRECOVERED_READ, 0) :
 				    res == -EROFS ?
 				    ST(GPUOS_NVME_SCT_GENERIC, 0x20, 1) : /* Namespace is Write Protected */
 				    ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_WRITE_FAULT, 0);
-			continue;
-		}
-		/* the completion is posted only after this returns: device memory
-		 * holds the data before the host can see the CQE */
-		if (c->op == EMU_OP_READ && c->bounce)
-			c->status = emu_sgl_copy(e, &w->sgl, c->seg0, c->nseg, c->bounce, c->len, 1);
 	}
+	/* staged reads: now into device memory */
+	for (uint32_t i = 0; i < n; i++) {
+		struct emu_cmd *c = &w->cmd[i];
+		if (c->op != EMU_OP_READ || !c->device || c->status)
+			continue;
+		c->status = scatter(e, w, c, c->stage, async && !c->own_stage);
+		if (!c->own_stage && !c->status) {
+			c->ticket = UINT64_MAX;
+			queued++;
+		}
+	}
+	if (!async)
+		return;
+	/* one ticket for the round: every transfer queued above is before it */
+	uint64_t t = 0;
+	if (queued && e->env.dma_mark(e->env.ctx, &t) == 0) {
+		emu_stat_add(&e->st.dma_batches, 1);
+		/* release: unmap (acquire) waits for what it names to land */
+		__atomic_store_n(&w->dma_issued, t, __ATOMIC_RELEASE);
+	} else if (queued) {
+		t = 0;   /* could not mark: the commands fail below */
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct emu_cmd *c = &w->cmd[i];
+		if (c->ticket != UINT64_MAX)
+			continue;
+		if (t) {
+			c->ticket = t;
+			emu_stat_add(&e->st.dma_cmds, 1);
+		} else {
+			c->ticket = 0;
+			c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
+		}
+	}
+	/* this round's staging is free once its ticket lands (at once without one) */
+	for (uint32_t j = 0; j < w->stage_q_n; j++) {
+		uint32_t k = (w->stage_q_head + j) % EMU_STAGE_SLOTS;
+		if (!w->stage_q[k].ticket)
+			w->stage_q[k].ticket = t ? t : GPUOS_MAX(w->dma_landed, 1u);
+	}
+	dma_reap(e, w);
 }
 
 /* Book-keeping, performance model and lost completions; then queue the CQE. */
 static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
 {
+	int op = c->op != EMU_OP_NONE ? c->op :
+		 c->sqe.opc == GPUOS_NVME_CMD_READ ? EMU_OP_READ :
+		 c->sqe.opc == GPUOS_NVME_CMD_WRITE ? EMU_OP_WRITE : EMU_OP_NONE;
+
 	emu_stat_add(&e->st.io_cmds, 1);
 	if (!c->status) {
-		if (c->op == EMU_OP_READ) {
+		if (op == EMU_OP_READ) {
 			emu_stat_add(&e->st.read_bytes, c->len);
 			emu_stat_add(&e->host_reads, 1);
-		} else if (c->op == EMU_OP_WRITE) {
+		} else if (op == EMU_OP_WRITE) {
 			emu_stat_add(&e->st.write_bytes, c->len);
 			emu_stat_add(&e->host_writes, 1);
 		}
 	}
 	emu_account(e, &c->sqe, c->sq->qid, c->status, c->slba);
-	free(c->bounce);
-	c->bounce = NULL;
+	if (c->own_stage)
+		free(c->stage);   /* a buffer of its own (no DMA engine, or staging full) */
+	c->own_stage = 0;
+	c->stage = NULL;
 
 	uint64_t due = due_time(e, c);
 	uint64_t nth = __atomic_add_fetch(&e->io_posted, 1, __ATOMIC_RELAXED);
@@ -249,6 +539,7 @@ static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
 	}
 	struct emu_pend *p = &w->pend[w->npend++];
 	p->due_ns = due;
+	p->ticket = c->ticket;
 	p->sq = c->sq;
 	p->cid = c->sqe.cid;
 	p->status = c->status;
@@ -348,6 +639,8 @@ static uint32_t post_round(struct gpuos_emu *e, struct emu_worker *w, uint64_t *
 	uint64_t now;
 
 	*next_due = UINT64_MAX;
+	if (w->dma_landed < w->dma_issued)
+		dma_reap(e, w);
 	if (!w->npend)
 		return 0;
 	pthread_rwlock_rdlock(&e->rlock);
@@ -355,7 +648,11 @@ static uint32_t post_round(struct gpuos_emu *e, struct emu_worker *w, uint64_t *
 	for (uint32_t i = 0; i < w->npend; i++) {
 		struct emu_pend *p = &w->pend[i];
 		int r = 1;
-		if (p->due_ns <= now && __atomic_load_n(&p->sq->state, __ATOMIC_ACQUIRE) == Q_LIVE) {
+		if (p->ticket > w->dma_landed) {
+			/* its data is still on the way: the CQE must not overtake it */
+			if (p->due_ns <= now)
+				emu_stat_add(&e->st.dma_waits, 1);
+		} else if (p->due_ns <= now && __atomic_load_n(&p->sq->state, __ATOMIC_ACQUIRE) == Q_LIVE) {
 			r = emu_cq_post(e, p->sq->cq, p->sq, p->cid, p->status, p->dw0);
 			if (r == -EFAULT)
 				emu_set_fatal(e);
@@ -373,6 +670,18 @@ static uint32_t post_round(struct gpuos_emu *e, struct emu_worker *w, uint64_t *
 	return posted;
 }
 
+/* Wait (bounded) until every transfer this worker queued has landed. */
+static void dma_drain(struct gpuos_emu *e, struct emu_worker *w)
+{
+	uint64_t limit = gpuos_now_ns() + 10ull * 1000000000ull;
+
+	while (w->dma_landed < w->dma_issued && gpuos_now_ns() < limit) {
+		dma_reap(e, w);
+		if (w->dma_landed < w->dma_issued)
+			emu_nap_ns(2000);
+	}
+}
+
 /* Hand back SQs the controller is deleting: what completed is posted if the
  * CQ has room, the rest is dropped (the host is tearing the queue down). */
 static uint32_t retire_round(struct gpuos_emu *e, struct emu_worker *w)
@@ -385,6 +694,7 @@ static uint32_t retire_round(struct gpuos_emu *e, struct emu_worker *w)
 		    __atomic_load_n(&sq->owner, __ATOMIC_RELAXED) != w->idx)
 			continue;
 		uint32_t j = 0;
+		dma_drain(e, w);
 		pthread_rwlock_rdlock(&e->rlock);
 		for (uint32_t i = 0; i < w->npend; i++) {
 			struct emu_pend *p = &w->pend[i];
@@ -415,19 +725,21 @@ static void *worker_main(void *arg)
 		e->env.thread_init(e->env.ctx);
 	__atomic_store_n(&w->ready, 1u, __ATOMIC_RELEASE); /* pairs with emu_workers_start */
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t next_due;
+		uint64_t next_due, t0 = gpuos_now_ns();
 		uint32_t did = retire_round(e, w);
 		did += fetch_round(e, w);
 		did += post_round(e, w, &next_due);
 		__atomic_store_n(&w->npend_pub, w->npend, __ATOMIC_RELEASE);
 		if (did) {
+			emu_stat_add(&e->st.busy_ns, gpuos_now_ns() - t0);
 			idle = 0;
 			continue;
 		}
 		/* nothing to do: spin a little (a busy driver rings again soon),
-		 * then nap; never past the next completion that falls due */
+		 * then nap; never past the next completion that falls due, and
+		 * not at all while transfers are on the way */
 		uint64_t now = gpuos_now_ns();
-		uint64_t nap = ++idle < 512 ? 0 : idle < 4096 ? 20000 : 100000;
+		uint64_t nap = ++idle < 512 || w->dma_landed < w->dma_issued ? 0 : idle < 4096 ? 20000 : 100000;
 		if (next_due != UINT64_MAX && next_due > now && next_due - now < nap)
 			nap = next_due - now;
 		if (nap < 5000) {
@@ -441,6 +753,10 @@ static void *worker_main(void *arg)
 			emu_nap_ns(nap);
 		}
 	}
+	/* nothing queued on the channel may land after the memory is gone */
+	dma_drain(e, w);
+	if (e->env.thread_fini)
+		e->env.thread_fini(e->env.ctx);
 	return NULL;
 }
 
@@ -463,6 +779,20 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen)
 		if (!w->pend) {
 			emu_errf(err, errlen, "emu: out of memory");
 			return -ENOMEM;
+		}
+		/* pinned staging for backends that read into host memory first;
+		 * none for ram (registered) and null, which need none */
+		int stage = dma_engine(e) && e->env.pinned_alloc &&
+			    (e->o.backend == GPUOS_EMU_FILE || e->o.backend == GPUOS_EMU_URING ||
+			     (e->o.backend == GPUOS_EMU_RAM && !e->be->ram_registered));
+		if (stage) {
+			w->stage_len = (size_t)e->o.stage_mib << 20;
+			w->stage = e->env.pinned_alloc(e->env.ctx, w->stage_len);
+			if (!w->stage) {
+				emu_errf(err, errlen, "emu: cannot allocate %u MiB of pinned staging (stage=)",
+					 e->o.stage_mib);
+				return -ENOMEM;
+			}
 		}
 		int r = emu_backend_worker_init(e, w);
 		if (r) {
@@ -502,12 +832,14 @@ void emu_workers_join(struct gpuos_emu *e)
 		struct emu_worker *w = &e->w[i];
 		if (w->started)
 			pthread_join(w->th, NULL);
-		for (uint32_t k = 0; k < EMU_BATCH; k++)
-			free(w->cmd[k].bounce);
 		emu_backend_worker_fini(e, w);
 		emu_sgl_free(&w->sgl);
 		free(w->iov);
+		free(w->bio);
+		free(w->bio_cmd);
 		free(w->pend);
+		if (w->stage)
+			e->env.pinned_free(e->env.ctx, w->stage, w->stage_len);
 	}
 	free(e->w);
 	e->w = NULL;

@@ -41,6 +41,10 @@ void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
 	o->rdy_ms = 1;
 	o->fault_rate_status = 0x281;
 	o->seed = 1;
+	o->ssds = 1;
+	o->stripe_kib = 128;
+	o->gather_kib = 64;
+	o->stage_mib = 32;
 	snprintf(o->model, sizeof(o->model), "%s", "gpuos emulated NVMe");
 }
 
@@ -145,6 +149,26 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 	}
 	if (o->fault_rate > 0.0 && !o->fault_rate_status) {
 		emu_errf(err, errlen, "emu: faults: rate needs a non-zero status");
+		return -EINVAL;
+	}
+	if (o->ssds < 1 || o->ssds > GPUOS_EMU_MAX_SSDS) {
+		emu_errf(err, errlen, "emu: ssds: must be 1..%d, not %u", GPUOS_EMU_MAX_SSDS, o->ssds);
+		return -EINVAL;
+	}
+	/* a chunk holds whole pages and whole LBAs, so no command's page or
+	 * block straddles two members */
+	if (!o->stripe_kib || o->stripe_kib % 4 || (o->stripe_kib * 1024u) % o->lba_bytes ||
+	    o->stripe_kib > (1u << 20)) {
+		emu_errf(err, errlen, "emu: stripe: must be a multiple of 4 KiB and of the LBA size, up to 1 GiB, not %u",
+			 o->stripe_kib);
+		return -EINVAL;
+	}
+	if (o->gather_kib > 65536) {
+		emu_errf(err, errlen, "emu: gather: at most 65536 KiB, not %u", o->gather_kib);
+		return -EINVAL;
+	}
+	if (o->stage_mib < 1 || o->stage_mib > 4096) {
+		emu_errf(err, errlen, "emu: stage: must be 1..4096 MiB, not %u", o->stage_mib);
 		return -EINVAL;
 	}
 	if (memchr(o->model, 0, sizeof(o->model)) == NULL || !printable(o->model)) {
@@ -372,6 +396,14 @@ static int parse_kv(char *key, char *val, struct gpuos_emu_opts *o, int *workers
 		r = parse_bool(val, &o->ooo);
 	else if (!strcmp(key, "seed"))
 		r = parse_u64(val, &o->seed);
+	else if (!strcmp(key, "ssds"))
+		r = parse_u32(val, &o->ssds);
+	else if (!strcmp(key, "stripe"))
+		r = parse_u32(val, &o->stripe_kib);
+	else if (!strcmp(key, "gather"))
+		r = parse_u32(val, &o->gather_kib);
+	else if (!strcmp(key, "stage"))
+		r = parse_u32(val, &o->stage_mib);
 	else if (!strcmp(key, "model") || !strcmp(key, "serial")) {
 		char *dst = key[0] == 'm' ? o->model : o->serial;
 		size_t cap = key[0] == 'm' ? sizeof(o->model) : sizeof(o->serial);

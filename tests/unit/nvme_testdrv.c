@@ -30,6 +30,19 @@ int td_open(struct td *d, const char *args, const struct gpuos_emu_env *env)
 	r = gpuos_emu_create(&d->o, env, &d->e, d->err, sizeof(d->err));
 	if (r)
 		return r;
+	return td_attach(d, d->e, &d->o);
+}
+
+int td_attach(struct td *d, struct gpuos_emu *e, const struct gpuos_emu_opts *o)
+{
+	int r;
+
+	if (d->e != e) {
+		memset(d, 0, sizeof(*d));
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+		d->o = *o;
+		d->e = e;
+	}
 	d->regs = gpuos_emu_regs(d->e);
 	d->cap = td_rd64(d, GPUOS_NVME_REG_CAP);
 	d->dstrd = gpuos_nvme_cap_dstrd(d->cap);

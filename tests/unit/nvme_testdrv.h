@@ -54,6 +54,9 @@ struct td {
  * 0 or a negative errno (message in d->err). */
 int td_open(struct td *d, const char *args, const struct gpuos_emu_env *env);
 void td_close(struct td *d);
+/* The same for a controller made elsewhere (a member of an array): maps the
+ * arena; td_close destroys e. */
+int td_attach(struct td *d, struct gpuos_emu *e, const struct gpuos_emu_opts *o);
 
 /* Arena memory, zeroed, aligned; *iova gets its bus address. */
 void *td_alloc(struct td *d, size_t len, size_t align, uint64_t *iova);

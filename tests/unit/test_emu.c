@@ -2108,3 +2108,418 @@ Test(emu_opts, thread_init_runs_in_every_worker_before_create_returns)
 	cr_assert_eq(__atomic_load_n(&inits_seen, __ATOMIC_RELAXED), 5u);
 	gpuos_emu_destroy(e);
 }
+
+/* ---- arrays (ssds=N, stripe=KiB) ----------------------------------------- */
+
+static uint64_t xrand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* The byte of the image that byte moff of member i of n holds (chunk k of
+ * the image on member k % n, at member chunk k / n); 0 past the image. */
+static uint8_t striped_byte(uint64_t moff, uint32_t i, uint32_t n, uint64_t stripe)
+{
+	uint64_t k = moff / stripe, x = (k * n + i) * stripe + moff % stripe;
+	return x < img_len ? img[x] : 0;
+}
+
+static void array_case(uint32_t n, uint32_t stripe_kib, uint32_t lba, const char *backend, size_t bytes)
+{
+	char args[512];
+	struct gpuos_emu_opts o;
+	struct gpuos_emu *m[GPUOS_EMU_MAX_SSDS];
+	struct td *d = calloc(n, sizeof(*d));
+	char err[256];
+	uint64_t stripe = (uint64_t)stripe_kib * 1024u, rng = n * 7919u + stripe_kib;
+
+	make_image(bytes, n + stripe_kib);
+	snprintf(args, sizeof(args), "%s,ssds=%u,stripe=%u,lba=%u,backend=%s", img_path, n, stripe_kib, lba, backend);
+	cr_assert_eq(gpuos_emu_parse(args, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpuos_emu_create_array(&o, NULL, m, err, sizeof(err)), 0, "%s", err);
+	uint64_t row = stripe * n, member = (bytes / row + (bytes % row != 0)) * stripe;
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(td_attach(&d[i], m[i], &o), 0, "%s", d[i].err);
+		cr_assert_eq(gpuos_emu_ns_bytes(m[i]), member, "member %u: %llu bytes", i,
+			     (unsigned long long)gpuos_emu_ns_bytes(m[i]));
+		cr_assert_eq(td_bringup(&d[i], 1, 64), 0, "bring-up of member %u", i);
+	}
+	uint8_t *buf[GPUOS_EMU_MAX_SSDS];
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = td_alloc(&d[i], 256 * 1024, 4096, NULL);
+	uint64_t nlba = member / lba;
+	for (int it = 0; it < 300; it++) {
+		uint32_t i = (uint32_t)(xrand(&rng) % n);
+		uint32_t nlb = 1u + (uint32_t)(xrand(&rng) % ((256u * 1024u) / lba));
+		/* half the ranges start just before a chunk boundary */
+		uint64_t slba = xrand(&rng) % nlba;
+		if (it & 1)
+			slba = (slba * lba / stripe + 1) * stripe / lba - 1u - xrand(&rng) % 3u;
+		if (slba >= nlba)
+			slba = nlba - 1;
+		if (nlb > nlba - slba)
+			nlb = (uint32_t)(nlba - slba);
+		memset(buf[i], 0xa5, (size_t)nlb * lba);
+		cr_assert_eq(td_rw(&d[i], 1, GPUOS_NVME_CMD_READ, slba, nlb, buf[i]), 0, "read %u LBAs at %llu of member %u",
+			     nlb, (unsigned long long)slba, i);
+		for (size_t b = 0; b < (size_t)nlb * lba; b++)
+			if (buf[i][b] != striped_byte(slba * lba + b, i, n, stripe))
+				cr_assert_fail("%s ssds=%u stripe=%u lba=%u: member %u LBA %llu + byte %zu differs", backend, n,
+					       stripe_kib, lba, i, (unsigned long long)slba, b);
+	}
+	/* the last LBA of every member: past the image it reads as zeros */
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(td_rw(&d[i], 1, GPUOS_NVME_CMD_READ, nlba - 1, 1, buf[i]), 0);
+		for (size_t b = 0; b < lba; b++)
+			cr_assert_eq(buf[i][b], striped_byte((nlba - 1) * lba + b, i, n, stripe));
+		cr_assert_geq(stats(&d[i]).io_cmds, 1, "member %u served", i);
+	}
+	/* a write lands in the right chunk: read back through its member */
+	if (strcmp(backend, "null")) {
+		uint64_t slba = stripe / lba - 1;   /* crosses into member chunk 1 */
+		td_pattern(buf[n - 1], 2u * lba, 5);
+		cr_assert_eq(td_rw(&d[n - 1], 1, GPUOS_NVME_CMD_WRITE, slba, 2, buf[n - 1]), 0);
+		memset(buf[n - 1], 0, 2u * lba);
+		cr_assert_eq(td_rw(&d[n - 1], 1, GPUOS_NVME_CMD_READ, slba, 2, buf[n - 1]), 0);
+		cr_assert(td_pattern_ok(buf[n - 1], 2u * lba, 5));
+	}
+	for (uint32_t i = 0; i < n; i++)
+		td_close(&d[i]);
+	free(d);
+	cleanup();
+}
+
+Test(emu_array, striped_reads_across_chunk_boundaries)
+{
+	array_case(2, 4, 512, "ram", (3u << 20) + 1234);
+	array_case(3, 8, 512, "ram", (2u << 20) + 4096 * 3);
+	array_case(4, 128, 4096, "ram", 5u << 20);
+	array_case(4, 4, 4096, "file", (1u << 20) + 8192);
+	array_case(3, 12, 512, "uring", (2u << 20) + 512);
+}
+
+Test(emu_array, options_and_serials)
+{
+	struct gpuos_emu_opts o;
+	struct gpuos_emu *m[GPUOS_EMU_MAX_SSDS];
+	char err[256];
+
+	cr_assert_eq(gpuos_emu_parse("null,ssds=17", &o, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "ssds"), "%s", err);
+	cr_assert_eq(gpuos_emu_parse("null,ssds=2,stripe=6", &o, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "stripe"), "%s", err);
+	cr_assert_eq(gpuos_emu_parse("null,ssds=2,stripe=4,lba=4096", &o, err, sizeof(err)), 0, "%s", err);
+	struct gpuos_emu *one;
+	cr_assert_eq(gpuos_emu_create(&o, NULL, &one, err, sizeof(err)), -EINVAL, "an array needs create_array");
+	cr_assert_eq(gpuos_emu_parse("null,ssds=3,size=1G", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpuos_emu_create_array(&o, NULL, m, err, sizeof(err)), 0, "%s", err);
+	struct td d[3];
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(td_attach(&d[i], m[i], &o), 0);
+		cr_assert_eq(td_bringup(&d[i], 1, 16), 0);
+		struct gpuos_nvme_sqe s;
+		uint8_t *id = td_alloc(&d[i], 4096, 4096, NULL);
+		memset(&s, 0, sizeof(s));
+		s.opc = GPUOS_NVME_ADMIN_IDENTIFY;
+		s.prp1 = td_iova(&d[i], id);
+		s.cdw10 = GPUOS_NVME_CNS_CONTROLLER;
+		cr_assert_eq(td_admin(&d[i], &s, NULL), 0);
+		char sn[21];
+		memcpy(sn, id + 4, 20);
+		sn[20] = 0;
+		char want[8];
+		snprintf(want, sizeof(want), "-%d", i);
+		cr_assert(strstr(sn, want), "member %d serial '%s'", i, sn);
+	}
+	/* destroyed out of order: the shared backend goes with the last */
+	td_close(&d[1]);
+	td_close(&d[0]);
+	td_close(&d[2]);
+}
+
+Test(emu_array, each_member_has_its_own_model)
+{
+	struct gpuos_emu_opts o;
+	struct gpuos_emu *m[GPUOS_EMU_MAX_SSDS];
+	char err[256];
+	struct td d[2];
+	struct gpuos_nvme_cqe c;
+
+	cr_assert_eq(gpuos_emu_parse("null,ssds=2,iops=2000,size=1G", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpuos_emu_create_array(&o, NULL, m, err, sizeof(err)), 0, "%s", err);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(td_attach(&d[i], m[i], &o), 0);
+		cr_assert_eq(td_bringup(&d[i], 1, 256), 0);
+	}
+	/* 200 commands on each member at once: 2000 IOPS each means 100 ms for
+	 * both together, not the 200 ms one shared timeline would take */
+	uint64_t t0 = gpuos_now_ns();
+	for (int i = 0; i < 2; i++) {
+		uint8_t *buf = td_alloc(&d[i], 200 * 512, 4096, NULL);
+		for (int k = 0; k < 200; k++) {
+			struct gpuos_nvme_sqe s;
+			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)k, 1, td_iova(&d[i], buf + k * 512), 0);
+			s.cid = (uint16_t)k;
+			td_sq_push(&d[i], &d[i].q[1], &s);
+		}
+		td_sq_ring(&d[i], &d[i].q[1]);
+	}
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 200; k++)
+			cr_assert_eq(td_cq_poll(&d[i], &d[i].q[1], &c, 3000, 1), 0);
+	uint64_t ms = ms_since(t0);
+	cr_assert(ms >= 90 && ms < 180, "2 x 200 commands at 2000 IOPS per member: %llu ms", (unsigned long long)ms);
+	td_close(&d[0]);
+	td_close(&d[1]);
+}
+
+/* ---- the performance model under load ------------------------------------ */
+
+/* Keep qd commands of nlb LBAs in flight until total are done; returns ns. */
+static uint64_t drive(struct td *d, uint32_t qd, uint32_t nlb, uint32_t total)
+{
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+	uint8_t *buf = td_alloc(d, (size_t)qd * nlb * 512, 4096, NULL);
+	uint32_t sent = 0, done = 0;
+	uint64_t t0 = gpuos_now_ns();
+
+	while (done < total) {
+		while (sent < total && sent - done < qd) {
+			uint32_t k = sent % qd;
+			uint64_t p1, p2;
+			td_prps(d, td_iova(d, buf + (size_t)k * nlb * 512), (size_t)nlb * 512, &p1, &p2);
+			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)k * nlb, nlb, p1, p2);
+			s.cid = (uint16_t)k;
+			td_sq_push(d, &d->q[1], &s);
+			sent++;
+		}
+		td_sq_ring(d, &d->q[1]);
+		cr_assert_eq(td_cq_poll(d, &d->q[1], &c, 3000, 1), 0, "completion %u", done);
+		cr_assert_eq(stat_of(&c), 0);
+		done++;
+	}
+	return gpuos_now_ns() - t0;
+}
+
+Test(emu_io, performance_model_holds_under_load)
+{
+	struct td d;
+
+	/* iops: 3000 commands at 10000 IOPS with 64 in flight: 300 ms */
+	up(&d, 1, 256, "iops=10000,backend=null");
+	double s = (double)drive(&d, 64, 1, 3000) / 1e9;
+	cr_assert(3000 / s > 9000 && 3000 / s < 11000, "iops=10000: %.0f IOPS", 3000 / s);
+	td_close(&d);
+	cleanup();
+	/* gbps: 400 x 64 KiB at 0.1 GB/s: 262 ms */
+	up(&d, 1, 256, "gbps=0.1");
+	s = (double)drive(&d, 16, 128, 400) / 1e9;
+	double gbps = 400.0 * 65536 / s / 1e9;
+	cr_assert(gbps > 0.09 && gbps < 0.11, "gbps=0.1: %.4f GB/s", gbps);
+	td_close(&d);
+	cleanup();
+	/* latency: with one command at a time, each takes latency_us */
+	up(&d, 1, 256, "latency_us=2000,backend=null");
+	s = (double)drive(&d, 1, 1, 50) / 1e9;
+	cr_assert(s / 50 > 0.0019 && s / 50 < 0.0023, "latency_us=2000: %.0f us a command", s / 50 * 1e6);
+	td_close(&d);
+}
+
+/* ---- the DMA engine -------------------------------------------------------
+ * A stand-in for the GPU's channel: transfers are recorded and happen only
+ * when their ticket is polled 5 ms after it was marked, so a completion
+ * posted before its data had landed would show the old bytes. */
+static struct {
+	struct { uint8_t *dst; const uint8_t *src; size_t len; uint64_t t; int gathered; } op[8192];
+	uint32_t n;
+	uint64_t marked, landed, fail_ticket;
+	uint64_t mark_ns[1024];
+	int registered, copies, gathers, zeros;
+} fk;
+
+static int fk_put(void *dst, const void *src, size_t len, int gathered)
+{
+	cr_assert_lt(fk.n, 8192u);
+	fk.op[fk.n].dst = dst;
+	fk.op[fk.n].src = src;
+	fk.op[fk.n].len = len;
+	fk.op[fk.n].t = 0;
+	fk.op[fk.n].gathered = gathered;
+	fk.n++;
+	return 0;
+}
+static int fk_copy(void *ctx, void *dst, const void *src, size_t len) { (void)ctx; fk.copies++; return fk_put(dst, src, len, 0); }
+static int fk_gather(void *ctx, void *dst, const void *src, size_t len) { (void)ctx; fk.gathers++; return fk_put(dst, src, len, 1); }
+static int fk_zero(void *ctx, void *dst, size_t len) { (void)ctx; fk.zeros++; return fk_put(dst, NULL, len, 0); }
+static int fk_mark(void *ctx, uint64_t *t)
+{
+	(void)ctx;
+	*t = ++fk.marked;
+	fk.mark_ns[*t % 1024] = gpuos_now_ns();
+	for (uint32_t i = fk.n; i-- && !fk.op[i].t;)
+		fk.op[i].t = fk.marked;
+	return 0;
+}
+static int fk_poll(void *ctx, uint64_t t)
+{
+	(void)ctx;
+	if (t <= fk.landed)
+		return 1;
+	if (gpuos_now_ns() < fk.mark_ns[t % 1024] + 5000000u)
+		return 0;
+	uint32_t j = 0;
+	for (uint32_t i = 0; i < fk.n; i++) {
+		if (fk.op[i].t && fk.op[i].t <= t) {
+			if (fk.op[i].src)
+				memcpy(fk.op[i].dst, fk.op[i].src, fk.op[i].len);
+			else
+				memset(fk.op[i].dst, 0, fk.op[i].len);
+		} else {
+			fk.op[j++] = fk.op[i];
+		}
+	}
+	fk.n = j;
+	fk.landed = t;
+	return t == fk.fail_ticket ? -EIO : 1;
+}
+static int fk_register(void *ctx, void *p, size_t len) { (void)ctx; (void)p; (void)len; fk.registered++; return 0; }
+static void fk_unregister(void *ctx, void *p) { (void)ctx; (void)p; fk.registered--; }
+static void *fk_alloc(void *ctx, size_t len) { void *p = NULL; (void)ctx; return posix_memalign(&p, 4096, len) ? NULL : p; }
+static void fk_free(void *ctx, void *p, size_t len) { (void)ctx; (void)len; free(p); }
+
+/* 64 4 KiB reads and two 256 KiB reads into device memory with one doorbell. */
+static void dma_case(const char *extra, int registered, int zeros)
+{
+	struct td d;
+	struct gpuos_emu_env env = { .dev_copy = fake_dev_copy, .dma_copy = fk_copy, .dma_gather = fk_gather,
+				     .dma_zero = fk_zero, .dma_mark = fk_mark, .dma_poll = fk_poll,
+				     .pinned_alloc = fk_alloc, .pinned_free = fk_free };
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+	char args[512];
+
+	memset(&fk, 0, sizeof(fk));
+	if (registered) {
+		env.host_register = fk_register;
+		env.host_unregister = fk_unregister;
+	}
+	make_image(8u << 20, 21);
+	snprintf(args, sizeof(args), "%s,workers=1%s", img_path, extra);
+	cr_assert_eq(td_open(&d, args, &env), 0, "%s", d.err);
+	cr_assert_eq(fk.registered, registered, "the ram image is registered once");
+	cr_assert_eq(td_bringup(&d, 1, 256), 0);
+	const size_t vlen = 64 * 4096 + 2 * 262144;
+	uint8_t *vram = aligned_alloc(4096, vlen);
+	memset(vram, 0xee, vlen);
+	const uint64_t dev = 0x400000000ull;
+	cr_assert_eq(gpuos_emu_map(d.e, dev, vram, vlen, GPUOS_EMU_REGION_DEVICE), 0);
+	for (int i = 0; i < 66; i++) {
+		uint64_t off = i < 64 ? (uint64_t)i * 4096 : 64 * 4096 + (uint64_t)(i - 64) * 262144;
+		uint32_t nlb = i < 64 ? 8 : 512;
+		uint64_t p1, p2;
+		td_prps(&d, dev + off, (size_t)nlb * 512, &p1, &p2);
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)(66 - i) * 200, nlb, p1, p2);
+		s.cid = (uint16_t)i;
+		td_sq_push(&d, &d.q[1], &s);
+	}
+	td_sq_ring(&d, &d.q[1]);
+	for (int k = 0; k < 66; k++) {
+		cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 3000, 1), 0, "completion %d", k);
+		cr_assert_eq(stat_of(&c), 0);
+		int i = c.cid;
+		uint64_t off = i < 64 ? (uint64_t)i * 4096 : 64 * 4096 + (uint64_t)(i - 64) * 262144;
+		size_t len = i < 64 ? 4096 : 262144;
+		/* the CQE is here: the data must be too */
+		for (size_t b = 0; b < len; b++)
+			if (vram[off + b] != (zeros ? 0 : img[(size_t)(66 - i) * 200 * 512 + b]))
+				cr_assert_fail("command %d: byte %zu not landed when its CQE came", i, b);
+	}
+	struct gpuos_emu_stats st = stats(&d);
+	cr_assert_eq(st.dma_cmds, 66, "every read moved asynchronously: %llu", (unsigned long long)st.dma_cmds);
+	cr_assert_lt(st.dma_batches, 66, "batched: %llu marks for 66 commands", (unsigned long long)st.dma_batches);
+	if (!zeros) {
+		cr_assert_geq(st.dma_gathered, 64, "4 KiB pieces are gathered");
+		cr_assert_geq(st.dma_copies, 2, "256 KiB pieces are copies");
+		cr_assert_eq(fk.gathers + fk.copies >= 66, 1);
+	} else {
+		cr_assert_geq(fk.zeros, 66);
+	}
+	cr_assert_eq(st.errors, 0);
+
+	/* a transfer that fails fails its command, and the next one works */
+	fk.fail_ticket = fk.marked + 1;
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 8, dev, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, &c), 0x0004, "a failed transfer is a data transfer error");
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 8, dev, 0);
+	cr_assert_eq(td_cmd(&d, &d.q[1], &s, &c), 0);
+	cr_assert_eq(stat_of(&c), 0);
+	cr_assert_eq(gpuos_emu_unmap(d.e, dev), 0);
+	td_close(&d);
+	cr_assert_eq(fk.registered, 0, "unregistered at close");
+	free(vram);
+	cleanup();
+}
+
+Test(emu_dma, ram_image_registered)
+{
+	dma_case("", 1, 0);
+}
+
+Test(emu_dma, ram_through_staging)
+{
+	dma_case("", 0, 0);
+}
+
+Test(emu_dma, file_and_uring_through_staging)
+{
+	dma_case(",backend=file", 0, 0);
+	dma_case(",backend=uring,stage=1", 0, 0);
+}
+
+Test(emu_dma, null_backend_zeros)
+{
+	dma_case(",backend=null,size=64M", 0, 1);
+}
+
+Test(emu_dma, striped_member_reads_into_device_memory)
+{
+	struct gpuos_emu_opts o;
+	struct gpuos_emu *m[GPUOS_EMU_MAX_SSDS];
+	struct gpuos_emu_env env = { .dev_copy = fake_dev_copy, .dma_copy = fk_copy, .dma_gather = fk_gather,
+				     .dma_zero = fk_zero, .dma_mark = fk_mark, .dma_poll = fk_poll,
+				     .host_register = fk_register, .host_unregister = fk_unregister,
+				     .pinned_alloc = fk_alloc, .pinned_free = fk_free };
+	char err[256], args[512];
+	struct td d[2];
+
+	memset(&fk, 0, sizeof(fk));
+	make_image(4u << 20, 33);
+	snprintf(args, sizeof(args), "%s,ssds=2,stripe=8,workers=1", img_path);
+	cr_assert_eq(gpuos_emu_parse(args, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpuos_emu_create_array(&o, &env, m, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fk.registered, 1, "one image, registered once");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(td_attach(&d[i], m[i], &o), 0);
+		cr_assert_eq(td_bringup(&d[i], 1, 16), 0);
+	}
+	uint8_t *vram = aligned_alloc(4096, 65536);
+	const uint64_t dev = 0x400000000ull;
+	cr_assert_eq(gpuos_emu_map(m[1], dev, vram, 65536, GPUOS_EMU_REGION_DEVICE), 0);
+	/* 40 KiB of member 1 from member byte 4 KiB: member chunks 0..5 */
+	struct gpuos_nvme_sqe s;
+	uint64_t p1, p2;
+	td_prps(&d[1], dev, 40960, &p1, &p2);
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 8, 80, p1, p2);
+	cr_assert_eq(td_cmd(&d[1], &d[1].q[1], &s, NULL), 0);
+	for (size_t b = 0; b < 40960; b++)
+		cr_assert_eq(vram[b], striped_byte(4096 + b, 1, 2, 8192), "byte %zu", b);
+	cr_assert_eq(gpuos_emu_unmap(m[1], dev), 0);
+	td_close(&d[0]);
+	td_close(&d[1]);
+	cr_assert_eq(fk.registered, 0);
+	free(vram);
+}
