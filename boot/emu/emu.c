@@ -557,7 +557,7 @@ void gpuos_emu_get_stats(struct gpuos_emu *e, struct gpuos_emu_stats *s)
 	s->lost = __atomic_load_n(&t->lost, __ATOMIC_RELAXED);
 	s->cq_full_waits = __atomic_load_n(&t->cq_full_waits, __ATOMIC_RELAXED);
 	s->csts = __atomic_load_n(emu_reg(e, GPUOS_NVME_REG_CSTS), __ATOMIC_ACQUIRE);
-	s->rsvd = 0;
+	s->dma_direct = e->be && e->be->ram_registered;
 	s->dma_cmds = __atomic_load_n(&t->dma_cmds, __ATOMIC_RELAXED);
 	s->dma_copies = __atomic_load_n(&t->dma_copies, __ATOMIC_RELAXED);
 	s->dma_gathered = __atomic_load_n(&t->dma_gathered, __ATOMIC_RELAXED);

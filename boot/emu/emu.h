@@ -180,13 +180,13 @@ struct gpuos_emu_stats {
 	uint64_t lost;           /* completions dropped by fault injection */
 	uint64_t cq_full_waits;  /* times a worker waited for CQ space */
 	uint32_t csts;
-	uint32_t rsvd;
+	uint32_t dma_direct;     /* the ram image is registered: reads into VRAM copy straight from it */
 	/* the DMA engine */
 	uint64_t dma_cmds;       /* commands whose data moved asynchronously */
 	uint64_t dma_copies;     /* pieces moved with one copy each */
 	uint64_t dma_gathered;   /* small pieces moved in batches */
 	uint64_t dma_batches;    /* dma_mark calls (batches) */
-	uint64_t dma_waits;      /* times a command was ready but its data had not landed */
+	uint64_t dma_waits;      /* commands whose time had come while their data was still on the way */
 	uint64_t busy_ns;        /* nanoseconds the worker threads spent serving, summed */
 };
 

@@ -104,6 +104,7 @@ struct emu_pend {
 	uint32_t dw0;
 	uint16_t cid;
 	uint16_t status;         /* gpuos form: SCT<<8 | SC | DNR<<14 */
+	uint8_t waited;          /* counted in dma_waits already */
 };
 
 /* A command inside one worker round. */

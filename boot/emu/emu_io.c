@@ -128,6 +128,9 @@ static void prepare(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c
 	c->op = s->opc == GPUOS_NVME_CMD_READ ? EMU_OP_READ : EMU_OP_WRITE;
 }
 
+/* Bytes queued between two marks of a round (about 50 us of a PCIe 5 link). */
+#define DMA_MARK_BYTES (2u << 20)
+
 /* ---- the DMA engine (DESIGN.md 10) ----
  * Reads into device memory never block the worker: their data is queued on
  * the worker's DMA channel (straight from the ram backend's registered image,
@@ -293,6 +296,45 @@ static uint16_t null_direct(struct gpuos_emu *e, struct emu_worker *w, struct em
 	return 0;
 }
 
+/* Mark what the round queued so far: the commands waiting for a ticket get
+ * it; last: the round is over, and its staging is free once the ticket
+ * lands (at once when nothing was queued). */
+static void dma_mark_round(struct gpuos_emu *e, struct emu_worker *w, uint32_t n, int last)
+{
+	uint64_t t = 0;
+	int want = 0;
+
+	for (uint32_t i = 0; i < n && !want; i++)
+		want = w->cmd[i].ticket == UINT64_MAX;
+	if (want && e->env.dma_mark(e->env.ctx, &t) == 0) {
+		emu_stat_add(&e->st.dma_batches, 1);
+		/* release: unmap (acquire) waits for what it names to land */
+		__atomic_store_n(&w->dma_issued, t, __ATOMIC_RELEASE);
+	} else {
+		t = 0;   /* nothing queued, or it could not be marked: the commands fail */
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct emu_cmd *c = &w->cmd[i];
+		if (c->ticket != UINT64_MAX)
+			continue;
+		if (t) {
+			c->ticket = t;
+			emu_stat_add(&e->st.dma_cmds, 1);
+		} else {
+			c->ticket = 0;
+			c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
+		}
+	}
+	if (!last)
+		return;
+	for (uint32_t j = 0; j < w->stage_q_n; j++) {
+		uint32_t k = (w->stage_q_head + j) % EMU_STAGE_SLOTS;
+		if (!w->stage_q[k].ticket)
+			w->stage_q[k].ticket = t ? t : GPUOS_MAX(w->dma_issued, 1u);
+	}
+	dma_reap(e, w);
+}
+
 static int iov_reserve(struct emu_worker *w, uint32_t n)
 {
 	if (n <= w->iov_cap)
@@ -384,7 +426,8 @@ static void fail_all(struct emu_worker *w, uint32_t n)
 static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 {
 	const int async = dma_engine(e);
-	uint32_t nb = 0, niov = 0, maxb = 0, maxiov = 0, queued = 0;
+	uint32_t nb = 0, niov = 0, maxb = 0, maxiov = 0;
+	size_t since_mark = 0;
 	uint64_t stripe = e->arr_n > 1 ? e->stripe_bytes : UINT64_MAX;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -414,18 +457,18 @@ static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 			add_bios(e, w, i, NULL, &nb, &niov);
 			continue;
 		}
-		if (c->op == EMU_OP_READ && async && e->be->ram_registered) {
-			c->status = ram_direct(e, w, c);
+		if (c->op == EMU_OP_READ && async && (e->be->ram_registered || e->o.backend == GPUOS_EMU_NULL)) {
+			c->status = e->be->ram_registered ? ram_direct(e, w, c) : null_direct(e, w, c);
 			c->op = EMU_OP_NONE;            /* nothing left for the backend */
-			c->ticket = c->status ? 0 : UINT64_MAX;   /* the round's ticket, below */
-			queued++;
-			continue;
-		}
-		if (c->op == EMU_OP_READ && async && e->o.backend == GPUOS_EMU_NULL) {
-			c->status = null_direct(e, w, c);
-			c->op = EMU_OP_NONE;
-			c->ticket = c->status ? 0 : UINT64_MAX;
-			queued++;
+			if (!c->status) {
+				c->ticket = UINT64_MAX;  /* a ticket at the next mark */
+				/* marks every DMA_MARK_BYTES: the first commands of a
+				 * long round complete while the rest still move */
+				if ((since_mark += c->len) >= DMA_MARK_BYTES) {
+					dma_mark_round(e, w, n, 0);
+					since_mark = 0;
+				}
+			}
 			continue;
 		}
 		/* through host memory: pinned staging when the channel moves it, a
@@ -472,39 +515,10 @@ static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 		c->status = scatter(e, w, c, c->stage, async && !c->own_stage);
 		if (!c->own_stage && !c->status) {
 			c->ticket = UINT64_MAX;
-			queued++;
 		}
 	}
-	if (!async)
-		return;
-	/* one ticket for the round: every transfer queued above is before it */
-	uint64_t t = 0;
-	if (queued && e->env.dma_mark(e->env.ctx, &t) == 0) {
-		emu_stat_add(&e->st.dma_batches, 1);
-		/* release: unmap (acquire) waits for what it names to land */
-		__atomic_store_n(&w->dma_issued, t, __ATOMIC_RELEASE);
-	} else if (queued) {
-		t = 0;   /* could not mark: the commands fail below */
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct emu_cmd *c = &w->cmd[i];
-		if (c->ticket != UINT64_MAX)
-			continue;
-		if (t) {
-			c->ticket = t;
-			emu_stat_add(&e->st.dma_cmds, 1);
-		} else {
-			c->ticket = 0;
-			c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
-		}
-	}
-	/* this round's staging is free once its ticket lands (at once without one) */
-	for (uint32_t j = 0; j < w->stage_q_n; j++) {
-		uint32_t k = (w->stage_q_head + j) % EMU_STAGE_SLOTS;
-		if (!w->stage_q[k].ticket)
-			w->stage_q[k].ticket = t ? t : GPUOS_MAX(w->dma_landed, 1u);
-	}
-	dma_reap(e, w);
+	if (async)
+		dma_mark_round(e, w, n, 1);
 }
 
 /* Book-keeping, performance model and lost completions; then queue the CQE. */
@@ -540,6 +554,7 @@ static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
 	struct emu_pend *p = &w->pend[w->npend++];
 	p->due_ns = due;
 	p->ticket = c->ticket;
+	p->waited = 0;
 	p->sq = c->sq;
 	p->cid = c->sqe.cid;
 	p->status = c->status;
@@ -650,8 +665,10 @@ static uint32_t post_round(struct gpuos_emu *e, struct emu_worker *w, uint64_t *
 		int r = 1;
 		if (p->ticket > w->dma_landed) {
 			/* its data is still on the way: the CQE must not overtake it */
-			if (p->due_ns <= now)
+			if (p->due_ns <= now && !p->waited) {
+				p->waited = 1;
 				emu_stat_add(&e->st.dma_waits, 1);
+			}
 		} else if (p->due_ns <= now && __atomic_load_n(&p->sq->state, __ATOMIC_ACQUIRE) == Q_LIVE) {
 			r = emu_cq_post(e, p->sq->cq, p->sq, p->cid, p->status, p->dw0);
 			if (r == -EFAULT)
