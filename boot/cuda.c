@@ -69,12 +69,18 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	/* Before the first CUDA call: every function is loaded when its module
 	 * is, never lazily while the runtime spins (notes/PLATFORM.md). */
 	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
-	/* Streams share the GPU's hardware work queues, 8 by default: a stream
-	 * that shares one with the runtime's waits behind the kernel that never
-	 * ends (seen: the DMA engine's gather launches from 8 worker streams
-	 * hung). 32 queues keep the runtime's, the clients' and the workers'
-	 * apart; a value the user set stays. */
-	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+	/* Streams share the GPU's hardware work queues, 8 by default: work on
+	 * a stream that shares one with the runtime's waits behind the kernel
+	 * that never ends (seen: an emulator worker stuck in its first copy,
+	 * the SQs it owns never fetched again, 4 x 1023 commands lost at
+	 * W = 16). 32 (CUDA's most) keeps apart the streams gpuos makes: its
+	 * own, and at most GPUOS_GPU_WORKER_STREAMS of emulator workers
+	 * (boot/gpu.h). A lower value from the environment is raised. */
+	{
+		const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+		if (!v || atoi(v) < 32)
+			setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
+	}
 	e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
 		snprintf(why, whylen, "no usable GPU (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "no device");

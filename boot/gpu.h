@@ -13,6 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Threads with a channel of their own (an emulated controller's workers,
+ * all members of an array together) at most: with the streams of
+ * gpuos_gpu_open and the main thread's, one hardware work queue each of the
+ * 32 (boot/cuda.c says why they must not share). */
+#define GPUOS_GPU_WORKER_STREAMS 24u
+
 /* Stack per GPU thread, set before the first launch (boot/cuda.c says why). */
 #define GPUOS_GPU_STACK_BYTES 2048u
 

@@ -384,6 +384,8 @@ static int create_one(const struct gpuos_emu_opts *o, const struct gpuos_emu_env
 	e->mdts_bytes = (uint64_t)e->o.mdts_kib * 1024u;
 	e->nq = e->o.queues;
 	e->nworkers = GPUOS_MIN(e->o.workers, e->o.queues);
+	if (e->env.max_workers)
+		e->nworkers = GPUOS_MAX(1u, GPUOS_MIN(e->nworkers, e->env.max_workers / n));
 	if (!e->o.serial[0])
 		snprintf(e->o.serial, sizeof(e->o.serial), "GPUOS%08X",
 			 fnv1a(e->o.backend == GPUOS_EMU_NULL ? "null" : e->o.path));

@@ -159,6 +159,10 @@ struct gpuos_emu_env {
 	 * memory stage through pinned_alloc memory) */
 	int (*host_register)(void *ctx, void *p, size_t len);
 	void (*host_unregister)(void *ctx, void *p);
+	/* optional: the most I/O worker threads this environment can serve, all
+	 * members of an array together (each needs a channel); 0 = no limit.
+	 * create_array gives each member at most max_workers / N of them. */
+	uint32_t max_workers;
 	/* optional: staging memory dma_copy may read from; NULL when out of memory */
 	void *(*pinned_alloc)(void *ctx, size_t len);
 	void (*pinned_free)(void *ctx, void *p, size_t len);

@@ -75,6 +75,43 @@ if a != b:
     print('first difference at byte', i, 'of', len(a), 'got', len(b), 'bytes')
 sys.exit(0 if a==b else 1)"; res $? "gpuos read data equals the image"
 
+step "emu: W = 16, 32 queues on 8 emulator workers, 16384 GPU clients (issue 12: lost commands)"
+# Every command the runtime submits must reach the controller: an emulator
+# worker whose CUDA stream shares a hardware queue with a persistent kernel
+# stalls, and the SQs it owns are never fetched again. Two checks of one run:
+# nothing lost (the controller's own count), and nothing late (timeouts).
+timeout 120 "$g" bench --device "emu:null,backend=null,size=1T,queues=128,workers=8" --warps 16 --queues 32 \
+	--depth 1024 --slots 256 --mbox-slots 16384 --threads 16384 --iters 5 --timeout-ms 2000 --json \
+	> /dev/shm/gpuos-w16.json; rc=$?
+cat /dev/shm/gpuos-w16.json
+w16() { python3 -c "
+import json, re, sys
+try:
+    d = json.load(open('/dev/shm/gpuos-w16.json'))
+except ValueError:
+    sys.exit('no JSON report (bench rc $rc)')
+# the controller's own count: each member's counters, or the summary line
+cs = [c.get('counters') for c in d.get('controllers', [])]
+if cs and all(c and c['source'] == 'controller' for c in cs):
+    executed = sum(c['io_cmds'] for c in cs)
+else:
+    m = re.match(r'emu[^:]*: (\d+) I/O commands', d['controller'])
+    executed = int(m.group(1)) if m else -1
+want = d['threads'] * d['iters']  # one 4 KiB command per request
+if sys.argv[1] == 'executed':
+    bad = ['%d commands submitted for %d requests' % (d['commands'], want)] if d['commands'] != want else []
+    if executed != d['commands']:
+        bad.append('the controller executed %d of %d commands' % (executed, d['commands']))
+else:
+    bad = ['%d timeouts' % d['timeouts']] if d['timeouts'] else []
+    if d['errors']:
+        bad.append('%d errors' % d['errors'])
+print('; '.join(bad) or 'ok')
+sys.exit(1 if bad else 0)" "$1"; }
+w16 executed; res $? "bench W = 16 on emu:null: the controller executed every command the runtime submitted"
+w16 timeouts; res $? "bench W = 16 on emu:null: no request timed out or failed"
+rm -f /dev/shm/gpuos-w16.json
+
 if command -v compute-sanitizer >/dev/null; then
 	# compute-sanitizer serialises kernels: the loopback controller and GPU
 	# client kernels never run beside the runtime under it, so only runs
