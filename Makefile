@@ -125,6 +125,7 @@ test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/run.sh $(BUILD)
 	$(Q)bash tests/emu/apps.sh $(BUILD)
 	$(Q)bash tests/emu/apps_model.sh $(BUILD)
+	$(Q)bash tests/emu/writer.sh $(BUILD)
 	$(Q)bash tests/emu/files.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
@@ -195,7 +196,16 @@ gpu-build: all $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(BUILD)/files-img/
 gpu-test: gpu-build
 	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
 
-bench: all
+# The baselines that gpuos's data-path figures are ratios against
+# (bench/datapath.sh): C11, the CUDA runtime and liburing linked statically,
+# like the gpuos binary, so that a build from here runs on the GPU machine.
+.PHONY: bench-build
+$(BUILD)/bench/baselines: bench/baselines.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@")
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(LDLIBS_CUDA) $(LDLIBS_HOST)
+bench-build: all $(BUILD)/bench/baselines
+bench: bench-build
 	$(Q)bash bench/run.sh $(BUILD)
 
 # The portable headers and core through both compilers.

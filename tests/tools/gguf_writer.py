@@ -25,14 +25,25 @@ Usage:
   gguf_writer.py --random OUT.gguf [--json OUT.json] [--seed N] [--version 2|3]
                  [--alignment A]
   gguf_writer.py --case demo OUT.gguf [--json OUT.json] [--seed N] [--layers L]
+                 [--layer-mib M [--alignment A]]
 
 The "demo" case is a llama-shaped model of L layers (default 8, about 10 MB
 each, nine tensors of seven ggml types) plus token_embd and output: every
 byte of every tensor comes from a generator seeded with --seed (no holes),
 so checksums over the data mean something. Other cases give tensors over
 1 MiB no data (sparse holes).
+
+--layer-mib M sizes the demo instead: each layer holds M MiB of tensor data
+(within 1 %), shaped like llama-2 70B: heads of 128, one KV head per eight,
+ffn about 3.5 x dim, Q4_K but Q6_K for attn_v and ffn_down (Q8_0 where ffn is
+no multiple of 256), vocabulary 32000. `--layers 80 --layer-mib 110` is a
+70B-shaped model of 8.7 GiB. Its data is streamed (a few MiB in memory
+whatever the size) from one seeded random block, every 4 KiB chunk of a
+tensor stamped with a value of its own: no two chunks of the model are
+equal. Deterministic for a given --seed.
 """
 import argparse
+import array
 import json
 import math
 import os
@@ -182,6 +193,47 @@ class Spec:
         self.expect = None          # {"errno", "why"} for hostile cases
         self.patch = []             # (offset, bytes) applied last
         self.fill_random = False    # every tensor's bytes from random.Random(seed), no holes
+        self.fill_fast = False      # every tensor's bytes from Filler(seed), streamed, no holes
+
+
+class Filler:
+    """Tensor bytes at the speed of memcpy, deterministic for a seed.
+
+    One random block, read for each tensor from a phase of its own; the
+    block's length is not a multiple of 4096, so the 4 KiB chunks of a long
+    tensor do not repeat with it. The first 8 bytes of each 4 KiB chunk of a
+    tensor (the unit that apps/layer_stream.c checksums) hold salt + (t << 36)
+    + k for tensor t, chunk k: no two chunks of a model are equal, so data
+    loaded to the wrong place changes a checksum."""
+
+    BLOCK = (4 << 20) + 4104    # a multiple of 8, not of 4096
+    PIECE = 4 << 20             # bytes per write; a multiple of 4096
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        block = self.rng.randbytes(self.BLOCK)
+        self.ring = memoryview(block + block[:self.PIECE])   # a piece never wraps
+        self.salt = self.rng.getrandbits(62)                 # stamps stay below 2^63
+        self.buf = bytearray(self.PIECE + 8)                 # + 8: a stamp past a short tail
+        self.words = memoryview(self.buf).cast("Q")
+
+    def write(self, f, size, t):
+        if t >= (1 << 20) or size >= (1 << 48):
+            raise SystemExit("gguf_writer: tensor %d of %d bytes is past what the stamps can tell apart"
+                             % (t, size))
+        phase = self.rng.randrange(self.BLOCK)
+        stamp = self.salt + (t << 36)
+        out = memoryview(self.buf)
+        pos = 0
+        while pos < size:
+            n = min(self.PIECE, size - pos)
+            src = (phase + pos) % self.BLOCK
+            self.buf[:n] = self.ring[src:src + n]
+            chunks = (n + 4095) // 4096
+            first = stamp + pos // 4096
+            self.words[0:chunks * 512:512] = array.array("Q", range(first, first + chunks))
+            f.write(out[:n])
+            pos += n
 
 
 def build(spec, path, seed=0):
@@ -234,12 +286,16 @@ def build(spec, path, seed=0):
             if sum(sizes) > (1 << 30):
                 spec.tensors = []
         fill = random.Random(seed) if spec.fill_random else None
+        fast = Filler(seed) if spec.fill_fast else None
         for i, (tn, o) in enumerate(zip(spec.tensors, offs)):
             if tn.raw is not None or tn.type_name not in GGML_ID:
                 continue
             size = tensor_bytes(GGML_ID[tn.type_name], tn.dims)
             end = max(end, o + size)
-            if fill is not None:
+            if fast is not None:
+                f.seek(data_offset + o)
+                fast.write(f, size, i)
+            elif fill is not None:
                 f.seek(data_offset + o)
                 f.write(fill.randbytes(size))
             elif size <= (1 << 20):       # small tensors get a pattern; big ones stay holes
@@ -446,6 +502,67 @@ def spec_demo(n_layers):
     return s
 
 
+def sized_layer(d, kv, ff, down):
+    """The nine tensors of one layer: (part, ggml type, dims)."""
+    return (("attn_norm.weight", "F32", [d]), ("attn_q.weight", "Q4_K", [d, d]),
+            ("attn_k.weight", "Q4_K", [d, kv]), ("attn_v.weight", "Q6_K", [d, kv]),
+            ("attn_output.weight", "Q4_K", [d, d]), ("ffn_norm.weight", "F32", [d]),
+            ("ffn_gate.weight", "Q4_K", [d, ff]), ("ffn_up.weight", "Q4_K", [d, ff]),
+            ("ffn_down.weight", down, [ff, d]))
+
+
+def sized_shape(layer_bytes):
+    """(d, kv, ff, ffn_down type) whose layer holds about layer_bytes.
+
+    dim d is a multiple of 256 (K-quant rows), heads of 128, one KV head per
+    eight; ffn is the free knob. ffn_down is Q6_K for ffn a multiple of 256,
+    or Q8_0 (llama.cpp's fallback for rows K-quants cannot hold) on a grid of
+    32, which brings small layers within 1 % too. Of the shapes within 1 %,
+    the one whose ffn/dim is nearest llama's 3.5; if none, the nearest in size."""
+    def size(d, kv, ff, down):
+        return sum(tensor_bytes(GGML_ID[t], dims) for _, t, dims in sized_layer(d, kv, ff, down))
+    best = None
+    d = 256
+    while True:
+        kv = 128 * max(1, d // 128 // 8)
+        fixed = size(d, kv, 0, "Q6_K")
+        if fixed > layer_bytes and best is not None:
+            break
+        for step, down in ((256, "Q6_K"), (32, "Q8_0")):
+            per_ff = (size(d, kv, step, down) - fixed) / float(step)
+            want = max(layer_bytes - fixed, 0) / per_ff
+            for ff in {max(step, int(want // step) * step), max(step, int(want // step + 1) * step)}:
+                err = abs(size(d, kv, ff, down) - layer_bytes) / layer_bytes
+                key = (err > 0.01, abs(math.log(ff / d / 3.5)), down != "Q6_K", err)
+                if best is None or key < best[0]:
+                    best = (key, (d, kv, ff, down))
+        d += 256
+    return best[1]
+
+
+def spec_sized(n_layers, layer_mib, alignment):
+    """A llama-2-70B-shaped model whose layers hold about layer_mib MiB each."""
+    d, kv, ff, down = sized_shape(layer_mib << 20)
+    vocab = 32000
+    s = Spec()
+    s.alignment = alignment if alignment is not None else 32
+    s.fill_fast = True
+    s.kvs = [("general.architecture", "string", "llama"),
+             ("general.name", "string", "gpuos demo, %d MiB layers" % layer_mib),
+             ("llama.block_count", "uint32", n_layers), ("llama.embedding_length", "uint32", d),
+             ("llama.feed_forward_length", "uint32", ff), ("llama.attention.head_count", "uint32", d // 128),
+             ("llama.attention.head_count_kv", "uint32", kv // 128), ("llama.context_length", "uint32", 4096),
+             ("llama.rope.dimension_count", "uint32", 128),
+             ("llama.attention.layer_norm_rms_epsilon", "float32", 1e-5)]
+    s.tensors = [Tensor("token_embd.weight", "Q4_K", [d, vocab])]
+    for n in range(n_layers):
+        for part, tname, dims in sized_layer(d, kv, ff, down):
+            s.tensors.append(Tensor("blk.%d.%s" % (n, part), tname, dims))
+    s.tensors.append(Tensor("output_norm.weight", "F32", [d]))
+    s.tensors.append(Tensor("output.weight", "Q6_K", [d, vocab]))
+    return s
+
+
 def small_valid():
     s = Spec()
     s.kvs = [("general.architecture", "string", "llama"), ("llama.block_count", "uint32", 1)]
@@ -579,7 +696,9 @@ VALID = ["all-v3", "all-v2", "align-32", "align-64", "align-4096", "default-alig
          "fuzz-seed", "layer-names"]
 
 
-def make_case(name, rng, layers=None):
+def make_case(name, rng, layers=None, layer_mib=None, alignment=None):
+    if name == "demo" and layer_mib is not None:
+        return spec_sized(layers if layers is not None else 8, layer_mib, alignment)
     if name == "demo":
         return spec_demo(layers if layers is not None else 8)
     if name == "all-v3":
@@ -651,6 +770,8 @@ def main():
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--alignment", type=int)
     ap.add_argument("--layers", type=int, help="layers of --case demo (default 8)")
+    ap.add_argument("--layer-mib", type=int, metavar="M",
+                    help="--case demo sized: about M MiB of tensor data per layer, streamed")
     a = ap.parse_args()
     if a.list:
         for n in VALID:
@@ -660,8 +781,18 @@ def main():
         return 0
     if not a.out or not (a.case or a.random):
         ap.error("need OUT and --case NAME or --random")
+    if a.layer_mib is not None:
+        if a.case != "demo":
+            ap.error("--layer-mib sizes --case demo only")
+        if not 1 <= a.layer_mib <= 65536:
+            ap.error("--layer-mib must be 1..65536")
+        if a.alignment is not None and (a.alignment < 1 or a.alignment & (a.alignment - 1)):
+            ap.error("--alignment must be a power of two")
+    if a.layers is not None and a.layers < 0:
+        ap.error("--layers must be 0 or more")
     rng = random.Random(a.seed)
-    spec = random_spec(rng, a.version, a.alignment) if a.random else make_case(a.case, rng, a.layers)
+    spec = (random_spec(rng, a.version, a.alignment) if a.random else
+            make_case(a.case, rng, a.layers, a.layer_mib, a.alignment))
     d = build(spec, a.out, seed=a.seed)
     if a.json:
         with open(a.json, "w") as f:
