@@ -203,7 +203,7 @@ row("(4) the same", "ssds4_model_1m", "h2d 1 MiB", "h2d_1m")
 row("(5) W = 16, 16384 threads, null backend, M req/s", "lost_w16", "-", value=reqs, unit="M/s", extra=timeouts)
 row("(6) disk, 1 MiB READ_RAW, backend=uring", "disk_gpuos", "liburing O_DIRECT QD32 1 MiB + H2D", "disk_uring")
 row("(6) baseline: liburing O_DIRECT QD32 1 MiB + H2D", "disk_uring", "h2d 8 MiB", "h2d")
-row("(8) CPU s of gpuos outside the emulator's threads, during (1)", "ram_1m", "its wall s", value=lambda d: d["cpu_s"],
+row("(8) CPU s of gpuos outside the emulator's threads, during (1)", "ram_1m", "-", value=lambda d: d["cpu_s"],
     unit="s", extra=lambda d: " of %.3f s wall" % d["wall_s"])
 row("(7) baseline: pread x4 + H2D, tmpfs", "pread4", "h2d 8 MiB", "h2d")
 row("(7) baseline: mmap + memcpy + H2D, tmpfs", "mmap", "h2d 8 MiB", "h2d")
