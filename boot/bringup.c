@@ -26,7 +26,7 @@ static int wait_csts(struct gpuos_nvme_dev *d, uint32_t mask, uint32_t want, con
 	uint64_t t0 = now_ms();
 	uint32_t csts;
 	for (;;) {
-		csts = gpuos_reg_read32(d->c, GPUOS_NVME_REG_CSTS);
+		csts = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CSTS);
 		if (csts == 0xffffffffu) {
 			snprintf(err, errlen, "%s: controller registers read all ones (device gone?)", step);
 			return -ENODEV;
@@ -47,19 +47,19 @@ static int wait_csts(struct gpuos_nvme_dev *d, uint32_t mask, uint32_t want, con
 
 volatile uint32_t *gpuos_nvme_sq_db(struct gpuos_nvme_dev *d, uint32_t qid)
 {
-	return d->c->regs + gpuos_nvme_sq_db_offset(qid, d->dstrd) / 4;
+	return d->m->regs + gpuos_nvme_sq_db_offset(qid, d->dstrd) / 4;
 }
 volatile uint32_t *gpuos_nvme_cq_db(struct gpuos_nvme_dev *d, uint32_t qid)
 {
-	return d->c->regs + gpuos_nvme_cq_db_offset(qid, d->dstrd) / 4;
+	return d->m->regs + gpuos_nvme_cq_db_offset(qid, d->dstrd) / 4;
 }
 uint64_t gpuos_nvme_sq_db_rt(struct gpuos_nvme_dev *d, uint32_t qid)
 {
-	return d->c->regs_rt + gpuos_nvme_sq_db_offset(qid, d->dstrd);
+	return d->m->regs_rt + gpuos_nvme_sq_db_offset(qid, d->dstrd);
 }
 uint64_t gpuos_nvme_cq_db_rt(struct gpuos_nvme_dev *d, uint32_t qid)
 {
-	return d->c->regs_rt + gpuos_nvme_cq_db_offset(qid, d->dstrd);
+	return d->m->regs_rt + gpuos_nvme_cq_db_offset(qid, d->dstrd);
 }
 
 int gpuos_nvme_admin(struct gpuos_nvme_dev *d, struct gpuos_nvme_sqe *cmd, struct gpuos_nvme_cqe *cqe,
@@ -85,7 +85,7 @@ int gpuos_nvme_admin(struct gpuos_nvme_dev *d, struct gpuos_nvme_sqe *cmd, struc
 			break;
 		}
 		if (now_ms() - t0 > d->to_ms) {
-			uint32_t csts = gpuos_reg_read32(d->c, GPUOS_NVME_REG_CSTS);
+			uint32_t csts = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CSTS);
 			snprintf(err, errlen, "%s: no completion within %u ms (CAP.TO)%s", step, d->to_ms,
 				 (csts & GPUOS_NVME_CSTS_CFS) ? ", controller fatal status" : "");
 			return -ETIMEDOUT;
@@ -113,7 +113,7 @@ static void copy_str(char *dst, const char *src, size_t n)
 		dst[--len] = 0;
 }
 
-int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, char *err, size_t errlen)
+int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t member, char *err, size_t errlen)
 {
 	struct gpuos_nvme_sqe cmd;
 	struct gpuos_nvme_id_ctrl *idc;
@@ -123,8 +123,9 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, char *err,
 
 	memset(d, 0, sizeof(*d));
 	d->c = c;
-	d->cap = gpuos_reg_read64(c, GPUOS_NVME_REG_CAP);
-	d->vs = gpuos_reg_read32(c, GPUOS_NVME_REG_VS);
+	d->m = &c->member[member];
+	d->cap = gpuos_reg_read64(d->m, GPUOS_NVME_REG_CAP);
+	d->vs = gpuos_reg_read32(d->m, GPUOS_NVME_REG_VS);
 	d->mqes = gpuos_nvme_cap_mqes(d->cap) + 1u;
 	d->dstrd = gpuos_nvme_cap_dstrd(d->cap);
 	d->to_ms = gpuos_nvme_cap_to(d->cap) * 500u;
@@ -143,15 +144,15 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, char *err,
 		snprintf(err, errlen, "read CAP: controller does not support the NVM command set");
 		return -EOPNOTSUPP;
 	}
-	if ((size_t)gpuos_nvme_cq_db_offset(GPUOS_ADMIN_DEPTH, d->dstrd) > c->regs_len) {
+	if ((size_t)gpuos_nvme_cq_db_offset(GPUOS_ADMIN_DEPTH, d->dstrd) > d->m->regs_len) {
 		snprintf(err, errlen, "read CAP: doorbell stride %u does not fit the register window", d->dstrd);
 		return -EINVAL;
 	}
 
 	/* The controller may come up enabled (firmware left it so): disable first. */
-	cc = gpuos_reg_read32(c, GPUOS_NVME_REG_CC);
+	cc = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CC);
 	if (cc & GPUOS_NVME_CC_EN)
-		gpuos_reg_write32(c, GPUOS_NVME_REG_CC, cc & ~GPUOS_NVME_CC_EN);
+		gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc & ~GPUOS_NVME_CC_EN);
 	r = wait_csts(d, GPUOS_NVME_CSTS_RDY, 0, "disable (wait for CSTS.RDY=0)", err, errlen);
 	if (r)
 		return r;
@@ -167,13 +168,13 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, char *err,
 	}
 	gpuos_qp_init(&d->admin, d->admin_sq.host, d->admin_cq.host, gpuos_nvme_sq_db(d, 0), gpuos_nvme_cq_db(d, 0),
 		      GPUOS_ADMIN_DEPTH, 0);
-	gpuos_reg_write32(c, GPUOS_NVME_REG_AQA, ((GPUOS_ADMIN_DEPTH - 1u) << 16) | (GPUOS_ADMIN_DEPTH - 1u));
-	gpuos_reg_write64(c, GPUOS_NVME_REG_ASQ, d->admin_sq.iova);
-	gpuos_reg_write64(c, GPUOS_NVME_REG_ACQ, d->admin_cq.iova);
+	gpuos_reg_write32(d->m, GPUOS_NVME_REG_AQA, ((GPUOS_ADMIN_DEPTH - 1u) << 16) | (GPUOS_ADMIN_DEPTH - 1u));
+	gpuos_reg_write64(d->m, GPUOS_NVME_REG_ASQ, d->admin_sq.iova);
+	gpuos_reg_write64(d->m, GPUOS_NVME_REG_ACQ, d->admin_cq.iova);
 	cc = GPUOS_NVME_CC_CSS_NVM | (0u << GPUOS_NVME_CC_MPS_SHIFT) | GPUOS_NVME_CC_AMS_MASK * 0 |
 	     (GPUOS_NVME_SQES_LOG2 << GPUOS_NVME_CC_IOSQES_SHIFT) | (GPUOS_NVME_CQES_LOG2 << GPUOS_NVME_CC_IOCQES_SHIFT);
-	gpuos_reg_write32(c, GPUOS_NVME_REG_CC, cc);
-	gpuos_reg_write32(c, GPUOS_NVME_REG_CC, cc | GPUOS_NVME_CC_EN);
+	gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc);
+	gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc | GPUOS_NVME_CC_EN);
 	r = wait_csts(d, GPUOS_NVME_CSTS_RDY, GPUOS_NVME_CSTS_RDY, "enable (wait for CSTS.RDY=1)", err, errlen);
 	if (r)
 		goto fail;
@@ -326,17 +327,17 @@ int gpuos_nvme_shutdown(struct gpuos_nvme_dev *d, char *err, size_t errlen)
 		errlen = sizeof(dummy);
 	}
 	if (d->enabled) {
-		uint32_t cc = gpuos_reg_read32(d->c, GPUOS_NVME_REG_CC);
+		uint32_t cc = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CC);
 		cc = (cc & ~GPUOS_NVME_CC_SHN_MASK) | GPUOS_NVME_CC_SHN_NORMAL;
-		gpuos_reg_write32(d->c, GPUOS_NVME_REG_CC, cc);
+		gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc);
 		r = wait_csts(d, GPUOS_NVME_CSTS_SHST_MASK, GPUOS_NVME_CSTS_SHST_COMPLETE,
 			      "shutdown (wait for CSTS.SHST complete)", err, errlen);
 		d->enabled = 0;
 	}
 	/* Disable so the controller stops touching the admin queues before they go. */
-	if (d->c && (gpuos_reg_read32(d->c, GPUOS_NVME_REG_CC) & GPUOS_NVME_CC_EN)) {
-		uint32_t cc = gpuos_reg_read32(d->c, GPUOS_NVME_REG_CC);
-		gpuos_reg_write32(d->c, GPUOS_NVME_REG_CC, cc & ~(GPUOS_NVME_CC_EN | GPUOS_NVME_CC_SHN_MASK));
+	if (d->c && (gpuos_reg_read32(d->m, GPUOS_NVME_REG_CC) & GPUOS_NVME_CC_EN)) {
+		uint32_t cc = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CC);
+		gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc & ~(GPUOS_NVME_CC_EN | GPUOS_NVME_CC_SHN_MASK));
 		wait_csts(d, GPUOS_NVME_CSTS_RDY, 0, "disable after shutdown", dummy, sizeof(dummy));
 	}
 	if (d->c) {

@@ -18,6 +18,7 @@
 
 struct gpuos_nvme_dev {
 	struct gpuos_ctrl *c;
+	struct gpuos_ctrl_member *m;  /* the controller's registers (a member of c) */
 	uint64_t cap;
 	uint32_t vs;
 	uint32_t mqes;           /* CAP.MQES + 1: entries per queue at most */
@@ -36,8 +37,9 @@ struct gpuos_nvme_dev {
 	int enabled;
 };
 
-/* Reset, admin queues, enable, identify controller and namespace. */
-int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, char *err, size_t errlen);
+/* Reset, admin queues, enable, identify controller and namespace of
+ * member `member` of c (0 for a single controller). */
+int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t member, char *err, size_t errlen);
 
 /* Ask for `want` I/O queue pairs; d->io_queues = what was granted (min of both). */
 int gpuos_nvme_set_queues(struct gpuos_nvme_dev *d, uint32_t want, char *err, size_t errlen);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "shm.h"
 
 void cli_err(const char *cmd, const char *fmt, ...)
@@ -298,4 +299,43 @@ int cli_write_all(int fd, const char *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+void cli_ctrl_json(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)
+{
+	fprintf(f, "{\"index\": %u, \"name\": ", i);
+	json_str(f, c->name);
+	fputs(", \"model\": ", f);
+	json_str(f, c->model);
+	fputs(", \"serial\": ", f);
+	json_str(f, c->serial);
+	fputs(", \"firmware\": ", f);
+	json_str(f, c->firmware);
+	fprintf(f, ", \"namespace_lbas\": %llu, \"io_queues\": %u, \"mdts_bytes\": %u, "
+		   "\"perf_model\": {\"gbps\": %g, \"iops\": %u, \"latency_us\": %u}",
+		(unsigned long long)c->namespace_lbas, c->io_queues, c->mdts_bytes, c->gbps, c->iops, c->latency_us);
+	if (st)
+		fprintf(f, ", \"counters\": {\"source\": \"%s\", \"io_cmds\": %llu, \"read_bytes\": %llu, "
+			   "\"errors\": %llu, \"dma_faults\": %llu, \"lost\": %llu}",
+			st->smart ? "smart" : "controller", (unsigned long long)st->io_cmds,
+			(unsigned long long)st->read_bytes, (unsigned long long)st->errors,
+			(unsigned long long)st->dma_faults, (unsigned long long)st->lost);
+	fputc('}', f);
+}
+
+void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)
+{
+	char model[96] = "no performance model";
+	if (c->gbps > 0 || c->iops || c->latency_us)
+		snprintf(model, sizeof(model), "modeled gbps=%g iops=%u latency_us=%u", c->gbps, c->iops, c->latency_us);
+	fprintf(f, "  controller %u: %s\n    %s, serial %s, firmware %s, %llu LBAs, %u I/O queues; %s\n", i, c->name,
+		c->model, c->serial, c->firmware, (unsigned long long)c->namespace_lbas, c->io_queues, model);
+	if (st && st->smart)
+		fprintf(f, "    SMART log since boot: %llu I/O commands, about %llu bytes read, %llu media errors\n",
+			(unsigned long long)st->io_cmds, (unsigned long long)st->read_bytes,
+			(unsigned long long)st->errors);
+	else if (st)
+		fprintf(f, "    %llu I/O commands, %llu bytes read, %llu errors, %llu DMA faults, %llu lost\n",
+			(unsigned long long)st->io_cmds, (unsigned long long)st->read_bytes,
+			(unsigned long long)st->errors, (unsigned long long)st->dma_faults, (unsigned long long)st->lost);
 }

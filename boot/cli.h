@@ -68,6 +68,12 @@ int cmd_stat(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_gguf(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+/* Controller i of the device (one of an array's; identify, bench): its
+ * identity, the emulator's performance model of it, and its own counters
+ * when st is not NULL. As a JSON object, or as indented lines of text. */
+void cli_ctrl_json(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
+void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
+
 /* "the controller reported an error: NVMe status 0x281 ..." */
 void describe_status(char *buf, size_t len, uint32_t st, uint16_t nvme);
 

@@ -341,8 +341,17 @@ int cmd_bench(int argc, char **argv)
 			       cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.doorbells,
 			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts);
 			json_str(stdout, ctrl);
-			printf("%s}\n", stxt);
-		} else
+			/* each controller (of an array: every member) with its own counters */
+			fputs(", \"controllers\": [", stdout);
+			for (k = 0; k < (int)in->nctrl; k++) {
+				struct gpuos_ctrl_stats cs;
+				int have = gpuos_sys_ctrl_stats(s, (uint32_t)k, &cs) == 0;
+				if (k)
+					fputs(", ", stdout);
+				cli_ctrl_json(stdout, (uint32_t)k, &in->ctrl[k], have ? &cs : NULL);
+			}
+			printf("]%s}\n", stxt);
+		} else {
 			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %u bytes\n"
 			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
 			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n"
@@ -352,6 +361,14 @@ int cmd_bench(int argc, char **argv)
 			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0,
 			       errors, cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.zero_copy,
 			       (unsigned long long)st.timeouts, ctrl, stxt);
+			if (in->nctrl > 1)
+				printf("  an array of %u controllers, chunks of %u KiB:\n", in->nctrl, in->stripe_bytes / 1024u);
+			for (k = 0; k < (int)in->nctrl; k++) {
+				struct gpuos_ctrl_stats cs;
+				int have = gpuos_sys_ctrl_stats(s, (uint32_t)k, &cs) == 0;
+				cli_ctrl_text(stdout, (uint32_t)k, &in->ctrl[k], have ? &cs : NULL);
+			}
+		}
 	}
 	free(lat);
 	free(stages);

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* gpuos identify [--json] --device DEV */
+/* gpuos identify [--json] --device DEV
+ * For an array (emu:IMG,ssds=N; pci:A+B) the top-level fields describe the
+ * striped namespace the runtime serves; each controller follows (JSON:
+ * "stripe_bytes" and "controllers", present for arrays only, so that the
+ * fields of one controller stay as they were). */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +15,7 @@ int cmd_identify(int argc, char **argv)
 	struct cli c;
 	struct gpuos_info in;
 	char err[512];
+	uint32_t i;
 	int r;
 
 	if (cli_parse(&c, "identify", argc, argv))
@@ -32,9 +37,19 @@ int cmd_identify(int argc, char **argv)
 		printf(", \"firmware\": ");
 		json_str(stdout, in.firmware);
 		printf(", \"version\": \"%u.%u.%u\", \"mqes\": %u, \"dstrd\": %u, \"mdts_bytes\": %u, "
-		       "\"lba_bytes\": %u, \"namespace_lbas\": %llu, \"io_queues\": %u}\n",
+		       "\"lba_bytes\": %u, \"namespace_lbas\": %llu, \"io_queues\": %u",
 		       in.version >> 16, (in.version >> 8) & 0xffu, in.version & 0xffu, in.mqes - 1u, in.dstrd,
 		       in.mdts_bytes, in.lba_bytes, (unsigned long long)in.namespace_lbas, in.io_queues);
+		if (in.nctrl > 1) {
+			printf(", \"stripe_bytes\": %u, \"controllers\": [", in.stripe_bytes);
+			for (i = 0; i < in.nctrl; i++) {
+				if (i)
+					fputs(", ", stdout);
+				cli_ctrl_json(stdout, i, &in.ctrl[i], NULL);
+			}
+			putchar(']');
+		}
+		puts("}");
 	} else {
 		printf("model:          %s\n", in.model);
 		printf("serial:         %s\n", in.serial);
@@ -50,6 +65,12 @@ int cmd_identify(int argc, char **argv)
 		printf("namespace:      %llu LBAs (%llu bytes), NSID %u\n", (unsigned long long)in.namespace_lbas,
 		       (unsigned long long)in.namespace_lbas * in.lba_bytes, in.nsid);
 		printf("I/O queues:     %u granted\n", in.io_queues);
+		if (in.nctrl > 1) {
+			printf("array:          %u controllers striped in chunks of %u KiB (the namespace above is the array's)\n",
+			       in.nctrl, in.stripe_bytes / 1024u);
+			for (i = 0; i < in.nctrl; i++)
+				cli_ctrl_text(stdout, i, &in.ctrl[i], NULL);
+		}
 	}
 	return 0;
 }

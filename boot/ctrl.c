@@ -45,6 +45,31 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 		snprintf(err, errlen, "device '%s': unknown kind (expected emu:IMAGE[,k=v...], null[:SIZE], gpu-null or pci:DDDD:BB:DD.F)", dev);
 		return -EINVAL;
 	}
+	/* A device list ("pci:A+B") is one kind of controller: an array
+	 * stripes over like members, and one ops table drives them all. */
+	for (const char *p = strchr(dev, '+'); p; p = strchr(p + 1, '+')) {
+		for (i = 0; i < n; i++) {
+			size_t pl = strlen(table[i]->prefix);
+			char after = p[1 + pl];
+			if (strncmp(p + 1, table[i]->prefix, pl) != 0 || (table[i] == ops && ops->lists))
+				continue;
+			/* "null" and "gpu-null" are whole words ("+nullfs.img" is a name) */
+			if (table[i]->prefix[pl - 1] != ':' && after && after != ':' && after != '+' && after != ',')
+				continue;
+			if (table[i] == ops) {
+				snprintf(err, errlen,
+					 "device list '%s%s': %s controllers make no lists (an emulated array is "
+					 "emu:IMAGE,ssds=N[,stripe=KiB]; real ones are pci:A+B+...)",
+					 ops->prefix, dev, ops->prefix);
+				return -EINVAL;
+			}
+			snprintf(err, errlen,
+				 "device list '%s%s' mixes %s and %s controllers: an array is made of one kind "
+				 "(pci:A+B+..., or emu:IMAGE,ssds=N)",
+				 ops->prefix, dev, ops->prefix, table[i]->prefix);
+			return -EINVAL;
+		}
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -53,10 +78,18 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 	c->force = force;
 	c->sim_vram = sim_vram && !gpu;
 	c->next_iova = 0x100000000ull; /* synthetic IOVAs start at 4 GiB: never a host pointer by accident */
+	c->nmembers = 1;
+	snprintf(c->member[0].name, sizeof(c->member[0].name), "%s%s", ops->prefix, dev);
 	r = ops->open(c, dev, err, errlen);
 	if (r) {
 		free(c);
 		return r;
+	}
+	if (c->nmembers == 0 || c->nmembers > GPUOS_CTRL_MAX_MEMBERS) { /* an ops table's bug */
+		snprintf(err, errlen, "device '%s%s': %u controllers", ops->prefix, dev, c->nmembers);
+		ops->close(c);
+		free(c);
+		return -EINVAL;
 	}
 	*out = c;
 	return 0;

@@ -3,6 +3,12 @@
  * boot/ctrl.h - controllers behind one ops table, chosen at run time from the
  * device string (DESIGN.md 4): "emu:PATH[,k=v...]", "null[:SIZE]",
  * "pci:DDDD:BB:DD.F". And the DMA memory every controller reads and writes.
+ *
+ * One device string may name an array of controllers (DESIGN.md 10):
+ * "emu:IMG,ssds=N[,stripe=KiB]" or "pci:A+B+...[,stripe=KiB]". Each member
+ * has its own registers (struct gpuos_ctrl_member); DMA memory is shared:
+ * map/alloc make it reachable by every member at the same IOVA, so one PRP
+ * is good on any of them.
  */
 #ifndef GPUOS_BOOT_CTRL_H
 #define GPUOS_BOOT_CTRL_H
@@ -11,7 +17,11 @@
 #include <stdint.h>
 
 #include "gpu.h"
+#include "gpuos/host.h"
 #include "gpuos/port.h"
+
+#define GPUOS_CTRL_MAX_MEMBERS GPUOS_MAX_CTRL
+#define GPUOS_CTRL_STRIPE_KIB  512u    /* an array's default chunk size (md's; docs/benchmarks.md says why) */
 
 struct gpuos_ctrl;
 
@@ -23,6 +33,7 @@ struct gpuos_ctrl_ops {
 	/* Make [ptr, ptr+len) reachable by the controller's DMA at *iova.
 	 * vram: ptr is a GPU device address (emulated P2P), else host memory. */
 	int (*map)(struct gpuos_ctrl *c, void *ptr, size_t len, int vram, uint64_t *iova);
+	/* (map, unmap, alloc and free act on every member of an array at once) */
 	void (*unmap)(struct gpuos_ctrl *c, uint64_t iova, size_t len);
 	/* Optional, for controllers whose DMA memory must come from a particular
 	 * place (pci: physically contiguous hugepages under uio; anonymous pages
@@ -32,17 +43,33 @@ struct gpuos_ctrl_ops {
 	 * registers the memory with the GPU when there is one. free undoes both. */
 	int (*alloc)(struct gpuos_ctrl *c, size_t len, void **host, uint64_t *iova);
 	void (*free)(struct gpuos_ctrl *c, void *host, uint64_t iova, size_t len);
-	/* Optional: one line of controller statistics for --verbose / stats. */
+	/* Optional: one line of controller statistics for --verbose / stats
+	 * (of all members together). */
 	void (*describe)(struct gpuos_ctrl *c, char *buf, size_t len);
+	/* Optional: member i's own counters. 0 or -EINVAL (no member i). */
+	int (*counters)(struct gpuos_ctrl *c, uint32_t i, struct gpuos_ctrl_stats *out);
 	/* 1: no registers and no admin queue (gpu-null); see boot/loopback.h. */
 	int loopback;
+	/* 1: the device string may list several controllers, "A+B+..." (pci:) */
+	int lists;
+};
+
+/* One controller of the device: its registers, and what reports say of it. */
+struct gpuos_ctrl_member {
+	volatile uint32_t *regs;  /* BAR0 as the host maps it */
+	uint64_t regs_rt;         /* BAR0 as the runtime sees it (GPU address, or == regs) */
+	size_t regs_len;
+	char name[48];            /* "pci:0000:01:00.0", "emu member 2" */
+	/* the emulator's performance model (0: none, or a real drive) */
+	double gbps;
+	uint32_t iops, latency_us;
 };
 
 struct gpuos_ctrl {
 	const struct gpuos_ctrl_ops *ops;
-	volatile uint32_t *regs;  /* BAR0 as the host maps it */
-	uint64_t regs_rt;         /* BAR0 as the runtime sees it (GPU address, or == regs) */
-	size_t regs_len;
+	uint32_t nmembers;        /* controllers behind the device string, >= 1 (set by open) */
+	uint32_t stripe_kib;      /* an array's chunk size (nmembers > 1) */
+	struct gpuos_ctrl_member member[GPUOS_CTRL_MAX_MEMBERS];
 	struct gpuos_gpu *gpu;    /* NULL in host mode */
 	void *priv;
 	int force;                /* --force: skip the safety refusals of pci: */
@@ -81,23 +108,24 @@ struct gpuos_dma {
 int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out);
 void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d);
 
-/* Register operations for the host side of bring-up (port.h's MMIO primitives). */
-static inline uint32_t gpuos_reg_read32(struct gpuos_ctrl *c, uint32_t off)
+/* Register operations of one member for the host side of bring-up (port.h's
+ * MMIO primitives). */
+static inline uint32_t gpuos_reg_read32(const struct gpuos_ctrl_member *m, uint32_t off)
 {
-	return gpuos_mmio_read32(c->regs + off / 4);
+	return gpuos_mmio_read32(m->regs + off / 4);
 }
-static inline void gpuos_reg_write32(struct gpuos_ctrl *c, uint32_t off, uint32_t v)
+static inline void gpuos_reg_write32(const struct gpuos_ctrl_member *m, uint32_t off, uint32_t v)
 {
-	gpuos_mmio_write32(c->regs + off / 4, v);
+	gpuos_mmio_write32(m->regs + off / 4, v);
 }
 /* 64-bit registers as two dwords, low first (NVMe 3.1). */
-static inline uint64_t gpuos_reg_read64(struct gpuos_ctrl *c, uint32_t off)
+static inline uint64_t gpuos_reg_read64(const struct gpuos_ctrl_member *m, uint32_t off)
 {
-	return gpuos_mmio_read64(c->regs + off / 4);
+	return gpuos_mmio_read64(m->regs + off / 4);
 }
-static inline void gpuos_reg_write64(struct gpuos_ctrl *c, uint32_t off, uint64_t v)
+static inline void gpuos_reg_write64(const struct gpuos_ctrl_member *m, uint32_t off, uint64_t v)
 {
-	gpuos_mmio_write64(c->regs + off / 4, v);
+	gpuos_mmio_write64(m->regs + off / 4, v);
 }
 
 #endif /* GPUOS_BOOT_CTRL_H */

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pci: controller (DESIGN.md 4): a real NVMe controller behind the ops
- * table, "pci:DDDD:BB:DD.F[,mode=vfio|uio]".
+ * table, "pci:DDDD:BB:DD.F[,mode=vfio|uio]"; or several striped as one
+ * array (DESIGN.md 10), "pci:A+B+...[,mode=...][,stripe=KiB]", every device
+ * through the same checks, all of them in one VFIO container (one IOMMU
+ * address space: a buffer mapped once has the same IOVA for each) or all
+ * through uio (physical addresses are the same for each anyway).
  *
  * vfio (the default): the device is bound to vfio-pci and sits in its own
  * IOMMU container (type1); BAR0 is a VFIO region we mmap; every DMA buffer is
@@ -53,67 +57,78 @@ struct iova_range {
 	uint64_t start, end;     /* inclusive, as VFIO reports them */
 };
 
-struct pci_priv {
+struct pci_dev {                /* one controller of the device string */
 	char bdf[GPUOS_PCI_BDF_LEN];
-	enum pci_mode mode;
 	/* vfio */
-	int container, group, device;
+	int group;                /* -1: its IOMMU group is an earlier device's (group_of) */
+	int device;
 	char group_name[32];
 	uint64_t cfg_off;         /* config space region offset in the device fd */
-	struct iova_range range[MAX_IOVA_RANGES];
-	unsigned nranges;
 	/* uio */
 	int cfg_fd;               /* sysfs config */
 	int res_fd;               /* sysfs resource0, flock'ed: one user at a time */
-	struct gpuos_hugemem *hm;
 	/* BAR0 */
 	void *bar;
 	size_t bar_map_len;       /* the whole mapping (or reservation) to munmap */
+	size_t regs_len;          /* the part from offset 0 we may touch */
 	int bar_gpu;              /* registered with the GPU */
 	int master;               /* we enabled bus mastering */
+	char drv[64];             /* its driver when we found it */
+};
+
+struct pci_priv {
+	enum pci_mode mode;
+	/* vfio: one container (IOMMU address space) for every device */
+	int container;
+	struct iova_range range[MAX_IOVA_RANGES];
+	unsigned nranges;
+	/* uio */
+	struct gpuos_hugemem *hm;
 	/* describe */
 	unsigned dma_regions;
 	uint64_t dma_bytes;
+	unsigned ndev;
+	struct pci_dev dev[GPUOS_CTRL_MAX_MEMBERS];
 };
 
 /* ---- config space ------------------------------------------------------------ */
 
-static int cfg_read16(struct pci_priv *p, unsigned off, uint16_t *v)
+static int cfg_read16(struct pci_priv *p, struct pci_dev *v, unsigned off, uint16_t *val)
 {
-	ssize_t n = p->mode == MODE_VFIO ? pread(p->device, v, 2, (off_t)(p->cfg_off + off))
-					 : pread(p->cfg_fd, v, 2, (off_t)off);
+	ssize_t n = p->mode == MODE_VFIO ? pread(v->device, val, 2, (off_t)(v->cfg_off + off))
+					 : pread(v->cfg_fd, val, 2, (off_t)off);
 	return n == 2 ? 0 : (n < 0 ? -errno : -EIO);
 }
 
-static int cfg_write16(struct pci_priv *p, unsigned off, uint16_t v)
+static int cfg_write16(struct pci_priv *p, struct pci_dev *v, unsigned off, uint16_t val)
 {
-	ssize_t n = p->mode == MODE_VFIO ? pwrite(p->device, &v, 2, (off_t)(p->cfg_off + off))
-					 : pwrite(p->cfg_fd, &v, 2, (off_t)off);
+	ssize_t n = p->mode == MODE_VFIO ? pwrite(v->device, &val, 2, (off_t)(v->cfg_off + off))
+					 : pwrite(v->cfg_fd, &val, 2, (off_t)off);
 	return n == 2 ? 0 : (n < 0 ? -errno : -EIO);
 }
 
 /* Memory decoding for BAR0 and bus mastering for DMA; the controller may
  * not master until this is set (neither vfio-pci nor uio_pci_generic do it). */
-static int enable_master(struct pci_priv *p, char *err, size_t errlen)
+static int enable_master(struct pci_priv *p, struct pci_dev *v, char *err, size_t errlen)
 {
 	uint16_t cmd;
-	int r = cfg_read16(p, PCI_COMMAND, &cmd);
+	int r = cfg_read16(p, v, PCI_COMMAND, &cmd);
 	if (!r && (cmd & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER)) != (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER))
-		r = cfg_write16(p, PCI_COMMAND, (uint16_t)(cmd | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
+		r = cfg_write16(p, v, PCI_COMMAND, (uint16_t)(cmd | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
 	if (r) {
-		snprintf(err, errlen, "pci:%s: enable bus mastering in the command register: %s", p->bdf, strerror(-r));
+		snprintf(err, errlen, "pci:%s: enable bus mastering in the command register: %s", v->bdf, strerror(-r));
 		return r;
 	}
-	p->master = 1;
+	v->master = 1;
 	return 0;
 }
 
-static void disable_master(struct pci_priv *p)
+static void disable_master(struct pci_priv *p, struct pci_dev *v)
 {
 	uint16_t cmd;
-	if (p->master && !cfg_read16(p, PCI_COMMAND, &cmd))
-		cfg_write16(p, PCI_COMMAND, (uint16_t)(cmd & ~PCI_COMMAND_MASTER));
-	p->master = 0;
+	if (v->master && !cfg_read16(p, v, PCI_COMMAND, &cmd))
+		cfg_write16(p, v, PCI_COMMAND, (uint16_t)(cmd & ~PCI_COMMAND_MASTER));
+	v->master = 0;
 }
 
 /* ---- vfio ---------------------------------------------------------------------- */
@@ -178,11 +193,11 @@ static int vfio_iova_ranges(struct pci_priv *p, char *err, size_t errlen)
 	memset(&init, 0, sizeof(init));
 	info = (struct vfio_iommu_type1_info *)vfio_info(p->container, VFIO_IOMMU_GET_INFO, &init, sizeof(init));
 	if (!info) {
-		snprintf(err, errlen, "pci:%s: VFIO_IOMMU_GET_INFO: %s", p->bdf, strerror(errno));
+		snprintf(err, errlen, "pci:%s: VFIO_IOMMU_GET_INFO: %s", p->dev[0].bdf, strerror(errno));
 		return -EIO;
 	}
 	if ((info->flags & VFIO_IOMMU_INFO_PGSIZES) && !(info->iova_pgsizes & 4096u)) {
-		snprintf(err, errlen, "pci:%s: the IOMMU maps no 4 KiB pages (page sizes 0x%llx)", p->bdf,
+		snprintf(err, errlen, "pci:%s: the IOMMU maps no 4 KiB pages (page sizes 0x%llx)", p->dev[0].bdf,
 			 (unsigned long long)info->iova_pgsizes);
 		free(info);
 		return -EOPNOTSUPP;
@@ -268,14 +283,14 @@ static void vfio_unmap(struct pci_priv *p, uint64_t iova, size_t len)
 }
 
 /* Devices of the group that keep it from being viable: bound to a host driver. */
-static void group_blockers(struct pci_priv *p, char *buf, size_t len)
+static void group_blockers(struct pci_dev *v, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 	DIR *d;
 	struct dirent *e;
 
 	buf[0] = 0;
-	snprintf(path, sizeof(path), "/sys/kernel/iommu_groups/%s/devices", p->group_name);
+	snprintf(path, sizeof(path), "/sys/kernel/iommu_groups/%s/devices", v->group_name);
 	d = opendir(path);
 	if (!d)
 		return;
@@ -290,28 +305,203 @@ static void group_blockers(struct pci_priv *p, char *buf, size_t len)
 	closedir(d);
 }
 
-static int has_iommu_group(struct pci_priv *p, char *err, size_t errlen)
+static int has_iommu_group(struct pci_dev *v, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), SYS_PCI "%s/iommu_group", p->bdf);
+	snprintf(path, sizeof(path), SYS_PCI "%s/iommu_group", v->bdf);
 	if (access(path, F_OK) == 0)
 		return 0;
 	snprintf(err, errlen,
 		 "pci:%s has no IOMMU group: the IOMMU is off (VT-d/AMD-Vi in the firmware, intel_iommu=on "
 		 "or amd_iommu=on on the kernel command line), or use pci:%s,mode=uio",
-		 p->bdf, p->bdf);
+		 v->bdf, v->bdf);
 	return -ENODEV;
 }
 
-static int vfio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t errlen)
+/* The IOMMU group of device v: its name, and its fd, opened here or shared
+ * with an earlier device of the list in the same group (a group opens
+ * once); a group of its own joins the container. */
+static int vfio_group(struct pci_priv *p, unsigned i, char *err, size_t errlen)
 {
+	struct pci_dev *v = &p->dev[i];
 	char path[PATH_MAX], link[PATH_MAX];
 	struct vfio_group_status gs;
+	unsigned j;
+	int k, r;
+	ssize_t n;
+
+	if ((r = has_iommu_group(v, err, errlen)))
+		return r;
+	snprintf(path, sizeof(path), SYS_PCI "%s/iommu_group", v->bdf);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return -ENODEV;
+	link[n] = 0;
+	if (snprintf(v->group_name, sizeof(v->group_name), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link) >=
+	    (int)sizeof(v->group_name)) {
+		snprintf(err, errlen, "pci:%s: unexpected IOMMU group %s", v->bdf, link);
+		return -EIO;
+	}
+	for (j = 0; j < i; j++)
+		if (!strcmp(p->dev[j].group_name, v->group_name))
+			return 0; /* v->group stays -1: group_fd finds the earlier one */
+
+	snprintf(path, sizeof(path), "/dev/vfio/%s", v->group_name);
+	if (!strncmp(v->group_name, "noiommu-", 8) || access(path, F_OK) != 0) {
+		char nio[PATH_MAX];
+		snprintf(nio, sizeof(nio), "/dev/vfio/noiommu-%s", v->group_name);
+		if (!strncmp(v->group_name, "noiommu-", 8) || !access(nio, F_OK)) {
+			snprintf(err, errlen, "pci:%s: VFIO's no-IOMMU mode is not supported: use pci:%s,mode=uio", v->bdf,
+				 v->bdf);
+			return -EOPNOTSUPP;
+		}
+	}
+	/* The group's node appears when vfio-pci binds; give udev a moment. */
+	for (k = 0; k < 100; k++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		v->group = open(path, O_RDWR | O_CLOEXEC);
+		if (v->group >= 0 || errno != ENOENT)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (v->group < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pci:%s: open %s: %s%s", v->bdf, path, strerror(errno),
+			 r == -EBUSY ? " (another process, another gpuos or a VM, holds the IOMMU group)" : "");
+		return r;
+	}
+	memset(&gs, 0, sizeof(gs));
+	gs.argsz = sizeof(gs);
+	if (ioctl(v->group, VFIO_GROUP_GET_STATUS, &gs)) {
+		snprintf(err, errlen, "pci:%s: VFIO_GROUP_GET_STATUS: %s", v->bdf, strerror(errno));
+		return -EIO;
+	}
+	if (!(gs.flags & VFIO_GROUP_FLAGS_VIABLE)) {
+		char who[512];
+		group_blockers(v, who, sizeof(who));
+		snprintf(err, errlen,
+			 "pci:%s: IOMMU group %s is not viable: %s %s it; bind every device of the group to vfio-pci, "
+			 "or see docs/hardware.md on ACS",
+			 v->bdf, v->group_name, who[0] ? who : "other devices", who[0] && strchr(who, ',') ? "share" : "shares");
+		return -EBUSY;
+	}
+	if (ioctl(v->group, VFIO_GROUP_SET_CONTAINER, &p->container)) {
+		snprintf(err, errlen, "pci:%s: add IOMMU group %s to a VFIO container: %s", v->bdf, v->group_name,
+			 strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The open group fd of device i (its own, or the earlier device's it shares). */
+static int group_fd(struct pci_priv *p, unsigned i)
+{
+	unsigned j;
+	for (j = 0; j <= i; j++)
+		if (p->dev[j].group >= 0 && !strcmp(p->dev[j].group_name, p->dev[i].group_name))
+			return p->dev[j].group;
+	return -1;
+}
+
+/* Device i's fd, config space and BAR0 (the registers of member i). */
+static int vfio_device(struct gpuos_ctrl *c, struct pci_priv *p, unsigned i, char *err, size_t errlen)
+{
+	struct pci_dev *v = &p->dev[i];
 	struct vfio_device_info di;
 	struct vfio_region_info *bar = NULL, *cfg = NULL;
 	const struct vfio_info_cap_header *h;
-	int type, i, r;
-	ssize_t k;
+	int r;
+
+	v->device = ioctl(group_fd(p, i), VFIO_GROUP_GET_DEVICE_FD, v->bdf);
+	if (v->device < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pci:%s: VFIO_GROUP_GET_DEVICE_FD: %s%s", v->bdf, strerror(errno),
+			 r == -EBUSY ? " (in use by another process)" : "");
+		return r;
+	}
+	memset(&di, 0, sizeof(di));
+	di.argsz = sizeof(di);
+	if (ioctl(v->device, VFIO_DEVICE_GET_INFO, &di) || !(di.flags & VFIO_DEVICE_FLAGS_PCI) ||
+	    di.num_regions <= VFIO_PCI_CONFIG_REGION_INDEX) {
+		snprintf(err, errlen, "pci:%s: VFIO does not describe it as a PCI device", v->bdf);
+		return -EIO;
+	}
+	cfg = vfio_region(v->device, VFIO_PCI_CONFIG_REGION_INDEX);
+	bar = vfio_region(v->device, VFIO_PCI_BAR0_REGION_INDEX);
+	if (!cfg || !bar || bar->size == 0) {
+		snprintf(err, errlen, "pci:%s: no config space or BAR0 region", v->bdf);
+		r = -EIO;
+		goto out;
+	}
+	v->cfg_off = cfg->offset;
+	if (!(bar->flags & VFIO_REGION_INFO_FLAG_MMAP)) {
+		snprintf(err, errlen, "pci:%s: VFIO does not let BAR0 be mapped", v->bdf);
+		r = -EOPNOTSUPP;
+		goto out;
+	}
+	h = (bar->flags & VFIO_REGION_INFO_FLAG_CAPS)
+		    ? find_cap(bar, bar->argsz, bar->cap_offset, VFIO_REGION_INFO_CAP_SPARSE_MMAP)
+		    : NULL;
+	v->bar_map_len = bar->size;
+	if (!h) {
+		v->bar = mmap(NULL, bar->size, PROT_READ | PROT_WRITE, MAP_SHARED, v->device, (off_t)bar->offset);
+		if (v->bar == MAP_FAILED) {
+			v->bar = NULL;
+			snprintf(err, errlen, "pci:%s: map BAR0: %s", v->bdf, strerror(errno));
+			r = -EIO;
+			goto out;
+		}
+		v->regs_len = bar->size;
+	} else {
+		/* Only parts of BAR0 may be mapped (the MSI-X table is left out
+		 * without interrupt remapping): map those into one reservation,
+		 * so offsets stay offsets; the registers and doorbells are the
+		 * part that starts at 0. */
+		const struct vfio_region_info_cap_sparse_mmap *sp = (const struct vfio_region_info_cap_sparse_mmap *)h;
+		uint32_t a;
+		v->bar = mmap(NULL, bar->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (v->bar == MAP_FAILED) {
+			v->bar = NULL;
+			r = -ENOMEM;
+			goto out;
+		}
+		v->regs_len = 0;
+		for (a = 0; a < sp->nr_areas; a++) {
+			const struct vfio_region_sparse_mmap_area *ar = &sp->areas[a];
+			if (ar->size == 0 || ar->offset + ar->size > bar->size)
+				continue;
+			if (mmap((char *)v->bar + ar->offset, ar->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				 v->device, (off_t)(bar->offset + ar->offset)) == MAP_FAILED) {
+				snprintf(err, errlen, "pci:%s: map BAR0 at 0x%llx: %s", v->bdf,
+					 (unsigned long long)ar->offset, strerror(errno));
+				r = -EIO;
+				goto out;
+			}
+			if (ar->offset == 0)
+				v->regs_len = ar->size;
+		}
+		if (v->regs_len == 0) {
+			snprintf(err, errlen, "pci:%s: VFIO offers no mapping of BAR0's registers (offset 0)", v->bdf);
+			r = -EOPNOTSUPP;
+			goto out;
+		}
+	}
+	c->member[i].regs = (volatile uint32_t *)v->bar;
+	c->member[i].regs_len = v->regs_len;
+	r = enable_master(p, v, err, errlen);
+out:
+	free(bar);
+	free(cfg);
+	return r;
+}
+
+/* One container for every device of the list: the groups join it, then
+ * the type1 IOMMU is set (it needs a group), then the devices open. */
+static int vfio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t errlen)
+{
+	const char *bdf = p->dev[0].bdf;
+	unsigned i;
+	int type, r;
 
 	if (geteuid() != 0) {
 		struct rlimit rl;
@@ -319,32 +509,19 @@ static int vfio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t
 			snprintf(err, errlen,
 				 "pci:%s: VFIO pins DMA memory against RLIMIT_MEMLOCK, which is %llu KiB: raise it "
 				 "(ulimit -l, limits.conf) or run as root",
-				 p->bdf, (unsigned long long)rl.rlim_cur / 1024u);
+				 bdf, (unsigned long long)rl.rlim_cur / 1024u);
 			return -ENOMEM;
 		}
 	}
-	if ((r = has_iommu_group(p, err, errlen)))
-		return r;
-	snprintf(path, sizeof(path), SYS_PCI "%s/iommu_group", p->bdf);
-	k = readlink(path, link, sizeof(link) - 1);
-	if (k <= 0)
-		return -ENODEV;
-	link[k] = 0;
-	if (snprintf(p->group_name, sizeof(p->group_name), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link) >=
-	    (int)sizeof(p->group_name)) {
-		snprintf(err, errlen, "pci:%s: unexpected IOMMU group %s", p->bdf, link);
-		return -EIO;
-	}
-
 	p->container = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
 	if (p->container < 0) {
 		r = -errno;
-		snprintf(err, errlen, "pci:%s: open /dev/vfio/vfio: %s%s", p->bdf, strerror(errno),
+		snprintf(err, errlen, "pci:%s: open /dev/vfio/vfio: %s%s", bdf, strerror(errno),
 			 r == -ENOENT ? " (modprobe vfio-pci)" : r == -EACCES ? " (needs root or the vfio group)" : "");
 		return r;
 	}
 	if (ioctl(p->container, VFIO_GET_API_VERSION) != VFIO_API_VERSION) {
-		snprintf(err, errlen, "pci:%s: the kernel's VFIO API is not version %d", p->bdf, VFIO_API_VERSION);
+		snprintf(err, errlen, "pci:%s: the kernel's VFIO API is not version %d", bdf, VFIO_API_VERSION);
 		return -EOPNOTSUPP;
 	}
 	if (ioctl(p->container, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) > 0)
@@ -353,146 +530,30 @@ static int vfio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t
 		type = VFIO_TYPE1_IOMMU;
 	else {
 		snprintf(err, errlen, "pci:%s: the kernel's VFIO has no type1 IOMMU backend (modprobe vfio_iommu_type1)",
-			 p->bdf);
+			 bdf);
 		return -EOPNOTSUPP;
 	}
-
-	snprintf(path, sizeof(path), "/dev/vfio/%s", p->group_name);
-	if (!strncmp(p->group_name, "noiommu-", 8) || access(path, F_OK) != 0) {
-		char nio[PATH_MAX];
-		snprintf(nio, sizeof(nio), "/dev/vfio/noiommu-%s", p->group_name);
-		if (!strncmp(p->group_name, "noiommu-", 8) || !access(nio, F_OK)) {
-			snprintf(err, errlen, "pci:%s: VFIO's no-IOMMU mode is not supported: use pci:%s,mode=uio", p->bdf,
-				 p->bdf);
-			return -EOPNOTSUPP;
+	for (i = 0; i < p->ndev; i++) {
+		if ((r = vfio_group(p, i, err, errlen)))
+			return r;
+		if (i == 0 && ioctl(p->container, VFIO_SET_IOMMU, type)) {
+			r = -errno;
+			/* type1 refuses an IOMMU without interrupt remapping: a device
+			 * could then forge MSIs. Seen under QEMU's intel-iommu,intremap=off. */
+			snprintf(err, errlen, "pci:%s: VFIO_SET_IOMMU (type1): %s%s", bdf, strerror(-r),
+				 r == -EPERM ? " (the IOMMU has no interrupt remapping; vfio_iommu_type1 then needs "
+					       "allow_unsafe_interrupts=1, see docs/hardware.md)"
+					     : "");
+			return r;
 		}
 	}
-	/* The group's node appears when vfio-pci binds; give udev a moment. */
-	for (i = 0; i < 100; i++) {
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		p->group = open(path, O_RDWR | O_CLOEXEC);
-		if (p->group >= 0 || errno != ENOENT)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	if (p->group < 0) {
-		r = -errno;
-		snprintf(err, errlen, "pci:%s: open %s: %s%s", p->bdf, path, strerror(errno),
-			 r == -EBUSY ? " (another process, another gpuos or a VM, holds the IOMMU group)" : "");
-		return r;
-	}
-	memset(&gs, 0, sizeof(gs));
-	gs.argsz = sizeof(gs);
-	if (ioctl(p->group, VFIO_GROUP_GET_STATUS, &gs)) {
-		snprintf(err, errlen, "pci:%s: VFIO_GROUP_GET_STATUS: %s", p->bdf, strerror(errno));
-		return -EIO;
-	}
-	if (!(gs.flags & VFIO_GROUP_FLAGS_VIABLE)) {
-		char who[512];
-		group_blockers(p, who, sizeof(who));
-		snprintf(err, errlen,
-			 "pci:%s: IOMMU group %s is not viable: %s %s it; bind every device of the group to vfio-pci, "
-			 "or see docs/hardware.md on ACS",
-			 p->bdf, p->group_name, who[0] ? who : "other devices", who[0] && strchr(who, ',') ? "share" : "shares");
-		return -EBUSY;
-	}
-	if (ioctl(p->group, VFIO_GROUP_SET_CONTAINER, &p->container)) {
-		snprintf(err, errlen, "pci:%s: add IOMMU group %s to a VFIO container: %s", p->bdf, p->group_name,
-			 strerror(errno));
-		return -EIO;
-	}
-	if (ioctl(p->container, VFIO_SET_IOMMU, type)) {
-		r = -errno;
-		/* type1 refuses an IOMMU without interrupt remapping: a device
-		 * could then forge MSIs. Seen under QEMU's intel-iommu,intremap=off. */
-		snprintf(err, errlen, "pci:%s: VFIO_SET_IOMMU (type1): %s%s", p->bdf, strerror(-r),
-			 r == -EPERM ? " (the IOMMU has no interrupt remapping; vfio_iommu_type1 then needs "
-				       "allow_unsafe_interrupts=1, see docs/hardware.md)"
-				     : "");
-		return r;
-	}
+	/* After every group joined: the windows of all of them together. */
 	if ((r = vfio_iova_ranges(p, err, errlen)))
 		return r;
-	p->device = ioctl(p->group, VFIO_GROUP_GET_DEVICE_FD, p->bdf);
-	if (p->device < 0) {
-		r = -errno;
-		snprintf(err, errlen, "pci:%s: VFIO_GROUP_GET_DEVICE_FD: %s%s", p->bdf, strerror(errno),
-			 r == -EBUSY ? " (in use by another process)" : "");
-		return r;
-	}
-	memset(&di, 0, sizeof(di));
-	di.argsz = sizeof(di);
-	if (ioctl(p->device, VFIO_DEVICE_GET_INFO, &di) || !(di.flags & VFIO_DEVICE_FLAGS_PCI) ||
-	    di.num_regions <= VFIO_PCI_CONFIG_REGION_INDEX) {
-		snprintf(err, errlen, "pci:%s: VFIO does not describe it as a PCI device", p->bdf);
-		return -EIO;
-	}
-	cfg = vfio_region(p->device, VFIO_PCI_CONFIG_REGION_INDEX);
-	bar = vfio_region(p->device, VFIO_PCI_BAR0_REGION_INDEX);
-	if (!cfg || !bar || bar->size == 0) {
-		snprintf(err, errlen, "pci:%s: no config space or BAR0 region", p->bdf);
-		r = -EIO;
-		goto out;
-	}
-	p->cfg_off = cfg->offset;
-	if (!(bar->flags & VFIO_REGION_INFO_FLAG_MMAP)) {
-		snprintf(err, errlen, "pci:%s: VFIO does not let BAR0 be mapped", p->bdf);
-		r = -EOPNOTSUPP;
-		goto out;
-	}
-	h = (bar->flags & VFIO_REGION_INFO_FLAG_CAPS)
-		    ? find_cap(bar, bar->argsz, bar->cap_offset, VFIO_REGION_INFO_CAP_SPARSE_MMAP)
-		    : NULL;
-	p->bar_map_len = bar->size;
-	if (!h) {
-		p->bar = mmap(NULL, bar->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->device, (off_t)bar->offset);
-		if (p->bar == MAP_FAILED) {
-			p->bar = NULL;
-			snprintf(err, errlen, "pci:%s: map BAR0: %s", p->bdf, strerror(errno));
-			r = -EIO;
-			goto out;
-		}
-		c->regs_len = bar->size;
-	} else {
-		/* Only parts of BAR0 may be mapped (the MSI-X table is left out
-		 * without interrupt remapping): map those into one reservation,
-		 * so offsets stay offsets; the registers and doorbells are the
-		 * part that starts at 0. */
-		const struct vfio_region_info_cap_sparse_mmap *sp = (const struct vfio_region_info_cap_sparse_mmap *)h;
-		uint32_t a;
-		p->bar = mmap(NULL, bar->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p->bar == MAP_FAILED) {
-			p->bar = NULL;
-			r = -ENOMEM;
-			goto out;
-		}
-		c->regs_len = 0;
-		for (a = 0; a < sp->nr_areas; a++) {
-			const struct vfio_region_sparse_mmap_area *ar = &sp->areas[a];
-			if (ar->size == 0 || ar->offset + ar->size > bar->size)
-				continue;
-			if (mmap((char *)p->bar + ar->offset, ar->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-				 p->device, (off_t)(bar->offset + ar->offset)) == MAP_FAILED) {
-				snprintf(err, errlen, "pci:%s: map BAR0 at 0x%llx: %s", p->bdf,
-					 (unsigned long long)ar->offset, strerror(errno));
-				r = -EIO;
-				goto out;
-			}
-			if (ar->offset == 0)
-				c->regs_len = ar->size;
-		}
-		if (c->regs_len == 0) {
-			snprintf(err, errlen, "pci:%s: VFIO offers no mapping of BAR0's registers (offset 0)", p->bdf);
-			r = -EOPNOTSUPP;
-			goto out;
-		}
-	}
-	c->regs = (volatile uint32_t *)p->bar;
-	r = enable_master(p, err, errlen);
-out:
-	free(bar);
-	free(cfg);
-	return r;
+	for (i = 0; i < p->ndev; i++)
+		if ((r = vfio_device(c, p, i, err, errlen)))
+			return r;
+	return 0;
 }
 
 /* ---- uio ------------------------------------------------------------------------ */
@@ -500,13 +561,13 @@ out:
 /* uio hands the controller physical addresses: refuse where an IOMMU
  * translates the device's DMA (they would fault, or worse, hit other
  * IOVAs); identity (iommu=pt) and no IOMMU are fine. */
-static int uio_iommu_ok(struct pci_priv *p, char *err, size_t errlen)
+static int uio_iommu_ok(struct pci_dev *v, char *err, size_t errlen)
 {
 	char path[PATH_MAX], type[64];
 	int fd;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), SYS_PCI "%s/iommu_group/type", p->bdf);
+	snprintf(path, sizeof(path), SYS_PCI "%s/iommu_group/type", v->bdf);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0; /* no IOMMU group: no translation */
@@ -521,58 +582,75 @@ static int uio_iommu_ok(struct pci_priv *p, char *err, size_t errlen)
 	snprintf(err, errlen,
 		 "pci:%s: the IOMMU translates this device's DMA (IOMMU group type %s), so the physical "
 		 "addresses uio gives it would fault: use mode=vfio, or boot with iommu=pt",
-		 p->bdf, type);
+		 v->bdf, type);
 	return -EOPNOTSUPP;
 }
 
-static int uio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t errlen)
+/* Device i's BAR0 through sysfs and its config space (member i). */
+static int uio_device(struct gpuos_ctrl *c, struct pci_priv *p, unsigned i, char *err, size_t errlen)
 {
-	char path[PATH_MAX], why[256];
+	struct pci_dev *v = &p->dev[i];
+	char path[PATH_MAX];
 	struct stat st;
 	int r;
 
-	r = gpuos_hugemem_create(&p->hm, why, sizeof(why));
-	if (r) {
-		snprintf(err, errlen, "pci:%s: %s", p->bdf, why);
-		return r;
-	}
-	snprintf(path, sizeof(path), SYS_PCI "%s/resource0", p->bdf);
-	p->res_fd = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
-	if (p->res_fd < 0) {
+	snprintf(path, sizeof(path), SYS_PCI "%s/resource0", v->bdf);
+	v->res_fd = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
+	if (v->res_fd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "pci:%s: open %s: %s%s", p->bdf, path, strerror(errno),
+		snprintf(err, errlen, "pci:%s: open %s: %s%s", v->bdf, path, strerror(errno),
 			 r == -EACCES || r == -EPERM ? " (uio needs root)" : "");
 		return r;
 	}
 	/* uio itself lets any number of processes map the BAR: a lock keeps
 	 * two gpuos off one controller. */
-	if (flock(p->res_fd, LOCK_EX | LOCK_NB)) {
-		snprintf(err, errlen, "pci:%s is in use by another gpuos (its resource0 is locked)", p->bdf);
+	if (flock(v->res_fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "pci:%s is in use by another gpuos (its resource0 is locked)", v->bdf);
 		return -EBUSY;
 	}
-	if (fstat(p->res_fd, &st) || st.st_size <= 0) {
-		snprintf(err, errlen, "pci:%s: BAR0 has no size", p->bdf);
+	if (fstat(v->res_fd, &st) || st.st_size <= 0) {
+		snprintf(err, errlen, "pci:%s: BAR0 has no size", v->bdf);
 		return -EIO;
 	}
-	p->bar_map_len = (size_t)st.st_size;
-	p->bar = mmap(NULL, p->bar_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->res_fd, 0);
-	if (p->bar == MAP_FAILED) {
+	v->bar_map_len = (size_t)st.st_size;
+	v->bar = mmap(NULL, v->bar_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, v->res_fd, 0);
+	if (v->bar == MAP_FAILED) {
 		r = -errno;
-		p->bar = NULL;
-		snprintf(err, errlen, "pci:%s: map BAR0 through sysfs: %s%s", p->bdf, strerror(-r),
+		v->bar = NULL;
+		snprintf(err, errlen, "pci:%s: map BAR0 through sysfs: %s%s", v->bdf, strerror(-r),
 			 r == -EPERM ? " (kernel lockdown, e.g. under Secure Boot, forbids it: use mode=vfio)" : "");
 		return r;
 	}
-	c->regs = (volatile uint32_t *)p->bar;
-	c->regs_len = p->bar_map_len;
-	snprintf(path, sizeof(path), SYS_PCI "%s/config", p->bdf);
-	p->cfg_fd = open(path, O_RDWR | O_CLOEXEC);
-	if (p->cfg_fd < 0) {
+	v->regs_len = v->bar_map_len;
+	c->member[i].regs = (volatile uint32_t *)v->bar;
+	c->member[i].regs_len = v->regs_len;
+	snprintf(path, sizeof(path), SYS_PCI "%s/config", v->bdf);
+	v->cfg_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (v->cfg_fd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "pci:%s: open %s: %s", p->bdf, path, strerror(errno));
+		snprintf(err, errlen, "pci:%s: open %s: %s", v->bdf, path, strerror(errno));
 		return r;
 	}
-	return enable_master(p, err, errlen);
+	return enable_master(p, v, err, errlen);
+}
+
+/* Hugepages for every device's DMA (physical addresses mean the same to
+ * all of them), then each device. */
+static int uio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t errlen)
+{
+	char why[256];
+	unsigned i;
+	int r;
+
+	r = gpuos_hugemem_create(&p->hm, why, sizeof(why));
+	if (r) {
+		snprintf(err, errlen, "pci:%s: %s", p->dev[0].bdf, why);
+		return r;
+	}
+	for (i = 0; i < p->ndev; i++)
+		if ((r = uio_device(c, p, i, err, errlen)))
+			return r;
+	return 0;
 }
 
 /* ---- the ops ------------------------------------------------------------------- */
@@ -580,54 +658,141 @@ static int uio_open(struct gpuos_ctrl *c, struct pci_priv *p, char *err, size_t 
 static void pci_close(struct gpuos_ctrl *c)
 {
 	struct pci_priv *p = (struct pci_priv *)c->priv;
+	unsigned i;
 	if (!p)
 		return;
-	if (p->bar_gpu)
-		gpuos_gpu_io_unregister(c->gpu, p->bar);
-	/* The controller is shut down by now; without bus mastering it cannot
-	 * DMA into memory that is given back below, whatever state it is in. */
-	disable_master(p);
-	if (p->bar)
-		munmap(p->bar, p->bar_map_len);
-	if (p->device >= 0)
-		close(p->device);
-	if (p->group >= 0)
-		close(p->group); /* leaves the container, which drops its IOMMU mappings */
+	for (i = 0; i < p->ndev; i++) {
+		struct pci_dev *v = &p->dev[i];
+		if (v->bar_gpu)
+			gpuos_gpu_io_unregister(c->gpu, v->bar);
+		/* The controller is shut down by now; without bus mastering it
+		 * cannot DMA into memory that is given back below, whatever state
+		 * it is in. */
+		disable_master(p, v);
+		if (v->bar)
+			munmap(v->bar, v->bar_map_len);
+		if (v->device >= 0)
+			close(v->device);
+		if (v->cfg_fd >= 0)
+			close(v->cfg_fd);
+		if (v->res_fd >= 0)
+			close(v->res_fd);
+	}
+	for (i = 0; i < p->ndev; i++)
+		if (p->dev[i].group >= 0)
+			close(p->dev[i].group); /* leaves the container, which drops its IOMMU mappings */
 	if (p->container >= 0)
 		close(p->container);
-	if (p->cfg_fd >= 0)
-		close(p->cfg_fd);
-	if (p->res_fd >= 0)
-		close(p->res_fd);
 	gpuos_hugemem_destroy(p->hm);
 	free(p);
 	c->priv = NULL;
 }
 
-static int parse_args(const char *args, char *bdf, enum pci_mode *mode, int *have_mode, char *err, size_t errlen)
+#define PCI_USAGE "expected pci:DDDD:BB:DD.F[,mode=vfio|uio], or an array pci:A+B+...[,mode=...][,stripe=KiB]"
+
+/* "A[+B...][,mode=vfio|uio][,stripe=KiB]"; a device of the list may repeat
+ * the "pci:" prefix. */
+static int parse_args(const char *args, struct pci_priv *p, int *have_mode, uint32_t *stripe_kib, char *err,
+		      size_t errlen)
 {
-	const char *comma = strchr(args, ',');
-	size_t n = comma ? (size_t)(comma - args) : strlen(args);
+	const char *comma = strchr(args, ','), *item = args, *end = comma ? comma : args + strlen(args);
+	size_t n;
+	unsigned i;
 
 	*have_mode = 0;
-	if (gpuos_pci_parse_bdf(args, n, bdf)) {
-		snprintf(err, errlen, "device 'pci:%s': expected pci:DDDD:BB:DD.F[,mode=vfio|uio]", args);
-		return -EINVAL;
+	p->ndev = 0;
+	while (item <= end) {
+		const char *plus = memchr(item, '+', (size_t)(end - item));
+		const char *stop = plus ? plus : end;
+		struct pci_dev *v = &p->dev[p->ndev];
+		if (p->ndev > 0 && (size_t)(stop - item) > 4 && !strncmp(item, "pci:", 4))
+			item += 4;
+		if (p->ndev == GPUOS_CTRL_MAX_MEMBERS) {
+			snprintf(err, errlen, "device 'pci:%s': at most %u controllers in an array", args,
+				 GPUOS_CTRL_MAX_MEMBERS);
+			return -EINVAL;
+		}
+		if (gpuos_pci_parse_bdf(item, (size_t)(stop - item), v->bdf)) {
+			snprintf(err, errlen, "device 'pci:%s': %s", args, PCI_USAGE);
+			return -EINVAL;
+		}
+		for (i = 0; i < p->ndev; i++)
+			if (!strcmp(p->dev[i].bdf, v->bdf)) {
+				snprintf(err, errlen, "device 'pci:%s': %s is listed twice", args, v->bdf);
+				return -EINVAL;
+			}
+		p->ndev++;
+		item = stop + 1;
 	}
 	while (comma) {
 		const char *opt = comma + 1;
 		comma = strchr(opt, ',');
 		n = comma ? (size_t)(comma - opt) : strlen(opt);
-		if (n == 9 && !strncmp(opt, "mode=vfio", 9))
-			*mode = MODE_VFIO;
-		else if (n == 8 && !strncmp(opt, "mode=uio", 8))
-			*mode = MODE_UIO;
-		else {
-			snprintf(err, errlen, "device 'pci:%s': unknown option '%.*s' (mode=vfio or mode=uio)", args, (int)n,
-				 opt);
+		if (n == 9 && !strncmp(opt, "mode=vfio", 9)) {
+			p->mode = MODE_VFIO;
+			*have_mode = 1;
+		} else if (n == 8 && !strncmp(opt, "mode=uio", 8)) {
+			p->mode = MODE_UIO;
+			*have_mode = 1;
+		} else if (n > 7 && !strncmp(opt, "stripe=", 7)) {
+			char num[16], *e;
+			unsigned long v;
+			snprintf(num, sizeof(num), "%.*s", (int)(n - 7), opt + 7);
+			v = strtoul(num, &e, 10);
+			if (n - 7 >= sizeof(num) || *e || num[0] < '0' || num[0] > '9' || v == 0 || v % 4u ||
+			    v > (1ul << 20)) {
+				snprintf(err, errlen,
+					 "device 'pci:%s': stripe=%.*s: the chunk size in KiB, a multiple of 4, up to 1 GiB",
+					 args, (int)(n - 7), opt + 7);
+				return -EINVAL;
+			}
+			*stripe_kib = (uint32_t)v;
+		} else {
+			snprintf(err, errlen, "device 'pci:%s': unknown option '%.*s' (mode=vfio, mode=uio or stripe=KiB)",
+				 args, (int)n, opt);
 			return -EINVAL;
 		}
-		*have_mode = 1;
+	}
+	return 0;
+}
+
+/* May device i be taken from the host (DESIGN.md 8)? 0 or the refusal. */
+static int pci_check(struct gpuos_ctrl *c, struct pci_priv *p, unsigned i, char *err, size_t errlen)
+{
+	struct pci_dev *v = &p->dev[i];
+	const char *want = p->mode == MODE_VFIO ? GPUOS_PCI_DRV_VFIO : GPUOS_PCI_DRV_UIO;
+	char why[512];
+	int r;
+
+	if (p->mode == MODE_UIO && (r = uio_iommu_ok(v, err, errlen)))
+		return r;
+	if (p->mode == MODE_VFIO && (r = has_iommu_group(v, err, errlen)))
+		return r; /* before binding: vfio-pci would refuse it and leave it without a driver */
+	/* Taking it from its driver needs the checks; so does uio when already
+	 * bound, since uio itself lets any number of processes in. */
+	if (!c->force && (strcmp(v->drv, want) || p->mode == MODE_UIO) &&
+	    (r = gpuos_pci_check_free(v->bdf, why, sizeof(why)))) {
+		const char *hint = "--force overrides";
+		if (strstr(why, "in use by"))
+			hint = "stop it first";
+		else if (strstr(why, "bound to the kernel's"))
+			hint = "scripts/vfio-bind.sh hands it over, or --force overrides";
+		snprintf(err, errlen, "pci:%s: refusing to take the controller: %s (%s)", v->bdf, why, hint);
+		return r;
+	}
+	return 0;
+}
+
+/* Device i to the driver of the mode, after pci_check. */
+static int pci_bind(struct pci_priv *p, unsigned i, char *err, size_t errlen)
+{
+	struct pci_dev *v = &p->dev[i];
+	const char *want = p->mode == MODE_VFIO ? GPUOS_PCI_DRV_VFIO : GPUOS_PCI_DRV_UIO;
+	char why[512];
+	int r;
+	if (strcmp(v->drv, want) && (r = gpuos_pci_bind(v->bdf, want, why, sizeof(why)))) {
+		snprintf(err, errlen, "pci:%s: bind to %s: %s", v->bdf, want, why);
+		return r;
 	}
 	return 0;
 }
@@ -635,68 +800,70 @@ static int parse_args(const char *args, char *bdf, enum pci_mode *mode, int *hav
 static int pci_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
 {
 	struct pci_priv *p = (struct pci_priv *)calloc(1, sizeof(*p));
-	char drv[64], cls[32], why[512];
-	const char *want;
-	unsigned long klass = 0;
+	char why[512], cls[32];
+	uint32_t stripe_kib = GPUOS_CTRL_STRIPE_KIB;
+	unsigned i, nuio = 0;
 	int have_mode, r;
 
 	if (!p)
 		return -ENOMEM;
-	p->container = p->group = p->device = p->cfg_fd = p->res_fd = -1;
+	p->container = -1;
+	for (i = 0; i < GPUOS_CTRL_MAX_MEMBERS; i++)
+		p->dev[i].group = p->dev[i].device = p->dev[i].cfg_fd = p->dev[i].res_fd = -1;
 	p->mode = MODE_VFIO;
 	c->priv = p;
 	c->dma_host_only = 1;
-	r = parse_args(args, p->bdf, &p->mode, &have_mode, err, errlen);
+	r = parse_args(args, p, &have_mode, &stripe_kib, err, errlen);
 	if (r)
 		goto fail;
-	if (gpuos_pci_driver(p->bdf, drv, sizeof(drv))) {
-		snprintf(err, errlen, "pci:%s: no such PCI device (lspci -D lists them)", p->bdf);
-		r = -ENODEV;
-		goto fail;
+	/* Every device is looked at before any is taken: a bad one anywhere in
+	 * the list leaves all of them as they were. */
+	for (i = 0; i < p->ndev; i++) {
+		struct pci_dev *v = &p->dev[i];
+		unsigned long klass;
+		if (gpuos_pci_driver(v->bdf, v->drv, sizeof(v->drv))) {
+			snprintf(err, errlen, "pci:%s: no such PCI device (lspci -D lists them)", v->bdf);
+			r = -ENODEV;
+			goto fail;
+		}
+		if (!gpuos_pci_attr(v->bdf, "class", cls, sizeof(cls)) &&
+		    (klass = strtoul(cls, NULL, 16)) != GPUOS_PCI_CLASS_NVME && !c->force) {
+			snprintf(err, errlen, "pci:%s is not an NVMe controller (PCI class 0x%06lx); --force tries anyway",
+				 v->bdf, klass);
+			r = -ENODEV;
+			goto fail;
+		}
+		nuio += !strcmp(v->drv, GPUOS_PCI_DRV_UIO);
 	}
-	if (!gpuos_pci_attr(p->bdf, "class", cls, sizeof(cls)) &&
-	    (klass = strtoul(cls, NULL, 16)) != GPUOS_PCI_CLASS_NVME && !c->force) {
-		snprintf(err, errlen, "pci:%s is not an NVMe controller (PCI class 0x%06lx); --force tries anyway", p->bdf,
-			 klass);
-		r = -ENODEV;
-		goto fail;
-	}
-	if (!have_mode && !strcmp(drv, GPUOS_PCI_DRV_UIO))
+	/* Already under uio_pci_generic (all of them): stay with it. */
+	if (!have_mode && nuio == p->ndev)
 		p->mode = MODE_UIO;
-	want = p->mode == MODE_VFIO ? GPUOS_PCI_DRV_VFIO : GPUOS_PCI_DRV_UIO;
-	if (p->mode == MODE_UIO && (r = uio_iommu_ok(p, err, errlen)))
-		goto fail;
-	if (p->mode == MODE_VFIO && (r = has_iommu_group(p, err, errlen)))
-		goto fail; /* before binding: vfio-pci would refuse it and leave it without a driver */
-	/* Taking it from its driver needs the checks; so does uio when already
-	 * bound, since uio itself lets any number of processes in. */
-	if (!c->force && (strcmp(drv, want) || p->mode == MODE_UIO) &&
-	    (r = gpuos_pci_check_free(p->bdf, why, sizeof(why)))) {
-		const char *hint = "--force overrides";
-		if (strstr(why, "in use by"))
-			hint = "stop it first";
-		else if (strstr(why, "bound to the kernel's"))
-			hint = "scripts/vfio-bind.sh hands it over, or --force overrides";
-		snprintf(err, errlen, "pci:%s: refusing to take the controller: %s (%s)", p->bdf, why, hint);
-		goto fail;
-	}
-	if (strcmp(drv, want) && (r = gpuos_pci_bind(p->bdf, want, why, sizeof(why)))) {
-		snprintf(err, errlen, "pci:%s: bind to %s: %s", p->bdf, want, why);
-		goto fail;
-	}
+	for (i = 0; i < p->ndev; i++)
+		if ((r = pci_check(c, p, i, err, errlen)))
+			goto fail;
+	for (i = 0; i < p->ndev; i++)
+		if ((r = pci_bind(p, i, err, errlen)))
+			goto fail;
 	r = p->mode == MODE_VFIO ? vfio_open(c, p, err, errlen) : uio_open(c, p, err, errlen);
 	if (r)
 		goto fail;
-	if (c->gpu) {
-		r = gpuos_gpu_io_register(c->gpu, p->bar, c->regs_len, &c->regs_rt, why, sizeof(why));
-		if (r) {
-			snprintf(err, errlen, "pci:%s: %s", p->bdf, why);
-			goto fail;
+	for (i = 0; i < p->ndev; i++) {
+		struct pci_dev *v = &p->dev[i];
+		struct gpuos_ctrl_member *m = &c->member[i];
+		if (c->gpu) {
+			r = gpuos_gpu_io_register(c->gpu, v->bar, v->regs_len, &m->regs_rt, why, sizeof(why));
+			if (r) {
+				snprintf(err, errlen, "pci:%s: %s", v->bdf, why);
+				goto fail;
+			}
+			v->bar_gpu = 1;
+		} else {
+			m->regs_rt = (uint64_t)(uintptr_t)m->regs;
 		}
-		p->bar_gpu = 1;
-	} else {
-		c->regs_rt = (uint64_t)(uintptr_t)c->regs;
+		snprintf(m->name, sizeof(m->name), "pci:%s", v->bdf);
 	}
+	c->nmembers = p->ndev;
+	c->stripe_kib = stripe_kib;
 	return 0;
 fail:
 	pci_close(c);
@@ -768,15 +935,25 @@ static void pci_unmap(struct gpuos_ctrl *c, uint64_t iova, size_t len)
 static void pci_describe(struct gpuos_ctrl *c, char *buf, size_t len)
 {
 	struct pci_priv *p = (struct pci_priv *)c->priv;
+	char devs[GPUOS_CTRL_MAX_MEMBERS * 48] = "";
+	unsigned i;
+	size_t o = 0;
+	/* "pci:A (IOMMU group 12)+B (...)" under vfio, "pci:A+B" under uio */
+	for (i = 0; i < p->ndev && o < sizeof(devs); i++) {
+		const struct pci_dev *v = &p->dev[i];
+		int k = p->mode == MODE_VFIO ? snprintf(devs + o, sizeof(devs) - o, "%s%s (IOMMU group %s)", i ? "+" : "",
+							v->bdf, v->group_name)
+					     : snprintf(devs + o, sizeof(devs) - o, "%s%s", i ? "+" : "", v->bdf);
+		o += k > 0 ? (size_t)k : 0;
+	}
 	if (p->mode == MODE_VFIO)
-		snprintf(buf, len, "pci:%s through vfio (IOMMU group %s): %u DMA regions, %llu KiB mapped%s", p->bdf,
-			 p->group_name, p->dma_regions, (unsigned long long)p->dma_bytes / 1024u,
-			 p->bar_gpu ? ", doorbells written by the GPU" : "");
+		snprintf(buf, len, "pci:%s through vfio: %u DMA regions, %llu KiB mapped%s", devs, p->dma_regions,
+			 (unsigned long long)p->dma_bytes / 1024u, p->dev[0].bar_gpu ? ", doorbells written by the GPU" : "");
 	else
-		snprintf(buf, len, "pci:%s through uio: %u DMA regions, %llu KiB in %llu MiB of hugepages%s", p->bdf,
+		snprintf(buf, len, "pci:%s through uio: %u DMA regions, %llu KiB in %llu MiB of hugepages%s", devs,
 			 p->dma_regions, (unsigned long long)p->dma_bytes / 1024u,
 			 (unsigned long long)(gpuos_hugemem_bytes_mapped(p->hm) >> 20),
-			 p->bar_gpu ? ", doorbells written by the GPU" : "");
+			 p->dev[0].bar_gpu ? ", doorbells written by the GPU" : "");
 }
 
 const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops = {
@@ -788,4 +965,5 @@ const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops = {
 	.alloc = pci_alloc,
 	.free = pci_free,
 	.describe = pci_describe,
+	.lists = 1,
 };

@@ -11,6 +11,11 @@
  * - mailbox and client heap: one shared-memory segment, so host clients in
  *   other processes can post (boot/service.c), registered with the GPU;
  * - control block: pinned host memory; runtime state and descriptor: VRAM.
+ *
+ * An array (DESIGN.md 10: "emu:IMG,ssds=N", "pci:A+B") is brought up
+ * controller by controller; the runtime stripes over all of them, and each
+ * service warp owns queue pairs on every one (queue k of a warp is on
+ * controller k % nctrl), as the metadata warp does (one each).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,11 +44,20 @@ struct gpuos_sys {
 	struct gpuos_info info;
 	struct gpuos_gpu *gpu;
 	struct gpuos_ctrl *ctrl;
-	struct gpuos_nvme_dev nvme;
-	int nvme_up;
-	uint32_t nq;              /* queue pairs created */
-	/* I/O queue pairs: the service warps', then the metadata warp's */
-	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES + 1], cq[GPUOS_RT_MAX_QUEUES + 1];
+	struct gpuos_nvme_dev nvme[GPUOS_CTRL_MAX_MEMBERS]; /* one per controller of the device */
+	uint32_t nctrl;           /* controllers (an array's members), nvme[0..nctrl) */
+	uint32_t nvme_up;         /* of them enabled: nvme[0..nvme_up) */
+	uint32_t nq[GPUOS_CTRL_MAX_MEMBERS]; /* queue pairs created on each: qids 1..nq[m] */
+	/* The namespace served and the limits every controller keeps */
+	uint64_t ns_lbas;         /* the array's: nctrl x the striped part of the smallest */
+	uint32_t stripe_lbas;     /* the array's chunk (nctrl > 1) */
+	uint32_t mqes, mdts_bytes, to_ms, io_queues;
+	/* Each controller's SMART log at boot, where it keeps no counters we
+	 * read directly (pci:): gpuos_sys_ctrl_stats reports what changed since */
+	struct gpuos_nvme_smart_log smart0[GPUOS_CTRL_MAX_MEMBERS];
+	uint32_t have_smart0;     /* bit m: smart0[m] read */
+	/* I/O queue pairs: the service warps', then the metadata warp's (one per controller) */
+	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL], cq[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL];
 	struct gpuos_dma bounce, prp, ctl, state, mbox_dev, dev_heap;
 	struct gpuos_dma cmd;        /* on the GPU: the VRAM copy of ctl->cmd the runtime polls */
 	struct gpuos_dma files, meta_bounce, meta_prp;
@@ -209,6 +223,36 @@ int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen)
 	return start_runtime(s, err, errlen);
 }
 
+/* Delete every controller's I/O queue pairs, newest first. 0 or the first error. */
+static int delete_queues(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	uint32_t m, q;
+	int r = 0, r2;
+	for (m = 0; m < s->nvme_up; m++) {
+		for (q = s->nq[m]; q > 0; q--) {
+			r2 = gpuos_nvme_delete_qpair(&s->nvme[m], q, err, errlen);
+			if (r2 && !r)
+				r = r2;
+		}
+		s->nq[m] = 0;
+	}
+	return r;
+}
+
+/* CC.SHN on every controller that is up. 0 or the first error. */
+static int shutdown_ctrls(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	uint32_t m;
+	int r = 0, r2;
+	for (m = 0; m < s->nvme_up; m++) {
+		r2 = gpuos_nvme_shutdown(&s->nvme[m], r ? NULL : err, errlen);
+		if (r2 && !r)
+			r = r2;
+	}
+	s->nvme_up = 0;
+	return r;
+}
+
 static void teardown(struct gpuos_sys *s)
 {
 	char e[256];
@@ -216,11 +260,8 @@ static void teardown(struct gpuos_sys *s)
 
 	if (s->running)
 		stop_runtime(s, GPUOS_RT_CMD_STOP, e, sizeof(e));
-	if (s->nvme_up) {
-		for (q = s->nq; q > 0; q--)
-			gpuos_nvme_delete_qpair(&s->nvme, q, e, sizeof(e));
-	}
-	for (q = 0; q <= GPUOS_RT_MAX_QUEUES; q++) {
+	delete_queues(s, e, sizeof(e));
+	for (q = 0; q < GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL; q++) {
 		if (s->sq[q].len)
 			gpuos_dma_free(s->ctrl, &s->sq[q]);
 		if (s->cq[q].len)
@@ -246,8 +287,7 @@ static void teardown(struct gpuos_sys *s)
 		gpuos_dma_free(s->ctrl, &s->mbox_dev);
 	if (s->dev_heap.len)
 		gpuos_dma_free(s->ctrl, &s->dev_heap);
-	if (s->nvme_up)
-		gpuos_nvme_shutdown(&s->nvme, NULL, 0);
+	shutdown_ctrls(s, e, sizeof(e));
 	if (s->shm) {
 		if (s->heap_mapped)
 			s->ctrl->ops->unmap(s->ctrl, s->heap_iova, ((struct gpuos_shm_hdr *)s->shm)->heap_len);
@@ -268,8 +308,6 @@ static void teardown(struct gpuos_sys *s)
 static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	char why[256];
-	(void)err;
-	(void)errlen;
 	/* Scripts that run in host mode on purpose silence the notice. */
 	if (getenv("GPUOS_QUIET_HOST"))
 		s->opts.quiet = 1;
@@ -287,6 +325,13 @@ static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 		s->gpu = NULL;
 		if (!s->opts.quiet)
 			fprintf(stderr, "gpuos: host mode: %s; the runtime runs on CPU threads\n", why);
+		return 0;
+	}
+	/* Loaded before the controller opens: its DMA workers find the gather
+	 * kernel in it, and nothing is loaded once the runtime spins. */
+	if (gpuos_gpu_image_load(s->gpu, gpuos_rt_image, why, sizeof(why))) {
+		snprintf(err, errlen, "%s", why);
+		return -EIO;
 	}
 	return 0;
 }
@@ -352,15 +397,70 @@ static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char 
 	return 0;
 }
 
+/* The namespace the runtime serves and the limits every controller keeps:
+ * one controller's, or an array's (DESIGN.md 10): nctrl x the part of the
+ * smallest member that whole chunks cover (the emulator's members are all
+ * whole chunks). The members must agree on what a command means: the LBA
+ * size and the namespace ID. */
+static int array_geometry(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	const struct gpuos_nvme_dev *a = &s->nvme[0];
+	uint64_t per = ~0ull, stripe = (uint64_t)s->ctrl->stripe_kib * 1024u;
+	uint32_t m;
+
+	s->mqes = a->mqes;
+	s->mdts_bytes = a->mdts_bytes;
+	s->to_ms = a->to_ms;
+	for (m = 1; m < s->nctrl; m++) {
+		const struct gpuos_nvme_dev *b = &s->nvme[m];
+		const char *an = s->ctrl->member[0].name, *bn = s->ctrl->member[m].name;
+		if (b->lba_bytes != a->lba_bytes) {
+			snprintf(err, errlen, "%s has %u-byte LBAs and %s %u-byte ones: the controllers of an array need one LBA size",
+				 an, a->lba_bytes, bn, b->lba_bytes);
+			return -EINVAL;
+		}
+		if (b->nsid != a->nsid) {
+			snprintf(err, errlen, "%s serves namespace %u and %s namespace %u: the controllers of an array need one NSID",
+				 an, a->nsid, bn, b->nsid);
+			return -EINVAL;
+		}
+		s->mqes = GPUOS_MIN(s->mqes, b->mqes);
+		if (b->mdts_bytes && (!s->mdts_bytes || b->mdts_bytes < s->mdts_bytes))
+			s->mdts_bytes = b->mdts_bytes;
+		s->to_ms = GPUOS_MAX(s->to_ms, b->to_ms);
+	}
+	if (s->nctrl == 1) {
+		s->ns_lbas = a->ns_lbas;
+		s->stripe_lbas = 0;
+		return 0;
+	}
+	if (stripe == 0 || stripe % 4096u || stripe % a->lba_bytes || stripe / a->lba_bytes > 0xffffffffull) {
+		snprintf(err, errlen, "stripe of %u KiB: it must be a multiple of 4 KiB and of the LBA size (%u bytes)",
+			 s->ctrl->stripe_kib, a->lba_bytes);
+		return -EINVAL;
+	}
+	s->stripe_lbas = (uint32_t)(stripe / a->lba_bytes);
+	for (m = 0; m < s->nctrl; m++)
+		per = GPUOS_MIN(per, s->nvme[m].ns_lbas);
+	per -= per % s->stripe_lbas;
+	if (per == 0) {
+		snprintf(err, errlen, "a controller of the array is smaller than one stripe (%u KiB)", s->ctrl->stripe_kib);
+		return -EINVAL;
+	}
+	s->ns_lbas = per * s->nctrl;
+	return 0;
+}
+
 static int bring_up(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	uint32_t m;
 	int r;
 	r = gpuos_ctrl_open(s->opts.device, s->gpu, s->opts.force, s->opts.sim_vram, &s->ctrl, err, errlen);
 	if (r)
 		return r;
 	if (s->ctrl->ops->loopback) {
 		/* gpu-null: nothing to bring up; it answers like a 1 TiB namespace. */
-		struct gpuos_nvme_dev *d = &s->nvme;
+		struct gpuos_nvme_dev *d = &s->nvme[0];
 		memset(d, 0, sizeof(*d));
 		d->c = s->ctrl;
 		d->vs = GPUOS_NVME_VS(2, 0, 0);
@@ -373,31 +473,107 @@ static int bring_up(struct gpuos_sys *s, char *err, size_t errlen)
 		snprintf(d->model, sizeof(d->model), "gpuos gpu-null loopback");
 		snprintf(d->serial, sizeof(d->serial), "gpu-null");
 		snprintf(d->firmware, sizeof(d->firmware), "1.0");
-		return 0;
+		s->nctrl = 1;
+		return array_geometry(s, err, errlen);
 	}
-	r = gpuos_nvme_enable(&s->nvme, s->ctrl, err, errlen);
-	if (r)
-		return r;
-	s->nvme_up = 1;
+	for (m = 0; m < s->ctrl->nmembers; m++) {
+		char e[400];
+		r = gpuos_nvme_enable(&s->nvme[m], s->ctrl, m, e, sizeof(e));
+		if (r) {
+			if (s->ctrl->nmembers > 1)
+				snprintf(err, errlen, "%s: %s", s->ctrl->member[m].name, e);
+			else
+				snprintf(err, errlen, "%s", e);
+			return r;
+		}
+		s->nvme_up = m + 1;
+	}
+	s->nctrl = s->ctrl->nmembers;
+	return array_geometry(s, err, errlen);
+}
+
+/* Ask every controller for `want` I/O queue pairs; io_queues = the fewest granted. */
+static int set_queues(struct gpuos_sys *s, uint32_t want, char *err, size_t errlen)
+{
+	uint32_t m;
+	for (m = 0; m < s->nctrl; m++) {
+		char e[400];
+		int r = gpuos_nvme_set_queues(&s->nvme[m], want, e, sizeof(e));
+		if (r) {
+			if (s->nctrl > 1)
+				snprintf(err, errlen, "%s: %s", s->ctrl->member[m].name, e);
+			else
+				snprintf(err, errlen, "%s", e);
+			return r;
+		}
+		s->io_queues = m ? GPUOS_MIN(s->io_queues, s->nvme[m].io_queues) : s->nvme[m].io_queues;
+	}
 	return 0;
+}
+
+/* Controller m's SMART / health log (NVMe 5.16.1.3), through the admin
+ * queue (the host's own; the runtime uses I/O queues only). */
+static int smart_read(struct gpuos_sys *s, uint32_t m, struct gpuos_nvme_smart_log *out)
+{
+	struct gpuos_nvme_dev *d = &s->nvme[m];
+	struct gpuos_nvme_sqe cmd;
+	char e[256];
+	int r;
+	if (m >= s->nvme_up || !d->buf.host)
+		return -EOPNOTSUPP;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opc = GPUOS_NVME_ADMIN_GET_LOG_PAGE;
+	cmd.nsid = 0xffffffffu; /* the controller as a whole */
+	cmd.prp1 = d->buf.iova;
+	cmd.cdw10 = GPUOS_NVME_LOG_SMART | ((uint32_t)(sizeof(*out) / 4u - 1u) << 16); /* NUMDL, 0's based */
+	r = gpuos_nvme_admin(d, &cmd, NULL, "get log page (SMART)", e, sizeof(e));
+	if (!r)
+		memcpy(out, d->buf.host, sizeof(*out));
+	return r;
+}
+
+/* The NVMe queue id of queue q (of all the runtime's, qpw per warp): queue
+ * k = q % qpw of warp w is on controller k % nctrl, which numbers its
+ * queues warp by warp from 1. */
+static uint32_t queue_qid(uint32_t q, uint32_t qpw, uint32_t nctrl)
+{
+	return (q / qpw) * (qpw / nctrl) + (q % qpw) / nctrl + 1u;
 }
 
 static void fill_info(struct gpuos_sys *s)
 {
 	struct gpuos_info *i = &s->info;
-	memcpy(i->model, s->nvme.model, sizeof(i->model));
-	memcpy(i->serial, s->nvme.serial, sizeof(i->serial));
-	memcpy(i->firmware, s->nvme.firmware, sizeof(i->firmware));
-	i->version = s->nvme.vs;
-	i->mqes = s->nvme.mqes;
-	i->dstrd = s->nvme.dstrd;
-	i->mdts_bytes = s->nvme.mdts_bytes;
-	i->lba_bytes = s->nvme.lba_bytes;
-	i->namespace_lbas = s->nvme.ns_lbas;
-	i->nsid = s->nvme.nsid;
-	i->io_queues = s->nvme.io_queues;
+	const struct gpuos_nvme_dev *a = &s->nvme[0];
+	uint32_t m;
+	memcpy(i->model, a->model, sizeof(i->model));
+	memcpy(i->serial, a->serial, sizeof(i->serial));
+	memcpy(i->firmware, a->firmware, sizeof(i->firmware));
+	i->version = a->vs;
+	i->mqes = s->mqes;
+	i->dstrd = a->dstrd;
+	i->mdts_bytes = s->mdts_bytes;
+	i->lba_bytes = a->lba_bytes;
+	i->namespace_lbas = s->ns_lbas;
+	i->nsid = a->nsid;
+	i->io_queues = s->io_queues;
 	i->gpu = s->gpu != NULL;
 	snprintf(i->gpu_name, sizeof(i->gpu_name), "%s", s->gpu ? gpuos_gpu_name(s->gpu) : "none (host mode)");
+	i->nctrl = s->nctrl;
+	i->stripe_bytes = s->nctrl > 1 ? s->stripe_lbas * a->lba_bytes : 0;
+	for (m = 0; m < s->nctrl; m++) {
+		struct gpuos_ctrl_info *c = &i->ctrl[m];
+		const struct gpuos_ctrl_member *cm = &s->ctrl->member[m];
+		snprintf(c->name, sizeof(c->name), "%s", cm->name);
+		memcpy(c->model, s->nvme[m].model, sizeof(c->model));
+		memcpy(c->serial, s->nvme[m].serial, sizeof(c->serial));
+		memcpy(c->firmware, s->nvme[m].firmware, sizeof(c->firmware));
+		c->namespace_lbas = s->nvme[m].ns_lbas;
+		c->io_queues = s->nvme[m].io_queues;
+		c->mdts_bytes = s->nvme[m].mdts_bytes;
+		c->gbps = cm->gbps;
+		c->iops = cm->iops;
+		c->latency_us = cm->latency_us;
+	}
 }
 
 int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, char *err, size_t errlen)
@@ -414,15 +590,13 @@ int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, cha
 	if (!r)
 		r = bring_up(s, err, errlen);
 	if (!r && s->ctrl->ops->loopback)
-		s->nvme.io_queues = GPUOS_LOOP_MAX_QUEUES;
+		s->io_queues = s->nvme[0].io_queues = GPUOS_LOOP_MAX_QUEUES;
 	else if (!r)
-		r = gpuos_nvme_set_queues(&s->nvme, o->queues ? o->queues : 65535u, err, errlen);
+		r = set_queues(s, o->queues ? o->queues : 65535u, err, errlen);
 	if (!r) {
 		fill_info(s);
 		*info = s->info;
-		if (s->nvme_up)
-			r = gpuos_nvme_shutdown(&s->nvme, err, errlen);
-		s->nvme_up = 0;
+		r = shutdown_ctrls(s, err, errlen);
 	}
 	teardown(s);
 	return r;
@@ -432,7 +606,7 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 {
 	struct gpuos_sys *s = calloc(1, sizeof(*s));
 	struct gpuos_rt_desc *d;
-	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, meta, avail;
+	uint32_t warps, qpw, nq, depth, slots, xfer, nslots, q, meta, avail, nctrl, unit, m;
 	const char *why;
 	int r;
 
@@ -452,37 +626,47 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	if (r)
 		goto fail;
 
-	/* Queues: at least one per warp, a multiple of the warps, what was granted at most. */
-	nq = o->queues ? o->queues : warps;
-	if (nq < warps)
-		nq = warps;
+	/* Queues: at least one per warp and controller, a multiple of both
+	 * (every warp owns queues of every controller of an array, as many of
+	 * each), what was granted at most. Counts below are per controller. */
+	nctrl = s->nctrl;
+	if (warps * nctrl > GPUOS_RT_MAX_QUEUES) {
+		if (!o->quiet)
+			fprintf(stderr, "gpuos: %u controllers: running %u service warps instead of %u (at most %u queue pairs)\n",
+				nctrl, GPUOS_RT_MAX_QUEUES / nctrl, warps, GPUOS_RT_MAX_QUEUES);
+		warps = GPUOS_RT_MAX_QUEUES / nctrl;
+	}
+	nq = o->queues ? o->queues : warps * nctrl;
+	if (nq < warps * nctrl)
+		nq = warps * nctrl;
 	if (nq > GPUOS_RT_MAX_QUEUES)
 		nq = GPUOS_RT_MAX_QUEUES;
 	/* One more queue pair for the metadata warp (files and models): it
 	 * blocks on its reads, so it shares no queue with a service warp. The
 	 * gpu-null loopback moves no data, so it serves no files. */
 	if (s->ctrl->ops->loopback)
-		s->nvme.io_queues = nq;
-	else if ((r = gpuos_nvme_set_queues(&s->nvme, nq + (o->no_files ? 0u : 1u), err, errlen)))
+		s->io_queues = s->nvme[0].io_queues = nq;
+	else if ((r = set_queues(s, GPUOS_DIV_ROUND_UP(nq, nctrl) + (o->no_files ? 0u : 1u), err, errlen)))
 		goto fail;
-	meta = !o->no_files && !s->ctrl->ops->loopback && s->nvme.io_queues >= 2;
-	avail = s->nvme.io_queues - (meta ? 1u : 0u);
+	meta = !o->no_files && !s->ctrl->ops->loopback && s->io_queues >= 2;
+	avail = s->io_queues - (meta ? 1u : 0u);
 	if (!meta && !o->no_files && !s->ctrl->ops->loopback && !o->quiet)
 		fprintf(stderr, "gpuos: the controller grants 1 I/O queue: no metadata warp, file and model requests are refused\n");
 	if (avail < warps) {
 		if (!o->quiet)
 			fprintf(stderr, "gpuos: the controller grants %u I/O queues; running %u service warps instead of %u\n",
-				s->nvme.io_queues, avail, warps);
+				s->io_queues, avail, warps);
 		warps = avail;
 	}
-	if (meta && avail < nq && !o->quiet)
+	if (meta && avail * nctrl < nq && !o->quiet)
 		fprintf(stderr, "gpuos: the controller grants %u I/O queues, one of them for files: %u left for %u service warps\n",
-			s->nvme.io_queues, avail, warps);
-	nq = GPUOS_MIN(nq, avail);
-	nq -= nq % warps;
+			s->io_queues, avail, warps);
+	unit = warps * nctrl;
+	nq = GPUOS_MIN(nq, avail * nctrl);
+	nq -= nq % unit;
 	qpw = nq / warps;
 	depth = o->depth ? o->depth : 256;
-	depth = GPUOS_MIN(depth, s->nvme.mqes);
+	depth = GPUOS_MIN(depth, s->mqes);
 	if (depth < 2) {
 		snprintf(err, errlen, "queue depth %u: need at least 2 entries", depth);
 		r = -EINVAL;
@@ -492,12 +676,12 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	slots = GPUOS_MIN(slots, GPUOS_RT_MAX_SLOTS_PER_WARP);
 	slots = GPUOS_MIN(slots, qpw * (depth - 1u));
 	xfer = (o->xfer_kib ? o->xfer_kib : 128) * 1024u;
-	if (s->nvme.mdts_bytes && xfer > s->nvme.mdts_bytes)
-		xfer = s->nvme.mdts_bytes;
+	if (s->mdts_bytes && xfer > s->mdts_bytes)
+		xfer = s->mdts_bytes;
 	if (xfer > 2u << 20)
 		xfer = 2u << 20;
 	xfer &= ~4095u;
-	if (xfer < 4096u || xfer < s->nvme.lba_bytes) {
+	if (xfer < 4096u || xfer < s->nvme[0].lba_bytes) {
 		snprintf(err, errlen, "transfer size %u bytes is below one page or one LBA", xfer);
 		r = -EINVAL;
 		goto fail;
@@ -509,7 +693,11 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		if (r)
 			goto fail;
 	}
+	/* Queue q is queue k = q % qpw of warp q / qpw, on controller k % nctrl;
+	 * each controller numbers its own queues from 1 (queue_qid). */
 	for (q = 0; q < nq && !s->ctrl->ops->loopback; q++) {
+		uint32_t qid = queue_qid(q, qpw, nctrl);
+		m = (q % qpw) % nctrl;
 		r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_sqe), GPUOS_MEM_HOST, 1, &s->sq[q]);
 		if (!r)
 			r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_cqe), GPUOS_MEM_HOST, 1, &s->cq[q]);
@@ -517,24 +705,26 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 			snprintf(err, errlen, "allocate I/O queue %u: %s", q + 1, strerror(-r));
 			goto fail;
 		}
-		r = gpuos_nvme_create_qpair(&s->nvme, q + 1, depth, s->sq[q].iova, s->cq[q].iova, err, errlen);
+		r = gpuos_nvme_create_qpair(&s->nvme[m], qid, depth, s->sq[q].iova, s->cq[q].iova, err, errlen);
 		if (r)
 			goto fail;
-		s->nq = q + 1;
+		s->nq[m] = qid; /* qids of a controller come in increasing order */
 	}
-	if (meta) {
-		/* The metadata warp's queue pair (qid nq + 1) */
-		r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_sqe), GPUOS_MEM_HOST, 1, &s->sq[nq]);
+	for (m = 0; meta && m < nctrl; m++) {
+		/* The metadata warp's queue pair on controller m: qid nq / nctrl + 1 */
+		r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_sqe), GPUOS_MEM_HOST, 1, &s->sq[nq + m]);
 		if (!r)
-			r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_cqe), GPUOS_MEM_HOST, 1, &s->cq[nq]);
+			r = gpuos_dma_alloc(s->ctrl, (size_t)depth * sizeof(struct gpuos_nvme_cqe), GPUOS_MEM_HOST, 1,
+					    &s->cq[nq + m]);
 		if (r) {
 			snprintf(err, errlen, "allocate the metadata queue: %s", strerror(-r));
 			goto fail;
 		}
-		r = gpuos_nvme_create_qpair(&s->nvme, nq + 1, depth, s->sq[nq].iova, s->cq[nq].iova, err, errlen);
+		r = gpuos_nvme_create_qpair(&s->nvme[m], nq / nctrl + 1u, depth, s->sq[nq + m].iova, s->cq[nq + m].iova,
+					    err, errlen);
 		if (r)
 			goto fail;
-		s->nq = nq + 1;
+		s->nq[m] = nq / nctrl + 1u;
 	}
 
 	/* Bounce buffers and their PRP lists, one of each per command slot. */
@@ -617,16 +807,19 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	d->version = GPUOS_ABI_VERSION;
 	d->nwarps = warps;
 	d->nqueues = nq;
-	d->nsid = s->nvme.nsid;
-	d->lba_shift = (uint32_t)__builtin_ctz(s->nvme.lba_bytes);
-	d->ns_lbas = s->nvme.ns_lbas;
+	d->nsid = s->nvme[0].nsid;
+	d->lba_shift = (uint32_t)__builtin_ctz(s->nvme[0].lba_bytes);
+	d->ns_lbas = s->ns_lbas;
+	d->nctrl = nctrl;
+	d->stripe_lbas = s->stripe_lbas;
 	d->xfer_bytes = xfer;
 	d->flags = o->allow_raw ? GPUOS_RT_ALLOW_RAW : 0;
-	d->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : s->nvme.to_ms) * 1000000ull;
+	d->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : s->to_ms) * 1000000ull;
 	/* CSTS is polled for CFS where the runtime can read it; otherwise a dead
 	 * controller shows as command timeouts. */
-	d->csts = s->ctrl->regs_rt && (!s->gpu || s->ctrl->regs_gpu_readable)
-			  ? s->ctrl->regs_rt + GPUOS_NVME_REG_CSTS : 0;
+	for (m = 0; m < nctrl; m++)
+		d->csts[m] = s->ctrl->member[m].regs_rt && (!s->gpu || s->ctrl->regs_gpu_readable)
+				     ? s->ctrl->member[m].regs_rt + GPUOS_NVME_REG_CSTS : 0;
 	d->mbox = s->mbox_dev.len ? s->mbox_dev.rt : s->shm_rt + GPUOS_SHM_MBOX_OFF;
 	d->mbox_nslots = nslots;
 	if (s->mbox_dev.len)
@@ -676,12 +869,15 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		}
 	}
 	for (q = 0; q < nq; q++) {
+		uint32_t qid = s->ctrl->ops->loopback ? q + 1 : queue_qid(q, qpw, nctrl);
+		m = (q % qpw) % nctrl;
 		d->queue[q].sq = s->sq[q].rt;
 		d->queue[q].cq = s->cq[q].rt;
-		d->queue[q].sq_db = s->ctrl->ops->loopback ? s->loop_sq_db[q] : gpuos_nvme_sq_db_rt(&s->nvme, q + 1);
-		d->queue[q].cq_db = s->ctrl->ops->loopback ? s->loop_cq_db[q] : gpuos_nvme_cq_db_rt(&s->nvme, q + 1);
-		d->queue[q].qid = q + 1;
+		d->queue[q].sq_db = s->ctrl->ops->loopback ? s->loop_sq_db[q] : gpuos_nvme_sq_db_rt(&s->nvme[m], qid);
+		d->queue[q].cq_db = s->ctrl->ops->loopback ? s->loop_cq_db[q] : gpuos_nvme_cq_db_rt(&s->nvme[m], qid);
+		d->queue[q].qid = qid;
 		d->queue[q].depth = depth;
+		d->queue[q].ctrl = m;
 	}
 	d->state_bytes = gpuos_rt_state_bytes(d);
 	r = gpuos_dma_alloc(s->ctrl, d->state_bytes, GPUOS_MEM_VRAM, 0, &s->state);
@@ -693,12 +889,16 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	if (meta) {
 		d->meta = 1;
 		d->part = o->part;
-		d->queue[nq].sq = s->sq[nq].rt;
-		d->queue[nq].cq = s->cq[nq].rt;
-		d->queue[nq].sq_db = gpuos_nvme_sq_db_rt(&s->nvme, nq + 1);
-		d->queue[nq].cq_db = gpuos_nvme_cq_db_rt(&s->nvme, nq + 1);
-		d->queue[nq].qid = nq + 1;
-		d->queue[nq].depth = depth;
+		for (m = 0; m < nctrl; m++) {
+			struct gpuos_rt_queue *mq = &d->queue[nq + m];
+			mq->sq = s->sq[nq + m].rt;
+			mq->cq = s->cq[nq + m].rt;
+			mq->sq_db = gpuos_nvme_sq_db_rt(&s->nvme[m], nq / nctrl + 1u);
+			mq->cq_db = gpuos_nvme_cq_db_rt(&s->nvme[m], nq / nctrl + 1u);
+			mq->qid = nq / nctrl + 1u;
+			mq->depth = depth;
+			mq->ctrl = m;
+		}
 		d->meta_bounce = s->meta_bounce.rt;
 		d->meta_bounce_iova = s->meta_bounce.iova;
 		d->meta_prp = s->meta_prp.rt;
@@ -717,6 +917,10 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		r = -EINVAL;
 		goto fail;
 	}
+	/* The drives' counters as they stand before the runtime reads anything. */
+	for (m = 0; m < nctrl && !s->ctrl->ops->counters && !s->ctrl->ops->loopback; m++)
+		if (smart_read(s, m, &s->smart0[m]) == 0)
+			s->have_smart0 |= 1u << m;
 	s->info.queues_used = nq;
 	s->info.depth = depth;
 	s->info.warps = warps;
@@ -734,25 +938,19 @@ fail:
 
 int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
 {
-	uint32_t q;
+	char e2[256];
 	int r = 0, r2;
 
 	if (!s)
 		return 0;
 	if (s->running)
 		r = stop_runtime(s, GPUOS_RT_CMD_STOP, err, errlen);
-	for (q = s->nq; q > 0 && s->nvme_up; q--) {
-		r2 = gpuos_nvme_delete_qpair(&s->nvme, q, err, errlen);
-		if (r2 && !r)
-			r = r2;
-	}
-	s->nq = 0;
-	if (s->nvme_up) {
-		r2 = gpuos_nvme_shutdown(&s->nvme, err, errlen);
-		if (r2 && !r)
-			r = r2;
-		s->nvme_up = 0;
-	}
+	r2 = delete_queues(s, r ? e2 : err, r ? sizeof(e2) : errlen);
+	if (r2 && !r)
+		r = r2;
+	r2 = shutdown_ctrls(s, r ? e2 : err, r ? sizeof(e2) : errlen);
+	if (r2 && !r)
+		r = r2;
 	teardown(s);
 	return r;
 }
@@ -780,6 +978,30 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 	}
 	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
 	st->notices = __atomic_load_n(&ctl->notices, __ATOMIC_RELAXED);
+}
+
+int gpuos_sys_ctrl_stats(const struct gpuos_sys *s, uint32_t i, struct gpuos_ctrl_stats *st)
+{
+	struct gpuos_nvme_smart_log now;
+	const struct gpuos_nvme_smart_log *b;
+	int r;
+	memset(st, 0, sizeof(*st));
+	if (i >= s->nctrl)
+		return -EINVAL;
+	if (s->ctrl->ops->counters)
+		return s->ctrl->ops->counters(s->ctrl, i, st);
+	if (!(s->have_smart0 & (1u << i)))
+		return -EOPNOTSUPP;
+	/* A read of the log changes nothing the caller sees as const. */
+	r = smart_read((struct gpuos_sys *)(uintptr_t)s, i, &now);
+	if (r)
+		return r;
+	b = &s->smart0[i];
+	st->io_cmds = now.host_reads[0] - b->host_reads[0] + now.host_writes[0] - b->host_writes[0];
+	st->read_bytes = (now.data_units_read[0] - b->data_units_read[0]) * 512000u;
+	st->errors = now.media_errors[0] - b->media_errors[0];
+	st->smart = 1;
+	return 0;
 }
 
 void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len)

@@ -41,7 +41,7 @@ struct rt_files {
 	/* --- written by service warps: a line each --- */
 	uint32_t posted __attribute__((aligned(64)));  /* ring positions handed out (atomic) */
 	uint32_t exits __attribute__((aligned(64)));   /* service warp exits, all launches (atomic) */
-	struct gpuos_qp qp __attribute__((aligned(64)));
+	struct gpuos_qp qp[GPUOS_RT_MAX_CTRL] __attribute__((aligned(64))); /* one per controller */
 	struct rt_io io_dev, io_part, io_file;
 	struct gpuos_meta_io mio_dev, mio_part, mio_file;
 	struct rt_handle h[GPUOS_RT_HANDLES];
@@ -286,21 +286,29 @@ GPUOS_INLINE GPUOS_HD uint32_t status_of(int err)
 
 /* ---- reading the device: own queue pair, block cache ------------------------------ */
 
-/* Read npages 4 KiB pages from device page `page` into the metadata bounce
- * buffer: one command, waited for. Returns bytes read or a negative errno. */
+/* Read up to npages 4 KiB pages from device page `page` into the metadata
+ * bounce buffer: one command, on the queue of the controller that holds
+ * them, waited for. It stops at the end of the namespace and of an array
+ * chunk (the next bytes live on another controller; chunks are whole
+ * pages). Returns bytes read or a negative errno. */
 GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t page, uint32_t npages)
 {
 	const struct gpuos_rt_desc *d = F->d;
-	struct gpuos_qp *qp = &F->qp;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift, off = page * GPUOS_RT_CACHE_PAGE;
-	uint64_t bytes = (uint64_t)npages * GPUOS_RT_CACHE_PAGE, t0;
+	uint64_t bytes = (uint64_t)npages * GPUOS_RT_CACHE_PAGE, t0, lba, left;
 	struct gpuos_nvme_sqe *e;
+	struct gpuos_qp *qp;
+	uint32_t m;
 	uint16_t cid;
 
 	if (off >= ns_bytes)
 		return -ERANGE;
 	if (bytes > ns_bytes - off)
 		bytes = ns_bytes - off; /* a multiple of the LBA size: both ends are */
+	left = gpuos_rt_stripe_map(d, off >> d->lba_shift, &m, &lba);
+	if (left < bytes >> d->lba_shift)
+		bytes = left << d->lba_shift;
+	qp = &F->qp[m];
 	while (gpuos_qp_sq_space(qp) == 0) {
 		/* Completions of commands given up on earlier still own entries. */
 		struct gpuos_nvme_cqe c;
@@ -321,8 +329,8 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 	e->prp2 = bytes > 2u * GPUOS_NVME_PAGE_SIZE ? d->meta_prp_iova
 		  : bytes > GPUOS_NVME_PAGE_SIZE  ? d->meta_bounce_iova + GPUOS_NVME_PAGE_SIZE
 						  : 0;
-	e->cdw10 = (uint32_t)(off >> d->lba_shift);
-	e->cdw11 = (uint32_t)((off >> d->lba_shift) >> 32);
+	e->cdw10 = (uint32_t)lba;
+	e->cdw11 = (uint32_t)(lba >> 32);
 	e->cdw12 = (uint32_t)(bytes >> d->lba_shift) - 1u;
 	e->cdw13 = 0;
 	e->cdw14 = 0;
@@ -378,7 +386,7 @@ GPUOS_NOINLINE GPUOS_HD static const uint8_t *cache_get(struct rt_files *F, uint
 		*err = (int)got;
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && (uint64_t)i * GPUOS_RT_CACHE_PAGE < (uint64_t)got; i++) {
 		uint64_t p = page + i;
 		uint32_t s = (uint32_t)(p % GPUOS_RT_CACHE_SETS), k, hit = 0;
 		const uint8_t *src = (const uint8_t *)(uintptr_t)d->meta_bounce + (uint64_t)i * GPUOS_RT_CACHE_PAGE;
@@ -1262,7 +1270,6 @@ GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint3
 GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 {
 	struct rt_files *F = files_of(d);
-	const struct gpuos_rt_queue *q = &d->queue[d->nqueues];
 	uint32_t n = d->mbox_nslots, idle = 0, iter = 0, cmd = GPUOS_RT_CMD_RUN;
 
 	if (gpuos_lane_id() != 0 || !d->meta)
@@ -1270,10 +1277,13 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 	F->d = d;
 	if (F->magic != FILES_MAGIC) {
 		uint32_t i;
-		gpuos_qp_init(&F->qp, (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
-			      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
-			      q->depth, q->qid);
-		F->qp.dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
+		for (i = 0; i < d->nctrl; i++) {
+			const struct gpuos_rt_queue *q = &d->queue[d->nqueues + i];
+			gpuos_qp_init(&F->qp[i], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
+				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
+				      q->depth, q->qid);
+			F->qp[i].dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
+		}
 		for (i = 0; i < GPUOS_RT_HANDLES; i++)
 			F->h[i].model = -1;
 		F->magic = FILES_MAGIC;

@@ -27,7 +27,7 @@ struct gpuos_qp {
 	uint32_t cq_head;    /* next CQ entry we expect */
 	uint32_t phase;      /* phase tag of a new entry at cq_head */
 	uint32_t dev;        /* 1: the controller is this GPU (gpu-null): device scope orders enough */
-	uint32_t rsvd;
+	uint32_t ahead;      /* entries written past sq_tail for the next doorbell (a batch being built) */
 };
 
 GPUOS_INLINE GPUOS_HD void gpuos_qp_init(struct gpuos_qp *qp, void *sq, void *cq,
@@ -45,7 +45,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_init(struct gpuos_qp *qp, void *sq, void *cq
 	qp->cq_head = 0;
 	qp->phase = 1; /* the controller posts phase 1 on its first pass (4.6) */
 	qp->dev = 0;
-	qp->rsvd = 0;
+	qp->ahead = 0;
 }
 
 /* v mod depth for v < 2 * depth: a compare, where % is a division the GPU
@@ -81,6 +81,16 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_ring(struct gpuos_qp *qp, uint32_t n)
 		gpuos_fence_dev();
 	else
 		gpuos_fence_sys();
+	gpuos_mmio_write32(qp->sq_db, qp->sq_tail);
+}
+
+/* gpuos_qp_sq_ring without the fence, for a batch over several queues:
+ * the caller has already made every entry of the batch visible to the
+ * controllers with one fence (gpuos_fence_sys, or gpuos_fence_dev where
+ * qp->dev), which pairs with their SQE fetch after the doorbell. */
+GPUOS_INLINE GPUOS_HD void gpuos_qp_sq_advance(struct gpuos_qp *qp, uint32_t n)
+{
+	qp->sq_tail = gpuos_qp_wrap(qp, qp->sq_tail + n); /* n <= sq_space */
 	gpuos_mmio_write32(qp->sq_db, qp->sq_tail);
 }
 

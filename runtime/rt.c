@@ -22,7 +22,7 @@ enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_ZOMBIE = 2 };
 struct rt_slot {            /* one in-flight NVMe command; CID = slot index in the warp */
 	uint32_t busy;
 	uint32_t req;           /* index in the warp's request table */
-	uint32_t q;             /* queue (global index) it was submitted on */
+	uint32_t q;             /* queue pair of the warp (rt_qp index) it goes on */
 	uint32_t copy_len;      /* bytes the command delivers (copied out of the bounce buffer unless zc) */
 	uint32_t src_off;       /* where they start in the bounce buffer */
 	uint32_t rsvd;
@@ -30,7 +30,7 @@ struct rt_slot {            /* one in-flight NVMe command; CID = slot index in t
 	uint64_t t_submit;
 	uint64_t lba;           /* first LBA of the command */
 	uint32_t zc;            /* 1: the controller writes dst itself (at iova): no bounce, no copy */
-	uint32_t rsvd2;
+	uint32_t ahead;         /* its SQ entry: places past the tail of queue q (build_sqe) */
 	uint64_t iova;          /* dst as the controller sees it, when zc */
 };
 
@@ -59,7 +59,7 @@ struct rt_warp {
 	uint32_t rsvd0;
 	uint32_t nfree;         /* free command slots */
 	uint32_t nreq;          /* active requests */
-	uint32_t rr_q;          /* next queue to submit on */
+	uint32_t rr_q;          /* which of each controller's queues submit starts on, < qpm */
 	uint32_t rr_req;        /* next request to split */
 	/* Bit i: request i is active / still has bytes to submit. Lane 0's
 	 * bookkeeping stays O(1) per event: on the GPU every scan of warp state
@@ -81,6 +81,10 @@ struct rt_warp {
 	uint32_t free_stack[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_slot slot[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_req req[GPUOS_RT_MAX_REQS_PER_WARP];
+	/* Arrays (several controllers): after the rest, which keeps its layout */
+	uint32_t qpm;           /* queue pairs of this warp per controller, qpw / nctrl (set at each start) */
+	uint32_t nrung;         /* queues with entries in the batch being built (rung[]) */
+	uint32_t rung[GPUOS_WARP_MAX];  /* rt_qp indices the batch wrote entries to */
 };
 
 struct rt_state {
@@ -124,6 +128,30 @@ GPUOS_INLINE GPUOS_HD struct gpuos_qp *rt_qp(struct rt_warp *W, uint32_t k)
 	return (struct gpuos_qp *)((char *)W + align64(sizeof(struct rt_warp))) + k;
 }
 
+/* The metadata warp's queue of controller m is queue[nqueues + m]. */
+static int meta_queues(const struct gpuos_rt_desc *d)
+{
+	uint32_t m;
+	for (m = 0; m < d->nctrl; m++)
+		if (d->queue[d->nqueues + m].depth < 2)
+			return 0;
+	return 1;
+}
+
+/* Queue k of each warp belongs to controller k % nctrl (plan and submit
+ * pick a controller's queue by that rule), as the descriptor says. */
+static int queues_by_member(const struct gpuos_rt_desc *d)
+{
+	uint32_t qpw = d->nqueues / d->nwarps, q;
+	for (q = 0; q < d->nqueues; q++)
+		if (d->queue[q].ctrl != (q % qpw) % d->nctrl)
+			return 0;
+	for (q = 0; d->meta && q < d->nctrl; q++)
+		if (d->queue[d->nqueues + q].ctrl != q)
+			return 0;
+	return 1;
+}
+
 int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 {
 	const char *w = 0;
@@ -133,6 +161,10 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 		w = "service warps out of range";
 	else if (d->nqueues < d->nwarps || d->nqueues > GPUOS_RT_MAX_QUEUES || d->nqueues % d->nwarps)
 		w = "queues must be a multiple of the service warps";
+	else if (d->nctrl == 0 || d->nctrl > GPUOS_RT_MAX_CTRL || (d->nctrl > 1 && d->stripe_lbas == 0))
+		w = "controllers out of range, or an array without a stripe size";
+	else if ((d->nqueues / d->nwarps) % d->nctrl || !queues_by_member(d))
+		w = "every service warp needs the same number of queues of every controller";
 	else if (d->slots_per_warp == 0 || d->slots_per_warp > GPUOS_RT_MAX_SLOTS_PER_WARP)
 		w = "command slots per warp out of range";
 	else if (d->xfer_bytes < 4096u || d->xfer_bytes % 4096u || d->xfer_bytes > 2u * 1024u * 1024u)
@@ -147,8 +179,8 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 		w = "mailbox slots must be a multiple of the service warps";
 	else if (d->meta && d->mbox_nslots > 65535u)
 		w = "at most 65535 mailbox slots with a metadata warp";
-	else if (d->meta && (d->files_bytes < gpuos_rt_files_bytes(d) || !d->files || d->queue[d->nqueues].depth < 2))
-		w = "files region or metadata queue missing";
+	else if (d->meta && (d->files_bytes < gpuos_rt_files_bytes(d) || !d->files || !meta_queues(d)))
+		w = "files region or metadata queues missing";
 	if (why)
 		*why = w;
 	return w ? -EINVAL : 0;
@@ -643,12 +675,18 @@ GPUOS_NOINLINE GPUOS_HD static void zero_fill(uint64_t dst, uint64_t n)
 		p[i] = 0;
 }
 
-/* Lane 0: plan up to `max` commands for queue q into cmds[] (slot indices).
- * Returns the count. The SQEs are written by all lanes afterwards. A
- * command covers whole LBAs of one contiguous device range: of the raw
- * device, or of one extent of a file (the handle's map). Holes and
- * unwritten extents are zero-filled here, at most xfer_bytes per step. */
-GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t q,
+/* Lane 0: plan up to `max` commands into cmds[] (slot indices). Returns
+ * the count. The SQEs are written by all lanes afterwards. A command covers
+ * whole LBAs of one contiguous device range: of the raw device, or of one
+ * extent of a file (the handle's map), and of one chunk of an array
+ * (gpuos_rt_stripe_map). Holes and unwritten extents are zero-filled here,
+ * at most xfer_bytes per step.
+ * Each command goes on queue base + m of the warp, m the controller that
+ * holds its LBAs (queue k of a warp belongs to controller k % nctrl,
+ * gpuos_rt_desc_check). With one controller that is queue base, and the
+ * caller's max is what it has room for; with several, each queue's room is
+ * checked per command, and the queues written are listed in rung[]. */
+GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t base,
 				    uint32_t max, uint32_t *cmds)
 {
 	uint32_t n = 0, steps = 0;
@@ -684,9 +722,25 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			steps++;
 		} else {
 			uint64_t iova = r->dst_iova + (r->next - r->off);
-			uint32_t zc = 0;
-			span0 = (dev >> d->lba_shift) << d->lba_shift;
+			uint64_t lba = dev >> d->lba_shift, clba = lba, left;
+			uint32_t zc = 0, m = 0, ahead = n;
+			span0 = lba << d->lba_shift;
 			chunk = GPUOS_MIN(run, span0 + d->xfer_bytes - dev);
+			if (d->nctrl > 1) {
+				/* Never past the end of the array chunk: the next LBAs
+				 * live on another controller. */
+				left = gpuos_rt_stripe_map(d, lba, &m, &clba);
+				if (left < (uint64_t)d->xfer_bytes >> d->lba_shift)
+					chunk = GPUOS_MIN(chunk, (left << d->lba_shift) - (dev - span0));
+			}
+			if (d->nctrl > 1) {
+				struct gpuos_qp *qp = rt_qp(W, base + m);
+				if (qp->ahead >= gpuos_qp_sq_space(qp))
+					break; /* that queue is full: the rest waits for the next round */
+				if (qp->ahead == 0)
+					W->rung[W->nrung++] = base + m; /* at most one per command of the batch */
+				ahead = qp->ahead++;
+			}
 			/* Zero copy: whole LBAs straight into the destination, when it
 			 * starts on an LBA of the device and on a dword (PRP1, NVMe
 			 * 4.1.1). A short tail goes through the bounce buffer next. */
@@ -701,8 +755,9 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			W->st.zero_copy += zc;
 			sl->busy = SLOT_BUSY;
 			sl->req = ri;
-			sl->q = q;
-			sl->lba = dev >> d->lba_shift;
+			sl->q = base + m;
+			sl->ahead = ahead;
+			sl->lba = clba; /* the controller's LBA */
 			sl->src_off = (uint32_t)(dev - span0);
 			sl->copy_len = (uint32_t)chunk;
 			sl->dst = r->dst + (r->next - r->off);
@@ -768,29 +823,32 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 
 GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
-	uint32_t qpw = W->qpw;
+	uint32_t qpm = W->qpm;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
 	uint32_t *cmds = W->cmds;
 	uint32_t k, total = 0;
 
-	for (k = 0; k < qpw; k++) {
-		uint32_t kq = W->rr_q + k >= qpw ? W->rr_q + k - qpw : W->rr_q + k; /* both < qpw */
-		uint32_t q = w * qpw + kq;
-		struct gpuos_qp *qp = rt_qp(W, kq);
-		uint32_t n = 0, max;
+	/* Round k fills queue j = rr_q + k (mod qpm) of every controller: queue
+	 * j * nctrl + m of the warp is controller m's. A batch of up to 32
+	 * commands a round; one fence for it and a doorbell per queue written. */
+	for (k = 0; k < qpm; k++) {
+		uint32_t j = W->rr_q + k >= qpm ? W->rr_q + k - qpm : W->rr_q + k; /* both < qpm */
+		uint32_t base = j * d->nctrl, one = d->nctrl == 1;
+		struct gpuos_qp *qp = rt_qp(W, base); /* the batch's queue with one controller */
+		uint32_t n = 0, i;
 
 		if (lane == 0) {
-			max = gpuos_qp_sq_space(qp);
-			if (max > GPUOS_WARP_MAX)
-				max = GPUOS_WARP_MAX;
-			n = plan(d, w, W, q, max, cmds);
+			uint32_t max = GPUOS_WARP_MAX;
+			if (one)
+				max = GPUOS_MIN(max, gpuos_qp_sq_space(qp));
+			n = plan(d, w, W, base, max, cmds);
 			if (n) {
 				uint64_t now = gpuos_now_ns();
-				for (uint32_t i = 0; i < n; i++)
+				for (i = 0; i < n; i++)
 					W->slot[cmds[i]].t_submit = now;
 			}
 		}
-		/* The slots lane 0 just planned (and cmds[]) are read by every lane below. */
+		/* The slots lane 0 just planned (and cmds[], rung[]) are read by every lane below. */
 		gpuos_warp_sync();
 		n = gpuos_warp_bcast32(n, 0);
 		if (n == 0) {
@@ -799,31 +857,51 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 				break;
 			continue;
 		}
-		for (uint32_t i = lane; i < n; i += width)
-			build_sqe(d, w, W, qp, i, cmds[i]);
-		/* The lanes' SQE writes happen before lane 0's fence in
-		 * gpuos_qp_sq_ring through this sync (the grid-barrier pattern:
-		 * sync, then one thread fences and signals), so one fence
-		 * publishes the whole batch before the doorbell. */
+		for (i = lane; i < n; i += width) {
+			/* One controller: command i is entry i of queue base. */
+			const struct rt_slot *sl = &W->slot[cmds[i]];
+			build_sqe(d, w, W, one ? qp : rt_qp(W, sl->q), one ? i : sl->ahead, cmds[i]);
+		}
+		/* The lanes' SQE writes happen before lane 0's fence below through
+		 * this sync (the grid-barrier pattern: sync, then one thread fences
+		 * and signals), so one fence publishes the whole batch. */
 		gpuos_warp_sync();
-		if (lane == 0) {
+		if (lane == 0 && one) {
 			/* One fence and one doorbell store for the batch (in gpuos_qp_sq_ring). */
 			gpuos_qp_sq_ring(qp, n);
+			W->st.doorbells += 1;
+		} else if (lane == 0) {
+			/* Publish every SQE of the batch (DMA memory) before any
+			 * controller sees a new tail; pairs with each controller's SQE
+			 * fetch after it reads its doorbell. Device scope where the
+			 * controller is this GPU (gpu-null). */
+			if (d->flags & GPUOS_RT_QUEUES_DEVICE)
+				gpuos_fence_dev();
+			else
+				gpuos_fence_sys();
+			for (i = 0; i < W->nrung; i++) {
+				struct gpuos_qp *rq = rt_qp(W, W->rung[i]);
+				gpuos_qp_sq_advance(rq, rq->ahead);
+				rq->ahead = 0;
+			}
+			W->st.doorbells += W->nrung;
+			W->nrung = 0;
+		}
+		if (lane == 0) {
 #ifdef GPUOS_TRACE
-			for (uint32_t i = 0; i < n; i++) {
+			for (i = 0; i < n; i++) {
 				const struct rt_slot *sl = &W->slot[cmds[i]];
 				if (sl->dst == W->req[sl->req].dst) /* the request's first command */
 					TRACE_STAMP(d, W->req[sl->req].mslot, GPUOS_TRACE_RUNG, gpuos_now_ns());
 			}
 #endif
 			W->st.commands += n;
-			W->st.doorbells += 1;
 		}
 		gpuos_warp_sync();
 		total += n;
 	}
 	if (lane == 0)
-		W->rr_q = W->rr_q + 1u >= qpw ? 0 : W->rr_q + 1u;
+		W->rr_q = W->rr_q + 1u >= qpm ? 0 : W->rr_q + 1u;
 	gpuos_warp_sync();
 	return (int)total;
 }
@@ -1041,6 +1119,27 @@ GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint
 	gpuos_store_release_sys32(&ctl->state, GPUOS_RT_STATE_FATAL);
 }
 
+/* All lanes: read each controller's CSTS; a fatal status (or a controller
+ * gone: all ones) of any of them fails the whole array, as a dead disk
+ * fails a RAID-0. */
+GPUOS_NOINLINE GPUOS_HD static void check_csts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	uint32_t m;
+	for (m = 0; m < d->nctrl; m++) {
+		uint32_t csts;
+		if (!d->csts[m])
+			continue;
+		csts = gpuos_warp_bcast32(gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts[m]), 0);
+		gpuos_warp_sync();
+		if ((csts & GPUOS_NVME_CSTS_CFS) || csts == 0xffffffffu) {
+			if (gpuos_lane_id() == 0)
+				go_fatal(d, w, W, csts);
+			gpuos_warp_sync();
+			return;
+		}
+	}
+}
+
 /* ---- the loop ------------------------------------------------------------------- */
 
 GPUOS_NOINLINE GPUOS_HD static void warp_init(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
@@ -1111,6 +1210,8 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 	if (lane == 0) {
 		W->qpw = d->nqueues / d->nwarps;
 		W->per = d->mbox_nslots / d->nwarps;
+		W->qpm = W->qpw / d->nctrl;
+		W->nrung = 0;
 	}
 	gpuos_warp_sync();
 
@@ -1123,16 +1224,8 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		 * the host's release store (set_cmd). */
 		if ((it & 31u) == 0)
 			cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)d->cmd), 0);
-		if (d->csts && (it & 255u) == 0 && !W->fatal) {
-			uint32_t csts = gpuos_warp_bcast32(
-				gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts), 0);
-			gpuos_warp_sync();
-			if ((csts & GPUOS_NVME_CSTS_CFS) || csts == 0xffffffffu) {
-				if (lane == 0)
-					go_fatal(d, w, W, csts);
-				gpuos_warp_sync();
-			}
-		}
+		if ((it & 255u) == 0 && !W->fatal)
+			check_csts(d, w, W);
 		/* Nothing in flight: no CQ to look at. Nothing left to submit: no
 		 * SQ to fill. Each skipped step saves loads that miss L1. */
 		if (W->nfree != d->slots_per_warp)

@@ -103,7 +103,7 @@ struct gpuos_emu_opts {
 	 * registers, queues, workers, performance model (gbps, iops,
 	 * latency_us are per SSD) and statistics; they share one backend. */
 	uint32_t ssds;           /* ssds=N, 1..GPUOS_EMU_MAX_SSDS, default 1 */
-	uint32_t stripe_kib;     /* stripe=KiB, a multiple of 4 and of the LBA size, default 128 */
+	uint32_t stripe_kib;     /* stripe=KiB, a multiple of 4 and of the LBA size, default 512 */
 	uint32_t gather_kib;     /* gather=KiB: pieces up to this size go through dma_gather
 	                          * (batched), larger ones through dma_copy; default 64, 0 = never */
 	uint32_t stage_mib;      /* stage=MiB: pinned staging per worker (file, uring), default 32 */

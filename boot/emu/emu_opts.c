@@ -43,7 +43,7 @@ void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
 	o->fault_rate_status = 0x281;
 	o->seed = 1;
 	o->ssds = 1;
-	o->stripe_kib = 128;
+	o->stripe_kib = 512;
 	o->gather_kib = 64;
 	o->stage_mib = 32;
 	snprintf(o->model, sizeof(o->model), "%s", "gpuos emulated NVMe");

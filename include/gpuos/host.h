@@ -24,9 +24,11 @@ extern "C" {
 
 struct gpuos_boot_opts {
 	size_t size;              /* sizeof(struct gpuos_boot_opts) */
-	const char *device;       /* emu:PATH[,k=v], null[:SIZE], pci:DDDD:BB:DD.F */
+	const char *device;       /* emu:PATH[,k=v], null[:SIZE], pci:DDDD:BB:DD.F; an array of
+	                           * controllers: emu:PATH,ssds=N[,stripe=KiB], pci:A+B+...[,stripe=KiB] */
 	uint32_t warps;           /* service warps (0: 1) */
-	uint32_t queues;          /* I/O queue pairs asked for (0: one per warp) */
+	uint32_t queues;          /* I/O queue pairs asked for, all controllers together (0: one per
+	                           * warp and controller) */
 	uint32_t depth;           /* entries per queue (0: 256, capped by MQES) */
 	uint32_t slots;           /* in-flight commands per warp (0: 64) */
 	uint32_t xfer_kib;        /* bytes per command in KiB (0: 128, capped by MDTS) */
@@ -50,6 +52,32 @@ struct gpuos_boot_opts {
 	                           * memory the controller can reach (to measure or rule out zero copy) */
 };
 
+#define GPUOS_MAX_CTRL 16   /* controllers of an array */
+
+/* One controller of the device (an array has several, DESIGN.md 10). */
+struct gpuos_ctrl_info {
+	char name[48];             /* "pci:0000:01:00.0", "emu member 1 of 4", or the device string */
+	char model[41], serial[21], firmware[9];
+	uint64_t namespace_lbas;   /* its own namespace */
+	uint32_t io_queues;        /* granted by it */
+	uint32_t mdts_bytes;       /* 0: no limit */
+	/* the emulator's performance model of it (0: none, or a real drive) */
+	double gbps;
+	uint32_t iops, latency_us;
+};
+
+/* A controller's own counters since boot (gpuos_sys_ctrl_stats): the
+ * emulator's, or a drive's SMART / health log (smart = 1: read_bytes in the
+ * log's units of 512,000 bytes, rounded up; errors are media errors; no DMA
+ * faults or lost completions are counted). */
+struct gpuos_ctrl_stats {
+	uint64_t io_cmds, read_bytes, errors, dma_faults, lost;
+	int smart;
+};
+
+/* The device as the runtime serves it. For an array the top-level fields
+ * describe the array: the first controller's identity, the striped
+ * namespace, and the smallest limits of its members. */
 struct gpuos_info {
 	char model[41], serial[21], firmware[9];
 	uint32_t version;          /* VS register */
@@ -66,6 +94,9 @@ struct gpuos_info {
 	uint32_t xfer_bytes;
 	int gpu;                   /* 1: the runtime runs on the GPU */
 	char gpu_name[128];
+	uint32_t nctrl;            /* controllers (1, or an array's members) */
+	uint32_t stripe_bytes;     /* an array's chunk size (nctrl > 1), else 0 */
+	struct gpuos_ctrl_info ctrl[GPUOS_MAX_CTRL];
 };
 
 struct gpuos_stats {
@@ -95,8 +126,13 @@ int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen);
 
 const struct gpuos_info *gpuos_sys_info(const struct gpuos_sys *s);
 void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st);
-/* One line describing the controller's own counters (emulator: DMA faults...). */
+/* One line describing the controller's own counters (emulator: DMA faults...),
+ * of all the controllers of an array together. */
 void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len);
+/* Controller i's own counters since boot (i < info.nctrl). 0, -EINVAL (no
+ * such controller), -EOPNOTSUPP (gpu-null, or a drive without a SMART log),
+ * -EIO / -ETIMEDOUT (the log could not be read). Not from two threads at once. */
+int gpuos_sys_ctrl_stats(const struct gpuos_sys *s, uint32_t i, struct gpuos_ctrl_stats *st);
 
 /* The mailbox as host code sees it (host clients post with gpuos/gpuos.h). */
 struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s);

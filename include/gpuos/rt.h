@@ -19,6 +19,7 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_MAX_WARPS   256u
 #define GPUOS_RT_MAX_SLOTS_PER_WARP 256u /* in-flight commands per warp (CIDs) */
 #define GPUOS_RT_MAX_REQS_PER_WARP  64u  /* requests a warp works on at once */
+#define GPUOS_RT_MAX_CTRL    16u        /* controllers of an array (DESIGN.md 10) */
 
 /* flags */
 #define GPUOS_RT_ALLOW_RAW   (1u << 0)  /* READ_RAW allowed */
@@ -34,7 +35,8 @@ struct gpuos_rt_queue {
 	uint64_t cq_db;        /* 0x18 volatile uint32_t *, MMIO */
 	uint32_t qid;          /* 0x20 NVMe queue id (1-based) */
 	uint32_t depth;        /* 0x24 entries (MQES+1 at most) */
-	uint64_t rsvd28;       /* 0x28 */
+	uint32_t ctrl;         /* 0x28 the controller (array member) the queue belongs to */
+	uint32_t rsvd2c;       /* 0x2c */
 };
 static_assert(sizeof(struct gpuos_rt_queue) == 48, "rt queue size");
 
@@ -59,12 +61,17 @@ struct gpuos_rt_desc {
 	uint32_t nwarps;       /* service warps (host mode: threads) */
 	uint32_t nqueues;      /* I/O queue pairs, nqueues % nwarps == 0, >= nwarps */
 	uint32_t nsid;         /* namespace served */
-	uint32_t lba_shift;    /* log2 of the LBA size */
-	uint64_t ns_lbas;      /* namespace size in LBAs */
+	uint32_t lba_shift;    /* log2 of the LBA size (every member's) */
+	uint64_t ns_lbas;      /* namespace size in LBAs: of the array, nctrl x a member's striped part */
 	uint32_t xfer_bytes;   /* bytes per command at most (MDTS and bounce size), multiple of 4 KiB */
 	uint32_t flags;        /* GPUOS_RT_ALLOW_* */
 	uint64_t timeout_ns;   /* a command that takes longer fails its request */
-	uint64_t csts;         /* const volatile uint32_t * CSTS register, MMIO (0: not polled) */
+	/* An array (DESIGN.md 10): the namespace is striped over nctrl
+	 * controllers in chunks of stripe_lbas (gpuos_rt_stripe_map). Queue k
+	 * of a service warp belongs to controller k % nctrl, so every warp owns
+	 * queues of every member (gpuos_rt_desc_check). */
+	uint32_t nctrl;        /* controllers, 1..GPUOS_RT_MAX_CTRL (their CSTS: csts[] below) */
+	uint32_t stripe_lbas;  /* chunk size in LBAs (nctrl > 1) */
 	uint64_t mbox;         /* struct gpuos_mbox * */
 	uint32_t mbox_nslots;  /* its slots (a copy: the header may sit across PCIe) */
 	uint32_t rsvd_mb;
@@ -83,7 +90,8 @@ struct gpuos_rt_desc {
 	uint64_t prp_iova;
 	/* Files and models (runtime/files.h). When `meta` is 1 a metadata warp
 	 * runs beside the service warps (block nwarps on the GPU, one more thread
-	 * in host mode) and owns queue[nqueues] and its own bounce buffer. */
+	 * in host mode) and owns queue[nqueues + m] of each controller m and its
+	 * own bounce buffer. */
 	uint32_t meta;
 	uint32_t part;         /* GPT partition to mount: 0 = the first holding ext4 (or the whole
 	                        * device without a partition table), N = partition N (1-based) */
@@ -94,8 +102,36 @@ struct gpuos_rt_desc {
 	uint64_t meta_prp;     /* its PRP list page (prebuilt, like the slots' pages) */
 	uint64_t meta_prp_iova;
 	struct gpuos_rt_region region[GPUOS_RT_MAX_REGIONS];
-	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + 1]; /* + the metadata warp's */
+	/* Cold from here on (read every 256 loops, or at start): after the hot
+	 * fields, so that those keep few constant-cache lines on the GPU. */
+	uint64_t csts[GPUOS_RT_MAX_CTRL]; /* const volatile uint32_t * CSTS of each controller, MMIO (0: not polled) */
+	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* + the metadata warp's */
 };
+static_assert(offsetof(struct gpuos_rt_desc, nctrl) == 48 && offsetof(struct gpuos_rt_desc, mbox) == 56,
+	      "the hot fields keep their places (nctrl and stripe_lbas where one CSTS pointer was)");
+/* Where array LBA `lba` lives (DESIGN.md 10, md RAID-0 chunk mapping):
+ * chunk k = lba / stripe_lbas is on controller k % nctrl at its LBA
+ * (k / nctrl) * stripe_lbas + lba % stripe_lbas. Returns how many LBAs from
+ * lba on stay contiguous there: to the end of the chunk (nothing is merged
+ * across chunks), or of the namespace with one controller. The one place
+ * the mapping is written: service warps and metadata warp split with it. */
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_rt_stripe_map(const struct gpuos_rt_desc *d, uint64_t lba, uint32_t *ctrl,
+						   uint64_t *ctrl_lba)
+{
+	uint64_t k, in;
+	if (d->nctrl <= 1) {
+		*ctrl = 0;
+		*ctrl_lba = lba;
+		return lba < d->ns_lbas ? d->ns_lbas - lba : 1u;
+	}
+	/* Divisions (software on the GPU): once per command, not per byte. */
+	k = lba / d->stripe_lbas;
+	in = lba - k * d->stripe_lbas;
+	*ctrl = (uint32_t)(k % d->nctrl);
+	*ctrl_lba = (k / d->nctrl) * d->stripe_lbas + in;
+	return d->stripe_lbas - in;
+}
+
 /* The index of the registered region (memory clients may name) that holds
  * [p, p+len), or -1 when none does. An index, not a pointer: on the GPU the
  * descriptor is a kernel parameter, read through the constant cache when

@@ -980,6 +980,18 @@ inline() {
 	cat_is "inline: cat /idir/up (symlink ../t from an inline dir)" $I/t --device "emu:$W/inline.img" --host /idir/up
 	cat_is "inline: cat /idir/xa (an entry in the system.data part)" $I/big --device "emu:$W/inline.img" --host /idir/xa
 }
+# an array (DESIGN.md 10): the image striped over several emulated SSDs;
+# every file of more than a chunk lies on all of them
+array() {
+	walk "b4k on ssds=4" $W/b4k.img $S "emu:$W/b4k.img,ssds=4" "" 0 --expect /prealloc=$W/b4k.img.prealloc \
+		--what ls,cat
+	cat_is "ssds=4,stripe=4,lba=4096: cat /big.bin" $S/big.bin --device "emu:$W/b4k.img,ssds=4,stripe=4,lba=4096" \
+		--host /big.bin
+	walk "frag on ssds=3,stripe=12" $W/frag.img $W/fsrc "emu:$W/frag.img,ssds=3,stripe=12" "" 0 --sample 6 \
+		--expect /big=$W/fragbig --what stat,cat
+	walk "gpt partition 2 (LBA $p2) on ssds=2,stripe=8" $W/p2.img $S "emu:$disk,ssds=2,stripe=8" "" $p2 \
+		--skip-stat "$skipchain" --expect /prealloc=$W/p2.img.prealloc --cat "$somecat" --sample 6
+}
 htree() {
 	local n
 	walk htree $W/htree.img $W/hsrc "emu:$W/htree.img" "" 0 --sample 12
@@ -1009,6 +1021,7 @@ section "blockmap (no extents: indirect blocks): $(features $W/blockmap.img)" \
 section "4 KiB LBAs (lba=4096)" lba4k
 section "inline_data" inline
 section "htree (2600 entries)" htree
+section "arrays: ssds=2,3,4 (files striped over emulated SSDs)" array
 section "fragmented file (extent tree of depth >= 2)" \
 	walk frag $W/frag.img $W/fsrc "emu:$W/frag.img" "" 0 --sample 12 --expect /big=$W/fragbig
 section "GPT (sgdisk, 512-byte LBAs): no --part picks partition 2 (LBA $p2)" \

@@ -126,5 +126,48 @@ check "bench: aligned 4 KiB reads are zero copy" python3 -c "import json,sys; j=
 out=$($gpuos bench --device "emu:$img" --host --no-zero-copy --threads 1 --iters 100 --json 2>/dev/null)
 check "bench --no-zero-copy: every read bounces" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert j['zero_copy'] == 0 and j['commands'] == 100 and j['errors'] == 0, j" "$out"
 
+echo "== arrays (DESIGN.md 10: emu:IMG,ssds=N[,stripe=KiB])"
+out=$($gpuos identify --json --device "emu:$img,ssds=3,stripe=12" 2>/dev/null)
+check "identify an array: the striped namespace, each controller" python3 - "$out" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+row = 3 * 12288
+arr = ((48 << 20) + row - 1) // row * row
+assert j["namespace_lbas"] * 512 == arr and j["stripe_bytes"] == 12288, j
+c = j["controllers"]
+assert [x["index"] for x in c] == [0, 1, 2], c
+assert all(x["namespace_lbas"] * 512 == arr // 3 for x in c), c
+assert [x["serial"][-2:] for x in c] == ["-0", "-1", "-2"] and j["serial"] == c[0]["serial"], c
+assert all(x["io_queues"] == 16 and "counters" not in x for x in c), c
+PY
+$gpuos identify --device "emu:$img,ssds=2,gbps=3.5,latency_us=70" > "$tmp/id.txt" 2>&1
+check "identify an array (text): each controller with its model" bash -c "grep -q '^array: *2 controllers striped in chunks of 128 KiB' $tmp/id.txt && [ \$(grep -c 'modeled gbps=3.5 iops=0 latency_us=70' $tmp/id.txt) = 2 ]"
+for spec in "4095 2" "4096 4096" "8191 9000" "12345 3000000" "$(( (48 << 20) - 5000 )) 5000"; do
+	set -- $spec
+	$gpuos read --device "emu:$img,ssds=4,stripe=4" --allow-raw --offset $1 --length $2 -o "$tmp/out" 2>"$tmp/err"
+	python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d[$1:$1+$2])" "$img" "$tmp/want"
+	check "read ssds=4,stripe=4 offset=$1 length=$2" cmp -s "$tmp/out" "$tmp/want"
+done
+out=$($gpuos bench --device "emu:$img,ssds=4,stripe=4" --host --threads 2 --iters 200 --bytes 20000 --json 2>/dev/null)
+check "bench an array: every controller served, together every command" python3 - "$out" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+c = j["controllers"]
+assert j["errors"] == 0 and len(c) == 4, j
+n = [x["counters"]["io_cmds"] for x in c]
+assert min(n) > 0 and sum(n) == j["commands"], (n, j["commands"])
+assert all(x["counters"]["source"] == "controller" and x["counters"]["errors"] == 0 for x in c), c
+PY
+$gpuos bench --device "emu:$img,ssds=2" --host --threads 1 --iters 50 > "$tmp/bench.txt" 2>&1
+check "bench an array (text): each controller with its counters" bash -c "grep -q '^  controller 1: emu member 1 of 2' $tmp/bench.txt && [ \$(grep -c '^    [0-9]* I/O commands, ' $tmp/bench.txt) = 2 ]"
+$gpuos identify --device "pci:0000:00:04.0+emu:$img" 2> "$tmp/err"; rc=$?
+check "a device list of mixed kinds: exit 2, one line, says so" bash -c "[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'mixes pci: and emu: controllers' $tmp/err"
+$gpuos identify --device "emu:$img+emu:$img" 2> "$tmp/err"; rc=$?
+check "emu:A+emu:B: exit 2, points to ssds=N" bash -c "[ $rc -eq 2 ] && grep -q 'emu:IMAGE,ssds=N' $tmp/err"
+$gpuos identify --device "emu:$img,ssds=17" 2> "$tmp/err"; rc=$?
+check "ssds=17: exit 2" test $rc -eq 2
+$gpuos identify --device "emu:$img,ssds=2,stripe=6" 2> "$tmp/err"; rc=$?
+check "stripe=6: exit 2, says why" bash -c "[ $rc -eq 2 ] && grep -q 'multiple of 4' $tmp/err"
+
 echo "emu e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -75,6 +75,37 @@ if a != b:
     print('first difference at byte', i, 'of', len(a), 'got', len(b), 'bytes')
 sys.exit(0 if a==b else 1)"; res $? "gpuos read data equals the image"
 
+step "emu: the DMA engine and arrays (issue 12): every path into VRAM gives the image's bytes"
+# gather=4096: every piece through the gather kernel; gather=0: every piece a
+# copy-engine transfer; file: pinned staging; ssds=N: striped members.
+for opts in "gather=4096" "gather=0" "backend=file" "backend=uring,stage=4" "ssds=4,stripe=64" \
+	    "ssds=3,stripe=4,backend=file" "ssds=2,stripe=128,lba=4096,gather=0"; do
+	rm -f /dev/shm/gpuos-out.bin
+	timeout 60 "$g" read --device "emu:$img,$opts" --allow-raw --offset 12288 --length 40000000 -o /dev/shm/gpuos-out.bin
+	rc=$?
+	python3 -c "
+import sys
+a=open('$img','rb').read()[12288:12288+40000000]; b=open('/dev/shm/gpuos-out.bin','rb').read()
+sys.exit(0 if a==b else 1)"; [ $rc -eq 0 ] && [ $? -eq 0 ]; res $? "gpuos read on the GPU runtime, emu:IMG,$opts: data equals the image"
+done
+rm -f /dev/shm/gpuos-out.bin
+for opts in "" ",gather=0" ",ssds=4,stripe=64"; do
+	timeout 60 "$g" bench --device "emu:$img,queues=32,workers=8$opts" --warps 8 --queues 32 --bytes 4096 --threads 8192 \
+		--iters 20 --timeout-ms 2000 --json > /dev/shm/gpuos-4k.json; rc=$?
+	cat /dev/shm/gpuos-4k.json
+	python3 -c "
+import json, sys
+d = json.load(open('/dev/shm/gpuos-4k.json'))
+sys.exit(0 if d['errors'] == 0 and d['timeouts'] == 0 and d['requests_per_s'] > 0 else 1)"; [ $rc -eq 0 ] && [ $? -eq 0 ]
+	res $? "bench 4 KiB random, 8192 GPU clients, emu:IMG$opts: no errors, no timeouts"
+done
+rm -f /dev/shm/gpuos-4k.json
+timeout 120 "$g" run "$build/apps/layer_stream.cubin" --device "emu:$fi/ext4.img,ssds=4,stripe=16" --grid 8 --block 128 -- /models/m.gguf > /dev/shm/ls-arr.out 2>&1; rc=$?
+GPUOS_QUIET_HOST=1 timeout 120 "$g" run "$build/apps/layer_stream.cubin" --host --device "emu:$fi/ext4.img" --grid 1 --block 4 -- /models/m.gguf > /dev/shm/ls-host.out 2>&1
+a=$(sums /dev/shm/ls-arr.out); b=$(sums /dev/shm/ls-host.out)
+[ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; res $? "layer_stream on the GPU from an ext4 image on 4 striped SSDs: checksums equal host mode's"
+rm -f /dev/shm/ls-arr.out /dev/shm/ls-host.out
+
 step "emu: W = 16, 32 queues on 8 emulator workers, 16384 GPU clients (issue 12: lost commands)"
 # Every command the runtime submits must reach the controller: an emulator
 # worker whose CUDA stream shares a hardware queue with a persistent kernel

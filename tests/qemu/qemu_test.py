@@ -5,7 +5,9 @@
 Boots a Linux guest under TCG with two emulated NVMe controllers and runs
 build/gpuos-static (host mode) in it against them, through vfio-pci with an
 emulated Intel IOMMU (boot 1) and through uio_pci_generic with no IOMMU
-(boot 2):
+(boot 2); then a third boot with two more drives, C and D, that hold one
+image striped RAID-0 style (DESIGN.md 10: pci:C+D,stripe=64, one VFIO
+container for both):
 
   A  0000:00:04.0  64 MiB, 512-byte LBAs, QEMU's defaults (64 queue pairs,
                    MDTS 512 KiB); one sector fails every read (blkdebug); a
@@ -20,6 +22,14 @@ binary prints here for the same image on the emulated controller (emu:),
 whose answers tests/emu/files.sh checks against debugfs and other readers,
 and cat must equal the source files themselves.
 
+  C  0000:00:06.0  16 MiB each, 512-byte LBAs: chunks 0, 2, 4, ... (64 KiB)
+  D  0000:00:07.0  of an ext4 image of 32 MiB, and chunks 1, 3, 5, ...
+
+On the array: identify (each controller), raw reads across chunk
+boundaries checked against the image, a file spread over both drives
+through `gpuos cat`, a service with two warps, and bench, whose counters
+come from each drive's SMART log: both served reads, together all of them.
+
 Every read is checked against the image here (the guest prints MD5s).
 A boot fails on a DMAR fault line in the guest's kernel log and on any
 pci_nvme_err* / pci_nvme_ub* trace event of QEMU except the ones the
@@ -27,7 +37,7 @@ injected read error itself must produce (and those must be there).
 
 Usage: qemu_test.py BUILD_DIR   (tests/qemu/run.sh prepares the kernel)
 Environment: GPUOS_QEMU_SEED (random ranges), GPUOS_QEMU_KEEP=1 (keep logs),
-GPUOS_QEMU_ONLY=vfio|uio (one boot).
+GPUOS_QEMU_ONLY=vfio|uio|array (one boot).
 """
 import hashlib
 import json
@@ -48,6 +58,10 @@ B_IOPS = 100
 FS_BYTES = 4 << 20                       # minix file system at the start of A (1 KiB blocks: not on B)
 BOOT_TIMEOUT = 150
 HEAP = ["--heap-mib", "16"]
+C_BDF, D_BDF = "0000:00:06.0", "0000:00:07.0"
+ARR_MEMBER = 16 << 20                    # each drive of the array
+ARR_STRIPE = 64 << 10
+ARR_SIZE = 2 * ARR_MEMBER
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -56,8 +70,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 class Plan:
     """The guest's script and what the host expects of each line it prints."""
 
-    def __init__(self, name):
+    def __init__(self, name, drives, injected_error=True):
         self.name = name
+        self.drives = drives          # QEMU arguments of the NVMe drives
+        self.injected_error = injected_error   # A's failing sector is read (its trace events expected)
         self.lines = []
         self.checks = []     # (name, kind, fn(rec) -> error string or None)
         self.reads = 0
@@ -74,9 +90,9 @@ class Plan:
     def q(args):
         return " ".join("'" + a.replace("'", "'\\''") + "'" for a in args)
 
-    def _read_check(self, img, off, length, lba):
+    def _read_check(self, img, off, length, lba, bad_sector=True):
         want = hashlib.md5(img[off:off + length]).hexdigest()
-        fails = off < BAD_BYTES[1] and off + length > BAD_BYTES[0] and lba == A_LBA
+        fails = bad_sector and off < BAD_BYTES[1] and off + length > BAD_BYTES[0] and lba == A_LBA
         self.reads += 1
         self.read_bytes += length
 
@@ -94,10 +110,10 @@ class Plan:
             return None
         return check, fails
 
-    def read(self, name, img, lba, off, length, device=None, socket=None, bg=False, min_ms=0):
+    def read(self, name, img, lba, off, length, device=None, socket=None, bg=False, min_ms=0, bad_sector=True):
         src = ["--device", device] + HEAP if device else ["--socket", socket]
         cmd = ["gpuos", "read"] + src + ["--allow-raw", "--offset", str(off), "--length", str(length)]
-        fn, fails = self._read_check(img, off, length, lba)
+        fn, fails = self._read_check(img, off, length, lba, bad_sector)
         if min_ms:
             data_check = fn
 
@@ -272,8 +288,19 @@ B_ID = {"lba_bytes": 4096, "namespace_lbas": B_SIZE // 4096, "mdts_bytes": 32 <<
         "serial": "gpuos-b"}
 
 
-def plan_vfio(rng, a_img, b_img, expect):
-    p = Plan("vfio")
+def ab_drives(run):
+    """A (a failing sector, minix) and B (slow, 4 KiB LBAs, ext4)."""
+    return ["-drive", "file=blkdebug:%s:%s,if=none,id=nvma,format=raw,readonly=on" % (
+                os.path.join(run, "blkdebug.conf"), os.path.join(run, "a.img")),
+            "-device", "nvme,serial=gpuos-a,drive=nvma,addr=04.0",
+            "-drive", "file=%s,if=none,id=nvmb,format=raw,readonly=on,throttling.iops-total=%d" % (
+                os.path.join(run, "b.img"), B_IOPS),
+            "-device", "nvme,serial=gpuos-b,drive=nvmb,addr=05.0,mdts=3,max_ioqpairs=2,"
+                       "logical_block_size=4096,physical_block_size=4096"]
+
+
+def plan_vfio(run, rng, a_img, b_img, expect):
+    p = Plan("vfio", ab_drives(run))
     # The kernel's nvme driver takes both; A's file system gets mounted.
     p.text("vfio-modprobe-nvme", "nvme_up 2", out=r"^2")
     p.text("vfio-mount-a", "mount_minix", out=r"/dev/nvme")
@@ -291,6 +318,10 @@ def plan_vfio(rng, a_img, b_img, expect):
     a, b = "pci:" + A_BDF, "pci:" + B_BDF
     p.identify("vfio-identify-a", a, A_ID)
     p.identify("vfio-identify-b", b, B_ID)
+    # An array needs one LBA size (A has 512 bytes, B 4096).
+    p.text("vfio-refuse-array-of-unlike-drives", ["gpuos", "identify", "--device", a + "+" + B_BDF], rc=2,
+           err=r"^gpuos identify: pci:%s has 512-byte LBAs and pci:%s 4096-byte ones: the controllers of an "
+               r"array need one LBA size" % (A_BDF, B_BDF))
     p.text("vfio-refuse-uio-under-iommu", ["gpuos", "identify", "--device", a + ",mode=uio"], rc=2,
            err=r"IOMMU translates this device's DMA")
     # VFIO maps the client heap for the controller: aligned 4 KiB reads go
@@ -303,8 +334,8 @@ def plan_vfio(rng, a_img, b_img, expect):
     return p
 
 
-def plan_uio(rng, a_img, b_img, expect):
-    p = Plan("uio")
+def plan_uio(run, rng, a_img, b_img, expect):
+    p = Plan("uio", ab_drives(run))
     p.text("uio-setup", "sh -c 'modprobe uio_pci_generic && echo 64 > /proc/sys/vm/nr_hugepages && "
            "grep HugePages_Free /proc/meminfo'", out=r"HugePages_Free: +64")
     a, b = "pci:" + A_BDF, "pci:" + B_BDF
@@ -321,6 +352,90 @@ def plan_uio(rng, a_img, b_img, expect):
     p.text("uio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
            out=r"%s: unbound from uio_pci_generic, now without a driver" % A_BDF)
     return p
+
+
+def plan_array(run, rng, img, data_md5):
+    """Two drives striped: pci:C+D,stripe=64 (one VFIO container for both)."""
+    p = Plan("array", ["-drive", "file=%s,if=none,id=nvmc,format=raw,readonly=on" % os.path.join(run, "c.img"),
+                       "-device", "nvme,serial=gpuos-c,drive=nvmc,addr=06.0",
+                       "-drive", "file=%s,if=none,id=nvmd,format=raw,readonly=on" % os.path.join(run, "d.img"),
+                       "-device", "nvme,serial=gpuos-d,drive=nvmd,addr=07.0"], injected_error=False)
+    dev = "pci:%s+%s,stripe=%d" % (C_BDF, D_BDF, ARR_STRIPE >> 10)
+    p.text("array-modprobe-vfio", "sh -c 'modprobe vfio-pci && modprobe vfio_iommu_type1 && echo loaded'", out=r"^loaded")
+
+    def identify(text):
+        try:
+            j = json.loads(text)
+        except ValueError:
+            return "not JSON: " + text[:200]
+        want = {"namespace_lbas": ARR_SIZE // 512, "lba_bytes": 512, "stripe_bytes": ARR_STRIPE, "serial": "gpuos-c"}
+        bad = {k: (j.get(k), v) for k, v in want.items() if j.get(k) != v}
+        ctrls = [(c.get("name"), c.get("serial"), c.get("namespace_lbas")) for c in j.get("controllers", [])]
+        if ctrls != [("pci:" + C_BDF, "gpuos-c", ARR_MEMBER // 512), ("pci:" + D_BDF, "gpuos-d", ARR_MEMBER // 512)]:
+            bad["controllers"] = ctrls
+        return ("identify differs (got, want): %s" % bad) if bad else None
+    # gpuos binds both to vfio-pci itself (nothing holds them), each through the checks
+    p.text("array-identify", ["gpuos", "identify", "--json", "--device", dev], out=identify)
+    # Reads across chunk boundaries (so across drives), and random ones
+    for i in range(4):
+        k = rng.randint(1, ARR_SIZE // ARR_STRIPE - 4)
+        off = k * ARR_STRIPE - rng.randint(1, 3000)
+        ln = [rng.randint(2, 6000), rng.randint(ARR_STRIPE, 3 * ARR_STRIPE), rng.randint(1 << 20, 2 << 20),
+              rng.randint(1, 4) * 512][i]
+        p.read("array-read-boundary%d" % i, img, 512, off, ln, device=dev, bad_sector=False)
+    for i, (off, ln) in enumerate(ranges(rng, ARR_SIZE, 4, 512, small=True)):
+        p.read("array-read%d" % i, img, 512, off, ln, device=dev, bad_sector=False)
+    # A file of 5 MiB lies on both drives: the metadata warp reads ext4 through the chunk mapping.
+    p.output("array-cat-file", ["gpuos", "cat", "--device", dev] + HEAP + ["/data.bin"], data_md5)
+    # A service: two warps, each with a queue pair on each drive.
+    sock = "/tmp/array.sock"
+    p.service("array-service", "arr", sock, dev, ["--warps", "2"], r"2 warps x 2 queues")
+    for i in range(3):
+        ln = rng.randint(200 << 10, 2 << 20)
+        p.read("array-svc%d" % i, img, 512, rng.randint(0, ARR_SIZE - ln), ln, socket=sock, bg=True,
+               bad_sector=False)
+    p.collect()
+    p.service_stop("array-service-stop", "arr", sock)
+
+    def bench(text):
+        # the fields below, one per line (the whole JSON is longer than a result line)
+        f = re.findall(r'"(errors|commands|source|io_cmds)": ?("?\w+"?)', text)
+        top = dict(f[:2]) if len(f) >= 2 else {}
+        src = [v for k, v in f if k == "source"]
+        cmds = [int(v) for k, v in f if k == "io_cmds"]
+        if top.get("errors") != "0" or top.get("commands") != "64" or len(cmds) != 2:
+            return "bench: %s" % text[:300]
+        if src != ['"smart"', '"smart"']:
+            return "no SMART counters: %s" % text[:300]
+        if min(cmds) == 0 or sum(cmds) != 64:
+            return "the drives served %s commands, want both some and 64 in all" % cmds
+        return None
+    # 4 KiB reads at random places: both drives serve some, their own
+    # counters (SMART log, since boot) add up to the runtime's 64 commands.
+    p.text("array-bench-counters", "sh -c 'gpuos bench --device %s --iters 64 --json | grep -Eo "
+           "\"\\\"(errors|commands|source|io_cmds)\\\": ?\\\"?[a-z0-9]+\\\"?\"'" % dev, out=bench)
+    return p
+
+
+def make_array(run, rng):
+    """The array's image (ext4 holding data.bin) and its two drives, chunk k on drive k % 2."""
+    src = os.path.join(run, "arr-src")
+    os.makedirs(src)
+    data = rng.randbytes((5 << 20) + 321)
+    with open(os.path.join(src, "data.bin"), "wb") as f:
+        f.write(data)
+    img = os.path.join(run, "arr-fs.img")
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-d", src, img, str(ARR_SIZE >> 20) + "M"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(img, "rb") as f:
+        arr = f.read()
+    os.unlink(img)
+    assert len(arr) == ARR_SIZE
+    for m, name in enumerate(("c.img", "d.img")):
+        with open(os.path.join(run, name), "wb") as f:
+            for k in range(m, ARR_SIZE // ARR_STRIPE, 2):
+                f.write(arr[k * ARR_STRIPE:(k + 1) * ARR_STRIPE])
+    return arr, hashlib.md5(data).hexdigest()
 
 
 def make_images(run, seed):
@@ -425,15 +540,7 @@ def boot(build, run, plan, iommu):
         # intel-iommu goes first: devices find their DMA address space at creation.
         cmd += ["-device", "intel-iommu"]
         append += " intel_iommu=on iommu.strict=1"
-    cmd += ["-append", append,
-            "-drive", "file=blkdebug:%s:%s,if=none,id=nvma,format=raw,readonly=on" % (
-                os.path.join(run, "blkdebug.conf"), os.path.join(run, "a.img")),
-            "-device", "nvme,serial=gpuos-a,drive=nvma,addr=04.0",
-            "-drive", "file=%s,if=none,id=nvmb,format=raw,readonly=on,throttling.iops-total=%d" % (
-                os.path.join(run, "b.img"), B_IOPS),
-            "-device", "nvme,serial=gpuos-b,drive=nvmb,addr=05.0,mdts=3,max_ioqpairs=2,"
-                       "logical_block_size=4096,physical_block_size=4096",
-            "-trace", "pci_nvme_err*", "-trace", "pci_nvme_ub*", "-D", trace]
+    cmd += ["-append", append] + plan.drives + ["-trace", "pci_nvme_err*", "-trace", "pci_nvme_ub*", "-D", trace]
     t0 = time.time()
     try:
         q = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=BOOT_TIMEOUT)
@@ -519,6 +626,8 @@ def evaluate(plan, secs, qrc, qerr, con, res, trace):
     other = [l for l in tr if not expected.search(l)]
     if other:
         bad(plan.name + "-no-nvme-trace-errors", "%d events, e.g. %s" % (len(other), "; ".join(other[:3])))
+    elif not plan.injected_error:
+        ok(plan.name + "-no-nvme-trace-errors")
     elif not tr:
         bad(plan.name + "-no-nvme-trace-errors", "not even the injected read error was traced (is -trace working?)")
     else:
@@ -535,13 +644,15 @@ def main():
     os.makedirs(run)
     t0 = time.time()
     a_img, b_img = make_images(run, seed)
+    arr_img, arr_md5 = make_array(run, random.Random(seed + 2))
     expect = file_expect(build, run)
     print("qemu: seed %d (GPUOS_QEMU_SEED=%d repeats this run)" % (seed, seed))
     total_p = total_f = 0
     rng = random.Random(seed + 1)
     for name, mk, iommu, what in (("vfio", plan_vfio, True, "vfio-pci, intel-iommu (strict)"),
-                                  ("uio", plan_uio, False, "uio_pci_generic, no IOMMU, hugepages")):
-        plan = mk(rng, a_img, b_img, expect)
+                                  ("uio", plan_uio, False, "uio_pci_generic, no IOMMU, hugepages"),
+                                  ("array", None, True, "two drives striped (pci:C+D), vfio-pci, intel-iommu")):
+        plan = mk(run, rng, a_img, b_img, expect) if mk else plan_array(run, random.Random(seed + 3), arr_img, arr_md5)
         if only and only != name:
             continue
         print("== boot %s: %s; %d checks, %d reads of %.1f MiB" % (

@@ -180,6 +180,35 @@ Test(files, gpt_partition_small_lbas_and_1k_blocks)
 	shut(&b);
 }
 
+/* An array (DESIGN.md 10): the image striped over four controllers, so
+ * every file of more than a chunk lies on all of them; the metadata warp
+ * reads the superblock, the inodes and the directories through the same
+ * chunk mapping as the service warps read the data. */
+Test(files, files_spread_over_four_ssds)
+{
+	struct booted b;
+	struct gpuos_ctrl_stats cs;
+	uint32_t m;
+	boot_img(&b, "ext4.img", "ssds=4,ooo=1", 2, 0, 0);
+	cr_assert_eq(gpuos_sys_info(b.sys)->nctrl, 4);
+	check_file(&b, "/big.bin", "big.bin", 80);
+	check_file(&b, "/sparse.bin", "sparse.bin", 40);
+	check_file(&b, "/small.txt", "small.txt", 5);
+	check_file(&b, "/models/m.gguf", "models/m.gguf", 10);
+	for (m = 0; m < 4; m++) {
+		cr_assert_eq(gpuos_sys_ctrl_stats(b.sys, m, &cs), 0);
+		cr_assert_gt(cs.read_bytes, 5u << 20 >> 2 >> 1, "controller %u read only %lu bytes", m,
+			     (unsigned long)cs.read_bytes);
+	}
+	shut(&b);
+	/* GPT with the partition at an odd LBA, 4 KiB chunks: metadata blocks
+	 * straddle chunk boundaries. */
+	boot_img(&b, "gpt.img", "ssds=3,stripe=4", 1, 0, 0);
+	check_file(&b, "/big.bin", "big.bin", 40);
+	check_file(&b, "/dir/sub/deep.txt", "dir/sub/deep.txt", 5);
+	shut(&b);
+}
+
 Test(files, stat_and_readdir)
 {
 	struct booted b;

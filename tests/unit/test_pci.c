@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../boot/ctrl.h"
@@ -79,4 +80,44 @@ Test(pci, ops_entry)
 	/* DMA memory comes from the controller (hugepages or pinnable pages). */
 	cr_assert_not_null(gpuos_ctrl_pci_ops.alloc);
 	cr_assert_not_null(gpuos_ctrl_pci_ops.free);
+}
+
+/* Device lists (DESIGN.md 10): "pci:A+B+...[,stripe=KiB]", one kind only. */
+Test(pci, device_list_errors)
+{
+	struct gpuos_ctrl *c = (struct gpuos_ctrl *)1;
+	char err[512], dev[512];
+	int i, o;
+
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+00:04.0", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert_null(c);
+	cr_assert(strstr(err, "0000:00:04.0 is listed twice"), "%s", err);
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "pci:A+B+..."), "%s", err);
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+zz,mode=vfio", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+0000:00:05.0,stripe=6", NULL, 0, 0, &c, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "stripe=6: the chunk size in KiB, a multiple of 4"), "%s", err);
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+0000:00:05.0,stripe=", NULL, 0, 0, &c, err, sizeof(err)),
+		     -EINVAL);
+	/* 17 controllers */
+	o = snprintf(dev, sizeof(dev), "pci:0000:00:00.0");
+	for (i = 1; i < 17; i++)
+		o += snprintf(dev + o, sizeof(dev) - (size_t)o, "+0000:00:%02x.0", i);
+	cr_assert_eq(gpuos_ctrl_open(dev, NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "at most 16 controllers"), "%s", err);
+	/* mixed kinds, and lists of a kind that makes none */
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+emu:/tmp/x.img", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "mixes pci: and emu: controllers"), "%s", err);
+	cr_assert_eq(gpuos_ctrl_open("emu:/tmp/x.img+pci:0000:00:04.0", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "mixes emu: and pci: controllers"), "%s", err);
+	cr_assert_eq(gpuos_ctrl_open("pci:0000:00:04.0+null", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "mixes pci: and null controllers"), "%s", err);
+	cr_assert_eq(gpuos_ctrl_open("emu:/tmp/a.img+emu:/tmp/b.img", NULL, 0, 0, &c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "emu:IMAGE,ssds=N"), "%s", err);
+	cr_assert_null(strchr(err, '\n'), "one line");
+	/* every device is looked at before any is taken: the second is missing */
+	cr_assert_eq(gpuos_ctrl_open("pci:ffff:ff:1f.6+pci:ffff:ff:1f.7", NULL, 0, 0, &c, err, sizeof(err)), -ENODEV);
+	cr_assert(strstr(err, "pci:ffff:ff:1f.6: no such PCI device"), "%s", err);
+	cr_assert_null(c);
 }

@@ -501,3 +501,146 @@ Test(runtime, controller_fatal_fails_everything_cleanly)
 	char err[512];
 	gpuos_shutdown(b.sys, err, sizeof(err));
 }
+
+/* ---- arrays (DESIGN.md 10) ----------------------------------------------------------
+ * "emu:IMG,ssds=N,stripe=KiB": N controllers hold the image striped, chunk k
+ * on controller k % N. The runtime splits every request at chunk boundaries
+ * and sends each piece to the controller that holds it, so a read equals the
+ * image's bytes only if the mapping is right on both sides. */
+
+/* Random ranges against the image, most of them starting or ending within
+ * a few LBAs of a chunk boundary, some spanning many chunks; destinations
+ * on a dword (zero copy where the range starts on an LBA) and odd ones
+ * (bounced). Then the padding past the image, the end of the array, and
+ * the controllers' own counters. */
+static void striped_reads(const char *opts, uint32_t ssds, uint32_t stripe, uint32_t lba, uint32_t warps, int rounds)
+{
+	struct booted b;
+	struct gpuos_stats st;
+	struct gpuos_ctrl_stats cs;
+	const struct gpuos_info *in;
+	uint64_t s = 1000u + ssds * 77u + stripe, row = (uint64_t)ssds * stripe, arr, served = 0;
+	uint32_t m;
+	char e[256];
+	int i;
+
+	boot_with(&b, opts, warps, 0, 0, 0);
+	in = gpuos_sys_info(b.sys);
+	cr_assert_eq(in->nctrl, ssds);
+	cr_assert_eq(in->stripe_bytes, stripe);
+	cr_assert_eq(in->lba_bytes, lba);
+	/* whole rows of chunks cover the image; the last row is padded */
+	arr = (IMG_BYTES + row - 1u) / row * row;
+	cr_assert_eq(in->namespace_lbas * in->lba_bytes, arr, "array of %lu bytes, want %lu",
+		     (unsigned long)(in->namespace_lbas * in->lba_bytes), (unsigned long)arr);
+	for (i = 0; i < rounds; i++) {
+		uint64_t k = 1u + rng_next(&s) % (IMG_BYTES / stripe - 1u);
+		uint64_t off = k * stripe - 4u * lba + rng_next(&s) % (8u * lba);
+		uint64_t len, at, got = 0;
+		switch (i % 4) {
+		case 0: len = 1u + rng_next(&s) % (3u * lba); break;             /* around one boundary */
+		case 1: len = 1u + rng_next(&s) % (3u * row); break;             /* a few rows */
+		case 2: len = 1u + rng_next(&s) % (2u << 20); break;             /* many chunks */
+		default:
+			len = 1u + rng_next(&s) % 200000u;
+			off = rng_next(&s) % IMG_BYTES;                               /* anywhere */
+			break;
+		}
+		if (i % 8 == 1)
+			off -= off % lba; /* LBA-aligned starts: whole commands go zero copy */
+		if (off + len > IMG_BYTES)
+			len = IMG_BYTES - off;
+		at = 64u + (rng_next(&s) % 1024u) * (i % 3 == 0 ? 1u : 4u);
+		memset(b.heap + at - 1, 0x5a, len + 2);
+		cr_assert_eq(read_at(&b, off, len, at, &got), GPUOS_ST_OK, "read %lu+%lu", (unsigned long)off,
+			     (unsigned long)len);
+		cr_assert_eq(got, len);
+		long dpos = first_diff(b.heap + at, img + off, len);
+		cr_assert(dpos < 0, "%s: %lu+%lu differs first at +%ld (chunk %lu, controller %lu)", opts,
+			  (unsigned long)off, (unsigned long)len, dpos, (unsigned long)((off + dpos) / stripe),
+			  (unsigned long)((off + dpos) / stripe % ssds));
+		cr_assert(b.heap[at - 1] == 0x5a && b.heap[at + len] == 0x5a, "read %lu+%lu wrote outside its destination",
+			  (unsigned long)off, (unsigned long)len);
+	}
+	/* The image's last bytes, then the padding of the last row: zeros. */
+	if (arr > IMG_BYTES) {
+		uint64_t n = arr - IMG_BYTES + 100u;
+		memset(b.heap, 0x5a, n);
+		cr_assert_eq(read_at(&b, IMG_BYTES - 100u, n, 0, NULL), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap, img + IMG_BYTES - 100u, 100) == 0);
+		for (uint64_t j = 100; j < n; j++)
+			cr_assert_eq(b.heap[j], 0, "padding byte %lu", (unsigned long)(IMG_BYTES - 100u + j));
+	}
+	cr_assert_eq(read_at(&b, arr - 1u, 2, 0, NULL), GPUOS_ST_BAD_RANGE);
+	/* Every controller served commands; together exactly those of the
+	 * runtime (exact once parked), with no errors. */
+	cr_assert_eq(gpuos_park(b.sys, e, sizeof(e)), 0, "%s", e);
+	gpuos_sys_stats(b.sys, &st);
+	for (m = 0; m < ssds; m++) {
+		cr_assert_eq(gpuos_sys_ctrl_stats(b.sys, m, &cs), 0);
+		cr_assert_gt(cs.io_cmds, 0, "controller %u served nothing", m);
+		cr_assert_eq(cs.errors + cs.dma_faults, 0, "controller %u: errors", m);
+		served += cs.io_cmds;
+	}
+	cr_assert_eq(gpuos_sys_ctrl_stats(b.sys, ssds, &cs), -EINVAL);
+	cr_assert_eq(served, st.commands, "controllers served %lu commands, the runtime sent %lu", (unsigned long)served,
+		     (unsigned long)st.commands);
+	cr_assert_eq(gpuos_resume(b.sys, e, sizeof(e)), 0, "%s", e);
+	/* One whole chunk is read from exactly the controller that holds it. */
+	for (i = 0; i < (int)(2u * ssds + 1u); i++) {
+		struct gpuos_ctrl_stats before[GPUOS_MAX_CTRL], after;
+		uint64_t k = (uint64_t)i * 7u % (IMG_BYTES / stripe);
+		for (m = 0; m < ssds; m++)
+			gpuos_sys_ctrl_stats(b.sys, m, &before[m]);
+		cr_assert_eq(read_at(&b, k * stripe, stripe, 0, NULL), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap, img + k * stripe, stripe) == 0);
+		for (m = 0; m < ssds; m++) {
+			gpuos_sys_ctrl_stats(b.sys, m, &after);
+			cr_assert_eq(after.read_bytes - before[m].read_bytes, m == k % ssds ? stripe : 0,
+				     "chunk %lu: controller %u read %lu bytes", (unsigned long)k, m,
+				     (unsigned long)(after.read_bytes - before[m].read_bytes));
+		}
+	}
+	shut(&b);
+}
+
+Test(runtime, array_2_ssds_4k_stripe)
+{
+	striped_reads("ssds=2,stripe=4", 2, 4096, 512, 2, 300);
+}
+
+Test(runtime, array_3_ssds_12k_stripe_4k_lbas_out_of_order)
+{
+	striped_reads("ssds=3,stripe=12,lba=4096,ooo=1", 3, 12288, 4096, 1, 300);
+}
+
+Test(runtime, array_4_ssds_default_stripe_small_mdts)
+{
+	striped_reads("ssds=4,mdts=64", 4, 512u << 10, 512, 2, 200);
+}
+
+Test(runtime, array_4_ssds_no_zero_copy)
+{
+	no_zero_copy = 1;
+	striped_reads("ssds=4,stripe=36,ooo=1", 4, 36u << 10, 512, 3, 200);
+}
+
+Test(runtime, array_device_memory_path)
+{
+	sim_vram = 1;
+	striped_reads("ssds=3,stripe=8", 3, 8192, 512, 2, 150);
+}
+
+/* Every service warp owns queues of every controller; more queues than
+ * that are spread the same way. A controller failing fails the array. */
+Test(runtime, array_queues_per_warp_and_controller)
+{
+	struct booted b;
+	const struct gpuos_info *in;
+	boot_with(&b, "ssds=3,stripe=16", 2, 13, 0, 0);
+	in = gpuos_sys_info(b.sys);
+	cr_assert_eq(in->queues_used, 12, "queues: %u", in->queues_used); /* 13 rounded to 2 warps x 3 controllers */
+	cr_assert_eq(read_at(&b, 5000, 1u << 20, 0, NULL), GPUOS_ST_OK);
+	cr_assert(memcmp(b.heap, img + 5000, 1u << 20) == 0);
+	shut(&b);
+}
