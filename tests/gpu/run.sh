@@ -86,7 +86,8 @@ for opts in "gather=4096" "gather=0" "backend=file" "backend=uring,stage=4" "ssd
 	python3 -c "
 import sys
 a=open('$img','rb').read()[12288:12288+40000000]; b=open('/dev/shm/gpuos-out.bin','rb').read()
-sys.exit(0 if a==b else 1)"; [ $rc -eq 0 ] && [ $? -eq 0 ]; res $? "gpuos read on the GPU runtime, emu:IMG,$opts: data equals the image"
+sys.exit(0 if a==b else 1)"; prc=$?
+	[ $rc -eq 0 ] && [ $prc -eq 0 ]; res $? "gpuos read on the GPU runtime, emu:IMG,$opts: data equals the image"
 done
 rm -f /dev/shm/gpuos-out.bin
 for opts in "" ",gather=0" ",ssds=4,stripe=64"; do
@@ -96,7 +97,8 @@ for opts in "" ",gather=0" ",ssds=4,stripe=64"; do
 	python3 -c "
 import json, sys
 d = json.load(open('/dev/shm/gpuos-4k.json'))
-sys.exit(0 if d['errors'] == 0 and d['timeouts'] == 0 and d['requests_per_s'] > 0 else 1)"; [ $rc -eq 0 ] && [ $? -eq 0 ]
+sys.exit(0 if d['errors'] == 0 and d['timeouts'] == 0 and d['requests_per_s'] > 0 else 1)"; prc=$?
+	[ $rc -eq 0 ] && [ $prc -eq 0 ]
 	res $? "bench 4 KiB random, 8192 GPU clients, emu:IMG$opts: no errors, no timeouts"
 done
 rm -f /dev/shm/gpuos-4k.json
