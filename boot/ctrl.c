@@ -11,8 +11,9 @@
 extern const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops;
 extern const struct gpuos_ctrl_ops gpuos_ctrl_null_ops;
 extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops;
-/* pci: is linked in when boot/pci.c provides it (weak, so the table builds either way). */
-extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops __attribute__((weak));
+/* A strong reference: a weak one pulls no member out of libgpuos.a, and the
+ * binary with CUDA then had no pci: at all (issue 13). */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops;
 
 int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,
 		    char *err, size_t errlen)
@@ -26,8 +27,7 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 	table[n++] = &gpuos_ctrl_emu_ops;
 	table[n++] = &gpuos_ctrl_gpunull_ops; /* before "null": longest prefix first */
 	table[n++] = &gpuos_ctrl_null_ops;
-	if (&gpuos_ctrl_pci_ops)
-		table[n++] = &gpuos_ctrl_pci_ops;
+	table[n++] = &gpuos_ctrl_pci_ops;
 	*out = NULL;
 	if (!dev || !*dev) {
 		snprintf(err, errlen, "no device given (--device emu:IMAGE, null, or pci:DDDD:BB:DD.F)");

@@ -141,7 +141,7 @@ assert [x["serial"][-2:] for x in c] == ["-0", "-1", "-2"] and j["serial"] == c[
 assert all(x["io_queues"] == 16 and "counters" not in x for x in c), c
 PY
 $gpuos identify --device "emu:$img,ssds=2,gbps=3.5,latency_us=70" > "$tmp/id.txt" 2>&1
-check "identify an array (text): each controller with its model" bash -c "grep -q '^array: *2 controllers striped in chunks of 128 KiB' $tmp/id.txt && [ \$(grep -c 'modeled gbps=3.5 iops=0 latency_us=70' $tmp/id.txt) = 2 ]"
+check "identify an array (text): each controller with its model" bash -c "grep -q '^array: *2 controllers striped in chunks of 512 KiB' $tmp/id.txt && [ \$(grep -c 'modeled gbps=3.5 iops=0 latency_us=70' $tmp/id.txt) = 2 ]"
 for spec in "4095 2" "4096 4096" "8191 9000" "12345 3000000" "$(( (48 << 20) - 5000 )) 5000"; do
 	set -- $spec
 	$gpuos read --device "emu:$img,ssds=4,stripe=4" --allow-raw --offset $1 --length $2 -o "$tmp/out" 2>"$tmp/err"
@@ -162,6 +162,9 @@ $gpuos bench --device "emu:$img,ssds=2" --host --threads 1 --iters 50 > "$tmp/be
 check "bench an array (text): each controller with its counters" bash -c "grep -q '^  controller 1: emu member 1 of 2' $tmp/bench.txt && [ \$(grep -c '^    [0-9]* I/O commands, ' $tmp/bench.txt) = 2 ]"
 $gpuos identify --device "pci:0000:00:04.0+emu:$img" 2> "$tmp/err"; rc=$?
 check "a device list of mixed kinds: exit 2, one line, says so" bash -c "[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'mixes pci: and emu: controllers' $tmp/err"
+# issue 13: the binary with CUDA knows pci: too (it once lost it to a weak reference)
+$gpuos identify --device "pci:0000:ff:1f.7" 2> "$tmp/err"; rc=$?
+check "build/gpuos has pci: (no such PCI device, not unknown kind)" bash -c "[ $rc -eq 2 ] && grep -q 'no such PCI device' $tmp/err"
 $gpuos identify --device "emu:$img+emu:$img" 2> "$tmp/err"; rc=$?
 check "emu:A+emu:B: exit 2, points to ssds=N" bash -c "[ $rc -eq 2 ] && grep -q 'emu:IMAGE,ssds=N' $tmp/err"
 $gpuos identify --device "emu:$img,ssds=17" 2> "$tmp/err"; rc=$?
