@@ -320,6 +320,12 @@ void cli_ctrl_json(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const s
 			st->smart ? "smart" : "controller", (unsigned long long)st->io_cmds,
 			(unsigned long long)st->read_bytes, (unsigned long long)st->errors,
 			(unsigned long long)st->dma_faults, (unsigned long long)st->lost);
+	if (st && st->dma)
+		fprintf(f, ", \"dma\": {\"cmds\": %llu, \"copies\": %llu, \"gathered\": %llu, \"batches\": %llu, "
+			   "\"waits\": %llu, \"busy_s\": %.3f}",
+			(unsigned long long)st->dma_cmds, (unsigned long long)st->dma_copies,
+			(unsigned long long)st->dma_gathered, (unsigned long long)st->dma_batches,
+			(unsigned long long)st->dma_waits, st->busy_s);
 	fputc('}', f);
 }
 
@@ -338,4 +344,10 @@ void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const s
 		fprintf(f, "    %llu I/O commands, %llu bytes read, %llu errors, %llu DMA faults, %llu lost\n",
 			(unsigned long long)st->io_cmds, (unsigned long long)st->read_bytes,
 			(unsigned long long)st->errors, (unsigned long long)st->dma_faults, (unsigned long long)st->lost);
+	if (st && st->dma && st->dma_batches)
+		fprintf(f, "    DMA engine: %llu commands, %llu copies, %llu gathered pieces, %llu batches, "
+			   "%llu waited for their data; workers busy %.3f s\n",
+			(unsigned long long)st->dma_cmds, (unsigned long long)st->dma_copies,
+			(unsigned long long)st->dma_gathered, (unsigned long long)st->dma_batches,
+			(unsigned long long)st->dma_waits, st->busy_s);
 }

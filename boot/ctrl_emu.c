@@ -378,6 +378,13 @@ static int emu_counters(struct gpuos_ctrl *c, uint32_t i, struct gpuos_ctrl_stat
 	out->errors = s.errors;
 	out->dma_faults = s.dma_faults;
 	out->lost = s.lost;
+	out->dma = 1;
+	out->dma_cmds = s.dma_cmds;
+	out->dma_copies = s.dma_copies;
+	out->dma_gathered = s.dma_gathered;
+	out->dma_batches = s.dma_batches;
+	out->dma_waits = s.dma_waits;
+	out->busy_s = (double)s.busy_ns / 1e9;
 	return 0;
 }
 

@@ -73,6 +73,13 @@ struct gpuos_ctrl_info {
 struct gpuos_ctrl_stats {
 	uint64_t io_cmds, read_bytes, errors, dma_faults, lost;
 	int smart;
+	/* the emulated controller's DMA engine (dma: 0 where there is none):
+	 * commands whose data moved asynchronously, copy-engine pieces,
+	 * gathered pieces, marks (batches), commands whose time had come
+	 * while their data was still on the way, worker seconds busy */
+	int dma;
+	uint64_t dma_cmds, dma_copies, dma_gathered, dma_batches, dma_waits;
+	double busy_s;
 };
 
 /* The device as the runtime serves it. For an array the top-level fields
