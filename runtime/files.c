@@ -339,9 +339,11 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 	 * controller's SQE fetch. */
 	gpuos_qp_sq_ring(qp, 1);
 	t0 = gpuos_now_ns();
+	/* outside the loop: the backoff grows while the command is out (it
+	 * was reset every poll, so it never escalated; issue 13) */
+	uint32_t spins = 0;
 	for (;;) {
 		struct gpuos_nvme_cqe c;
-		uint32_t spins = 0;
 		/* The CQE acquire (in peek) orders our reads of the bounce buffer
 		 * after the controller's data writes. */
 		if (gpuos_qp_cq_peek(qp, 0, &c)) {

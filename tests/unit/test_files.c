@@ -93,6 +93,9 @@ static void boot_img(struct booted *b, const char *img, const char *emu_opts, ui
 	o.timeout_ms = 2000;
 	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
 	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
+	/* the GPU suite must not pass on CPU threads (issue 13) */
+	cr_assert(!getenv("GPUOS_TEST_GPU") || gpuos_sys_info(b->sys)->gpu,
+		  "GPUOS_TEST_GPU is set but the runtime runs on CPU threads (no GPU opened)");
 	b->mb = gpuos_sys_mbox(b->sys);
 	b->heap = (char *)gpuos_sys_heap(b->sys, &b->heap_rt, &b->heap_len);
 }
