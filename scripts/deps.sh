@@ -29,11 +29,19 @@ for p in "${pkgs[@]}"; do
 		missing+=("$p")
 	fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+	echo "deps.sh: installing ${missing[*]}" >&2
+	sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -qq >/dev/null
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-echo "deps.sh: installing ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >/dev/null
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The npm reader the GGUF tests compare with, installed here once, beside
+# the Makefile (node_modules/, ignored by git): tests never reach the network.
+cd "$(dirname "$0")/.."
+if [ ! -f node_modules/@huggingface/gguf/package.json ]; then
+	echo "deps.sh: installing @huggingface/gguf (npm)" >&2
+	npm install --prefix . --no-audit --no-fund --no-save --no-package-lock --silent @huggingface/gguf >/dev/null
+fi

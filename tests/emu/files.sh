@@ -7,7 +7,7 @@
 # Every image is built here at run time (mke2fs -d, debugfs, sgdisk, the
 # project's GGUF writer; nothing is mounted) and every expected answer comes
 # from somewhere other than gpuos: debugfs (stat, ls -p, ex, dump), the source
-# files, sgdisk, the writer's own --json description and, when npm works,
+# files, sgdisk, the writer's own --json description and
 # @huggingface/gguf through tests/tools/gguf_ref.mjs.
 #
 # Assumptions beyond the letter of issue 4, as POSIX tools behave:
@@ -52,8 +52,8 @@ export GPUOS_QUIET_HOST=1 LC_ALL=C GPUOS="$gpuos"
 
 for t in mke2fs debugfs dumpe2fs e2fsck sgdisk python3; do
 	if ! command -v $t >/dev/null 2>&1; then
-		echo "files e2e: skipped, $t is not installed (e2fsprogs, gdisk, python3)"
-		exit 0
+		echo "files e2e: FAIL, $t is not installed (e2fsprogs, gdisk, python3: scripts/deps.sh installs them)"
+		exit 1
 	fi
 done
 if [ ! -x "$gpuos" ]; then
@@ -758,15 +758,10 @@ put $G/models/all-v3.gguf $((1 << 20))
 put $G/models/many-layers.gguf 5000003
 put $G/models/align-4096.gguf $((12 << 20))
 [ $have_real -eq 1 ] && put $G/real/llama-2-tiny-random.gguf $((16 << 20))
-node_mods=
-if command -v node >/dev/null 2>&1; then
-	if [ -d "$build/node_modules/@huggingface/gguf" ]; then
-		node_mods=$build/node_modules
-	elif command -v npm >/dev/null 2>&1 && timeout 90 npm install --prefix "$build" --no-audit --no-fund --silent \
-		@huggingface/gguf > "$build/npm-install.log" 2>&1 && [ -d "$build/node_modules/@huggingface/gguf" ]; then
-		node_mods=$build/node_modules
-	fi
-fi
+# the npm reader, installed by scripts/deps.sh (no test reaches the network)
+node_mods=node_modules
+command -v node >/dev/null && [ -f $node_mods/@huggingface/gguf/package.json ] || node_mods=
+check "node and @huggingface/gguf are installed (scripts/deps.sh)" test -n "$node_mods"
 
 check "all images built" test $build_ok -eq 1
 for i in b4k b1k no64 nocsum old1k blockmap inline htree frag p2 p3 gguf; do
@@ -782,7 +777,6 @@ check "htree: /big has the index flag (debugfs)" bash -c "debugfs -R 'stat /big'
 check "inline: /t, /m100, /idir and /ilink are inline (debugfs)" bash -c "
 	for p in /t /m100 /idir /ilink; do debugfs -R \"stat \$p\" $W/inline.img 2>/dev/null | grep -q 'Flags: 0x10000000' || exit 1; done"
 check "gguf image holds sparse files of 4 and 8 GiB" bash -c "debugfs -R 'stat /models/sparse-gap.gguf' $W/gguf.img 2>/dev/null | grep -q 'Size: 8589935488'"
-[ -n "$node_mods" ] || echo "  notice: npm or the registry is not reachable (no @huggingface/gguf): the comparisons with it are skipped"
 echo "   ($(( $(date +%s) - t0 )) s)"
 
 # ---- symlinks, path forms and errors ---------------------------------------------------------

@@ -11,8 +11,8 @@
 //    "tensors":[{"name","type","type_id","dims","rel_offset","abs_offset","byte_size"}]}
 //
 // Usage: node tests/tools/gguf_ref.mjs [--modules DIR] FILE.gguf > ref.json
-//   DIR holds node_modules/@huggingface/gguf (default: build/node_modules, as
-//   installed by `npm install --prefix build @huggingface/gguf`).
+//   DIR holds @huggingface/gguf (default: node_modules beside the Makefile,
+//   where scripts/deps.sh installs it).
 // Exit status: 0 dumped, 1 the package refused the file (its message on
 // stderr), 2 usage or the package is missing.
 //
@@ -97,7 +97,7 @@ function nested(items, level) {
 
 async function main() {
 	const args = process.argv.slice(2);
-	let modules = "build/node_modules";
+	let modules = "node_modules";
 	let file = null;
 	for (let i = 0; i < args.length; i++) {
 		if (args[i] === "--modules") modules = args[++i];
@@ -107,7 +107,7 @@ async function main() {
 	if (!file) usage();
 	modules = resolve(modules);
 	if (!existsSync(join(modules, "@huggingface", "gguf")))
-		usage(`@huggingface/gguf not found under ${modules} (npm install --prefix build @huggingface/gguf)`);
+		usage(`@huggingface/gguf not found under ${modules} (scripts/deps.sh installs it)`);
 	const require = createRequire(join(modules, "noop.js"));
 	const pkg = require("@huggingface/gguf");
 
