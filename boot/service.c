@@ -108,6 +108,7 @@ int cmd_boot(int argc, char **argv)
 
 	if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
 		c.boot.dev_heap_bytes = 256ull << 20;
+	c.boot.shared_shm = 1;   /* clients in other processes map it by name */
 	if (gpuos_boot(&c.boot, &s, err, sizeof(err))) {
 		cli_err("boot", "%s", err);
 		return GPUOS_EXIT_FAIL;

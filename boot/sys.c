@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "gpuos/host.h"
@@ -346,17 +347,42 @@ static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char 
 
 	heap = (heap + 0xffffu) & ~0xffffull;
 	s->shm_len = GPUOS_SHM_MBOX_OFF + ((mbox_bytes + 0xffffu) & ~0xffffull) + heap;
-	snprintf(s->shm_name, sizeof(s->shm_name), "/gpuos-%d-%p", (int)getpid(), (void *)s);
-	fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "shared memory %s: %s", s->shm_name, strerror(errno));
-		return r;
+	if (!s->opts.shared_shm) {
+		/* a runtime for this process alone: no name, no /dev/shm (a
+		 * minimal initramfs, a container's 64 MB /dev/shm) */
+		s->shm_name[0] = 0;
+		fd = memfd_create("gpuos", MFD_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			snprintf(err, errlen, "anonymous shared memory (memfd_create): %s", strerror(errno));
+			return r;
+		}
+	} else {
+		struct statvfs v;
+		/* tmpfs gives the pages only as they are touched: a segment larger
+		 * than what is free would fail later, in a client, with SIGBUS */
+		if (statvfs("/dev/shm", &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < s->shm_len) {
+			snprintf(err, errlen,
+				 "shared memory: /dev/shm has %llu MiB free, the service's mailbox and heap need %llu MiB "
+				 "(a smaller --heap-mib, or a larger /dev/shm)",
+				 (unsigned long long)((uint64_t)v.f_bavail * v.f_frsize >> 20),
+				 (unsigned long long)((s->shm_len + (1u << 20) - 1) >> 20));
+			return -ENOSPC;
+		}
+		snprintf(s->shm_name, sizeof(s->shm_name), "/gpuos-%d-%p", (int)getpid(), (void *)s);
+		fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd < 0) {
+			r = -errno;
+			snprintf(err, errlen, "shared memory %s: %s", s->shm_name, strerror(errno));
+			s->shm_name[0] = 0;
+			return r;
+		}
 	}
 	if (ftruncate(fd, (off_t)s->shm_len)) {
 		r = -errno;
 		close(fd);
-		shm_unlink(s->shm_name);
+		if (s->shm_name[0])
+			shm_unlink(s->shm_name);
 		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->shm_len, strerror(-r));
 		return r;
 	}
@@ -366,7 +392,8 @@ static int make_shm(struct gpuos_sys *s, uint32_t nslots, uint32_t nparts, char 
 	close(fd);
 	if (s->shm == MAP_FAILED) {
 		s->shm = NULL;
-		shm_unlink(s->shm_name);
+		if (s->shm_name[0])
+			shm_unlink(s->shm_name);
 		snprintf(err, errlen, "map shared memory: %s", strerror(errno));
 		return -ENOMEM;
 	}

@@ -36,6 +36,9 @@ struct gpuos_boot_opts {
 	uint64_t heap_bytes;      /* client memory shared with host clients (0: 64 MiB) */
 	uint64_t dev_heap_bytes;  /* client memory in VRAM for GPU clients (0: none) */
 	int mbox_vram;            /* mailbox in VRAM: fastest for GPU clients, no host clients */
+	int shared_shm;           /* other processes attach (the service): the mailbox and heap in a
+	                           * named POSIX segment in /dev/shm; else anonymous shared memory
+	                           * (memfd), which needs no /dev/shm */
 	uint32_t timeout_ms;      /* per command (0: the controller's CAP.TO) */
 	int host_mode;            /* run the runtime on CPU threads even with a GPU */
 	int allow_raw;            /* READ_RAW allowed */

@@ -172,5 +172,19 @@ check "ssds=17: exit 2" test $rc -eq 2
 $gpuos identify --device "emu:$img,ssds=2,stripe=6" 2> "$tmp/err"; rc=$?
 check "stripe=6: exit 2, says why" bash -c "[ $rc -eq 2 ] && grep -q 'multiple of 4' $tmp/err"
 
+echo "== shared memory (issue 13): one-shot commands need no /dev/shm, a service says when it is too small"
+if unshare -m true 2>/dev/null; then
+	unshare -m sh -c "mount -t tmpfs -o size=1M none /dev/shm && $gpuos read --device emu:$img --allow-raw --offset 100 \
+		--length 3000000 -o $tmp/small-shm.out && [ -z \"\$(ls /dev/shm)\" ]" 2> "$tmp/err"; rc=$?
+	check "gpuos read with a 1 MiB /dev/shm: works, leaves no segment" bash -c \
+		"[ $rc -eq 0 ] && python3 -c \"import sys; d=open('$img','rb').read(); sys.exit(0 if open('$tmp/small-shm.out','rb').read() == d[100:3000100] else 1)\""
+	unshare -m sh -c "mount -t tmpfs -o size=1M none /dev/shm && timeout 20 $gpuos boot --device emu:$img --socket $tmp/small.sock" \
+		2> "$tmp/err"; rc=$?
+	check "gpuos boot with a 1 MiB /dev/shm: exit 2, one line, says so" bash -c \
+		"[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q '/dev/shm has 1 MiB free' $tmp/err"
+else
+	echo "  skip shared memory: this machine gives no mount namespace (unshare -m)"
+fi
+
 echo "emu e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]
