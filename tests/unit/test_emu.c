@@ -2255,23 +2255,33 @@ Test(emu_array, each_member_has_its_own_model)
 		cr_assert_eq(td_bringup(&d[i], 1, 256), 0);
 	}
 	/* 200 commands on each member at once: 2000 IOPS each means 100 ms for
-	 * both together, not the 200 ms one shared timeline would take */
-	uint64_t t0 = gpuos_now_ns();
-	for (int i = 0; i < 2; i++) {
-		uint8_t *buf = td_alloc(&d[i], 200 * 512, 4096, NULL);
-		for (int k = 0; k < 200; k++) {
-			struct gpuos_nvme_sqe s;
-			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)k, 1, td_iova(&d[i], buf + k * 512), 0);
-			s.cid = (uint16_t)k;
-			td_sq_push(&d[i], &d[i].q[1], &s);
-		}
-		td_sq_ring(&d[i], &d[i].q[1]);
-	}
+	 * both together, not the 200 ms one shared timeline would take. Never
+	 * faster than the model; a busy machine only adds, so the best of
+	 * three rounds must show the two timelines. */
+	uint8_t *buf[2];
+	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 2; i++)
-		for (int k = 0; k < 200; k++)
-			cr_assert_eq(td_cq_poll(&d[i], &d[i].q[1], &c, 3000, 1), 0);
-	uint64_t ms = ms_since(t0);
-	cr_assert(ms >= 90 && ms < 180, "2 x 200 commands at 2000 IOPS per member: %llu ms", (unsigned long long)ms);
+		buf[i] = td_alloc(&d[i], 200 * 512, 4096, NULL);
+	for (int round = 0; round < 3 && best >= 180; round++) {
+		uint64_t t0 = gpuos_now_ns();
+		for (int i = 0; i < 2; i++) {
+			for (int k = 0; k < 200; k++) {
+				struct gpuos_nvme_sqe s;
+				td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)k, 1, td_iova(&d[i], buf[i] + k * 512), 0);
+				s.cid = (uint16_t)k;
+				td_sq_push(&d[i], &d[i].q[1], &s);
+			}
+			td_sq_ring(&d[i], &d[i].q[1]);
+		}
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < 200; k++)
+				cr_assert_eq(td_cq_poll(&d[i], &d[i].q[1], &c, 3000, 1), 0);
+		uint64_t ms = ms_since(t0);
+		cr_assert(ms >= 90, "2 x 200 commands at 2000 IOPS per member in %llu ms: faster than the model",
+			  (unsigned long long)ms);
+		best = GPUOS_MIN(best, ms);
+	}
+	cr_assert(best < 180, "2 x 200 commands at 2000 IOPS per member: %llu ms at best", (unsigned long long)best);
 	td_close(&d[0]);
 	td_close(&d[1]);
 }
@@ -2315,17 +2325,31 @@ Test(emu_io, performance_model_holds_under_load)
 {
 	struct td d;
 
+	/* The model is a limit: no run may beat it by more than 10 %. A busy
+	 * machine (make test runs suites side by side on 2 cores) only slows
+	 * this driver thread down, so the best of three runs must reach 90 %
+	 * of it (on the GPU machine, driven by the GPU: 6.999 of 7 GB/s). */
+	double s, best = 0;
 	/* iops: 3000 commands at 10000 IOPS with 64 in flight: 300 ms */
 	up(&d, 1, 256, "iops=10000,backend=null");
-	double s = (double)drive(&d, 64, 1, 3000) / 1e9;
-	cr_assert(3000 / s > 9000 && 3000 / s < 11000, "iops=10000: %.0f IOPS", 3000 / s);
+	for (int k = 0; k < 3 && best < 9000; k++) {
+		s = (double)drive(&d, 64, 1, 3000) / 1e9;
+		cr_assert(3000 / s < 11000, "iops=10000: %.0f IOPS, faster than the model", 3000 / s);
+		best = GPUOS_MAX(best, 3000 / s);
+	}
+	cr_assert(best > 9000, "iops=10000: %.0f IOPS at best", best);
 	td_close(&d);
 	cleanup();
 	/* gbps: 400 x 64 KiB at 0.1 GB/s: 262 ms */
 	up(&d, 1, 256, "gbps=0.1");
-	s = (double)drive(&d, 16, 128, 400) / 1e9;
-	double gbps = 400.0 * 65536 / s / 1e9;
-	cr_assert(gbps > 0.09 && gbps < 0.11, "gbps=0.1: %.4f GB/s", gbps);
+	best = 0;
+	for (int k = 0; k < 3 && best < 0.09; k++) {
+		s = (double)drive(&d, 16, 128, 400) / 1e9;
+		double gbps = 400.0 * 65536 / s / 1e9;
+		cr_assert(gbps < 0.11, "gbps=0.1: %.4f GB/s, faster than the model", gbps);
+		best = GPUOS_MAX(best, gbps);
+	}
+	cr_assert(best > 0.09, "gbps=0.1: %.4f GB/s at best", best);
 	td_close(&d);
 	cleanup();
 	/* latency: batches of 32 rung at once complete latency_us after the
