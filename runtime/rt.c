@@ -729,12 +729,12 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			if (d->nctrl > 1) {
 				/* Never past the end of the array chunk: the next LBAs
 				 * live on another controller. */
+				struct gpuos_qp *qp;
 				left = gpuos_rt_stripe_map(d, lba, &m, &clba);
 				if (left < (uint64_t)d->xfer_bytes >> d->lba_shift)
 					chunk = GPUOS_MIN(chunk, (left << d->lba_shift) - (dev - span0));
-			}
-			if (d->nctrl > 1) {
-				struct gpuos_qp *qp = rt_qp(W, base + m);
+				/* on that controller's queue of this round, if it has room */
+				qp = rt_qp(W, base + m);
 				if (qp->ahead >= gpuos_qp_sq_space(qp))
 					break; /* that queue is full: the rest waits for the next round */
 				if (qp->ahead == 0)
