@@ -305,7 +305,7 @@ GPUOS_INLINE GPUOS_HD void flush_done(const struct gpuos_rt_desc *d, struct rt_w
 		uint64_t batch = s->batch;
 		gpuos_store_fenced32(&s->state, GPUOS_SLOT_DONE);
 		if (batch) /* checked at intake: registered memory the runtime may use atomics on */
-			gpuos_mbox_fetch_add(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
+			gpuos_mbox_fetch_add_release(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
 	}
 	W->ndone = 0;
 }
@@ -331,7 +331,7 @@ GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w
 		 * thread of this GPU. */
 		gpuos_mbox_store_release(mbox_dev(d), &s->state, GPUOS_SLOT_DONE);
 		if (batch) /* checked at intake: registered memory the runtime may use atomics on */
-			gpuos_mbox_fetch_add(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
+			gpuos_mbox_fetch_add_release(mbox_dev(d), (uint32_t *)(uintptr_t)batch, 1u);
 	}
 	W->st.requests += 1;
 	if (status == GPUOS_ST_OK)
@@ -684,10 +684,11 @@ GPUOS_NOINLINE GPUOS_HD static void zero_fill(uint64_t dst, uint64_t n)
  * Each command goes on queue base + m of the warp, m the controller that
  * holds its LBAs (queue k of a warp belongs to controller k % nctrl,
  * gpuos_rt_desc_check). With one controller that is queue base, and the
- * caller's max is what it has room for; with several, each queue's room is
- * checked per command, and the queues written are listed in rung[]. */
+ * caller's max is what it has room for; with several (`array`, a constant
+ * at each call), each queue's room is checked per command, and the queues
+ * written are listed in rung[]. */
 GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t base,
-				    uint32_t max, uint32_t *cmds)
+				    uint32_t max, uint32_t *cmds, const int array)
 {
 	uint32_t n = 0, steps = 0;
 	uint64_t lbs = 1ull << d->lba_shift;
@@ -722,24 +723,26 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			steps++;
 		} else {
 			uint64_t iova = r->dst_iova + (r->next - r->off);
-			uint64_t lba = dev >> d->lba_shift, clba = lba, left;
-			uint32_t zc = 0, m = 0, ahead = n;
+			uint64_t lba = dev >> d->lba_shift, clba = lba;
+			uint32_t zc = 0, q = base, ahead = n;
 			span0 = lba << d->lba_shift;
 			chunk = GPUOS_MIN(run, span0 + d->xfer_bytes - dev);
-			if (d->nctrl > 1) {
+			if (array) {
 				/* Never past the end of the array chunk: the next LBAs
 				 * live on another controller. */
-				struct gpuos_qp *qp;
-				left = gpuos_rt_stripe_map(d, lba, &m, &clba);
+				struct gpuos_qp *aq;
+				uint32_t m;
+				uint64_t left = gpuos_rt_stripe_map(d, lba, &m, &clba);
 				if (left < (uint64_t)d->xfer_bytes >> d->lba_shift)
 					chunk = GPUOS_MIN(chunk, (left << d->lba_shift) - (dev - span0));
 				/* on that controller's queue of this round, if it has room */
-				qp = rt_qp(W, base + m);
-				if (qp->ahead >= gpuos_qp_sq_space(qp))
+				q = base + m;
+				aq = rt_qp(W, q);
+				if (aq->ahead >= gpuos_qp_sq_space(aq))
 					break; /* that queue is full: the rest waits for the next round */
-				if (qp->ahead == 0)
-					W->rung[W->nrung++] = base + m; /* at most one per command of the batch */
-				ahead = qp->ahead++;
+				if (aq->ahead == 0)
+					W->rung[W->nrung++] = q; /* at most one per command of the batch */
+				ahead = aq->ahead++;
 			}
 			/* Zero copy: whole LBAs straight into the destination, when it
 			 * starts on an LBA of the device and on a dword (PRP1, NVMe
@@ -755,7 +758,7 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			W->st.zero_copy += zc;
 			sl->busy = SLOT_BUSY;
 			sl->req = ri;
-			sl->q = base + m;
+			sl->q = q;
 			sl->ahead = ahead;
 			sl->lba = clba; /* the controller's LBA */
 			sl->src_off = (uint32_t)(dev - span0);
@@ -821,7 +824,12 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 	e->cdw15 = 0;
 }
 
-GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+/* All lanes: plan and submit what the warp's requests still need, a
+ * round per queue. `array` is a constant at each call (submit below), so
+ * the one-controller path is compiled without the array's steps: branched
+ * around, they cost it 0.6 us of round trip and 3.6 % of requests/s on
+ * gpu-null (docs/benchmarks.md). */
+GPUOS_INLINE GPUOS_HD int submit_rounds(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, const int array)
 {
 	uint32_t qpm = W->qpm;
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width();
@@ -833,7 +841,7 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 	 * commands a round; one fence for it and a doorbell per queue written. */
 	for (k = 0; k < qpm; k++) {
 		uint32_t j = W->rr_q + k >= qpm ? W->rr_q + k - qpm : W->rr_q + k; /* both < qpm */
-		uint32_t base = j * d->nctrl, one = d->nctrl == 1;
+		uint32_t base = array ? j * d->nctrl : j, one = !array;
 		struct gpuos_qp *qp = rt_qp(W, base); /* the batch's queue with one controller */
 		uint32_t n = 0, i;
 
@@ -841,7 +849,7 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 			uint32_t max = GPUOS_WARP_MAX;
 			if (one)
 				max = GPUOS_MIN(max, gpuos_qp_sq_space(qp));
-			n = plan(d, w, W, base, max, cmds);
+			n = plan(d, w, W, base, max, cmds, array);
 			if (n) {
 				uint64_t now = gpuos_now_ns();
 				for (i = 0; i < n; i++)
@@ -904,6 +912,16 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 		W->rr_q = W->rr_q + 1u >= qpm ? 0 : W->rr_q + 1u;
 	gpuos_warp_sync();
 	return (int)total;
+}
+
+GPUOS_NOINLINE GPUOS_HD static int submit_array(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	return submit_rounds(d, w, W, 1);
+}
+
+GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
+{
+	return d->nctrl > 1 ? submit_array(d, w, W) : submit_rounds(d, w, W, 0);
 }
 
 /* ---- completion ------------------------------------------------------------------ */
