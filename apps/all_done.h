@@ -14,16 +14,14 @@
 static inline GPUOS_HD int app_all_done(uint32_t *done, uint32_t tid, uint32_t nthreads)
 {
 	uint32_t spins = 0;
-	/* This thread's results before its increment; pairs with thread 0's
-	 * fence after it sees every thread done. */
-	gpuos_fence_dev();
-	gpuos_fetch_add_dev32(done, 1u);
+	/* Release: this thread's results before its increment. Every
+	 * increment is an RMW on one word, so thread 0's acquire load that
+	 * reads the last of them synchronises with all (a release sequence). */
+	gpuos_fetch_add_release_dev32(done, 1u);
 	if (tid != 0)
 		return 0;
 	while (gpuos_load_acquire_dev32(done) < nthreads)
 		gpuos_backoff(&spins);
-	/* Pairs with each thread's fence before its increment. */
-	gpuos_fence_dev();
 	return 1;
 }
 

@@ -435,7 +435,7 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 			if (it[i].result == R_PENDING)
 				load_one(mb, h, &it[i], buf, sh->share, &bytes);
 		if (bytes)
-			gpuos_fetch_add_sys64(&sh->bytes, bytes);
+			gpuos_fetch_add_relaxed_sys64(&sh->bytes, bytes);
 	}
 	/* Thread 0 reports once every thread's items and bytes are in. */
 	if (!app_all_done(&sh->done, tid, nthreads))

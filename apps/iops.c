@@ -248,14 +248,14 @@ GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t 
 				break; /* failing: stop early, the report says so */
 			continue;
 		}
-		gpuos_fetch_add_dev32(&hist[bucket(t2 - t1)], 1u);
+		gpuos_fetch_add_relaxed_dev32(&hist[bucket(t2 - t1)], 1u);
 		if (t2 - t1 > maxl)
 			maxl = t2 - t1;
 		done++;
 	}
-	gpuos_fetch_add_sys64(&sh->reads, done);
+	gpuos_fetch_add_relaxed_sys64(&sh->reads, done);
 	if (errs)
-		gpuos_fetch_add_dev32(&sh->errors, errs);
+		gpuos_fetch_add_relaxed_dev32(&sh->errors, errs);
 	/* Thread 0 reports once every thread's histogram and counters are in. */
 	if (!app_all_done(&sh->done, tid, nthreads))
 		return;

@@ -165,18 +165,14 @@ static inline GPUOS_HD void compute_layer(struct shared *sh, struct lrec *L, con
 	uint32_t s = i & 1u;
 	uint64_t part = layer_part(ents + L->first, L->n, slot, L->chunks, r, nc, tab);
 	if (part)
-		gpuos_fetch_add_sys64(&sh->acc[s], part); /* relaxed; on VRAM, device-wide */
-	/* Order this thread's reads of the slot and its acc add before its
-	 * arrival; pairs with the fence the last arriving thread runs after its
-	 * own arrival (fence-RMW-RMW-fence: those reads and adds happen before
-	 * the checksum is read and the slot is freed). */
-	gpuos_fence_dev();
-	if (gpuos_fetch_add_dev32(&sh->arrive[s], 1u) + 1u != nc)
+		gpuos_fetch_add_relaxed_sys64(&sh->acc[s], part); /* on VRAM, device-wide; the arrival orders it */
+	/* The arrival is acq_rel: its release half orders this thread's reads
+	 * of the slot and its acc add before it; the last arrival's acquire
+	 * half reads the end of that release sequence (every arrival is an RMW
+	 * on the same word), so those reads and adds happen before the
+	 * checksum is read and the slot is freed. */
+	if (gpuos_fetch_add_acq_rel_dev32(&sh->arrive[s], 1u) + 1u != nc)
 		return;
-	/* Last one: see every other thread's acc add and be ordered after its
-	 * reads of the slot; pairs with the fence each of them ran before
-	 * arriving. */
-	gpuos_fence_dev();
 	L->sum = gpuos_load_relaxed_sys64(&sh->acc[s]);
 	L->t_comp1 = gpuos_now_ns();
 	gpuos_store_relaxed_sys64(&sh->acc[s], 0);

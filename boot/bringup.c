@@ -73,7 +73,9 @@ int gpuos_nvme_admin(struct gpuos_nvme_dev *d, struct gpuos_nvme_sqe *cmd, struc
 		snprintf(err, errlen, "%s: admin queue full", step);
 		return -EBUSY;
 	}
-	cmd->cid = d->next_cid++;
+	/* below 0x8000: the runtime's admin commands take the top half */
+	cmd->cid = d->next_cid;
+	d->next_cid = (uint16_t)((d->next_cid + 1u) & 0x7fffu);
 	gpuos_qp_sq_put(&d->admin, 0, cmd);
 	gpuos_qp_sq_ring(&d->admin, 1);
 	t0 = now_ms();

@@ -112,7 +112,7 @@ void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d);
  * MMIO primitives). */
 static inline uint32_t gpuos_reg_read32(const struct gpuos_ctrl_member *m, uint32_t off)
 {
-	return gpuos_mmio_read32(m->regs + off / 4);
+	return gpuos_mmio_read_acquire32(m->regs + off / 4);
 }
 static inline void gpuos_reg_write32(const struct gpuos_ctrl_member *m, uint32_t off, uint32_t v)
 {

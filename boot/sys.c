@@ -62,6 +62,7 @@ struct gpuos_sys {
 	struct gpuos_dma bounce, prp, ctl, state, mbox_dev, dev_heap;
 	struct gpuos_dma cmd;        /* on the GPU: the VRAM copy of ctl->cmd the runtime polls */
 	struct gpuos_dma files, meta_bounce, meta_prp;
+	struct gpuos_dma admin;      /* struct gpuos_rt_admin per controller: the runtime's recovery */
 	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
 	struct gpuos_rt_desc *desc;   /* host copy */
 	/* shared segment: header, mailbox, heap */
@@ -124,6 +125,33 @@ static int set_cmd(struct gpuos_sys *s, uint32_t cmd)
 	return 0;
 }
 
+/* The admin queues change hands (DESIGN.md 11): the runtime uses them to
+ * abort and reset while it runs, boot before and after. Whoever takes them
+ * starts where the other left them. */
+static void admin_to_runtime(struct gpuos_sys *s)
+{
+	struct gpuos_rt_admin *A = s->admin.host;
+	uint32_t m;
+	for (m = 0; A && m < s->nctrl; m++) {
+		A[m].sq_tail = s->nvme[m].admin.sq_tail;
+		A[m].sq_head = s->nvme[m].admin.sq_head;
+		A[m].cq_head = s->nvme[m].admin.cq_head;
+		A[m].phase = s->nvme[m].admin.phase;
+	}
+}
+
+static void admin_from_runtime(struct gpuos_sys *s)
+{
+	struct gpuos_rt_admin *A = s->admin.host;
+	uint32_t m;
+	for (m = 0; A && m < s->nctrl; m++) {
+		s->nvme[m].admin.sq_tail = __atomic_load_n(&A[m].sq_tail, __ATOMIC_RELAXED);
+		s->nvme[m].admin.sq_head = __atomic_load_n(&A[m].sq_head, __ATOMIC_RELAXED);
+		s->nvme[m].admin.cq_head = __atomic_load_n(&A[m].cq_head, __ATOMIC_RELAXED);
+		s->nvme[m].admin.phase = __atomic_load_n(&A[m].phase, __ATOMIC_RELAXED);
+	}
+}
+
 static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	struct gpuos_rt_ctl *ctl = ctl_host(s);
@@ -138,6 +166,7 @@ static int start_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 		return r;
 	}
 	__atomic_store_n(&ctl->state, GPUOS_RT_STATE_RUNNING, __ATOMIC_RELEASE);
+	admin_to_runtime(s); /* the launch below orders it before the runtime */
 	ctl->epoch++;
 	if (s->gpu) {
 		if (s->ctrl->ops->loopback && (r = gpuos_loop_start(s->ctrl, gpuos_rt_image, err, errlen)))
@@ -206,6 +235,7 @@ static int stop_runtime(struct gpuos_sys *s, uint32_t cmd, char *err, size_t err
 		s->threads = NULL;
 	}
 	s->running = 0;
+	admin_from_runtime(s); /* it has left: the wait or the joins order its writes before */
 	if (__atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE) != GPUOS_RT_STATE_FATAL)
 		__atomic_store_n(&ctl->state, cmd == GPUOS_RT_CMD_PARK ? GPUOS_RT_STATE_PARKED : GPUOS_RT_STATE_STOPPED,
 				 __ATOMIC_RELEASE);
@@ -280,6 +310,8 @@ static void teardown(struct gpuos_sys *s)
 		gpuos_dma_free(s->ctrl, &s->meta_prp);
 	if (s->ctl.len)
 		gpuos_dma_free(s->ctrl, &s->ctl);
+	if (s->admin.len)
+		gpuos_dma_free(s->ctrl, &s->admin);
 	if (s->state.len)
 		gpuos_dma_free(s->ctrl, &s->state);
 	if (s->cmd.len)
@@ -857,6 +889,7 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		d->flags |= GPUOS_RT_QUEUES_DEVICE;
 	d->ctl = s->ctl.rt;
 	d->cmd = d->ctl + offsetof(struct gpuos_rt_ctl, cmd);
+	d->retries = 3; /* a command failed with DNR clear goes again at most 3 times */
 	if (s->gpu) {
 		r = gpuos_dma_alloc(s->ctrl, 64, GPUOS_MEM_VRAM, 0, &s->cmd);
 		if (r) {
@@ -905,6 +938,40 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 		d->queue[q].qid = qid;
 		d->queue[q].depth = depth;
 		d->queue[q].ctrl = m;
+	}
+	/* What the runtime needs to abort and reset by itself. */
+	if (!s->ctrl->ops->loopback) {
+		struct gpuos_rt_admin *A;
+		r = gpuos_dma_alloc(s->ctrl, nctrl * sizeof(*A), GPUOS_MEM_HOST, 0, &s->admin);
+		if (r) {
+			snprintf(err, errlen, "allocate the runtime's admin table: %s", strerror(-r));
+			goto fail;
+		}
+		A = s->admin.host;
+		for (m = 0; m < nctrl; m++) {
+			struct gpuos_nvme_dev *n = &s->nvme[m];
+			/* CSTS.RDY must be read to reset: not where the GPU cannot
+			 * read the controller's registers (a real SSD's BAR) */
+			A[m].regs = s->ctrl->member[m].regs_rt && (!s->gpu || s->ctrl->regs_gpu_readable)
+					    ? s->ctrl->member[m].regs_rt : 0;
+			A[m].sq = n->admin_sq.rt;
+			A[m].cq = n->admin_cq.rt;
+			A[m].sq_db = gpuos_nvme_sq_db_rt(n, 0);
+			A[m].cq_db = gpuos_nvme_cq_db_rt(n, 0);
+			A[m].depth = GPUOS_ADMIN_DEPTH;
+			A[m].to_ms = n->to_ms;
+			A[m].cc = gpuos_reg_read32(n->m, GPUOS_NVME_REG_CC);
+			A[m].nio = n->io_queues;
+		}
+		for (q = 0; q < nq; q++) {
+			A[(q % qpw) % nctrl].sq_iova[q] = s->sq[q].iova;
+			A[(q % qpw) % nctrl].cq_iova[q] = s->cq[q].iova;
+		}
+		for (m = 0; meta && m < nctrl; m++) {
+			A[m].sq_iova[nq + m] = s->sq[nq + m].iova;
+			A[m].cq_iova[nq + m] = s->cq[nq + m].iova;
+		}
+		d->admin = s->admin.rt;
 	}
 	d->state_bytes = gpuos_rt_state_bytes(d);
 	r = gpuos_dma_alloc(s->ctrl, d->state_bytes, GPUOS_MEM_VRAM, 0, &s->state);
@@ -1002,6 +1069,10 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 		st->doorbells += __atomic_load_n(&x->doorbells, __ATOMIC_RELAXED);
 		st->polls += __atomic_load_n(&x->polls, __ATOMIC_RELAXED);
 		st->zero_copy += __atomic_load_n(&x->zero_copy, __ATOMIC_RELAXED);
+		st->strays += __atomic_load_n(&x->strays, __ATOMIC_RELAXED);
+		st->aborts += __atomic_load_n(&x->aborts, __ATOMIC_RELAXED);
+		st->resets += __atomic_load_n(&x->resets, __ATOMIC_RELAXED);
+		st->retries += __atomic_load_n(&x->retries, __ATOMIC_RELAXED);
 	}
 	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
 	st->notices = __atomic_load_n(&ctl->notices, __ATOMIC_RELAXED);
@@ -1019,8 +1090,22 @@ int gpuos_sys_ctrl_stats(const struct gpuos_sys *s, uint32_t i, struct gpuos_ctr
 		return s->ctrl->ops->counters(s->ctrl, i, st);
 	if (!(s->have_smart0 & (1u << i)))
 		return -EOPNOTSUPP;
-	/* A read of the log changes nothing the caller sees as const. */
-	r = smart_read((struct gpuos_sys *)(uintptr_t)s, i, &now);
+	/* A read of the log changes nothing the caller sees as const. The
+	 * running runtime may be using the admin queue (aborts, resets): it is
+	 * parked around the read. */
+	{
+		struct gpuos_sys *w = (struct gpuos_sys *)(uintptr_t)s;
+		int was = w->running && w->admin.len;
+		char e[256];
+		if (was && (r = gpuos_park(w, e, sizeof(e))))
+			return r;
+		r = smart_read(w, i, &now);
+		if (was) {
+			int r2 = gpuos_resume(w, e, sizeof(e));
+			if (!r)
+				r = r2;
+		}
+	}
 	if (r)
 		return r;
 	b = &s->smart0[i];

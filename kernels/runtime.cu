@@ -8,6 +8,7 @@
 //   gpuos_bench_client   a measuring client (bench_client.cuh)
 //   gpuos_dma_gather     the emulated controller's batched small copies (dma_gather.cuh)
 #include "../runtime/rt.c"
+#include "../runtime/recover.c"
 #include "../runtime/files.c"
 #include "../runtime/ext4.c"
 #include "../runtime/gpt.c"

@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "files.h"
+#include "recover.h"
 #include "gguf.h"
 #include "gpt.h"
 #include "queue.h"
@@ -33,6 +34,12 @@ struct rt_files {
 	uint16_t last_nvme;         /* NVMe status of the last failed metadata read */
 	uint16_t rsvd1;
 	uint32_t gen;               /* handle generations */
+	/* The reset protocol (runtime/recover.h): the metadata warp takes part */
+	uint32_t rec_epoch;         /* the last reset epoch it dropped for */
+	uint32_t inflight;          /* 1 + the controller of its command in flight, 0: none */
+	uint32_t dropped;           /* a reset ended that command */
+	uint32_t broken;            /* a command could be neither ended nor reset: no more reads */
+	uint32_t rec_gen[GPUOS_RT_MAX_CTRL];
 	uint64_t part_off;          /* byte offset of the mounted file system */
 	uint64_t part_lba;          /* the same in device LBAs (0: no partition table) */
 	const struct gpuos_rt_desc *d;
@@ -113,7 +120,7 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *
 {
 	struct rt_files *F = files_of(d);
 	uint32_t n = d->mbox_nslots;
-	uint32_t pos = gpuos_fetch_add_dev32(&F->posted, 1u);
+	uint32_t pos = gpuos_fetch_add_relaxed_dev32(&F->posted, 1u); /* a position */
 	/* Publish the TAKEN slot with the entry; pairs with the metadata warp's
 	 * acquire load of it. The ring cannot overrun: each mailbox slot is in it
 	 * at most once until its DONE, and there are n of them. */
@@ -122,10 +129,10 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *
 
 GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d)
 {
-	/* After this warp's last forward; pairs with the metadata warp's acquire
-	 * load of exits before it decides that nothing more can come. */
-	gpuos_fence_dev();
-	gpuos_fetch_add_dev32(&files_of(d)->exits, 1u);
+	/* Release: after this warp's last forward and its state's copy back;
+	 * pairs with the metadata warp's acquire load of exits before it
+	 * decides that nothing more can come. */
+	gpuos_fetch_add_release_dev32(&files_of(d)->exits, 1u);
 }
 
 GPUOS_HD const struct rt_handle *gpuos_rt_handle_at(const struct gpuos_rt_desc *d, uint32_t index)
@@ -286,6 +293,37 @@ GPUOS_INLINE GPUOS_HD uint32_t status_of(int err)
 
 /* ---- reading the device: own queue pair, block cache ------------------------------ */
 
+/* Follow the reset protocol from the word w (as the service warps do,
+ * rt.c rec_follow). Returns 1 while a reset keeps us from the queues. */
+GPUOS_NOINLINE GPUOS_HD static int meta_rec_follow(struct rt_files *F, uint32_t w)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	struct rt_recover *rs = gpuos_rt_recover(d);
+	uint32_t ph = rt_rec_phase(w), m;
+	if (ph == RT_PH_DROP && F->rec_epoch != rs->epoch) {
+		if (F->inflight == rs->ctrl + 1u) {
+			F->inflight = 0;
+			F->dropped = 1; /* the controller writes nothing more: the bounce buffer is ours */
+		}
+		F->rec_epoch = rs->epoch;
+		gpuos_rt_rec_ack(rs);
+	}
+	if (ph != RT_PH_RUN)
+		return 1;
+	for (m = 0; m < d->nctrl; m++) {
+		if (F->rec_gen[m] != rs->gen[m]) {
+			const struct gpuos_rt_queue *q = &d->queue[d->nqueues + m];
+			uint32_t dev = F->qp[m].dev;
+			gpuos_qp_init(&F->qp[m], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
+				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
+				      q->depth, q->qid);
+			F->qp[m].dev = dev;
+			F->rec_gen[m] = rs->gen[m];
+		}
+	}
+	return 0;
+}
+
 /* Read up to npages 4 KiB pages from device page `page` into the metadata
  * bounce buffer: one command, on the queue of the controller that holds
  * them, waited for. It stops at the end of the namespace and of an array
@@ -309,6 +347,14 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 	if (left < bytes >> d->lba_shift)
 		bytes = left << d->lba_shift;
 	qp = &F->qp[m];
+	if (F->broken)
+		return -EIO;
+	{
+		/* Not into a controller being reset: its queues start afresh. */
+		uint32_t spins = 0;
+		while (meta_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d))))
+			gpuos_backoff(&spins);
+	}
 	while (gpuos_qp_sq_space(qp) == 0) {
 		/* Completions of commands given up on earlier still own entries. */
 		struct gpuos_nvme_cqe c;
@@ -338,18 +384,35 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 	/* One fence and the doorbell (gpuos_qp_sq_ring); pairs with the
 	 * controller's SQE fetch. */
 	gpuos_qp_sq_ring(qp, 1);
+	F->inflight = m + 1u;
+	F->dropped = 0;
 	t0 = gpuos_now_ns();
 	/* outside the loop: the backoff grows while the command is out (it
 	 * was reset every poll, so it never escalated; issue 13) */
-	uint32_t spins = 0;
+	uint32_t spins = 0, aborted = 0;
 	for (;;) {
 		struct gpuos_nvme_cqe c;
+		struct rt_recover *rs = gpuos_rt_recover(d);
+		/* A reset first: in its DROP phase the CQ is not ours to read. */
+		if (meta_rec_follow(F, gpuos_rt_rec_word(rs)) || F->dropped) {
+			if (F->dropped) {
+				F->last_nvme = 0;
+				return -EIO; /* the controller was reset under it */
+			}
+			gpuos_backoff(&spins);
+			continue;
+		}
 		/* The CQE acquire (in peek) orders our reads of the bounce buffer
 		 * after the controller's data writes. */
 		if (gpuos_qp_cq_peek(qp, 0, &c)) {
 			gpuos_qp_cq_consume(qp, 1, c.sqhd);
 			if (c.cid != cid)
-				continue; /* a command given up on earlier */
+				continue; /* not ours: nothing else is ever in flight here */
+			F->inflight = 0;
+			if (aborted) {
+				F->last_nvme = 0;
+				return -ETIMEDOUT; /* it ended after its timeout (done or aborted) */
+			}
 			if (gpuos_nvme_status_of(c.status)) {
 				F->last_nvme = gpuos_nvme_status_of(c.status);
 				return -EIO;
@@ -357,8 +420,25 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 			return (int64_t)bytes;
 		}
 		if (gpuos_now_ns() - t0 > d->timeout_ns) {
-			F->last_nvme = 0;
-			return -ETIMEDOUT;
+			/* Never given up on while the controller may still write the
+			 * bounce buffer (DESIGN.md 11): abort it, then reset. */
+			if (!aborted) {
+				int a = gpuos_rt_abort(d, rs, m, (uint16_t)qp->qid, cid);
+				if (a) {
+					aborted = 1;
+					t0 = gpuos_now_ns();
+				}
+			} else if (!gpuos_rt_can_reset(d, m)) {
+				F->last_nvme = 0;
+				F->broken = 1; /* the bounce buffer may still be written: no more reads */
+				return -ETIMEDOUT;
+			} else if (gpuos_rt_reset_begin(d, rs, m)) {
+				meta_rec_follow(F, gpuos_rt_rec_word(rs)); /* our drop and ack */
+				gpuos_rt_reset_finish(d, rs);
+				meta_rec_follow(F, gpuos_rt_rec_word(rs));
+				F->last_nvme = 0;
+				return -ETIMEDOUT;
+			}
 		}
 		gpuos_backoff(&spins);
 	}
@@ -613,7 +693,7 @@ GPUOS_NOINLINE GPUOS_HD static void reply(struct rt_files *F, const struct mreq 
 	gpuos_fence_sys();
 	gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_DONE);
 	if (batch) /* checked by the service warp at intake */
-		gpuos_mbox_fetch_add(dev, (uint32_t *)(uintptr_t)batch, 1u);
+		gpuos_mbox_fetch_add_release(dev, (uint32_t *)(uintptr_t)batch, 1u);
 	/* The host reads these at any time; relaxed, like the service warps' counts. */
 	gpuos_store_relaxed_sys64(&o->requests, gpuos_load_relaxed_sys64(&o->requests) + 1u);
 	if (st != GPUOS_ST_OK)
@@ -1300,9 +1380,13 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 	F->mio_file.read = io_file_read;
 	F->fs.io.read = io_dev_read;
 	F->launches++;
+	/* A participant of resets, as each service warp (runtime/recover.h). */
+	gpuos_rt_rec_enter(d, gpuos_rt_recover(d));
+	meta_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
 
 	for (;;) {
 		uint32_t pos = F->consumed, e;
+		meta_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
 		/* Pairs with the service warps' release store of the entry. */
 		e = gpuos_load_acquire_dev32(&meta_ring(d)[pos % n]);
 		if ((e >> 16) == (((pos / n) + 1u) & 0xffffu) && (e & 0xffffu) < n) {
@@ -1320,7 +1404,8 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 			 * Pairs with their fence before the exits increment. */
 			uint32_t exits = gpuos_load_acquire_dev32(&F->exits);
 			if (exits >= d->nwarps * F->launches &&
-			    gpuos_load_acquire_dev32(&F->posted) == F->consumed)
+			    gpuos_load_acquire_dev32(&F->posted) == F->consumed &&
+			    gpuos_rt_rec_leave(gpuos_rt_recover(d)))
 				break;
 		}
 		if (++idle > (GPUOS_ON_GPU ? 1024u : 64u))

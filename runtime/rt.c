@@ -14,13 +14,27 @@
 #include "rt.h"
 #include "files.h"
 #include "queue.h"
+#include "recover.h"
 
 /* ---- private state ----------------------------------------------------------- */
 
 enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_ZOMBIE = 2 };
+/* ZOMBIE flags. HELD: its request waits for it (the controller writes the
+ * destination itself: no answer while the data may still land). ABORTED:
+ * an Abort was sent for it (t_submit is when). */
+enum { SL_HELD = 1u, SL_ABORTED = 2u };
 
-struct rt_slot {            /* one in-flight NVMe command; CID = slot index in the warp */
-	uint32_t busy;
+/* One in-flight NVMe command. Its CID is the slot index in the warp (low 8
+ * bits) and the slot's generation (high 8): a completion for an earlier
+ * use of the slot, or for nothing, is told apart and counted (strays). A
+ * slot is never reused while the controller may still answer it: a command
+ * that timed out stays ZOMBIE until its completion comes (after an Abort),
+ * or a controller reset ends it (DESIGN.md 11). */
+struct rt_slot {
+	uint8_t busy;           /* SLOT_* */
+	uint8_t gen;            /* bumped at each submission */
+	uint8_t tries;          /* submissions after the first (failures with DNR clear) */
+	uint8_t flags;          /* SL_HELD, SL_ABORTED (ZOMBIE) */
 	uint32_t req;           /* index in the warp's request table */
 	uint32_t q;             /* queue pair of the warp (rt_qp index) it goes on */
 	uint32_t copy_len;      /* bytes the command delivers (copied out of the bounce buffer unless zc) */
@@ -85,6 +99,12 @@ struct rt_warp {
 	uint32_t qpm;           /* queue pairs of this warp per controller, qpw / nctrl (set at each start) */
 	uint32_t nrung;         /* queues with entries in the batch being built (rung[]) */
 	uint32_t rung[GPUOS_WARP_MAX];  /* rt_qp indices the batch wrote entries to */
+	/* The life of a command (DESIGN.md 11) */
+	uint32_t nretry;        /* slots to send again (failed with DNR clear), submitted first */
+	uint32_t retry[GPUOS_RT_MAX_SLOTS_PER_WARP];
+	uint32_t rec;           /* a reset is in progress: the word is read every loop */
+	uint32_t rec_epoch;     /* the last reset epoch this warp dropped for */
+	uint32_t rec_gen[GPUOS_RT_MAX_CTRL]; /* resets of each controller its queues follow */
 };
 
 struct rt_state {
@@ -92,6 +112,7 @@ struct rt_state {
 	uint32_t nwarps;
 	uint32_t nqueues;
 	uint32_t rsvd;
+	struct rt_recover rec;  /* shared by every participant (runtime/recover.h) */
 };
 
 #define RT_STATE_MAGIC 0x74617473u
@@ -118,6 +139,11 @@ GPUOS_INLINE GPUOS_HD struct rt_warp *rt_warp(const struct gpuos_rt_desc *d, uin
 {
 	return (struct rt_warp *)(uintptr_t)(d->state + align64(sizeof(struct rt_state)) +
 					       (uint64_t)w * gpuos_rt_local_bytes(d));
+}
+
+GPUOS_HD struct rt_recover *gpuos_rt_recover(const struct gpuos_rt_desc *d)
+{
+	return &((struct rt_state *)(uintptr_t)d->state)->rec;
 }
 
 /* Queue pair k of the warp whose state is W: right after it, so an address
@@ -203,6 +229,10 @@ GPUOS_NOINLINE GPUOS_HD static void publish_stats(const struct gpuos_rt_desc *d,
 	gpuos_store_relaxed_sys64(&o->polls, W->st.polls);
 	gpuos_store_relaxed_sys64(&o->inflight, d->slots_per_warp - W->nfree);
 	gpuos_store_relaxed_sys64(&o->zero_copy, W->st.zero_copy);
+	gpuos_store_relaxed_sys64(&o->strays, W->st.strays);
+	gpuos_store_relaxed_sys64(&o->aborts, W->st.aborts);
+	gpuos_store_relaxed_sys64(&o->resets, W->st.resets);
+	gpuos_store_relaxed_sys64(&o->retries, W->st.retries);
 	W->stats_dirty = 0;
 }
 
@@ -693,6 +723,31 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 	uint32_t n = 0, steps = 0;
 	uint64_t lbs = 1ull << d->lba_shift;
 
+	/* Commands to send again come first: their slots and bytes are set. */
+	while (W->nretry && n < max) {
+		uint32_t s = W->retry[W->nretry - 1u], q = base, ahead = n;
+		struct rt_slot *sl = &W->slot[s];
+		if (sl->busy != SLOT_BUSY) {
+			W->nretry--; /* timed out while it waited: a zombie now */
+			continue;
+		}
+		if (array) {
+			/* queue k of the warp is controller k % nctrl's */
+			struct gpuos_qp *aq;
+			q = base + sl->q % d->nctrl;
+			aq = rt_qp(W, q);
+			if (aq->ahead >= gpuos_qp_sq_space(aq))
+				break;
+			if (aq->ahead == 0)
+				W->rung[W->nrung++] = q;
+			ahead = aq->ahead++;
+		}
+		W->nretry--;
+		sl->q = q;
+		sl->ahead = ahead;
+		sl->gen++;
+		cmds[n++] = s;
+	}
 	while (n < max && steps < max && W->nfree > 0 && W->pending_mask) {
 		struct rt_req *r;
 		uint64_t dev, run, span0, chunk, later;
@@ -753,6 +808,9 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 			}
 			s = W->free_stack[--W->nfree];
 			sl = &W->slot[s];
+			sl->gen++;
+			sl->tries = 0;
+			sl->flags = 0;
 			sl->zc = zc;
 			sl->iova = iova;
 			W->st.zero_copy += zc;
@@ -809,7 +867,7 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 	}
 	e->opc = GPUOS_NVME_CMD_READ;
 	e->fuse_psdt = 0;
-	e->cid = (uint16_t)s;
+	e->cid = (uint16_t)(s | (uint32_t)sl->gen << 8); /* slot and generation */
 	e->nsid = d->nsid;
 	e->cdw2 = 0;
 	e->cdw3 = 0;
@@ -929,6 +987,52 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 /* All lanes: handle one CQE of warp w. Returns 1 when data went to memory
  * that needs a system-scope fence before DONE. t_ctrl: the controller's
  * stamp in the CQE (trace builds with gpu-null), t_reap: when it was read. */
+/* Lane 0: a completion off the common path (complete_cmd). */
+GPUOS_NOINLINE GPUOS_HD static void complete_rare(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+						  uint16_t cid, uint16_t st)
+{
+	uint32_t s = cid & 0xffu;
+	struct rt_slot *sl = &W->slot[s < d->slots_per_warp ? s : 0];
+	struct rt_req *r;
+	if (s >= d->slots_per_warp || sl->busy == SLOT_FREE || sl->gen != (uint8_t)(cid >> 8)) {
+		/* Nothing in flight has this CID: counted and dropped (a
+		 * controller's bug, or a completion the reset overtook). */
+		W->st.strays += 1;
+		W->stats_dirty = 1;
+		return;
+	}
+	r = &W->req[sl->req];
+	if (sl->busy == SLOT_BUSY && r->status == GPUOS_ST_OK) {
+		/* Failed with DNR clear: the same command again (its slot, bytes
+		 * and destination), a bounded number of times. */
+		sl->tries++;
+		sl->t_submit = gpuos_now_ns();
+		W->retry[W->nretry++] = s;
+		W->st.retries += 1;
+		return;
+	}
+	if (sl->busy == SLOT_BUSY) {
+		/* Its request failed already: nothing to send again for it. */
+		sl->busy = SLOT_FREE;
+		W->free_stack[W->nfree++] = s;
+		r->outstanding--;
+		if (r->outstanding == 0)
+			finish_req(d, w, W, sl->req);
+		return;
+	}
+	/* A command that timed out came back (done, or aborted): its slot is
+	 * free again, and a request that waited for it (HELD: its data could
+	 * still land) may be answered now. Its status stays TIMEOUT. */
+	sl->busy = SLOT_FREE;
+	W->free_stack[W->nfree++] = s;
+	if (sl->flags & SL_HELD) {
+		r->outstanding--;
+		if (r->outstanding == 0)
+			finish_req(d, w, W, sl->req);
+	}
+	(void)st;
+}
+
 GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
 				       uint16_t cid, uint16_t cqe_status, uint64_t t_ctrl, uint64_t t_reap)
 {
@@ -936,32 +1040,27 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 	uint16_t st = gpuos_nvme_status_of(cqe_status);
 	struct rt_slot *sl;
 	struct rt_req *r;
-	uint32_t busy;
+	uint32_t s = cid & 0xffu;
 
 	int sys = !mbox_dev(d);
 
 	(void)t_ctrl; /* stamped in trace builds only */
 	(void)t_reap;
-	if (cid >= d->slots_per_warp)
-		return 0; /* not ours: a controller bug; ignore rather than corrupt state */
-	sl = &W->slot[cid];
-	busy = sl->busy;
-	if (busy == SLOT_FREE)
-		return 0;
-	if (busy == SLOT_ZOMBIE) {
-		/* Its request already failed with a timeout; only the slot comes back. */
+	sl = &W->slot[s < d->slots_per_warp ? s : 0];
+	if (s >= d->slots_per_warp || sl->busy == SLOT_FREE || sl->gen != (uint8_t)(cid >> 8) ||
+	    sl->busy == SLOT_ZOMBIE || (st && !gpuos_nvme_status_dnr(st) && sl->tries < d->retries)) {
+		/* Off the common path: a stray, a command that timed out, one to
+		 * send again. All lanes read the slot before lane 0 changes it. */
 		gpuos_warp_sync();
-		if (lane == 0) {
-			sl->busy = SLOT_FREE;
-			W->free_stack[W->nfree++] = cid;
-		}
+		if (lane == 0)
+			complete_rare(d, w, W, cid, st);
 		gpuos_warp_sync();
 		return 0;
 	}
 	r = &W->req[sl->req];
 	if (st == 0 && r->status == GPUOS_ST_OK) {
 		if (!sl->zc) {
-			uint32_t gs = w * d->slots_per_warp + cid;
+			uint32_t gs = w * d->slots_per_warp + s;
 			const char *src = (const char *)(uintptr_t)(d->bounce + (uint64_t)gs * d->xfer_bytes) +
 					  sl->src_off;
 			/* The data came by DMA before the CQE; the CQE acquire in
@@ -986,7 +1085,7 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 			r->done += sl->copy_len;
 		}
 		sl->busy = SLOT_FREE;
-		W->free_stack[W->nfree++] = cid;
+		W->free_stack[W->nfree++] = s;
 		r->outstanding--;
 		if (r->outstanding == 0 && (r->next >= r->end || r->status != GPUOS_ST_OK))
 			finish_req(d, w, W, sl->req);
@@ -1066,19 +1165,112 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 
 /* ---- timeouts and controller failure --------------------------------------------- */
 
-/* Lane 0: fail the request of slot s (timed out or controller dead). */
+GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t csts);
+
+/* Lane 0: fail the request of slot s (timed out or controller dead). The
+ * slot becomes a ZOMBIE: never reused while the controller may answer it.
+ * A request whose data the controller writes itself (zero copy) is held
+ * until the command ends; one that bounces is answered now (the bounce
+ * buffer is the slot's, and stays so). */
 GPUOS_INLINE GPUOS_HD void abandon(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
 				   uint32_t s, uint32_t status)
 {
 	struct rt_slot *sl = &W->slot[s];
 	struct rt_req *r = &W->req[sl->req];
 	sl->busy = SLOT_ZOMBIE;
+	sl->flags = 0;
 	if (r->status == GPUOS_ST_OK)
 		r->status = status;
 	W->pending_mask &= ~(1ull << sl->req);
+	if (sl->zc && status == GPUOS_ST_TIMEOUT) {
+		sl->flags = SL_HELD;
+		return;
+	}
 	r->outstanding--;
 	if (r->outstanding == 0)
 		finish_req(d, w, W, sl->req);
+}
+
+/* Lane 0: end every command of this warp on controller m, which a reset
+ * has stopped (phase DROP: it writes nothing any more). Their requests
+ * fail with CTRL_RESET; zombies are simply over. Queues restart on RUN. */
+GPUOS_NOINLINE GPUOS_HD static void drop_ctrl(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t m)
+{
+	uint32_t s, i, k;
+	for (s = 0; s < d->slots_per_warp; s++) {
+		struct rt_slot *sl = &W->slot[s];
+		struct rt_req *r = &W->req[sl->req];
+		if (sl->busy == SLOT_FREE || sl->q % d->nctrl != m)
+			continue;
+		if (sl->busy == SLOT_BUSY || (sl->flags & SL_HELD)) {
+			if (r->status == GPUOS_ST_OK)
+				r->status = GPUOS_ST_CTRL_RESET;
+			W->pending_mask &= ~(1ull << sl->req);
+			r->outstanding--;
+			if (r->outstanding == 0)
+				finish_req(d, w, W, sl->req);
+		}
+		sl->busy = SLOT_FREE;
+		W->free_stack[W->nfree++] = s;
+	}
+	/* Retries queued for m were dropped above (their slots were BUSY). */
+	for (i = k = 0; i < W->nretry; i++)
+		if (W->slot[W->retry[i]].busy == SLOT_BUSY)
+			W->retry[k++] = W->retry[i];
+	W->nretry = k;
+}
+
+/* Lane 0: follow the reset protocol (runtime/recover.h) from the word w.
+ * Returns 1 while a reset keeps this warp from its queues. */
+GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t word)
+{
+	struct rt_recover *rs = gpuos_rt_recover(d);
+	uint32_t ph = rt_rec_phase(word), m, k;
+	if (ph == RT_PH_DROP && W->rec_epoch != rs->epoch) {
+		drop_ctrl(d, w, W, rs->ctrl);
+		W->rec_epoch = rs->epoch;
+		gpuos_rt_rec_ack(rs);
+	}
+	if (ph != RT_PH_RUN)
+		return W->rec = 1;
+	/* RUN: queues of a controller reset since we last looked start from
+	 * zero, as the controller's re-created ones do. */
+	for (m = 0; m < d->nctrl; m++) {
+		if (W->rec_gen[m] == rs->gen[m])
+			continue;
+		for (k = m; k < W->qpw; k += d->nctrl) {
+			const struct gpuos_rt_queue *q = &d->queue[w * W->qpw + k];
+			struct gpuos_qp *qp = rt_qp(W, k);
+			uint32_t dev = qp->dev;
+			gpuos_qp_init(qp, (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
+				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
+				      q->depth, q->qid);
+			qp->dev = dev;
+		}
+		W->rec_gen[m] = rs->gen[m];
+	}
+	if (gpuos_rt_dead(rs) && !W->fatal)
+		go_fatal(d, w, W, 0xffffffffu);
+	return W->rec = 0;
+}
+
+/* Lane 0: zombie s has had its Abort for a whole timeout: reset its
+ * controller (or take part in the reset another participant started). */
+GPUOS_NOINLINE GPUOS_HD static void zombie_stuck(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t s)
+{
+	struct rt_recover *rs = gpuos_rt_recover(d);
+	uint32_t m = W->slot[s].q % d->nctrl;
+	if (!gpuos_rt_can_reset(d, m)) {
+		/* Nothing more the runtime can do: the controller has failed. */
+		go_fatal(d, w, W, 0xffffffffu);
+		return;
+	}
+	if (gpuos_rt_reset_begin(d, rs, m)) {
+		W->st.resets += 1;
+		rec_follow(d, w, W, gpuos_rt_rec_word(rs)); /* our own drop and ack */
+		gpuos_rt_reset_finish(d, rs);
+		rec_follow(d, w, W, gpuos_rt_rec_word(rs));
+	}
 }
 
 GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
@@ -1089,27 +1281,37 @@ GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d
 
 	for (i = 0; i < d->slots_per_warp; i += width) {
 		uint32_t s = i + lane;
-		int late = s < d->slots_per_warp && W->slot[s].busy == SLOT_BUSY &&
+		int late = s < d->slots_per_warp && W->slot[s].busy != SLOT_FREE &&
 			   now - W->slot[s].t_submit > d->timeout_ns;
-		/* A zombie whose completion never came back: after four timeouts the
-		 * command is taken as lost for good and its slot is reused. */
-		int lost = s < d->slots_per_warp && W->slot[s].busy == SLOT_ZOMBIE &&
-			   now - W->slot[s].t_submit > 4u * d->timeout_ns;
-		uint32_t mlate = gpuos_warp_ballot(late), mlost = gpuos_warp_ballot(lost);
+		uint32_t mlate = gpuos_warp_ballot(late);
 		gpuos_warp_sync();
 		if (lane == 0) {
-			while (mlate) {
+			while (mlate && !W->rec && !W->fatal) {
 				uint32_t b = gpuos_ffs(mlate);
+				struct rt_slot *sl = &W->slot[i + b];
 				mlate &= mlate - 1u;
-				abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
-				W->st.timeouts += 1;
+				if (sl->busy == SLOT_BUSY) {
+					abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
+					W->st.timeouts += 1;
+					sl->t_submit = now;
+				}
+				if (!(sl->flags & SL_ABORTED)) {
+					/* Ask the controller to end it (5.1); its completion
+					 * (aborted or done) frees the slot. Not sent now
+					 * (admin queue busy): again next time. */
+					int a = gpuos_rt_abort(d, gpuos_rt_recover(d), sl->q % d->nctrl,
+							       (uint16_t)rt_qp(W, sl->q)->qid,
+							       (uint16_t)((i + b) | (uint32_t)sl->gen << 8));
+					if (a) { /* sent, or no admin queue to send it on (-1) */
+						sl->flags |= SL_ABORTED;
+						sl->t_submit = now;
+						W->st.aborts += a > 0;
+					}
+				} else if (sl->busy == SLOT_ZOMBIE && now - sl->t_submit > d->timeout_ns) {
+					zombie_stuck(d, w, W, i + b);
+				}
 			}
-			while (mlost) {
-				uint32_t b = gpuos_ffs(mlost);
-				mlost &= mlost - 1u;
-				W->slot[i + b].busy = SLOT_FREE;
-				W->free_stack[W->nfree++] = i + b;
-			}
+			W->stats_dirty = 1;
 		}
 		gpuos_warp_sync();
 	}
@@ -1123,9 +1325,27 @@ GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint
 
 	W->fatal = 1;
 	gpuos_store_relaxed_sys32(&ctl->fatal_csts, csts);
-	for (s = 0; s < d->slots_per_warp; s++)
-		if (W->slot[s].busy == SLOT_BUSY)
+	/* Commands waiting to be sent again are not at the controller. */
+	for (i = 0; i < W->nretry; i++) {
+		struct rt_slot *sl = &W->slot[W->retry[i]];
+		abandon(d, w, W, W->retry[i], GPUOS_ST_CTRL_FATAL);
+		sl->busy = SLOT_FREE;
+		W->free_stack[W->nfree++] = W->retry[i];
+	}
+	W->nretry = 0;
+	for (s = 0; s < d->slots_per_warp; s++) {
+		struct rt_slot *sl = &W->slot[s];
+		if (sl->busy == SLOT_BUSY) {
 			abandon(d, w, W, s, GPUOS_ST_CTRL_FATAL);
+		} else if (sl->busy == SLOT_ZOMBIE && (sl->flags & SL_HELD)) {
+			/* The controller is gone: nothing more will land. */
+			struct rt_req *r = &W->req[sl->req];
+			sl->flags &= (uint8_t)~SL_HELD;
+			r->outstanding--;
+			if (r->outstanding == 0)
+				finish_req(d, w, W, sl->req);
+		}
+	}
 	/* Requests not fully submitted: fail them now. */
 	for (i = 0; i < GPUOS_RT_MAX_REQS_PER_WARP; i++) {
 		struct rt_req *r = &W->req[i];
@@ -1137,9 +1357,10 @@ GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint
 	gpuos_store_release_sys32(&ctl->state, GPUOS_RT_STATE_FATAL);
 }
 
-/* All lanes: read each controller's CSTS; a fatal status (or a controller
- * gone: all ones) of any of them fails the whole array, as a dead disk
- * fails a RAID-0. */
+/* All lanes: read each controller's CSTS. A fatal status is what a reset
+ * is for (NVMe 10.5 in the base spec's error handling: the host resets the
+ * controller); one the runtime cannot reset, or a controller gone (all
+ * ones), fails the whole array, as a dead disk fails a RAID-0. */
 GPUOS_NOINLINE GPUOS_HD static void check_csts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
 {
 	uint32_t m;
@@ -1150,8 +1371,20 @@ GPUOS_NOINLINE GPUOS_HD static void check_csts(const struct gpuos_rt_desc *d, ui
 		csts = gpuos_warp_bcast32(gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts[m]), 0);
 		gpuos_warp_sync();
 		if ((csts & GPUOS_NVME_CSTS_CFS) || csts == 0xffffffffu) {
-			if (gpuos_lane_id() == 0)
-				go_fatal(d, w, W, csts);
+			if (gpuos_lane_id() == 0) {
+				struct rt_recover *rs = gpuos_rt_recover(d);
+				if (csts != 0xffffffffu && gpuos_rt_can_reset(d, m) && !(gpuos_rt_dead(rs) & (1u << m))) {
+					if (gpuos_rt_reset_begin(d, rs, m)) {
+						W->st.resets += 1;
+						rec_follow(d, w, W, gpuos_rt_rec_word(rs)); /* our own drop and ack */
+						gpuos_rt_reset_finish(d, rs);
+					}
+					/* RUN again, dead, or another's reset: the loop follows */
+					rec_follow(d, w, W, gpuos_rt_rec_word(rs));
+				} else {
+					go_fatal(d, w, W, csts);
+				}
+			}
 			gpuos_warp_sync();
 			return;
 		}
@@ -1230,6 +1463,10 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		W->per = d->mbox_nslots / d->nwarps;
 		W->qpm = W->qpw / d->nctrl;
 		W->nrung = 0;
+		/* Count in as a participant of resets; queues of a controller reset
+		 * while we were away start from zero. */
+		gpuos_rt_rec_enter(d, gpuos_rt_recover(d));
+		rec_follow(d, w, W, gpuos_rt_rec_word(gpuos_rt_recover(d)));
 	}
 	gpuos_warp_sync();
 
@@ -1244,13 +1481,23 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 			cmd = gpuos_warp_bcast32(gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)d->cmd), 0);
 		if ((it & 255u) == 0 && !W->fatal)
 			check_csts(d, w, W);
+		/* A reset (runtime/recover.h): looked at with cmd, every loop while
+		 * one keeps us from the queues (no reaping, no submitting). */
+		if (W->rec || (it & 31u) == 0) {
+			if (lane == 0) {
+				uint32_t word = gpuos_rt_rec_word(gpuos_rt_recover(d));
+				if (W->rec || rt_rec_phase(word) != RT_PH_RUN)
+					rec_follow(d, w, W, word);
+			}
+			gpuos_warp_sync();
+		}
 		/* Nothing in flight: no CQ to look at. Nothing left to submit: no
 		 * SQ to fill. Each skipped step saves loads that miss L1. */
-		if (W->nfree != d->slots_per_warp)
+		if (W->nfree != d->slots_per_warp && !W->rec)
 			work += reap(d, w, W);
 		if (cmd != GPUOS_RT_CMD_PARK)
 			work += intake(d, w, W, cmd);
-		if (!W->fatal && W->pending_mask)
+		if (!W->fatal && (W->pending_mask || W->nretry) && !W->rec)
 			work += submit(d, w, W);
 		if ((it & 255u) == 0)
 			check_timeouts(d, w, W);
@@ -1264,12 +1511,16 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		gpuos_warp_sync();
 		if (cmd != GPUOS_RT_CMD_RUN) {
 			/* Park: finish what was taken, take nothing new. Stop: also answer
-			 * every posted request (STOPPING) before leaving. Zombies need not
-			 * drain: their requests are already answered. */
-			uint32_t busy = 0, s;
+			 * every posted request (STOPPING) before leaving. Zombies drain
+			 * too (their completion, or a reset, ends them): a slot the
+			 * controller may still answer must not outlive our queues'
+			 * state. Nobody leaves during a reset (it counts on us). */
+			uint32_t busy = 0, s, go = 0;
 			for (s = 0; s < d->slots_per_warp; s++)
-				busy += W->slot[s].busy == SLOT_BUSY;
-			if (W->nreq == 0 && busy == 0) {
+				busy += W->slot[s].busy == SLOT_BUSY || (W->slot[s].busy == SLOT_ZOMBIE && !W->fatal);
+			if (W->nreq == 0 && busy == 0 && lane == 0)
+				go = (uint32_t)gpuos_rt_rec_leave(gpuos_rt_recover(d));
+			if (gpuos_warp_bcast32(go, 0)) {
 				if (cmd == GPUOS_RT_CMD_STOP)
 					intake(d, w, W, cmd); /* answer what is still posted */
 				break;

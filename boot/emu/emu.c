@@ -156,7 +156,7 @@ static void ctrl_enable(struct gpuos_emu *e, uint32_t cc)
 	c->admin_ok = 1;
 	c->shut = 0;
 	c->enabled = 1;
-	if (!e->o.never_ready)
+	if (!e->o.never_ready && !__atomic_load_n(&e->dead, __ATOMIC_RELAXED))
 		c->rdy_at_ns = gpuos_now_ns() + (uint64_t)e->o.rdy_ms * 1000000ull;
 }
 
@@ -175,6 +175,7 @@ static void ctrl_reset(struct gpuos_emu *e)
 	__atomic_store_n(emu_sq_db(e, 0), 0, __ATOMIC_RELAXED);
 	__atomic_store_n(emu_cq_db(e, 0), 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->fatal, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->hung, 0, __ATOMIC_RELEASE); /* faults=hang: a reset brings it back */
 	/* RDY = 0 last: the driver waits for it before it touches anything again */
 	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CSTS), 0, __ATOMIC_RELEASE);
 }
@@ -231,6 +232,8 @@ static int ctrl_admin(struct gpuos_emu *e)
 	struct emu_cq *cq = &e->cq[0];
 	int done = 0;
 
+	if (__atomic_load_n(&e->hung, __ATOMIC_ACQUIRE))
+		return 0; /* faults=hang: admin commands go unanswered too */
 	pthread_rwlock_rdlock(&e->rlock);
 	if (c->admin_pend) {
 		struct emu_pend *p = &c->admin_cqe;

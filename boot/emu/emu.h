@@ -86,6 +86,13 @@ struct gpuos_emu_opts {
 	 *   lost:P                    each I/O completion is silently dropped with probability P
 	 *   lost_every:N              every Nth I/O completion is dropped
 	 *   cfs:N                     after N I/O commands the controller sets CSTS.CFS and stops
+	 *   late:P[:MS]               each I/O command is held MS ms (default 1000) with probability
+	 *                             P, then executed (its data lands then) unless an Abort ends it
+	 *   hang:P                    each I/O command hangs the controller with probability P: it
+	 *                             fetches and completes nothing (admin too) until a reset
+	 *   dup:P                     each I/O completion is posted twice with probability P
+	 *                             (the second matches nothing in flight: a stray)
+	 *   dead:N                    as cfs:N, and CSTS.RDY never comes back after a reset
 	 */
 	struct { uint64_t start, end; uint16_t status; } lba_fault[GPUOS_EMU_MAX_LBA_FAULTS];
 	uint32_t n_lba_faults;
@@ -94,6 +101,11 @@ struct gpuos_emu_opts {
 	double   lost_rate;
 	uint32_t lost_every;
 	uint64_t cfs_after;
+	double   late_rate;
+	uint32_t late_ms;
+	double   hang_rate;
+	double   dup_rate;
+	uint64_t dead_after;
 	uint64_t seed;           /* seed=N for the random faults and ooo shuffles */
 	char     model[41];      /* model=STR (no commas), default "gpuos emulated NVMe" */
 	char     serial[21];     /* serial=STR, default derived from the path */

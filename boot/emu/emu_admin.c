@@ -380,8 +380,10 @@ uint16_t emu_admin_exec(struct gpuos_emu *e, const struct gpuos_nvme_sqe *c, uin
 	case GPUOS_NVME_ADMIN_GET_LOG_PAGE:
 		return get_log_page(e, c);
 	case GPUOS_NVME_ADMIN_ABORT:
-		/* commands here never wait long enough to be caught: "not aborted" */
-		*dw0 = 1;
+		/* SQID 15:0, CID 31:16 (5.1). Only a command held back
+		 * (faults=late) waits long enough to be caught; any other has
+		 * run or is running: dw0 bit 0 = 1, "not aborted". */
+		*dw0 = emu_late_abort(e, (uint16_t)(c->cdw10 & 0xffffu), (uint16_t)(c->cdw10 >> 16)) ? 0u : 1u;
 		return 0;
 	default:
 		return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INVALID_OPCODE, 1);

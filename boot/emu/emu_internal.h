@@ -38,6 +38,7 @@
 #define EMU_ELOG_ENTRIES  64u    /* error information log ring; id_ctrl.elpe = 63 */
 #define EMU_BATCH         64u    /* SQEs a worker fetches per round, all its queues together */
 #define EMU_PEND_MAX      8192u  /* executed commands waiting to post, per worker */
+#define EMU_LATE_MAX      64u    /* commands a worker holds back (faults=late), at most */
 #define EMU_ADMIN_BATCH   8u     /* admin SQEs per controller round, so CC stays responsive */
 #define EMU_REGS_MAX      (64u << 20) /* largest register file we agree to allocate */
 #define EMU_STAGE_SLOTS   256u   /* staging allocations in flight per worker */
@@ -152,6 +153,9 @@ struct emu_worker {
 	struct emu_bio *bio;     /* a command may need one per stripe chunk */
 	uint32_t bio_cap;
 	uint32_t *bio_cmd;       /* which command each bio serves */
+	/* faults=late: commands held back, not yet executed. state (atomic):
+	 * 0 free, 1 held, 2 aborted (by the controller thread's Abort) */
+	struct emu_late { uint32_t state; uint64_t due_ns; struct emu_sq *sq; struct gpuos_nvme_sqe sqe; } late[EMU_LATE_MAX];
 	struct emu_pend *pend;
 	uint32_t npend;
 	uint32_t npend_pub;      /* atomic copy of npend, read by the controller's shutdown drain */
@@ -236,6 +240,8 @@ struct gpuos_emu {
 	uint64_t iops_next_ns;   /* performance model: next command slot */
 	uint64_t io_fetched;     /* I/O commands fetched (cfs:N) */
 	uint32_t cfs_fired;      /* cfs:N happens once; a reset brings the controller back */
+	uint32_t hung;           /* faults=hang fired: nothing is served until a reset */
+	uint32_t dead;           /* faults=dead fired: RDY never comes back */
 	uint64_t io_posted;      /* I/O completions produced (lost_every:N) */
 	struct gpuos_emu_stats st;   /* every field updated with __atomic */
 	uint64_t host_reads, host_writes, media_errors; /* SMART counters */
@@ -306,6 +312,9 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen);
 void emu_workers_join(struct gpuos_emu *e);
 /* Pending completions across workers (shutdown drain). */
 uint32_t emu_workers_pending(struct gpuos_emu *e);
+/* Abort (admin) of a command faults=late holds: 1 when it was found and
+ * will complete with Command Abort Requested instead of running. */
+int emu_late_abort(struct gpuos_emu *e, uint16_t sqid, uint16_t cid);
 
 /* ---- backends (emu_backend.c) ---- */
 /* Image offset of byte moff of this member's namespace; *run: bytes from

@@ -559,6 +559,11 @@ static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
 	p->cid = c->sqe.cid;
 	p->status = c->status;
 	p->dw0 = 0;
+	if (e->o.dup_rate > 0.0 && w->npend < EMU_PEND_MAX && emu_rand01(&w->rng) < e->o.dup_rate) {
+		/* dup:P: the same completion again, a little later */
+		w->pend[w->npend] = *p;
+		w->pend[w->npend++].due_ns = due + 20000u;
+	}
 }
 
 /* ooo=1: the completions of one fetched batch leave in another order. */
@@ -587,13 +592,76 @@ static void shuffle(struct emu_worker *w, uint32_t from)
 	}
 }
 
+/* faults=late: hold command c back until due; 0 when there is no room. */
+static int late_hold(struct emu_worker *w, const struct emu_cmd *c, uint64_t due)
+{
+	for (uint32_t i = 0; i < EMU_LATE_MAX; i++) {
+		struct emu_late *l = &w->late[i];
+		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != 0)
+			continue;
+		l->sqe = c->sqe;
+		l->sq = c->sq;
+		l->due_ns = due;
+		/* release: the entry before an Abort (acquire) may match it */
+		__atomic_store_n(&l->state, 1u, __ATOMIC_RELEASE);
+		return 1;
+	}
+	return 0;
+}
+
+/* Held commands whose time has come go into this round (cmd[0..]); those
+ * an Abort ended complete with Command Abort Requested, no data. */
+static uint32_t late_take(struct gpuos_emu *e, struct emu_worker *w, uint64_t now)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < EMU_LATE_MAX && n < EMU_BATCH && w->npend + n + 1u < EMU_PEND_MAX; i++) {
+		struct emu_late *l = &w->late[i];
+		uint32_t st = __atomic_load_n(&l->state, __ATOMIC_ACQUIRE), one = 1u;
+		if (st == 2u) {
+			struct emu_pend *p = &w->pend[w->npend++];
+			memset(p, 0, sizeof(*p));
+			p->due_ns = now;
+			p->sq = l->sq;
+			p->cid = l->sqe.cid;
+			p->status = gpuos_nvme_status_make(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_ABORT_REQ, 0);
+			emu_stat_add(&e->st.io_cmds, 1);
+			__atomic_store_n(&l->state, 0u, __ATOMIC_RELEASE);
+		} else if (st == 1u && l->due_ns <= now &&
+			   __atomic_compare_exchange_n(&l->state, &one, 0u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			struct emu_cmd *c = &w->cmd[n++];
+			c->sqe = l->sqe;
+			c->sq = l->sq;
+			c->fetch_ns = now;
+			prepare(e, w, c);
+		}
+	}
+	return n;
+}
+
+int emu_late_abort(struct gpuos_emu *e, uint16_t sqid, uint16_t cid)
+{
+	for (uint32_t k = 0; k < e->nworkers; k++) {
+		struct emu_worker *w = &e->w[k];
+		for (uint32_t i = 0; i < EMU_LATE_MAX; i++) {
+			struct emu_late *l = &w->late[i];
+			uint32_t one = 1u;
+			if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != 1u || l->sq->qid != sqid || l->sqe.cid != cid)
+				continue;
+			/* the worker takes it when due with the same CAS: one of us wins */
+			if (__atomic_compare_exchange_n(&l->state, &one, 2u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* Fetch and execute one batch from the worker's SQs; returns commands taken. */
 static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 {
 	uint32_t n = 0, maxq, npend0 = w->npend;
 	uint64_t now;
 
-	if (!__atomic_load_n(&e->io_run, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&e->io_run, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->hung, __ATOMIC_ACQUIRE))
 		return 0;
 	maxq = __atomic_load_n(&e->max_live_sq, __ATOMIC_ACQUIRE);
 	if (!maxq)
@@ -601,6 +669,8 @@ static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 	w->sgl.n = 0;
 	pthread_rwlock_rdlock(&e->rlock);
 	now = gpuos_now_ns();
+	if (e->o.late_rate > 0.0)
+		n = late_take(e, w, now);
 	for (uint32_t k = 0; k < maxq && n < EMU_BATCH && w->npend + n < EMU_PEND_MAX; k++) {
 		uint32_t q = 1u + (w->rr + k) % maxq;
 		struct emu_sq *sq = &e->sq[q];
@@ -613,11 +683,14 @@ static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 		if (tail >= sq->size)
 			continue;       /* invalid doorbell write (3.1.24): ignored */
 		while (sq->head != tail && n < EMU_BATCH && w->npend + n < EMU_PEND_MAX) {
-			if (e->o.cfs_after && !__atomic_load_n(&e->cfs_fired, __ATOMIC_RELAXED) &&
-			    __atomic_add_fetch(&e->io_fetched, 1, __ATOMIC_RELAXED) > e->o.cfs_after) {
+			uint64_t cfs_at = e->o.cfs_after ? e->o.cfs_after : e->o.dead_after;
+			if (cfs_at && !__atomic_load_n(&e->cfs_fired, __ATOMIC_RELAXED) &&
+			    __atomic_add_fetch(&e->io_fetched, 1, __ATOMIC_RELAXED) > cfs_at) {
 				/* cfs:N: the N+1st command finds a dead controller; it is
-				 * not executed, and it happens once */
+				 * not executed, and it happens once (dead:N: for good) */
 				__atomic_store_n(&e->cfs_fired, 1, __ATOMIC_RELAXED);
+				if (e->o.dead_after)
+					__atomic_store_n(&e->dead, 1, __ATOMIC_RELAXED);
 				emu_set_fatal(e);
 				goto fetched;
 			}
@@ -630,6 +703,16 @@ static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 			sq->head = (sq->head + 1u) % sq->size;
 			c->sq = sq;
 			c->fetch_ns = now;
+			if (e->o.hang_rate > 0.0 && emu_rand01(&w->rng) < e->o.hang_rate) {
+				/* hang:P: this command is never executed, and nothing more
+				 * is served until the driver resets the controller */
+				emu_stat_add(&e->st.lost, 1);
+				__atomic_store_n(&e->hung, 1u, __ATOMIC_RELEASE);
+				goto fetched;
+			}
+			if (e->o.late_rate > 0.0 && emu_rand01(&w->rng) < e->o.late_rate &&
+			    late_hold(w, c, now + (uint64_t)e->o.late_ms * 1000000ull))
+				continue;
 			prepare(e, w, c);
 			n++;
 		}
@@ -656,7 +739,7 @@ static uint32_t post_round(struct gpuos_emu *e, struct emu_worker *w, uint64_t *
 	*next_due = UINT64_MAX;
 	if (w->dma_landed < w->dma_issued)
 		dma_reap(e, w);
-	if (!w->npend)
+	if (!w->npend || __atomic_load_n(&e->hung, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_rwlock_rdlock(&e->rlock);
 	now = gpuos_now_ns();
@@ -712,6 +795,10 @@ static uint32_t retire_round(struct gpuos_emu *e, struct emu_worker *w)
 			continue;
 		uint32_t j = 0;
 		dma_drain(e, w);
+		/* held commands of the queue end here: never executed */
+		for (uint32_t i = 0; i < EMU_LATE_MAX; i++)
+			if (__atomic_load_n(&w->late[i].state, __ATOMIC_ACQUIRE) && w->late[i].sq == sq)
+				__atomic_store_n(&w->late[i].state, 0u, __ATOMIC_RELEASE);
 		pthread_rwlock_rdlock(&e->rlock);
 		for (uint32_t i = 0; i < w->npend; i++) {
 			struct emu_pend *p = &w->pend[i];

@@ -41,6 +41,7 @@ void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
 	o->to = 20;
 	o->rdy_ms = 1;
 	o->fault_rate_status = 0x281;
+	o->late_ms = 1000;
 	o->seed = 1;
 	o->ssds = 1;
 	o->stripe_kib = 512;
@@ -144,7 +145,9 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 		}
 	}
 	if (!(o->fault_rate >= 0.0 && o->fault_rate <= 1.0) ||
-	    !(o->lost_rate >= 0.0 && o->lost_rate <= 1.0)) {
+	    !(o->lost_rate >= 0.0 && o->lost_rate <= 1.0) ||
+	    !(o->late_rate >= 0.0 && o->late_rate <= 1.0) ||
+	    !(o->hang_rate >= 0.0 && o->hang_rate <= 1.0) || !(o->dup_rate >= 0.0 && o->dup_rate <= 1.0)) {
 		emu_errf(err, errlen, "emu: faults: probabilities must be in [0, 1]");
 		return -EINVAL;
 	}
@@ -317,6 +320,11 @@ static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errl
 		o->n_lba_faults++;
 		return 0;
 	}
+	if (!strcmp(s, "late")) {
+		if (parse_prob(arg, &o->late_rate) || (arg2 && (parse_u32(arg2, &o->late_ms) || !o->late_ms)))
+			goto bad;
+		return 0;
+	}
 	if (!strcmp(s, "rate")) {
 		if (parse_prob(arg, &o->fault_rate) || (arg2 && parse_status(arg2, &o->fault_rate_status)))
 			goto bad;
@@ -339,9 +347,25 @@ static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errl
 			goto bad;
 		return 0;
 	}
+	if (!strcmp(s, "dup")) {
+		if (parse_prob(arg, &o->dup_rate))
+			goto bad;
+		return 0;
+	}
+	if (!strcmp(s, "dead")) {
+		if (parse_u64(arg, &o->dead_after) || !o->dead_after)
+			goto bad;
+		return 0;
+	}
+	if (!strcmp(s, "hang")) {
+		if (parse_prob(arg, &o->hang_rate))
+			goto bad;
+		return 0;
+	}
 bad:
 	emu_errf(err, errlen,
-		 "emu: faults: bad item '%s' (lba:START[-END][:STATUS], rate:P[:STATUS], lost:P, lost_every:N, cfs:N)",
+		 "emu: faults: bad item '%s' (lba:START[-END][:STATUS], rate:P[:STATUS], lost:P, lost_every:N, cfs:N, "
+		 "late:P[:MS], hang:P, dup:P, dead:N)",
 		 orig);
 	return -EINVAL;
 }

@@ -175,6 +175,7 @@ enum gpuos_status {
 	GPUOS_ST_NAMETOOLONG = 20, /* a path or a name too long */
 	GPUOS_ST_IO = 21,          /* metadata could not be read (device error or timeout) */
 	GPUOS_ST_NO_FILES = 22,    /* this runtime serves no files (no metadata queue) */
+	GPUOS_ST_CTRL_RESET = 23,  /* the controller was reset (a command it did not answer); retry */
 	GPUOS_ST_COUNT
 };
 
@@ -284,13 +285,20 @@ GPUOS_INLINE GPUOS_HD void gpuos_mbox_store_release(int dev, uint32_t *p, uint32
 	else
 		gpuos_store_release_sys32(p, v);
 }
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_fetch_add(int dev, uint32_t *p, uint32_t v)
+/* A counter (ticket, ring position): orders nothing. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_fetch_add_relaxed(int dev, uint32_t *p, uint32_t v)
 {
-	return dev ? gpuos_fetch_add_dev32(p, v) : gpuos_fetch_add_sys32(p, v);
+	return dev ? gpuos_fetch_add_relaxed_dev32(p, v) : gpuos_fetch_add_relaxed_sys32(p, v);
 }
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_cas(int dev, uint32_t *p, uint32_t expect, uint32_t desired)
+/* A count others read to learn that work is done (a batch counter). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_fetch_add_release(int dev, uint32_t *p, uint32_t v)
 {
-	return dev ? gpuos_cas_dev32(p, expect, desired) : gpuos_cas_sys32(p, expect, desired);
+	return dev ? gpuos_fetch_add_release_dev32(p, v) : gpuos_fetch_add_release_sys32(p, v);
+}
+/* Claiming a slot: acquire (after the last owner's release of FREE). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mbox_cas_acquire(int dev, uint32_t *p, uint32_t expect, uint32_t desired)
+{
+	return dev ? gpuos_cas_acquire_dev32(p, expect, desired) : gpuos_cas_acquire_sys32(p, expect, desired);
 }
 
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_mbox_bytes(uint32_t nslots)
@@ -339,7 +347,11 @@ struct gpuos_rt_stats {
 	uint64_t polls;        /* 0x30 service loop iterations */
 	uint64_t inflight;     /* 0x38 commands in flight now */
 	uint64_t zero_copy;    /* 0x40 commands the controller wrote straight into the destination */
-	uint64_t rsvd48[7];
+	uint64_t strays;       /* 0x48 completions that matched no command in flight (ignored) */
+	uint64_t aborts;       /* 0x50 NVMe Aborts sent for commands that timed out */
+	uint64_t resets;       /* 0x58 controller resets this warp started */
+	uint64_t retries;      /* 0x60 commands sent again after a failure with DNR clear */
+	uint64_t rsvd68[3];
 };
 static_assert(sizeof(struct gpuos_rt_stats) == 128, "stats lines");
 

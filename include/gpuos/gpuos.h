@@ -53,7 +53,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_post_claimed(struct gpuos_mbox *mb, uint32_t id
 	s->batch = (uint64_t)(uintptr_t)rq->batch;
 	s->tag = rq->tag;
 	gpuos_store_relaxed_sys32(&s->state, GPUOS_SLOT_POSTED);
-	pos = gpuos_mbox_fetch_add(dev, &mb->part[p].posted, 1u);
+	pos = gpuos_mbox_fetch_add_relaxed(dev, &mb->part[p].posted, 1u); /* a position; the entry's release publishes */
 	/* Publish the request (fields and state) with the ring entry; pairs
 	 * with the service warp's acquire load of the entry. */
 	gpuos_mbox_store_release(dev, &ring[pos % per], gpuos_mbox_ring_entry(pos, per, idx - p * per));
@@ -81,14 +81,14 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 				     (blockDim.x * blockDim.y * blockDim.z) +
 			     (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
 		uint32_t q = g / parts, home = (g - q * parts) * per + q % per;
-		if (gpuos_mbox_cas(dev, &slots[home].state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) == GPUOS_SLOT_FREE) {
+		if (gpuos_mbox_cas_acquire(dev, &slots[home].state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) == GPUOS_SLOT_FREE) {
 			gpuos_post_claimed(mb, home, rq);
 			*slot_out = home;
 			return GPUOS_ST_OK;
 		}
 	}
 #endif
-	t = gpuos_mbox_fetch_add(dev, &mb->ticket, 1u);
+	t = gpuos_mbox_fetch_add_relaxed(dev, &mb->ticket, 1u);
 	for (i = 0; i < probe; i++) {
 		uint32_t idx = (t + i) % n;
 		struct gpuos_mbox_slot *s = &slots[idx];
@@ -98,7 +98,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_post(struct gpuos_mbox *mb, const struct gp
 		if (gpuos_load_relaxed_sys32(&s->state) != GPUOS_SLOT_FREE)
 			continue;
 #endif
-		if (gpuos_mbox_cas(dev, &s->state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) != GPUOS_SLOT_FREE)
+		if (gpuos_mbox_cas_acquire(dev, &s->state, GPUOS_SLOT_FREE, GPUOS_SLOT_CLAIMED) != GPUOS_SLOT_FREE)
 			continue;
 		gpuos_post_claimed(mb, idx, rq);
 		*slot_out = idx;
@@ -128,7 +128,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_release(struct gpuos_mbox *mb, uint32_t slot)
 {
 	int dev = (mb->flags & GPUOS_MBOX_F_DEVICE) != 0;
 	/* Our reads of the slot happen before anyone reclaims it; pairs with
-	 * the next client's CAS in gpuos_post. */
+	 * the next client's acquire CAS in gpuos_post. */
 	gpuos_mbox_store_release(dev, &gpuos_mbox_slots(mb)[slot].state, GPUOS_SLOT_FREE);
 }
 

@@ -112,6 +112,11 @@ struct gpuos_info {
 struct gpuos_stats {
 	uint64_t requests, bytes, errors, commands, timeouts, doorbells, polls;
 	uint64_t zero_copy;        /* commands the controller wrote straight into the destination */
+	/* The life of a command (DESIGN.md 11) */
+	uint64_t strays;           /* completions that matched nothing in flight */
+	uint64_t aborts;           /* NVMe Aborts sent for commands that timed out */
+	uint64_t resets;           /* controller resets the runtime did */
+	uint64_t retries;          /* commands sent again after a failure with DNR clear */
 	uint32_t state;            /* enum gpuos_rt_state */
 	uint32_t notices;          /* GPUOS_NOTICE_* */
 };

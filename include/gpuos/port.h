@@ -265,62 +265,62 @@ GPUOS_DEF_LD(gpuos_load_acquire_sys64, uint64_t, 64, "l", "acquire", "sys", __AT
 GPUOS_DEF_LD(gpuos_load_relaxed_sys64, uint64_t, 64, "l", "relaxed", "sys", __ATOMIC_RELAXED)
 GPUOS_DEF_LD(gpuos_load_relaxed_sys16, uint16_t, 16, "h", "relaxed", "sys", __ATOMIC_RELAXED)
 GPUOS_DEF_ST(gpuos_store_release_dev32, uint32_t, 32, "r", "release", "gpu", __ATOMIC_RELEASE)
+GPUOS_DEF_ST(gpuos_store_relaxed_dev32, uint32_t, 32, "r", "relaxed", "gpu", __ATOMIC_RELAXED)
 GPUOS_DEF_ST(gpuos_store_release_sys32, uint32_t, 32, "r", "release", "sys", __ATOMIC_RELEASE)
 GPUOS_DEF_ST(gpuos_store_relaxed_sys32, uint32_t, 32, "r", "relaxed", "sys", __ATOMIC_RELAXED)
 GPUOS_DEF_ST(gpuos_store_relaxed_sys64, uint64_t, 64, "l", "relaxed", "sys", __ATOMIC_RELAXED)
 GPUOS_DEF_ST(gpuos_store_release_sys64, uint64_t, 64, "l", "release", "sys", __ATOMIC_RELEASE)
 
-/* Returns the old value. Relaxed on their own: pair them with fences. */
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_fetch_add_sys32(uint32_t *p, uint32_t v)
-{
+/* Read-modify-writes, named by ordering and scope like the loads and
+ * stores: the GPU runs PTX atom.SEM.SCOPE (sm_70+), the host the __atomic
+ * builtin of the same order, so ThreadSanitizer checks the orderings the
+ * GPU runs (DESIGN.md 11). Each returns the old value. _sys forms on the
+ * GPU only on memory where system-scope atomics work (device memory), never
+ * on pinned host memory: PCIe gives no atomics there. */
 #if GPUOS_ON_GPU
-	return atomicAdd_system(p, v);
+#define GPUOS_DEF_ADD(name, T, bits, C, sem, scope, hostorder)                          \
+	GPUOS_INLINE GPUOS_HD T name(T *p, T v)                                          \
+	{                                                                                \
+		T r;                                                                     \
+		asm volatile("atom." sem "." scope ".global.add.u" #bits " %0, [%1], %2;" \
+			     : "=" C(r) : "l"(p), C(v) : "memory");                      \
+		return r;                                                                \
+	}
+#define GPUOS_DEF_CAS(name, sem, scope, hostorder)                                       \
+	GPUOS_INLINE GPUOS_HD uint32_t name(uint32_t *p, uint32_t expect, uint32_t desired) \
+	{                                                                                \
+		uint32_t r;                                                              \
+		asm volatile("atom." sem "." scope ".global.cas.b32 %0, [%1], %2, %3;"   \
+			     : "=r"(r) : "l"(p), "r"(expect), "r"(desired) : "memory"); \
+		return r;                                                                \
+	}
 #else
-	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#define GPUOS_DEF_ADD(name, T, bits, C, sem, scope, hostorder)                          \
+	GPUOS_INLINE GPUOS_HD T name(T *p, T v)                                          \
+	{                                                                                \
+		return __atomic_fetch_add(p, v, hostorder);                              \
+	}
+/* A failed compare reads with the strongest order a load may have: the
+ * acquire half, as the GPU's atom does. */
+#define GPUOS_DEF_CAS(name, sem, scope, hostorder)                                       \
+	GPUOS_INLINE GPUOS_HD uint32_t name(uint32_t *p, uint32_t expect, uint32_t desired) \
+	{                                                                                \
+		__atomic_compare_exchange_n(p, &expect, desired, 0, hostorder,           \
+					    hostorder == __ATOMIC_RELAXED ? __ATOMIC_RELAXED     \
+					    : __ATOMIC_ACQUIRE);                                 \
+		return expect;                                                           \
+	}
 #endif
-}
 
-GPUOS_INLINE GPUOS_HD uint64_t gpuos_fetch_add_sys64(uint64_t *p, uint64_t v)
-{
-#if GPUOS_ON_GPU
-	return (uint64_t)atomicAdd_system((unsigned long long *)p, (unsigned long long)v);
-#else
-	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
-#endif
-}
-
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_fetch_add_dev32(uint32_t *p, uint32_t v)
-{
-#if GPUOS_ON_GPU
-	return atomicAdd(p, v);
-#else
-	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
-#endif
-}
-
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_cas_dev32(uint32_t *p, uint32_t expect, uint32_t desired)
-{
-#if GPUOS_ON_GPU
-	return atomicCAS(p, expect, desired);
-#else
-	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	return expect;
-#endif
-}
-
-/* Compare-and-swap; returns the value found (== expect on success).
- * System-scope atomics on host memory need hardware PCIe does not give:
- * the GPU uses the _sys forms only on device memory shared with the host
- * through other means, never on pinned host memory. */
-GPUOS_INLINE GPUOS_HD uint32_t gpuos_cas_sys32(uint32_t *p, uint32_t expect, uint32_t desired)
-{
-#if GPUOS_ON_GPU
-	return atomicCAS_system(p, expect, desired);
-#else
-	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	return expect;
-#endif
-}
+GPUOS_DEF_ADD(gpuos_fetch_add_relaxed_dev32, uint32_t, 32, "r", "relaxed", "gpu", __ATOMIC_RELAXED)
+GPUOS_DEF_ADD(gpuos_fetch_add_relaxed_sys32, uint32_t, 32, "r", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_ADD(gpuos_fetch_add_relaxed_sys64, uint64_t, 64, "l", "relaxed", "sys", __ATOMIC_RELAXED)
+GPUOS_DEF_ADD(gpuos_fetch_add_release_dev32, uint32_t, 32, "r", "release", "gpu", __ATOMIC_RELEASE)
+GPUOS_DEF_ADD(gpuos_fetch_add_release_sys32, uint32_t, 32, "r", "release", "sys", __ATOMIC_RELEASE)
+GPUOS_DEF_ADD(gpuos_fetch_add_acq_rel_dev32, uint32_t, 32, "r", "acq_rel", "gpu", __ATOMIC_ACQ_REL)
+GPUOS_DEF_CAS(gpuos_cas_acquire_dev32, "acquire", "gpu", __ATOMIC_ACQUIRE)
+GPUOS_DEF_CAS(gpuos_cas_acquire_sys32, "acquire", "sys", __ATOMIC_ACQUIRE)
+GPUOS_DEF_CAS(gpuos_cas_acq_rel_dev32, "acq_rel", "gpu", __ATOMIC_ACQ_REL)
 
 /* ---- fences -------------------------------------------------------------- */
 
@@ -384,11 +384,29 @@ GPUOS_INLINE GPUOS_HD void gpuos_mmio_write32(volatile uint32_t *reg, uint32_t v
 #endif
 }
 
+/* Relaxed on both sides: a register value with nothing behind it (CFS). */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_mmio_read32(const volatile uint32_t *reg)
 {
 #if GPUOS_ON_GPU
 	uint32_t v;
 	asm volatile("ld.mmio.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(reg) : "memory");
+	return v;
+#else
+	return __atomic_load_n((const uint32_t *)(uintptr_t)reg, __ATOMIC_RELAXED);
+#endif
+}
+
+/* A register read that later accesses must follow (CSTS.RDY before the
+ * queues are touched again): pairs with the controller's release of the
+ * register (the emulator's store; a device's own ordering). On the GPU the
+ * load and then a system-scope fence, at least an acquire; on the host an
+ * acquire load, the form ThreadSanitizer understands. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_mmio_read_acquire32(const volatile uint32_t *reg)
+{
+#if GPUOS_ON_GPU
+	uint32_t v;
+	asm volatile("ld.mmio.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(reg) : "memory");
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
 	return v;
 #else
 	return __atomic_load_n((const uint32_t *)(uintptr_t)reg, __ATOMIC_ACQUIRE);
@@ -405,8 +423,8 @@ GPUOS_INLINE GPUOS_HD void gpuos_mmio_write64(volatile uint32_t *reg, uint64_t v
 
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_mmio_read64(const volatile uint32_t *reg)
 {
-	uint64_t lo = gpuos_mmio_read32(reg);
-	uint64_t hi = gpuos_mmio_read32(reg + 1);
+	uint64_t lo = gpuos_mmio_read_acquire32(reg);
+	uint64_t hi = gpuos_mmio_read_acquire32(reg + 1);
 	return lo | (hi << 32);
 }
 

@@ -105,7 +105,33 @@ struct gpuos_rt_desc {
 	/* Cold from here on (read every 256 loops, or at start): after the hot
 	 * fields, so that those keep few constant-cache lines on the GPU. */
 	uint64_t csts[GPUOS_RT_MAX_CTRL]; /* const volatile uint32_t * CSTS of each controller, MMIO (0: not polled) */
+	uint64_t admin;        /* struct gpuos_rt_admin *: the admin side of recovery (DESIGN.md 11), 0: none */
+	uint32_t retries;      /* times a command failed with DNR clear is sent again, at most */
+	uint32_t rsvd_adm;
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* + the metadata warp's */
+};
+
+/* What the runtime needs to recover a controller by itself (DESIGN.md 11):
+ * abort a command that timed out, and reset the controller when the abort
+ * does not help (disable, enable, re-create the queues, as bring-up does).
+ * One per controller, in host memory boot maps for the runtime; read only
+ * on those cold paths. regs == 0: the runtime cannot read this controller's
+ * registers (a GPU and a real SSD's BAR), so it cannot reset it; a command
+ * the abort does not bring back then fails the controller. */
+struct gpuos_rt_admin {
+	uint64_t regs;         /* BAR0 (CC at 0x14, CSTS at 0x1c), runtime space */
+	uint64_t sq, cq;       /* the admin queue's memory, runtime space */
+	uint64_t sq_db, cq_db; /* its doorbells, runtime space */
+	uint32_t depth;        /* admin queue entries */
+	uint32_t to_ms;        /* CAP.TO: the bound of each wait for CSTS.RDY */
+	uint32_t cc;           /* CC as bring-up enabled it: written back to enable again */
+	uint32_t nio;          /* I/O queue pairs granted (Set Features Number of Queues, again after a reset) */
+	/* Where the admin queue stands: written by whoever used it last (boot
+	 * before a launch, the runtime after each use); never by both while
+	 * the runtime runs (boot parks it first, boot/sys.c). */
+	uint32_t sq_tail, sq_head, cq_head, phase;
+	uint64_t sq_iova[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* each queue of the descriptor, as */
+	uint64_t cq_iova[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* the controller addresses it */
 };
 static_assert(offsetof(struct gpuos_rt_desc, nctrl) == 48 && offsetof(struct gpuos_rt_desc, mbox) == 56,
 	      "the hot fields keep their places (nctrl and stripe_lbas where one CSTS pointer was)");

@@ -448,12 +448,16 @@ Test(runtime, lba_fault_fails_only_the_requests_touching_it)
 	shut(&b);
 }
 
+/* Errors with DNR set (not retried) and lost completions: a lost one times
+ * out, its Abort finds nothing, and the runtime resets the controller; the
+ * requests then in flight fail with CTRL_RESET. Everything else is served. */
 Test(runtime, random_errors_and_lost_completions)
 {
 	struct booted b;
+	struct gpuos_stats st;
 	uint64_t s = 5;
 	int i, ok = 0, nvme = 0, timeouts = 0;
-	boot_with(&b, "faults=rate:0.02+lost:0.02,seed=11", 1, 2, 150, 0);
+	boot_with(&b, "faults=rate:0.02:0x4281+lost:0.02,seed=11", 1, 2, 150, 0);
 	for (i = 0; i < 300; i++) {
 		uint64_t len = 1 + rng_next(&s) % 4096u;
 		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
@@ -470,30 +474,183 @@ Test(runtime, random_errors_and_lost_completions)
 			cr_assert(memcmp(b.heap, img + off, len) == 0);
 		} else if (st == GPUOS_ST_NVME) {
 			nvme++;
+			cr_assert_eq(res.nvme_status, 0x4281, "status 0x%x", res.nvme_status);
 		} else {
-			cr_assert_eq(st, GPUOS_ST_TIMEOUT, "status %s", gpuos_status_name(st));
+			cr_assert(st == GPUOS_ST_TIMEOUT || st == GPUOS_ST_CTRL_RESET, "status %s", gpuos_status_name(st));
 			timeouts++;
 		}
 	}
 	cr_assert_gt(ok, 250);
 	cr_assert_gt(nvme, 0);
 	cr_assert_gt(timeouts, 0);
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_gt(st.resets, 0, "a lost completion ends in a controller reset");
+	cr_assert_eq(st.retries, 0, "DNR set: never sent again");
 	shut(&b);
 }
 
+/* Errors with DNR clear are sent again (at most 3 times): at 5 % every
+ * request still succeeds, with the image's bytes. */
+Test(runtime, dnr_clear_failures_are_retried)
+{
+	struct booted b;
+	struct gpuos_stats st;
+	uint64_t s = 6;
+	int i;
+	boot_with(&b, "faults=rate:0.05,seed=12", 1, 2, 0, 0);
+	for (i = 0; i < 400; i++) {
+		uint64_t len = 1 + rng_next(&s) % 30000u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		uint32_t r = read_at(&b, off, len, (i & 1) ? 3 : 0, NULL);
+		cr_assert_eq(r, GPUOS_ST_OK, "request %d: %s", i, gpuos_status_name(r));
+		cr_assert(memcmp(b.heap + ((i & 1) ? 3 : 0), img + off, len) == 0, "request %d: data", i);
+	}
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_gt(st.retries, 0);
+	cr_assert_eq(st.errors, 0);
+	shut(&b);
+}
+
+/* Completions that come late, with their data (faults=late): the command
+ * times out, an Abort ends it (or it finishes first), and no request is
+ * answered while its data may still land. Each destination holds a fill
+ * pattern before the request; once answered, it never changes again. */
+Test(runtime, late_completions_never_land_after_the_answer)
+{
+	struct booted b;
+	struct gpuos_stats st;
+	uint64_t s = 8;
+	int i, ok = 0, late = 0;
+	boot_with(&b, "faults=late:0.1:300,seed=13", 1, 2, 60, 0);
+	for (i = 0; i < 120; i++) {
+		uint64_t len = 512 + rng_next(&s) % 20000u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		uint64_t at = (uint64_t)(i % 8) * 65536u + ((i & 1) ? 1 : 0); /* zero copy, and bounced */
+		uint32_t r;
+		memset(b.heap + at, 0xa5, len);
+		r = read_at(&b, off, len, at, NULL);
+		if (r == GPUOS_ST_OK) {
+			ok++;
+			cr_assert(memcmp(b.heap + at, img + off, len) == 0, "request %d: data", i);
+		} else {
+			cr_assert_eq(r, GPUOS_ST_TIMEOUT, "request %d: %s", i, gpuos_status_name(r));
+			late++;
+			/* answered: whatever is there now stays (checked below) */
+			char *copy = malloc(len);
+			cr_assert_not_null(copy);
+			memcpy(copy, b.heap + at, len);
+			usleep(400000); /* past the held command's time */
+			cr_assert(memcmp(copy, b.heap + at, len) == 0, "request %d: bytes landed after its answer", i);
+			free(copy);
+		}
+	}
+	cr_assert_gt(ok, 80);
+	cr_assert_gt(late, 0);
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_gt(st.aborts, 0);
+	cr_assert_eq(st.resets, 0, "every held command was ended by its Abort");
+	shut(&b);
+}
+
+/* A controller that stops answering (faults=hang): no Abort comes back;
+ * the runtime resets it and keeps serving. */
+Test(runtime, hung_controller_is_reset_and_serving_goes_on)
+{
+	struct booted b;
+	struct gpuos_stats st;
+	uint64_t s = 10;
+	int i, ok = 0, failed = 0, ok_after = 0;
+	boot_with(&b, "faults=hang:0.01,seed=14", 2, 4, 60, 0);
+	for (i = 0; i < 600; i++) {
+		uint64_t len = 1 + rng_next(&s) % 9000u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		uint32_t r = read_at(&b, off, len, 0, NULL);
+		if (r == GPUOS_ST_OK) {
+			ok++;
+			ok_after += failed > 0;
+			cr_assert(memcmp(b.heap, img + off, len) == 0, "request %d: data", i);
+		} else {
+			cr_assert(r == GPUOS_ST_TIMEOUT || r == GPUOS_ST_CTRL_RESET, "request %d: %s", i,
+				  gpuos_status_name(r));
+			failed++;
+		}
+	}
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_gt(failed, 0);
+	cr_assert_gt(ok_after, 100, "served after the hangs");
+	cr_assert_gt(st.resets, 0);
+	cr_assert_eq(st.state, GPUOS_RT_STATE_RUNNING);
+	shut(&b);
+}
+
+/* Completions posted twice (faults=dup): the second matches nothing in
+ * flight; it is counted, and changes nothing. */
+Test(runtime, stray_completions_are_counted_and_ignored)
+{
+	struct booted b;
+	struct gpuos_stats st;
+	uint64_t s = 12;
+	int i;
+	boot_with(&b, "faults=dup:0.05,seed=15", 1, 2, 0, 0);
+	for (i = 0; i < 400; i++) {
+		uint64_t len = 1 + rng_next(&s) % 9000u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		cr_assert_eq(read_at(&b, off, len, 0, NULL), GPUOS_ST_OK);
+		cr_assert(memcmp(b.heap, img + off, len) == 0, "request %d: data", i);
+	}
+	usleep(20000);
+	{
+		char e[256];
+		cr_assert_eq(gpuos_park(b.sys, e, sizeof(e)), 0, "%s", e);
+		gpuos_sys_stats(b.sys, &st);
+		cr_assert_eq(gpuos_resume(b.sys, e, sizeof(e)), 0, "%s", e);
+	}
+	cr_assert_gt(st.strays, 0);
+	cr_assert_eq(st.errors, 0);
+	shut(&b);
+}
+
+/* CSTS.CFS: the runtime resets the controller (what the spec asks of a
+ * host) and serves on; the requests in flight then fail with CTRL_RESET. */
+Test(runtime, controller_fatal_status_is_reset_and_serving_goes_on)
+{
+	struct booted b;
+	int i, failed = 0;
+	struct gpuos_stats st;
+	boot_with(&b, "faults=cfs:20", 1, 1, 2000, 0);
+	for (i = 0; i < 60; i++) {
+		uint32_t s = read_at(&b, (uint64_t)i * 4096u, 4096, 0, NULL);
+		if (i < 20 || i >= 40) {
+			cr_assert_eq(s, GPUOS_ST_OK, "request %d: %s", i, gpuos_status_name(s));
+			cr_assert(memcmp(b.heap, img + (uint64_t)i * 4096u, 4096) == 0, "request %d: data", i);
+		} else if (s != GPUOS_ST_OK) {
+			cr_assert(s == GPUOS_ST_CTRL_RESET || s == GPUOS_ST_TIMEOUT, "request %d: %s", i,
+				  gpuos_status_name(s));
+			failed++;
+		}
+	}
+	cr_assert_gt(failed, 0);
+	gpuos_sys_stats(b.sys, &st);
+	cr_assert_eq(st.state, GPUOS_RT_STATE_RUNNING);
+	cr_assert_eq(st.resets, 1);
+	shut(&b);
+}
+
+/* A controller that a reset cannot bring back (faults=dead: CFS, and RDY
+ * never comes again): everything fails with CTRL_FATAL, nothing hangs. */
 Test(runtime, controller_fatal_fails_everything_cleanly)
 {
 	struct booted b;
 	int i, fatal = 0;
 	struct gpuos_stats st;
-	boot_with(&b, "faults=cfs:20", 1, 1, 2000, 0);
+	boot_with(&b, "faults=dead:20,to=2", 1, 1, 2000, 0);
 	for (i = 0; i < 60; i++) {
 		uint32_t s = read_at(&b, (uint64_t)i * 4096u, 4096, 0, NULL);
 		if (i < 20)
 			cr_assert_eq(s, GPUOS_ST_OK, "request %d: %s", i, gpuos_status_name(s));
 		else if (s != GPUOS_ST_OK) {
-			cr_assert(s == GPUOS_ST_CTRL_FATAL || s == GPUOS_ST_TIMEOUT, "request %d: %s", i,
-				  gpuos_status_name(s));
+			cr_assert(s == GPUOS_ST_CTRL_FATAL || s == GPUOS_ST_CTRL_RESET || s == GPUOS_ST_TIMEOUT,
+				  "request %d: %s", i, gpuos_status_name(s));
 			fatal += s == GPUOS_ST_CTRL_FATAL;
 		}
 	}
@@ -646,4 +803,170 @@ Test(runtime, array_queues_per_warp_and_controller)
 	cr_assert_eq(read_at(&b, 5000, 1u << 20, 0, NULL), GPUOS_ST_OK);
 	cr_assert(memcmp(b.heap, img + 5000, 1u << 20) == 0);
 	shut(&b);
+}
+
+/* ---- the fault campaign (issue 13, DESIGN.md 11) ---------------------------------------
+ * 64 clients x 10,000 requests (1,000 with GPUOS_QUICK) under each fault mode
+ * of the emulated controller in turn. Each client reads random ranges into
+ * its own part of the heap (zero copy where the range starts on an LBA, a
+ * bounced tail otherwise) and checks every OK answer against the image. The
+ * figures that must hold: no wrong byte answered OK, every request
+ * answered (a client gives up on one after 60 s: "unanswered"), and
+ * requests served after the faults. The whole table goes to stderr; the GPU
+ * suite runs the same test with the runtime on the GPU. */
+
+struct camp {
+	struct booted *b;
+	int id, n;
+	uint64_t ok, wrong, unanswered, failed, ok_after_fault, st[GPUOS_ST_COUNT];
+	uint64_t last_off, last_len; /* the last OK read, checked again at the end */
+};
+
+static uint64_t now_ms_test(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void *camp_thread(void *p)
+{
+	struct camp *c = (struct camp *)p;
+	uint64_t s = 5000 + (uint64_t)c->id, region = c->b->heap_len / 64;
+	char *mine = c->b->heap + (uint64_t)c->id * region;
+	uint64_t mine_rt = c->b->heap_rt + (uint64_t)c->id * region;
+	int i;
+	for (i = 0; i < c->n; i++) {
+		uint64_t len = 1 + rng_next(&s) % 8192u;
+		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		struct gpuos_req rq;
+		struct gpuos_result res = { 0, 0, 0, 0 };
+		uint32_t slot, st;
+		uint64_t t0;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = GPUOS_OP_READ_RAW;
+		rq.offset = off;
+		rq.length = len;
+		rq.dst = mine_rt;
+		while ((st = gpuos_post(c->b->mb, &rq, &slot)) == GPUOS_ST_FULL)
+			sched_yield();
+		cr_assert_eq(st, GPUOS_ST_OK);
+		t0 = now_ms_test();
+		while (!gpuos_poll(c->b->mb, slot, &res)) {
+			if (now_ms_test() - t0 > 60000u)
+				break;
+			sched_yield();
+		}
+		if (now_ms_test() - t0 > 60000u) {
+			c->unanswered++;
+			return NULL; /* its slot stays taken: this client stops here */
+		}
+		c->st[res.status < GPUOS_ST_COUNT ? res.status : 0]++;
+		if (res.status == GPUOS_ST_OK) {
+			if (res.result != len || memcmp(mine, img + off, len) != 0) {
+				c->wrong++;
+			} else {
+				c->ok++;
+				c->ok_after_fault += c->failed > 0;
+				c->last_off = off;
+				c->last_len = len;
+			}
+		} else {
+			c->failed++;
+		}
+	}
+	return NULL;
+}
+
+struct camp_mode {
+	const char *name, *faults;
+	uint32_t timeout_ms;
+};
+
+static void campaign(const struct camp_mode *m, int n, struct gpuos_stats *out, uint64_t *ok_after)
+{
+	struct booted b;
+	pthread_t t[64];
+	struct camp *c = calloc(64, sizeof(*c));
+	uint64_t ok = 0, wrong = 0, unanswered = 0, failed = 0, after = 0, st[GPUOS_ST_COUNT] = {0}, t0;
+	char opts[256], e[256];
+	int i, k;
+	cr_assert_not_null(c);
+	snprintf(opts, sizeof(opts), "%s%sooo=1,seed=%d", m->faults, *m->faults ? "," : "", 21);
+	boot_with(&b, opts, 4, 8, m->timeout_ms, 256);
+	t0 = now_ms_test();
+	for (i = 0; i < 64; i++) {
+		c[i].b = &b;
+		c[i].id = i;
+		c[i].n = n;
+		cr_assert_eq(pthread_create(&t[i], NULL, camp_thread, &c[i]), 0);
+	}
+	for (i = 0; i < 64; i++) {
+		pthread_join(t[i], NULL);
+		ok += c[i].ok;
+		wrong += c[i].wrong;
+		unanswered += c[i].unanswered;
+		failed += c[i].failed;
+		after += c[i].ok_after_fault;
+		for (k = 0; k < GPUOS_ST_COUNT; k++)
+			st[k] += c[i].st[k];
+	}
+	/* Nothing lands after its answer: each client's last OK read is still
+	 * there once every held command's time has passed. */
+	usleep(400000);
+	for (i = 0; i < 64; i++)
+		if (c[i].last_len && memcmp(b.heap + (uint64_t)i * (b.heap_len / 64), img + c[i].last_off, c[i].last_len))
+			wrong++;
+	cr_assert_eq(gpuos_park(b.sys, e, sizeof(e)), 0, "%s", e);
+	gpuos_sys_stats(b.sys, out);
+	cr_assert_eq(gpuos_resume(b.sys, e, sizeof(e)), 0, "%s", e);
+	fprintf(stderr,
+		"campaign %-12s %-22s %7.1f s: %8lu requests, %8lu OK, %lu wrong, %lu unanswered, %6lu failed "
+		"(NVME %lu, TIMEOUT %lu, CTRL_RESET %lu, CTRL_FATAL %lu), OK after a fault %lu; runtime: %lu retries, "
+		"%lu aborts, %lu resets, %lu strays\n",
+		m->name, *m->faults ? m->faults : "(none)", (double)(now_ms_test() - t0) / 1000.0,
+		(unsigned long)(64ull * (uint64_t)n), (unsigned long)ok, (unsigned long)wrong, (unsigned long)unanswered,
+		(unsigned long)failed, (unsigned long)st[GPUOS_ST_NVME], (unsigned long)st[GPUOS_ST_TIMEOUT],
+		(unsigned long)st[GPUOS_ST_CTRL_RESET], (unsigned long)st[GPUOS_ST_CTRL_FATAL], (unsigned long)after,
+		(unsigned long)out->retries, (unsigned long)out->aborts, (unsigned long)out->resets,
+		(unsigned long)out->strays);
+	cr_assert_eq(wrong, 0, "%s: %lu wrong answers", m->name, (unsigned long)wrong);
+	cr_assert_eq(unanswered, 0, "%s: %lu requests without an answer", m->name, (unsigned long)unanswered);
+	cr_assert_eq(ok + failed, 64ull * (uint64_t)n);
+	cr_assert_eq(out->requests, 64ull * (uint64_t)n, "%s: every request answered exactly once", m->name);
+	cr_assert_neq(out->state, GPUOS_RT_STATE_FATAL, "%s: still serving", m->name);
+	*ok_after = after;
+	shut(&b);
+	free(c);
+}
+
+Test(runtime, fault_campaign, .timeout = 900)
+{
+	static const struct camp_mode modes[] = {
+		{ "none", "", 100 },
+		{ "retried", "faults=rate:0.01", 100 },          /* 0x281, DNR clear: sent again */
+		{ "dnr", "faults=rate:0.01:0x4281", 100 },       /* DNR set: the request fails */
+		{ "lost", "faults=lost:0.001", 100 },            /* no completion: Abort, then reset */
+		{ "late", "faults=late:0.01:300", 100 },         /* after the timeout, with data */
+		{ "cfs", "faults=cfs:20000", 100 },              /* CSTS.CFS once: reset */
+		{ "hang", "faults=hang:0.0001", 100 },           /* stops answering until reset */
+		{ "dup", "faults=dup:0.01", 100 },               /* completions twice: strays */
+	};
+	int n = getenv("GPUOS_QUICK") ? 1000 : 10000;
+	size_t i;
+	for (i = 0; i < GPUOS_ARRAY_SIZE(modes); i++) {
+		struct gpuos_stats st;
+		uint64_t after = 0;
+		campaign(&modes[i], n, &st, &after);
+		if (!strcmp(modes[i].name, "retried"))
+			cr_assert_gt(st.retries, 0);
+		if (!strcmp(modes[i].name, "lost") || !strcmp(modes[i].name, "cfs") || !strcmp(modes[i].name, "hang")) {
+			cr_assert_gt(st.resets, 0, "%s: the controller was reset", modes[i].name);
+			cr_assert_gt(after, 0, "%s: served after the fault", modes[i].name);
+		}
+		if (!strcmp(modes[i].name, "late"))
+			cr_assert_gt(st.aborts, 0);
+		if (!strcmp(modes[i].name, "dup"))
+			cr_assert_gt(st.strays, 0);
+	}
 }

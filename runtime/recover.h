@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/recover.h - the end of a command the controller did not answer
+ * (DESIGN.md 11): an NVMe Abort, and when that does not bring it back, a
+ * controller reset the runtime does by itself (disable, enable, queues
+ * re-created, as bring-up does). No CPU on this path.
+ *
+ * A reset stops every participant (the service warps and the metadata
+ * warp) at once, because each owns queues of the controller:
+ *   RUN -> DISABLING   one participant (the resetter) wins a CAS, clears
+ *                      CC.EN and waits for CSTS.RDY = 0: from then on the
+ *                      controller writes nothing (NVMe 3.7.2)
+ *       -> DROP        each participant fails its commands on that
+ *                      controller (CTRL_RESET), stops reaping and
+ *                      submitting, and acknowledges
+ *       -> ENABLING    every participant present has acknowledged: the
+ *                      resetter zeroes the CQs, sets CC.EN, waits for
+ *                      RDY = 1, and re-creates every I/O queue
+ *       -> RUN         participants start their queues on it from zero.
+ * Participants count themselves in at launch and out when they leave, in
+ * the same word as the phase: nobody leaves or joins during a reset, so the
+ * resetter knows how many acknowledgements to wait for.
+ */
+#ifndef GPUOS_RUNTIME_RECOVER_H
+#define GPUOS_RUNTIME_RECOVER_H
+
+#include "gpuos/rt.h"
+#include "queue.h"
+
+GPUOS_EXTERN_C_BEGIN
+
+enum { RT_PH_RUN = 0, RT_PH_DISABLING = 1, RT_PH_DROP = 2, RT_PH_ENABLING = 3 };
+
+/* Runtime-space CIDs of the runtime's admin commands: the top half, so a
+ * stale completion never matches one of boot's (bringup.c keeps below). */
+#define GPUOS_RT_ADMIN_CID 0x8000u
+
+/* Shared by the participants; in the state region (device memory on the
+ * GPU), reached with device-scope atomics. */
+struct rt_recover {
+	uint32_t word;         /* phase << 16 | participants present */
+	uint32_t ctrl;         /* the controller being reset */
+	uint32_t epoch;        /* resets begun; a participant drops once per epoch */
+	uint32_t acks;         /* participants that dropped in this epoch */
+	uint32_t lock;         /* the admin queues: 0 free, 1 held */
+	uint32_t dead;         /* bit m: controller m could not be reset */
+	uint32_t launch;       /* ctl->epoch + 1 the admin positions were loaded for */
+	uint32_t next_cid;
+	uint32_t gen[GPUOS_RT_MAX_CTRL];  /* resets completed, per controller */
+	struct gpuos_qp admin[GPUOS_RT_MAX_CTRL];
+};
+
+GPUOS_INLINE GPUOS_HD uint32_t rt_rec_phase(uint32_t word) { return word >> 16; }
+
+/* The one rt_recover of this runtime (in the state region's header, rt.c). */
+GPUOS_HD struct rt_recover *gpuos_rt_recover(const struct gpuos_rt_desc *d);
+
+/* Lane 0. Count in at launch (waits for a reset in progress to end). */
+GPUOS_HD void gpuos_rt_rec_enter(const struct gpuos_rt_desc *d, struct rt_recover *rs);
+/* Lane 0. Count out; 0 while a reset is in progress (stay and take part). */
+GPUOS_HD int gpuos_rt_rec_leave(struct rt_recover *rs);
+/* Lane 0. The word, acquired: pairs with the resetter's release of each
+ * phase (and what it did before: RDY = 0 seen, the queues re-created). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_rt_rec_word(struct rt_recover *rs)
+{
+	return gpuos_load_acquire_dev32(&rs->word);
+}
+/* Lane 0. This participant has dropped its commands of the controller
+ * being reset: release, so the resetter (acquire of acks) sees it done
+ * with those queues before it zeroes them. */
+GPUOS_HD void gpuos_rt_rec_ack(struct rt_recover *rs);
+/* Lane 0. Send an NVMe Abort for command cid on queue sqid of controller
+ * m; returns 1 when sent, 0 when it cannot be now (try again later), -1
+ * when the runtime has no admin queue for m (gpu-null). */
+GPUOS_HD int gpuos_rt_abort(const struct gpuos_rt_desc *d, struct rt_recover *rs, uint32_t m, uint16_t sqid,
+			    uint16_t cid);
+/* Lane 0. Start resetting controller m: 1 when this participant is the
+ * resetter and the controller is disabled (phase DROP: now drop, ack and
+ * call gpuos_rt_reset_finish), 0 when another reset is in progress or the
+ * controller cannot be reset (rs->dead says). */
+GPUOS_HD int gpuos_rt_reset_begin(const struct gpuos_rt_desc *d, struct rt_recover *rs, uint32_t m);
+/* Lane 0, the resetter after its own ack: wait for the others, re-enable,
+ * re-create the queues, back to RUN. */
+GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_recover *rs);
+/* Controllers a reset could not bring back (bit m). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_rt_dead(struct rt_recover *rs)
+{
+	return gpuos_load_relaxed_dev32(&rs->dead);
+}
+/* Whether the runtime can reset controller m by itself. */
+GPUOS_HD int gpuos_rt_can_reset(const struct gpuos_rt_desc *d, uint32_t m);
+
+GPUOS_EXTERN_C_END
+
+#endif /* GPUOS_RUNTIME_RECOVER_H */
