@@ -335,11 +335,14 @@ int cmd_bench(int argc, char **argv)
 			       "\"iters\": %u, \"warps\": %u, \"queues\": %u, \"requests_per_s\": %.0f, \"gb_per_s\": %.3f, "
 			       "\"lat_median_us\": %.2f, \"lat_p99_us\": %.2f, \"errors\": %u, \"cpu_s\": %.3f, "
 			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu, \"zero_copy\": %llu, "
-			       "\"timeouts\": %llu, \"controller\": ",
+			       "\"timeouts\": %llu, \"strays\": %llu, \"aborts\": %llu, \"resets\": %llu, "
+			       "\"retries\": %llu, \"controller\": ",
 			       opname, bytes, threads, iters, in->warps, in->queues_used, reqs / secs,
 			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0, errors,
 			       cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.doorbells,
-			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts);
+			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts,
+			       (unsigned long long)st.strays, (unsigned long long)st.aborts, (unsigned long long)st.resets,
+			       (unsigned long long)st.retries);
 			json_str(stdout, ctrl);
 			/* each controller (of an array: every member) with its own counters */
 			fputs(", \"controllers\": [", stdout);

@@ -59,10 +59,12 @@ static void stats_json(struct gpuos_sys *s, char *out, size_t len)
 	gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
 	snprintf(out, len,
 		 "{\"requests\": %llu, \"bytes\": %llu, \"errors\": %llu, \"commands\": %llu, \"timeouts\": %llu, "
-		 "\"doorbells\": %llu, \"polls\": %llu, \"zero_copy\": %llu, \"state\": %u}",
+		 "\"doorbells\": %llu, \"polls\": %llu, \"zero_copy\": %llu, \"strays\": %llu, "
+		 "\"aborts\": %llu, \"resets\": %llu, \"retries\": %llu, \"state\": %u}",
 		 (unsigned long long)st.requests, (unsigned long long)st.bytes, (unsigned long long)st.errors,
 		 (unsigned long long)st.commands, (unsigned long long)st.timeouts, (unsigned long long)st.doorbells,
-		 (unsigned long long)st.polls, (unsigned long long)st.zero_copy, st.state);
+		 (unsigned long long)st.polls, (unsigned long long)st.zero_copy, (unsigned long long)st.strays,
+		 (unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.retries, st.state);
 }
 
 int cmd_boot(int argc, char **argv)
@@ -214,7 +216,7 @@ int cmd_boot(int argc, char **argv)
 							(unsigned long long)share_len);
 					}
 				} else if (!strcmp(cn->buf, "stats")) {
-					char js[512];
+					char js[1024];
 					stats_json(s, js, sizeof(js));
 					dprintf(cn->fd, "%s\n", js);
 				} else if (!strncmp(cn->buf, "run ", 4)) {

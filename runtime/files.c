@@ -300,25 +300,25 @@ GPUOS_NOINLINE GPUOS_HD static int meta_rec_follow(struct rt_files *F, uint32_t 
 	const struct gpuos_rt_desc *d = F->d;
 	struct rt_recover *rs = gpuos_rt_recover(d);
 	uint32_t ph = rt_rec_phase(w), m;
-	if (ph == RT_PH_DROP && F->rec_epoch != rs->epoch) {
-		if (F->inflight == rs->ctrl + 1u) {
+	if (ph == RT_PH_DROP && F->rec_epoch != gpuos_load_relaxed_dev32(&rs->epoch)) {
+		if (F->inflight == gpuos_load_relaxed_dev32(&rs->ctrl) + 1u) {
 			F->inflight = 0;
 			F->dropped = 1; /* the controller writes nothing more: the bounce buffer is ours */
 		}
-		F->rec_epoch = rs->epoch;
+		F->rec_epoch = gpuos_load_relaxed_dev32(&rs->epoch);
 		gpuos_rt_rec_ack(rs);
 	}
 	if (ph != RT_PH_RUN)
 		return 1;
 	for (m = 0; m < d->nctrl; m++) {
-		if (F->rec_gen[m] != rs->gen[m]) {
+		if (F->rec_gen[m] != gpuos_load_relaxed_dev32(&rs->gen[m])) {
 			const struct gpuos_rt_queue *q = &d->queue[d->nqueues + m];
 			uint32_t dev = F->qp[m].dev;
 			gpuos_qp_init(&F->qp[m], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
 				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
 				      q->depth, q->qid);
 			F->qp[m].dev = dev;
-			F->rec_gen[m] = rs->gen[m];
+			F->rec_gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
 		}
 	}
 	return 0;

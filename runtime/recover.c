@@ -214,9 +214,11 @@ GPUOS_HD int gpuos_rt_reset_begin(const struct gpuos_rt_desc *d, struct rt_recov
 	 * reset: a holder never waits on anything, so this ends. */
 	while (!lock_try(rs))
 		gpuos_backoff(&spins);
-	rs->ctrl = m;
-	rs->epoch++;
-	rs->acks = 0;
+	/* Relaxed atomics: participants read them while they poll (ordered
+	 * by the word, whose release below publishes them). */
+	gpuos_store_relaxed_dev32(&rs->ctrl, m);
+	gpuos_store_relaxed_dev32(&rs->epoch, gpuos_load_relaxed_dev32(&rs->epoch) + 1u);
+	gpuos_store_relaxed_dev32(&rs->acks, 0u);
 	gpuos_mmio_write32(rec_reg(A, GPUOS_NVME_REG_CC), A->cc & ~GPUOS_NVME_CC_EN);
 	if (wait_rdy(A, 0)) {
 		/* Not even a reset brings it back: fail it (CTRL_FATAL). */
@@ -244,7 +246,7 @@ GPUOS_INLINE GPUOS_HD void zero_cq(uint64_t cq, uint32_t n)
 
 GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_recover *rs)
 {
-	uint32_t m = rs->ctrl, w = gpuos_load_relaxed_dev32(&rs->word), present = w & 0xffffu, q, spins = 0;
+	uint32_t m = gpuos_load_relaxed_dev32(&rs->ctrl), w = gpuos_load_relaxed_dev32(&rs->word), present = w & 0xffffu, q, spins = 0;
 	const struct gpuos_rt_admin *A = rec_admin(d, m);
 	struct gpuos_nvme_sqe e;
 	int ok = 1;
@@ -293,7 +295,7 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 	admin_save(d, rs, m);
 	if (!ok)
 		rec_mark_dead(rs, m);
-	rs->gen[m]++;
+	gpuos_store_relaxed_dev32(&rs->gen[m], gpuos_load_relaxed_dev32(&rs->gen[m]) + 1u);
 	lock_release(rs);
 	/* release: the queues made again (or dead), gen[m], before RUN; pairs
 	 * with the participants' acquire of the word */

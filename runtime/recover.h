@@ -36,7 +36,10 @@ enum { RT_PH_RUN = 0, RT_PH_DISABLING = 1, RT_PH_DROP = 2, RT_PH_ENABLING = 3 };
 #define GPUOS_RT_ADMIN_CID 0x8000u
 
 /* Shared by the participants; in the state region (device memory on the
- * GPU), reached with device-scope atomics. */
+ * GPU). word, ctrl, epoch, acks, dead, gen[] are read while others may
+ * write them: device-scope atomics only (the word's release/acquire
+ * orders the rest). launch, next_cid and admin[] belong to the holder of
+ * lock. */
 struct rt_recover {
 	uint32_t word;         /* phase << 16 | participants present */
 	uint32_t ctrl;         /* the controller being reset */

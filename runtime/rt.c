@@ -1226,9 +1226,9 @@ GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uin
 {
 	struct rt_recover *rs = gpuos_rt_recover(d);
 	uint32_t ph = rt_rec_phase(word), m, k;
-	if (ph == RT_PH_DROP && W->rec_epoch != rs->epoch) {
-		drop_ctrl(d, w, W, rs->ctrl);
-		W->rec_epoch = rs->epoch;
+	if (ph == RT_PH_DROP && W->rec_epoch != gpuos_load_relaxed_dev32(&rs->epoch)) {
+		drop_ctrl(d, w, W, gpuos_load_relaxed_dev32(&rs->ctrl));
+		W->rec_epoch = gpuos_load_relaxed_dev32(&rs->epoch);
 		gpuos_rt_rec_ack(rs);
 	}
 	if (ph != RT_PH_RUN)
@@ -1236,7 +1236,7 @@ GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uin
 	/* RUN: queues of a controller reset since we last looked start from
 	 * zero, as the controller's re-created ones do. */
 	for (m = 0; m < d->nctrl; m++) {
-		if (W->rec_gen[m] == rs->gen[m])
+		if (W->rec_gen[m] == gpuos_load_relaxed_dev32(&rs->gen[m]))
 			continue;
 		for (k = m; k < W->qpw; k += d->nctrl) {
 			const struct gpuos_rt_queue *q = &d->queue[w * W->qpw + k];
@@ -1247,7 +1247,7 @@ GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uin
 				      q->depth, q->qid);
 			qp->dev = dev;
 		}
-		W->rec_gen[m] = rs->gen[m];
+		W->rec_gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
 	}
 	if (gpuos_rt_dead(rs) && !W->fatal)
 		go_fatal(d, w, W, 0xffffffffu);
@@ -1290,6 +1290,8 @@ GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d
 				uint32_t b = gpuos_ffs(mlate);
 				struct rt_slot *sl = &W->slot[i + b];
 				mlate &= mlate - 1u;
+				if (sl->busy == SLOT_FREE)
+					continue; /* a reset just ended it */
 				if (sl->busy == SLOT_BUSY) {
 					abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
 					W->st.timeouts += 1;

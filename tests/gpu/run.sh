@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 date -u
 
 step "shared runtime suite, runtime on the GPU, controller emu:"
-GPUOS_TEST_GPU=1 timeout 400 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU"
+GPUOS_TEST_GPU=1 timeout 500 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU (with the fault campaign)"
 
 step "files suite, runtime and metadata warp on the GPU, controller emu:"
 GPUOS_TEST_GPU=1 GPUOS_FILES_DIR="$build/files-img" timeout 400 "$build/gpu/test_files"; res $? "files suite on the GPU"

@@ -74,6 +74,8 @@ struct booted {
 	uint64_t heap_rt, heap_len;
 };
 
+static uint32_t timeout_ms = 2000; /* the runtime's command timeout */
+
 static void boot_img(struct booted *b, const char *img, const char *emu_opts, uint32_t warps, uint32_t part,
 		     int allow_raw)
 {
@@ -90,7 +92,7 @@ static void boot_img(struct booted *b, const char *img, const char *emu_opts, ui
 	o.quiet = 1;
 	o.heap_bytes = 48u << 20;
 	o.part = part;
-	o.timeout_ms = 2000;
+	o.timeout_ms = timeout_ms;
 	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
 	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
 	/* the GPU suite must not pass on CPU threads (issue 13) */
@@ -330,6 +332,57 @@ Test(files, device_errors_fail_only_what_they_touch)
 	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
 	check_file(&b, "/dir/sub/deep.txt", "dir/sub/deep.txt", 3);
 	shut(&b);
+}
+
+/* The metadata warp under the faults of issue 13: commands that come back
+ * late (it aborts them, and never reads its bounce buffer while one may
+ * still land) and a controller that hangs (it resets it, or takes part in
+ * a reset a service warp started). Every answer is right, or an error. */
+Test(files, metadata_reads_survive_late_and_hung_commands)
+{
+	static const char *modes[] = { "faults=late:0.2:150,seed=", "faults=hang:0.02,seed=" };
+	size_t len, k;
+	unsigned char *want = slurp("dir/sub/deep.txt", &len);
+	int served = 0, refused = 0;
+	timeout_ms = 50;
+	for (k = 0; k < 2 * 6; k++) {
+		/* a fresh boot each time: a cold metadata cache, so the metadata
+		 * warp reads the device again */
+		struct booted b;
+		int i, ok = 0, failed = 0;
+		char opts[96];
+		snprintf(opts, sizeof(opts), "%s%zu", modes[k % 2], k);
+		boot_img(&b, "ext4.img", opts, 2, 0, 0);
+		for (i = 0; i < 6; i++) {
+			uint32_t h, st;
+			uint64_t size = 0, got = 0;
+			st = open_path(&b, "/dir/sub/deep.txt", &h, &size);
+			if (st == GPUOS_ST_OK) {
+				cr_assert_eq(size, len, "%s: size", opts);
+				st = gpuos_read(b.mb, h, 0, len, RT(&b, DATA), &got);
+				if (st == GPUOS_ST_OK) {
+					cr_assert_eq(got, len);
+					cr_assert(memcmp(b.heap + DATA, want, len) == 0, "%s: data", opts);
+					ok++;
+				} else {
+					failed++;
+				}
+				gpuos_close(b.mb, h);
+			} else {
+				cr_assert(st == GPUOS_ST_IO || st == GPUOS_ST_TIMEOUT || st == GPUOS_ST_CTRL_RESET,
+					  "%s: open: %s (%s)", opts, gpuos_status_name(st), b.heap + WHY);
+				failed++;
+			}
+		}
+		served += ok;
+		refused += failed;
+		shut(&b);
+	}
+	timeout_ms = 2000;
+	fprintf(stderr, "metadata under late and hung commands: %d opens and reads served, %d refused\n", served,
+		refused);
+	cr_assert_gt(served, 20, "served %d, refused %d", served, refused);
+	free(want);
 }
 
 Test(files, gguf_models)
