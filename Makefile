@@ -221,6 +221,7 @@ check:
 		$(CC) -x c++ -std=c++17 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -fsyntax-only $$f || exit 1; \
 		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -x cu -c $$f -o /dev/null || exit 1; \
 	done
+	$(Q)python3 tests/tools/check_orderings.py
 	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc (sm_90)"
 
 demo: deps
