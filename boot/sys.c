@@ -962,6 +962,9 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 			A[m].to_ms = n->to_ms;
 			A[m].cc = gpuos_reg_read32(n->m, GPUOS_NVME_REG_CC);
 			A[m].nio = n->io_queues;
+			A[m].asq_iova = n->admin_sq.iova;
+			A[m].acq_iova = n->admin_cq.iova;
+			A[m].aqa = gpuos_reg_read32(n->m, GPUOS_NVME_REG_AQA);
 		}
 		for (q = 0; q < nq; q++) {
 			A[(q % qpw) % nctrl].sq_iova[q] = s->sq[q].iova;

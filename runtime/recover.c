@@ -261,9 +261,14 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 	zero_cq(A->cq, A->depth);
 	gpuos_qp_init(&rs->admin[m], (void *)(uintptr_t)A->sq, (void *)(uintptr_t)A->cq,
 		      (volatile uint32_t *)(uintptr_t)A->sq_db, (volatile uint32_t *)(uintptr_t)A->cq_db, A->depth, 0);
-	/* The zeroed queues before the controller may write them again: the
-	 * fence orders them before CC.EN (an MMIO store). */
+	/* The admin queue's registers again, as bring-up writes them (a
+	 * controller reset keeps them by the spec; not every device does).
+	 * The zeroed queues before the controller may write them again: the
+	 * fence orders them before these MMIO stores and CC.EN. */
 	gpuos_fence_sys();
+	gpuos_mmio_write32(rec_reg(A, GPUOS_NVME_REG_AQA), A->aqa);
+	gpuos_mmio_write64(rec_reg(A, GPUOS_NVME_REG_ASQ), A->asq_iova);
+	gpuos_mmio_write64(rec_reg(A, GPUOS_NVME_REG_ACQ), A->acq_iova);
 	gpuos_mmio_write32(rec_reg(A, GPUOS_NVME_REG_CC), A->cc | GPUOS_NVME_CC_EN);
 	ok = wait_rdy(A, GPUOS_NVME_CSTS_RDY) == 0;
 	if (ok) {

@@ -126,6 +126,9 @@ struct gpuos_rt_admin {
 	uint32_t to_ms;        /* CAP.TO: the bound of each wait for CSTS.RDY */
 	uint32_t cc;           /* CC as bring-up enabled it: written back to enable again */
 	uint32_t nio;          /* I/O queue pairs granted (Set Features Number of Queues, again after a reset) */
+	uint64_t asq_iova, acq_iova; /* the admin queue as the controller addresses it (ASQ, ACQ: */
+	uint32_t aqa;          /* written again before enabling, as bring-up does) */
+	uint32_t rsvd_aqa;
 	/* Where the admin queue stands: written by whoever used it last (boot
 	 * before a launch, the runtime after each use); never by both while
 	 * the runtime runs (boot parks it first, boot/sys.c). */

@@ -248,6 +248,19 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     # through at once) no less than 220 ms, so the limits are really in force.
     p.read("%s-b-read-1mib-throttled" % tag, b_img, B_LBA, rng.randint(0, 31) << 20, 1 << 20, device=b_dev,
            min_ms=(32 - 10) * 1000 // B_IOPS)
+    # Commands the slow controller cannot answer within a 20 ms timeout:
+    # QEMU answers the runtime's Aborts "not aborted", so the runtime resets
+    # B by itself (CC.EN, admin registers, Set Features, queues re-created;
+    # DESIGN.md 11). Requests then in flight fail; every one is answered;
+    # the admin queue goes back to boot, whose shutdown deletes the queues.
+    def reset_check(text):
+        got = {k: int(v) for k, v in re.findall(r'"(errors|timeouts|aborts|resets|threads|iters)": (\d+)', text)}
+        if got.get("resets", 0) < 1 or got.get("aborts", 0) < 1 or got.get("errors", 0) < 1:
+            return "want aborts, resets and failed requests: %s" % text[:400]
+        return None
+    p.text("%s-b-timeouts-reset" % tag, ["gpuos", "bench", "--device", b_dev, "--timeout-ms", "20", "--threads", "16",
+                                         "--iters", "4", "--json"] + HEAP, rc=None, out=reset_check)
+    p.read("%s-b-read-after-reset" % tag, b_img, B_LBA, rng.randint(0, 15) << 20, 256 << 10, device=b_dev)
     add_file_tests(p, b_dev, tag, expect)
 
     # A service on A: 2 warps, 8 queue pairs; an error in the middle of a
