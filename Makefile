@@ -35,6 +35,9 @@ all: $(BUILD)/gpuos
 deps:
 	$(Q)bash scripts/deps.sh
 
+# gpuos --version names the GPU architectures of the runtime image.
+$(BUILD)/boot/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(CUDA_ARCH)"'
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")

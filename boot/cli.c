@@ -25,22 +25,72 @@ void cli_err(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static int num(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
+int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out)
 {
+	static const struct { const char *s; unsigned shift; } units[] = {
+		{ "", 0 }, { "K", 10 }, { "k", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
+		{ "G", 30 }, { "GiB", 30 }, { "T", 40 }, { "TiB", 40 },
+	};
 	char *end;
 	unsigned long long x;
+	size_t i;
+	if (!v || !*v || *v == '-' || *v == '+' || *v == ' ')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || end == v)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].s) || (i && !suffixes))
+			continue;
+		if (units[i].shift && x > (~0ull >> units[i].shift))
+			return -ERANGE;
+		x <<= units[i].shift;
+		if (x > max)
+			return -ERANGE;
+		*out = x;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* A number for option opt: plain (counts, and sizes whose unit is in the
+ * option's name) or a size with a suffix; an error, never a smaller number. */
+static int num_opt(const char *cmd, const char *opt, const char *v, int suffixes, uint64_t max, uint64_t *out)
+{
 	if (!v || !*v) {
 		cli_err(cmd, "%s needs a value", opt);
 		return -1;
 	}
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || *end || v[0] == '-' || x > max) {
-		cli_err(cmd, "%s: '%s' is not a number in 0..%llu", opt, v, (unsigned long long)max);
+	if (cli_size(v, suffixes, max, out)) {
+		cli_err(cmd, "%s: '%s' is not a %s in 0..%llu", opt, v,
+			suffixes ? "size (a number, or with K, M, G, T: KiB, MiB, GiB, TiB)" : "number",
+			(unsigned long long)max);
 		return -1;
 	}
-	*out = x;
 	return 0;
+}
+
+int cli_num(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
+{
+	return num_opt(cmd, opt, v, 0, max, out);
+}
+
+int cli_bytes(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
+{
+	return num_opt(cmd, opt, v, 1, max, out);
+}
+
+/* --name=value: the option and its value apart (name into buf). Returns
+ * the value, or NULL when a has no '=' (or is not a long option). */
+const char *cli_split_eq(const char *a, char *buf, size_t len)
+{
+	const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+	if (!eq || (size_t)(eq - a) >= len)
+		return NULL;
+	memcpy(buf, a, (size_t)(eq - a));
+	buf[eq - a] = 0;
+	return eq + 1;
 }
 
 int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
@@ -55,15 +105,22 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 	if (!c->argv)
 		return -1;
 	for (i = 0; i < argc; i++) {
+		char name[64];
 		const char *a = argv[i];
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *inl = cli_split_eq(a, name, sizeof(name)); /* --opt=value */
+		const char *val = inl ? inl : i + 1 < argc ? argv[i + 1] : NULL;
+		int took = 0; /* the option used its value */
+		if (inl)
+			a = name;
 #define NEEDVAL()                                                          \
 	do {                                                               \
 		if (!val) {                                                \
 			cli_err(cmd, "%s needs a value", a);               \
 			return -1;                                         \
 		}                                                          \
-		i++;                                                       \
+		took = 1;                                                  \
+		if (!inl)                                                  \
+			i++;                                               \
 	} while (0)
 		if (strcmp(a, "--") == 0) {
 			for (i++; i < argc; i++)
@@ -98,7 +155,7 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			   strcmp(a, "--mbox-slots") == 0 || strcmp(a, "--part") == 0 || strcmp(a, "--grid") == 0 ||
 			   strcmp(a, "--block") == 0) {
 			NEEDVAL();
-			if (num(cmd, a, val, 1u << 30, &v))
+			if (cli_num(cmd, a, val, 1u << 30, &v))
 				return -1;
 			if (!strcmp(a, "--warps")) c->boot.warps = (uint32_t)v;
 			else if (!strcmp(a, "--queues")) c->boot.queues = (uint32_t)v;
@@ -116,7 +173,7 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			c->boot.no_zero_copy = 1;
 		} else if (strcmp(a, "--vram-mib") == 0) {
 			NEEDVAL();
-			if (num(cmd, a, val, 1u << 20, &v))
+			if (cli_num(cmd, a, val, 1u << 20, &v))
 				return -1;
 			c->boot.dev_heap_bytes = v << 20;
 		} else if (strcmp(a, "--arch") == 0) {
@@ -131,12 +188,12 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			c->sm = (int)sm;
 		} else if (strcmp(a, "--heap-mib") == 0) {
 			NEEDVAL();
-			if (num(cmd, a, val, 1u << 20, &v))
+			if (cli_num(cmd, a, val, 1u << 20, &v))
 				return -1;
 			c->boot.heap_bytes = v << 20;
 		} else if (strcmp(a, "--offset") == 0 || strcmp(a, "--length") == 0) {
 			NEEDVAL();
-			if (num(cmd, a, val, ~0ull, &v))
+			if (cli_bytes(cmd, a, val, ~0ull, &v))
 				return -1;
 			if (!strcmp(a, "--offset")) {
 				c->offset = v;
@@ -150,6 +207,10 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			return -1;
 		} else {
 			c->argv[npos++] = argv[i];
+		}
+		if (inl && !took) {
+			cli_err(cmd, "%s takes no value", a);
+			return -1;
 		}
 #undef NEEDVAL
 	}

@@ -32,6 +32,17 @@ struct cli {
  * error (exit 2 with a message). Returns 0 or -1. */
 int cli_parse(struct cli *c, const char *cmd, int argc, char **argv);
 
+/* A number: decimal or 0x hex, and with suffixes set a size with K, M, G,
+ * T (also KiB, MiB, GiB, TiB, k: powers of 1024). 0, -EINVAL (not such
+ * a number: trailing junk, a sign, empty), -ERANGE (above max). Never a
+ * smaller number than written. */
+int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out);
+/* The same for option opt, with the error printed: a count, or bytes. */
+int cli_num(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out);
+int cli_bytes(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out);
+/* "--name=value": name into buf, returns value; NULL for any other form. */
+const char *cli_split_eq(const char *a, char *buf, size_t len);
+
 /* Write all n bytes to fd (retrying short writes); 0 or -errno. */
 int cli_write_all(int fd, const char *p, size_t n);
 

@@ -168,24 +168,53 @@ int cmd_bench(int argc, char **argv)
 	char **rest = calloc((size_t)argc + 1, sizeof(char *));
 	int nrest = 0;
 	for (i = 0; i < argc; i++) {
-		if (i + 1 < argc && !strcmp(argv[i], "--threads"))
-			threads = (uint32_t)strtoul(argv[++i], NULL, 0);
-		else if (i + 1 < argc && !strcmp(argv[i], "--iters"))
-			iters = (uint32_t)strtoul(argv[++i], NULL, 0);
-		else if (!strcmp(argv[i], "--stages"))
-			want_stages = 1;
-		else if (i + 1 < argc && !strcmp(argv[i], "--bytes"))
-			bytes = (uint32_t)strtoul(argv[++i], NULL, 0);
-		else if (i + 1 < argc && !strcmp(argv[i], "--op")) {
-			opname = argv[++i];
+		char name[64];
+		const char *inl = cli_split_eq(argv[i], name, sizeof(name)); /* --opt=value */
+		const char *a = inl ? name : argv[i];
+		const char *val = inl ? inl : i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t v;
+		int num = !strcmp(a, "--threads") || !strcmp(a, "--iters") || !strcmp(a, "--bytes");
+		if (!strcmp(a, "--")) {
+			while (i < argc)
+				rest[nrest++] = argv[i++];
+			break;
+		}
+		if (num || !strcmp(a, "--op")) {
+			if (!val) {
+				cli_err("bench", "%s needs a value", a);
+				return GPUOS_EXIT_FAIL;
+			}
+			if (!inl)
+				i++;
+		}
+		if (num) {
+			/* sizes take suffixes (128K); a bad number is an error, never a smaller one */
+			if (!strcmp(a, "--bytes") ? cli_bytes("bench", a, val, 16u << 20, &v)
+						  : cli_num("bench", a, val, 1u << 30, &v))
+				return GPUOS_EXIT_FAIL;
+			if (!strcmp(a, "--threads"))
+				threads = (uint32_t)v;
+			else if (!strcmp(a, "--iters"))
+				iters = (uint32_t)v;
+			else
+				bytes = (uint32_t)v;
+		} else if (!strcmp(a, "--op")) {
+			opname = val;
 			if (!strcmp(opname, "nop"))
 				op = GPUOS_OP_NOP;
 			else if (strcmp(opname, "read")) {
 				cli_err("bench", "--op read|nop");
 				return GPUOS_EXIT_FAIL;
 			}
-		} else
+		} else if (!strcmp(a, "--stages")) {
+			if (inl) {
+				cli_err("bench", "--stages takes no value");
+				return GPUOS_EXIT_FAIL;
+			}
+			want_stages = 1;
+		} else {
 			rest[nrest++] = argv[i];
+		}
 	}
 	if (cli_parse(&c, "bench", nrest, rest))
 		return GPUOS_EXIT_FAIL;

@@ -5,6 +5,11 @@
 
 #include "cli.h"
 
+#define GPUOS_VERSION "0.14"
+#ifndef GPUOS_CUDA_ARCHS
+#define GPUOS_CUDA_ARCHS "unknown" /* the Makefile names them (CUDA_ARCH) */
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -27,7 +32,10 @@ static void usage(FILE *f)
 		"                                        run an app (APP.so or --host: its host-mode variant)\n"
 		"  bench --device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--stages] [--json]\n"
 		"                                        requests/s and latency through the whole path\n"
+		"  --version                             the version, the ABI and the GPU architectures built in\n"
 		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
+		"options: --opt VALUE or --opt=VALUE; sizes (--offset, --length, --bytes) take K, M, G, T\n"
+		"  (KiB, MiB, GiB, TiB) and 0x; a value that is not such a number is refused\n"
 		"--host runs the runtime on CPU threads (the default when no GPU is present).\n"
 		"--no-files boots without the metadata warp (no file or model requests).\n"
 		"--no-zero-copy sends every read through the bounce buffers (by default, reads of whole\n"
@@ -42,6 +50,11 @@ int main(int argc, char **argv)
 		return GPUOS_EXIT_FAIL;
 	}
 	cmd = argv[1];
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("gpuos %s (ABI %u; GPU architectures built in: %s)\n", GPUOS_VERSION, GPUOS_ABI_VERSION,
+		       GPUOS_CUDA_ARCHS);
+		return 0;
+	}
 	if (!strcmp(cmd, "identify"))
 		return cmd_identify(argc - 2, argv + 2);
 	if (!strcmp(cmd, "read"))

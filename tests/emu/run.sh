@@ -186,5 +186,28 @@ else
 	echo "  skip shared memory: this machine gives no mount namespace (unshare -m)"
 fi
 
+echo "== the command line (issue 14): sizes, --opt=value, --version"
+$gpuos read --device "emu:$img" --allow-raw --offset=4K --length 1M -o "$tmp/sz.out" 2> "$tmp/err"; rc=$?
+check "read --offset=4K --length 1M: 1 MiB from byte 4096" bash -c \
+	"[ $rc -eq 0 ] && python3 -c \"import sys; d=open('$img','rb').read(); sys.exit(0 if open('$tmp/sz.out','rb').read() == d[4096:4096+(1<<20)] else 1)\""
+$gpuos read --device "emu:$img" --allow-raw --offset 0x1000 --length 2KiB -o "$tmp/sz.out" 2> "$tmp/err"; rc=$?
+check "read --offset 0x1000 --length 2KiB" bash -c "[ $rc -eq 0 ] && [ \$(stat -c %s $tmp/sz.out) -eq 2048 ]"
+out=$($gpuos bench --device "emu:$img" --bytes 128k --threads 2 --iters 3 --json 2>/dev/null)
+check "bench --bytes 128k reads 131072 bytes (it read 128 before)" python3 -c \
+	"import json,sys; j=json.loads(sys.argv[1]); assert j['bytes'] == 131072 and j['errors'] == 0, j" "$out"
+out=$($gpuos bench --device="emu:$img" --bytes=8K --threads=2 --iters=2 --op=read --json 2>/dev/null)
+check "bench --opt=value for its own options and the common ones" python3 -c \
+	"import json,sys; j=json.loads(sys.argv[1]); assert j['bytes'] == 8192 and j['threads'] == 2 and j['iters'] == 2, j" "$out"
+for bad in "--bytes 128q" "--bytes 12.5K" "--bytes -4" "--bytes 17M" "--threads 3x" "--iters ''"; do
+	eval "$gpuos bench --device emu:$img $bad" > /dev/null 2> "$tmp/err"; rc=$?
+	check "bench $bad: refused (exit 2, one line)" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+done
+$gpuos read --device "emu:$img" --allow-raw --offset 1Z --length 1 -o /dev/null 2> "$tmp/err"; rc=$?
+check "read --offset 1Z: refused, says what a size is" bash -c "[ $rc -eq 2 ] && grep -q 'is not a size' $tmp/err"
+$gpuos identify --device "emu:$img" --json=yes > /dev/null 2> "$tmp/err"; rc=$?
+check "a flag given a value (--json=yes): refused" bash -c "[ $rc -eq 2 ] && grep -q 'takes no value' $tmp/err"
+out=$($gpuos --version)
+check "--version names the ABI and the GPU architectures" bash -c "echo '$out' | grep -Eq '^gpuos [0-9.]+ \(ABI [0-9]+; GPU architectures built in: (sm_[0-9]+ ?)+\)$'"
+
 echo "emu e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]
