@@ -225,6 +225,7 @@ check:
 		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -x cu -c $$f -o /dev/null || exit 1; \
 	done
 	$(Q)python3 tests/tools/check_orderings.py
+	$(Q)python3 tests/tools/check_arrows.py
 	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc (sm_90)"
 
 demo: deps

@@ -12,7 +12,7 @@
 
 #include "ctrl.h"
 #include "gpuos/nvme.h"
-#include "../runtime/queue.h"
+#include "gpuos/queue.h"
 
 #define GPUOS_ADMIN_DEPTH 32u
 

@@ -35,8 +35,6 @@
 #include "loopback.h"
 #include "gpuos/loopback.h"
 #include "shm.h"
-#include "../runtime/rt.h"
-#include "../runtime/files.h"
 
 extern const char gpuos_rt_image[] __attribute__((weak));
 

@@ -10,7 +10,7 @@
 #include "recover.h"
 #include "gguf.h"
 #include "gpt.h"
-#include "queue.h"
+#include "gpuos/queue.h"
 
 #define FILES_MAGIC 0x73656c66u /* "fles" */
 #define GPT_PARTS   128u

@@ -60,12 +60,8 @@ struct rt_handle {
 	struct gpuos_ext4_inode inode; /* kept for STAT, READDIR and META reads */
 };
 
-/* Bytes of the files region for this descriptor (0 when d->meta is 0). */
-GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d);
-
-/* The metadata warp: every lane calls it (lane 0 works). Returns when the
- * host parks or stops the runtime and every service warp has left. */
-GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d);
+/* gpuos_rt_files_bytes and gpuos_rt_meta_run, what boot calls, are in
+ * include/gpuos/rt.h. */
 
 /* Service warp, lane 0: hand mailbox slot ms (already TAKEN) to the
  * metadata warp. */

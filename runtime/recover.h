@@ -25,7 +25,7 @@
 #define GPUOS_RUNTIME_RECOVER_H
 
 #include "gpuos/rt.h"
-#include "queue.h"
+#include "gpuos/queue.h"
 
 GPUOS_EXTERN_C_BEGIN
 

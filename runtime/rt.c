@@ -11,9 +11,9 @@
  */
 #include <errno.h>
 
-#include "rt.h"
+#include "gpuos/rt.h"
 #include "files.h"
-#include "queue.h"
+#include "gpuos/queue.h"
 #include "recover.h"
 
 /* ---- private state ----------------------------------------------------------- */

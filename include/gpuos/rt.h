@@ -182,6 +182,31 @@ GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uin
 	return gpuos_rt_region_of(d, p, len) >= 0;
 }
 
+/* ---- the runtime's entry points (DESIGN.md 1: boot reaches the runtime only
+ * through this header). kernels/ runs them on the GPU; boot's host mode runs
+ * them on CPU threads. */
+
+/* Bytes of private state the runtime needs for this descriptor; boot
+ * allocates them (device memory on the GPU), zeroes them once before the
+ * first launch, and keeps them across park/resume. */
+GPUOS_HD uint64_t gpuos_rt_state_bytes(const struct gpuos_rt_desc *d);
+/* Bytes of `local` a service warp needs (gpuos_rt_warp_run). */
+GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d);
+/* Checks a descriptor boot built; 0 or -EINVAL with the reason in *why.
+ * Host side, before launch. */
+int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why);
+/* Serve as service warp w until the host asks to park or stop (ctl->cmd).
+ * Every lane of the warp calls it (host: one thread). Returns after this
+ * warp has drained its in-flight commands. local/local_bytes: memory private
+ * to this warp and fast to reach (a GPU block's shared memory) where the
+ * warp keeps its working state while it runs; NULL: work in d->state. */
+GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void *local, uint64_t local_bytes);
+/* Bytes of the files region (d->files) for this descriptor (0 without meta). */
+GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d);
+/* The metadata warp: every lane calls it (lane 0 works). Returns when the
+ * host parks or stops the runtime and every service warp has left. */
+GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d);
+
 /* The runtime kernel takes the descriptor by value (kernel parameters: at
  * most 32764 bytes, CUDA 12.1 and sm_70 on). */
 static_assert(sizeof(struct gpuos_rt_desc) <= 32764, "descriptor fits the kernel parameters");

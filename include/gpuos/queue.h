@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/queue.h - one NVMe queue pair, driven by one owner (a service warp
- * on the GPU, a runtime thread or the host's admin code on the CPU). No locks:
+ * include/gpuos/queue.h - one NVMe queue pair, driven by one owner (a service warp
+ * on the GPU, a runtime thread, or boot's admin code on the CPU: shared by
+ * runtime/ and boot/, so it lives here, spec mechanics only). No locks:
  * the owner is the only writer of tail/head/phase. NVMe base spec 3.3 (queue
  * mechanics), 4.6 (completion entries, phase tag).
  *
  * Memory kinds stay apart: sq/cq are DMA memory the controller reads/writes,
  * sq_db/cq_db are MMIO registers.
  */
-#ifndef GPUOS_RUNTIME_QUEUE_H
-#define GPUOS_RUNTIME_QUEUE_H
+#ifndef GPUOS_QUEUE_H
+#define GPUOS_QUEUE_H
 
 #include "gpuos/nvme.h"
 
@@ -158,4 +159,4 @@ GPUOS_INLINE GPUOS_HD void gpuos_qp_cq_consume(struct gpuos_qp *qp, uint32_t n, 
 
 GPUOS_EXTERN_C_END
 
-#endif /* GPUOS_RUNTIME_QUEUE_H */
+#endif /* GPUOS_QUEUE_H */

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The arrows of DESIGN.md 1, from the #include lines (part of make check):
+- include/gpuos/ includes only include/gpuos/ and the C library;
+- runtime/ includes only include/gpuos/ and runtime/ (no CUDA, nothing of
+  boot/ or kernels/);
+- boot/ (and apps/, bench/) reach the runtime only through include/gpuos/rt.h,
+  never a runtime/ header;
+- boot/emu/ is a device: nvme.h and port.h of include/gpuos/, its own headers.
+KNOWN lists what still breaks an arrow, with the issue that removes it: it is
+printed on every run, and a file that no longer breaks it must leave the list.
+Exit 1 on any other include that breaks an arrow."""
+import pathlib
+import re
+import sys
+
+KNOWN = {
+    # issue 14: the GGUF JSON printer should read the export format of
+    # include/gpuos/gguf.h, not the parser's state
+    ("boot/gguf_json.h", "../runtime/gguf.h"),
+}
+inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+bad, seen = [], set()
+
+
+def files(d):
+    return sorted(p for p in pathlib.Path(d).rglob("*") if p.suffix in (".c", ".h", ".cu", ".cuh"))
+
+
+def check(d, allowed, why):
+    for f in files(d):
+        for h in inc.findall(f.read_text()):
+            target = (f.parent / h).resolve()
+            rel = target.relative_to(pathlib.Path.cwd().resolve()) if target.is_relative_to(pathlib.Path.cwd().resolve()) else target
+            root = str(rel)
+            if h.startswith("gpuos/"):
+                root = "include/" + h
+            if any(root.startswith(a) for a in allowed):
+                continue
+            if (str(f), h) in KNOWN:
+                seen.add((str(f), h))
+                continue
+            bad.append("%s includes %s: %s" % (f, h, why))
+
+
+check("include/gpuos", ["include/gpuos/"], "include/gpuos/ depends on nothing of the project")
+check("runtime", ["include/gpuos/", "runtime/"], "runtime/ includes only include/gpuos/ and itself")
+for d in ("boot", "bench"):
+    check(d, ["include/gpuos/", "boot/", "bench/"],
+          "boot/ and bench/ reach the runtime only through include/gpuos/rt.h")
+check("apps", ["include/gpuos/", "apps/"], "apps/ see include/gpuos/ only")
+check("boot/emu", ["include/gpuos/nvme.h", "include/gpuos/port.h", "boot/emu/"],
+      "boot/emu/ is a device: the NVMe spec (nvme.h, port.h) and its own headers")
+for k in sorted(KNOWN - seen):
+    bad.append("%s no longer includes %s: take it off KNOWN in %s" % (k[0], k[1], sys.argv[0]))
+for b in bad:
+    print("check_arrows:", b)
+if bad:
+    sys.exit(1)
+print("check: the include arrows of DESIGN.md 1 hold; still open: %s" %
+      (", ".join("%s -> %s" % k for k in sorted(seen)) or "nothing"))
