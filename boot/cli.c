@@ -131,6 +131,8 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			c->boot.device = val;
 		} else if (strcmp(a, "--host") == 0) {
 			c->boot.host_mode = 1;
+		} else if (strcmp(a, "--require-gpu") == 0) {
+			c->boot.require_gpu = 1;
 		} else if (strcmp(a, "--no-files") == 0) {
 			c->boot.no_files = 1;
 		} else if (strcmp(a, "--allow-raw") == 0) {

@@ -6,6 +6,7 @@
  * cudaGetDriverEntryPointByVersion. On a machine without the driver every
  * entry point fails cleanly and gpuos runs in host mode.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -83,7 +84,20 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	}
 	e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
-		snprintf(why, whylen, "no usable GPU (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+		/* Say it plainly: the runtime's own words for "no driver" are
+		 * "CUDA driver version is insufficient for CUDA runtime version". */
+		void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+		if (!drv)
+			snprintf(why, whylen, "no NVIDIA GPU driver found (libcuda.so.1)");
+		else if (e == cudaSuccess || e == cudaErrorNoDevice)
+			snprintf(why, whylen, "no NVIDIA GPU found");
+		else if (e == cudaErrorInsufficientDriver)
+			snprintf(why, whylen, "the NVIDIA driver is too old for this build's CUDA %d.%d", CUDART_VERSION / 1000,
+				 CUDART_VERSION % 1000 / 10);
+		else
+			snprintf(why, whylen, "no usable GPU (%s)", cudaGetErrorString(e));
+		if (drv)
+			dlclose(drv);
 		return -ENODEV;
 	}
 	g = calloc(1, sizeof(*g));

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 		"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F\n"
 		"options: --opt VALUE or --opt=VALUE; sizes (--offset, --length, --bytes) take K, M, G, T\n"
 		"  (KiB, MiB, GiB, TiB) and 0x; a value that is not such a number is refused\n"
-		"--host runs the runtime on CPU threads (the default when no GPU is present).\n"
+		"--host runs the runtime on CPU threads (the default when no GPU is present);\n"
+		"  --require-gpu fails instead of running on CPU threads.\n"
 		"--no-files boots without the metadata warp (no file or model requests).\n"
 		"--no-zero-copy sends every read through the bounce buffers (by default, reads of whole\n"
 		"  LBAs into client memory the controller can reach go there directly).\n");

@@ -342,20 +342,25 @@ static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 	/* Scripts that run in host mode on purpose silence the notice. */
 	if (getenv("GPUOS_QUIET_HOST"))
 		s->opts.quiet = 1;
+	if (s->opts.host_mode && s->opts.require_gpu) {
+		snprintf(err, errlen, "--host and --require-gpu ask for opposite things");
+		return -EINVAL;
+	}
 	if (s->opts.host_mode) {
 		if (!s->opts.quiet)
 			fprintf(stderr, "gpuos: host mode (--host): the runtime runs on CPU threads\n");
 		return 0;
 	}
-	if (!gpuos_rt_image) {
-		if (!s->opts.quiet)
-			fprintf(stderr, "gpuos: host mode: this binary carries no GPU runtime image\n");
-		return 0;
-	}
-	if (gpuos_gpu_open(&s->gpu, why, sizeof(why))) {
+	if (!gpuos_rt_image)
+		snprintf(why, sizeof(why), "this binary carries no GPU runtime image");
+	if (!gpuos_rt_image || gpuos_gpu_open(&s->gpu, why, sizeof(why))) {
 		s->gpu = NULL;
+		if (s->opts.require_gpu) {
+			snprintf(err, errlen, "%s (--require-gpu: not running on CPU threads)", why);
+			return -ENODEV;
+		}
 		if (!s->opts.quiet)
-			fprintf(stderr, "gpuos: host mode: %s; the runtime runs on CPU threads\n", why);
+			fprintf(stderr, "gpuos: host mode: %s: running on CPU threads\n", why);
 		return 0;
 	}
 	/* Loaded before the controller opens: its DMA workers find the gather

@@ -41,6 +41,7 @@ struct gpuos_boot_opts {
 	                           * (memfd), which needs no /dev/shm */
 	uint32_t timeout_ms;      /* per command (0: the controller's CAP.TO) */
 	int host_mode;            /* run the runtime on CPU threads even with a GPU */
+	int require_gpu;          /* fail, rather than run on CPU threads, when no GPU can be used */
 	int allow_raw;            /* READ_RAW allowed */
 	int force;                /* pci: skip safety refusals */
 	int quiet;                /* no notices on stderr */

@@ -209,5 +209,20 @@ check "a flag given a value (--json=yes): refused" bash -c "[ $rc -eq 2 ] && gre
 out=$($gpuos --version)
 check "--version names the ABI and the GPU architectures" bash -c "echo '$out' | grep -Eq '^gpuos [0-9.]+ \(ABI [0-9]+; GPU architectures built in: (sm_[0-9]+ ?)+\)$'"
 
+# Without a usable GPU the notice says so plainly, and --require-gpu fails
+# instead of running on CPU threads (on a GPU machine both are moot).
+env -u GPUOS_QUIET_HOST $gpuos read --device "emu:$img" --allow-raw --offset 0 --length 1 -o /dev/null 2> "$tmp/err"; rc=$?
+if grep -q "running on CPU threads" "$tmp/err"; then
+	check "no GPU: the notice says why in plain words" bash -c \
+		"[ $rc -eq 0 ] && grep -Eq '^gpuos: host mode: (no NVIDIA GPU driver found|no NVIDIA GPU found|the NVIDIA driver is too old)' $tmp/err"
+	$gpuos read --device "emu:$img" --allow-raw --offset 0 --length 1 -o /dev/null --require-gpu 2> "$tmp/err"; rc=$?
+	check "no GPU: --require-gpu fails (exit 2, one line, says why)" bash -c \
+		"[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'require-gpu' $tmp/err"
+else
+	echo "  skip --require-gpu refusal: this machine has a usable GPU"
+fi
+$gpuos read --device "emu:$img" --allow-raw --offset 0 --length 1 -o /dev/null --host --require-gpu 2> "$tmp/err"; rc=$?
+check "--host with --require-gpu: refused" bash -c "[ $rc -eq 2 ] && grep -q 'opposite' $tmp/err"
+
 echo "emu e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]
