@@ -206,6 +206,13 @@ $gpuos read --device "emu:$img" --allow-raw --offset 1Z --length 1 -o /dev/null 
 check "read --offset 1Z: refused, says what a size is" bash -c "[ $rc -eq 2 ] && grep -q 'is not a size' $tmp/err"
 $gpuos identify --device "emu:$img" --json=yes > /dev/null 2> "$tmp/err"; rc=$?
 check "a flag given a value (--json=yes): refused" bash -c "[ $rc -eq 2 ] && grep -q 'takes no value' $tmp/err"
+for c in identify read boot stop ls stat cat gguf image run bench; do
+	out=$($gpuos $c --help 2>&1); rc=$?
+	check "gpuos $c --help: exit 0, its usage" bash -c "[ $rc -eq 0 ] && echo \"\$1\" | head -n 1 | grep -q '^usage: gpuos $c '" _ "$out"
+done
+$gpuos --help > "$tmp/help.txt"; rc=$?
+check "gpuos --help: exit 0, every command" bash -c \
+	"[ $rc -eq 0 ] && for c in identify read boot stop ls stat cat gguf image run bench; do grep -q \"^  \$c \" $tmp/help.txt || exit 1; done"
 out=$($gpuos --version)
 check "--version names the ABI and the GPU architectures" bash -c "echo '$out' | grep -Eq '^gpuos [0-9.]+ \(ABI [0-9]+; GPU architectures built in: (sm_[0-9]+ ?)+\)$'"
 
