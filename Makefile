@@ -25,7 +25,7 @@ endif
 
 
 RUNTIME_SRC := $(wildcard runtime/*.c)
-BOOT_SRC    := $(filter-out boot/main.c boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/emu/*.c))
+BOOT_SRC    := $(filter-out boot/cli/main.c boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/pci/*.c boot/cli/*.c boot/emu/*.c))
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 RT_IMAGE    := $(BUILD)/kernels/runtime.fatbin
 
@@ -36,7 +36,8 @@ deps:
 	$(Q)bash scripts/deps.sh
 
 # gpuos --version names the GPU architectures of the runtime image.
-$(BUILD)/boot/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(CUDA_ARCH)"'
+$(BUILD)/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(CUDA_ARCH)"'
+$(BUILD)/static/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"none (host mode only)"'
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -71,7 +72,7 @@ $(BUILD)/kernels/image.o: kernels/image.S $(RT_IMAGE)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) -c -DGPUOS_RT_IMAGE='"$(RT_IMAGE)"' $< -o $@
 
-$(BUILD)/gpuos: $(BUILD)/boot/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a
+$(BUILD)/gpuos: $(BUILD)/boot/cli/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
@@ -103,7 +104,7 @@ $(BUILD)/static/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 static: $(BUILD)/gpuos-static
-$(BUILD)/gpuos-static: $(BUILD)/static/boot/main.o $(BUILD)/static/boot/cuda_none.o \
+$(BUILD)/gpuos-static: $(BUILD)/static/boot/cli/main.o $(BUILD)/static/boot/cuda_none.o \
 		$(RUNTIME_SRC:%.c=$(BUILD)/static/%.o) $(BOOT_SRC:%.c=$(BUILD)/static/%.o)
 	@$(if $(Q),echo "  LD      $@ (static, host mode only)")
 	$(Q)$(CC) $(CFLAGS) -static -o $@ $^ $(LDLIBS_HOST)
@@ -138,7 +139,7 @@ test-emu: $(BUILD)/gpuos
 TSAN_DIR := $(BUILD)/tsan
 TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclude
 TSAN_SRC := $(RUNTIME_SRC) $(BOOT_SRC) boot/cuda_none.c
-$(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_SRC) $(wildcard include/gpuos/*.h runtime/*.h boot/*.h boot/emu/*.h)
+$(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_SRC) $(wildcard include/gpuos/*.h runtime/*.h boot/*.h boot/*/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ThreadSanitizer)")
 	$(Q)$(CC) $(TSAN_FLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_SRC) $(LDLIBS_HOST)

@@ -9,7 +9,7 @@
  *   stats   -> one JSON line of runtime statistics
  *   run ... -> load an app, launch it, wait, unload it, reply with its status,
  *              report and the statistics of the run (gpuos run --socket; the
- *              protocol is in boot/cmd_run.c). The service serves nothing
+ *              protocol is in boot/cli/cmd_run.c). The service serves nothing
  *              else on its socket while an app runs.
  *   stop    -> "ok", then a graceful stop (drain, delete queues, CC.SHN)
  *
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "app_run.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "shm.h"
 
 int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const char *line,

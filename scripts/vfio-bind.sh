@@ -6,7 +6,7 @@
 #
 #   scripts/vfio-bind.sh [--uio] [--force] DDDD:BB:DD.F...
 #
-# Refuses (DESIGN.md 8, the same checks as boot/pci_sysfs.c), unless --force,
+# Refuses (DESIGN.md 8, the same checks as boot/pci/pci_sysfs.c), unless --force,
 # a controller one of whose namespaces or partitions is mounted (the root file
 # system included), used as swap, held by device mapper, LVM or RAID, or whose
 # vfio/uio node another process holds. A controller bound to the kernel's nvme

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../boot/gguf_json.h"
+#include "../../boot/cli/gguf_json.h"
 
 struct fio {
 	int fd;

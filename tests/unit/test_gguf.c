@@ -23,7 +23,7 @@
 
 #include "../../runtime/gguf.h"
 #include "../../runtime/util.h"
-#include "../../boot/gguf_json.h"
+#include "../../boot/cli/gguf_json.h"
 
 #define WRITER "tests/tools/gguf_writer.py"
 #define COMPARE "tests/tools/gguf_compare.py"

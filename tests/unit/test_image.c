@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../boot/cli.h"
+#include "../../boot/cli/cli.h"
 #include "../../boot/image.h"
 #include "gpuos/abi.h"
 

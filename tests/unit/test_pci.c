@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../boot/ctrl.h"
-#include "../../boot/pci_internal.h"
+#include "../../boot/pci/pci_internal.h"
 
 static void bdf_ok(const char *in, const char *want)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/gguf_json.h - host-only: print a parsed GGUF (runtime/gguf.h)
+ * boot/cli/gguf_json.h - host-only: print a parsed GGUF (runtime/gguf.h)
  * as the JSON that gguf_writer.py describes, gguf_ref.mjs dumps and
  * gguf_compare.py compares:
  *
@@ -22,7 +22,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../runtime/gguf.h"
+#include "../../runtime/gguf.h"
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
 static size_t gj_utf8_len(const uint8_t *s, size_t n)

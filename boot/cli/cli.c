@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "json.h"
-#include "shm.h"
+#include "../shm.h"
 
 void cli_err(const char *cmd, const char *fmt, ...)
 {

@@ -15,7 +15,7 @@
  * uio (the fallback, root only): the device is bound to uio_pci_generic; BAR0
  * is sysfs resource0; there is no IOMMU translation, so the controller gets
  * physical addresses and every buffer is physically contiguous hugepage
- * memory (boot/pci_hugemem.c).
+ * memory (boot/pci/pci_hugemem.c).
  *
  * Either way the controller reaches host memory only (no P2P into VRAM
  * here): dma_host_only puts the bounce buffers in host memory. With a GPU,
@@ -23,7 +23,7 @@
  * stores go from the GPU to the SSD directly.
  *
  * Before taking a device from the host, the safety checks of DESIGN.md 8
- * (boot/pci_sysfs.c) refuse one that the host still uses, unless --force.
+ * (boot/pci/pci_sysfs.c) refuse one that the host still uses, unless --force.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -43,7 +43,7 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
-#include "ctrl.h"
+#include "../ctrl.h"
 #include "pci_internal.h"
 
 #define SYS_PCI "/sys/bus/pci/devices/"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "image.h"
+#include "../image.h"
 #include "json.h"
 
 int cmd_image(int argc, char **argv)

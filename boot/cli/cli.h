@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* boot/cli.h - what the `gpuos` commands share: options, errors, clients. */
+/* boot/cli/cli.h - what the `gpuos` commands share: options, errors, clients. */
 #ifndef GPUOS_BOOT_CLI_H
 #define GPUOS_BOOT_CLI_H
 

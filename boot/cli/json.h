@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* boot/json.h - writing JSON values for the --json outputs. */
+/* boot/cli/json.h - writing JSON values for the --json outputs. */
 #ifndef GPUOS_BOOT_JSON_H
 #define GPUOS_BOOT_JSON_H
 

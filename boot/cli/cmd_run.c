@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "gpuos/app.h"
-#include "app_run.h"
+#include "../app_run.h"
 #include "cli.h"
 
 int service_connect(const char *path, char *err, size_t errlen);

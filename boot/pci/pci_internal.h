@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/pci_internal.h - the pieces behind the pci: controller (boot/pci.c):
+ * boot/pci/pci_internal.h - the pieces behind the pci: controller (boot/pci/pci.c):
  * sysfs look-ups, the safety checks of DESIGN.md 8 and driver binding
- * (boot/pci_sysfs.c), and physically contiguous hugepage memory for
+ * (boot/pci/pci_sysfs.c), and physically contiguous hugepage memory for
  * uio_pci_generic, where the controller is given physical addresses
- * (boot/pci_hugemem.c). Host-only; Linux only.
+ * (boot/pci/pci_hugemem.c). Host-only; Linux only.
  */
 #ifndef GPUOS_BOOT_PCI_INTERNAL_H
 #define GPUOS_BOOT_PCI_INTERNAL_H
@@ -18,7 +18,7 @@
 #define GPUOS_PCI_DRV_VFIO "vfio-pci"
 #define GPUOS_PCI_DRV_UIO  "uio_pci_generic"
 
-/* ---- sysfs (boot/pci_sysfs.c) ------------------------------------------------ */
+/* ---- sysfs (boot/pci/pci_sysfs.c) ------------------------------------------------ */
 
 /* "DDDD:BB:DD.F" or "BB:DD.F" (domain 0), n bytes of s, into the kernel's
  * lower-case spelling. 0 or -EINVAL. */
@@ -46,7 +46,7 @@ int gpuos_pci_check_free(const char *bdf, char *why, size_t whylen);
  * the driver did not take the device; one line in why. */
 int gpuos_pci_bind(const char *bdf, const char *driver, char *why, size_t whylen);
 
-/* ---- hugepage memory for uio (boot/pci_hugemem.c) ----------------------------- */
+/* ---- hugepage memory for uio (boot/pci/pci_hugemem.c) ----------------------------- */
 
 struct gpuos_hugemem;
 
