@@ -18,6 +18,25 @@ r() { # NAME CMD...: run, hash stdout
 	echo "R $_n $_rc $(($(now_ms) - _t0)) $(md5 /tmp/o)|$(err1 /tmp/e)" >&3
 }
 
+rw() { # NAME WANT_MD5 CMD...: as r; when stdout does not hash to WANT_MD5, also
+	# one "B NAME INDEX MD5" line per 4 KiB block of it (at most 2048), for the
+	# host to name the blocks that differ (diagnosis of a wrong answer)
+	_n=$1 _w=$2; shift 2
+	_t0=$(now_ms)
+	"$@" > /tmp/o 2> /tmp/e
+	_rc=$?
+	_m=$(md5 /tmp/o)
+	echo "R $_n $_rc $(($(now_ms) - _t0)) $_m|$(err1 /tmp/e)" >&3
+	if [ "$_m" != "$_w" ]; then
+		_sz=$(wc -c < /tmp/o)
+		_k=0
+		while [ $((_k * 4096)) -lt "$_sz" ] && [ $_k -lt 2048 ]; do
+			echo "B $_n $_k $(dd if=/tmp/o bs=4096 skip=$_k count=1 2>/dev/null | md5sum | cut -d' ' -f1)" >&3
+			_k=$((_k + 1))
+		done
+	fi
+}
+
 t() { # NAME CMD...: run, report stdout as text
 	_n=$1; shift
 	_t0=$(now_ms)

@@ -69,6 +69,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 class Plan:
     """The guest's script and what the host expects of each line it prints."""
+    run = ""  # the run directory (main sets it)
 
     def __init__(self, name, drives, injected_error=True):
         self.name = name
@@ -154,16 +155,32 @@ class Plan:
             return ("identify differs (got, want): %s" % bad) if bad else None
         self.text(name, ["gpuos", "identify", "--json", "--device", device], out=out)
 
-    def output(self, name, cmd, want_md5):
-        """A command whose stdout must hash to want_md5 (exit status 0)."""
-        self.sh("r " + name + " " + self.q(cmd))
+    def output(self, name, cmd, want_md5, want_path=None):
+        """A command whose stdout must hash to want_md5 (exit status 0). With
+        want_path (the bytes it must print), a wrong output is diagnosed: the
+        4 KiB blocks that differ, and what they hold instead."""
+        self.sh("rw " + name + " " + want_md5 + " " + self.q(cmd))
 
         def check(rec):
             if rec["rc"] != 0:
                 return "rc %d: %s" % (rec["rc"], rec["err"])
             if rec["md5"] != want_md5:
-                return "output differs (md5 %s, want %s)" % (rec["md5"], want_md5)
-            return None
+                return "output differs (md5 %s, want %s)%s" % (rec["md5"], want_md5, diagnose(rec))
+
+        def diagnose(rec):
+            if not want_path or not rec.get("blocks"):
+                return ""
+            with open(want_path, "rb") as f:
+                want = f.read()
+            wb = [hashlib.md5(want[k:k + 4096]).hexdigest() for k in range(0, len(want), 4096)]
+            where = {h: k for k, h in enumerate(wb)}
+            got = rec["blocks"]
+            bad = [k for k in sorted(got) if k >= len(wb) or got[k] != wb[k]]
+            zero = hashlib.md5(bytes(4096)).hexdigest()
+            desc = ["%d (%s)" % (k, "zeros" if got[k] == zero else "block %d of the file" % where[got[k]]
+                                 if got[k] in where else "other bytes") for k in bad[:12]]
+            return "; %d of %d blocks differ: %s%s" % (len(bad), len(wb), ", ".join(desc),
+                                                        ", ..." if len(bad) > 12 else "")
         self._add(name, "R", check)
 
     def service(self, name, key, sock, device, args, expect_err):
@@ -230,12 +247,14 @@ FILE_SRC = {"cat-data": "data.bin", "cat-link": "data.bin", "cat-small": "dir/sm
 
 def add_file_tests(p, b_dev, tag, expect):
     for name, args in FILE_CMDS:
-        p.output("%s-b-%s" % (tag, name), ["gpuos", args[0], "--device", b_dev] + HEAP + args[1:], expect[name])
+        src = os.path.join(p.run, "src", FILE_SRC[name]) if name in FILE_SRC else None
+        p.output("%s-b-%s" % (tag, name), ["gpuos", args[0], "--device", b_dev] + HEAP + args[1:], expect[name],
+                 src)
     # Once (CI, 2026-11-24, seed 727749502, not repeated in 18 runs since) cat-data printed other
     # bytes than data.bin with exit status 0, while cat-link right after was right. A second cat
     # tells a lasting fault (the same md5 again) from a passing one; both must be right.
     p.output("%s-b-cat-data-again" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/data.bin"],
-             expect["cat-data"])
+             expect["cat-data"], os.path.join(p.run, "src", "data.bin"))
     p.text("%s-b-missing-file" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/nope"], rc=2,
            err=r"^gpuos cat: /nope: no such file or directory")
 
@@ -605,6 +624,10 @@ def evaluate(plan, secs, qrc, qerr, con, res, trace):
             else:
                 rec["err"], _, rec["out"] = rest.partition("|")
             recs[f[1]] = rec
+        elif line.startswith("B "):
+            f = line.split()
+            if len(f) == 4 and f[1] in recs:
+                recs[f[1]].setdefault("blocks", {})[int(f[2])] = f[3]
         elif line.startswith("K "):
             klog.append(line[2:])
         elif line.startswith("BEGIN "):
@@ -658,6 +681,7 @@ def main():
     seed = int(os.environ.get("GPUOS_QEMU_SEED") or random.SystemRandom().randrange(1 << 30))
     only = os.environ.get("GPUOS_QEMU_ONLY", "")
     run = os.path.join(build, "qemu", "run")
+    Plan.run = run  # where the plans' expected files are (diagnosis of a wrong output)
     shutil.rmtree(run, ignore_errors=True)
     os.makedirs(run)
     t0 = time.time()
