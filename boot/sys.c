@@ -143,10 +143,22 @@ static void admin_from_runtime(struct gpuos_sys *s)
 	struct gpuos_rt_admin *A = s->admin.host;
 	uint32_t m;
 	for (m = 0; A && m < s->nctrl; m++) {
-		s->nvme[m].admin.sq_tail = __atomic_load_n(&A[m].sq_tail, __ATOMIC_RELAXED);
-		s->nvme[m].admin.sq_head = __atomic_load_n(&A[m].sq_head, __ATOMIC_RELAXED);
-		s->nvme[m].admin.cq_head = __atomic_load_n(&A[m].cq_head, __ATOMIC_RELAXED);
-		s->nvme[m].admin.phase = __atomic_load_n(&A[m].phase, __ATOMIC_RELAXED);
+		struct gpuos_qp *qp = &s->nvme[m].admin;
+		struct gpuos_nvme_cqe e;
+		uint64_t t0 = gpuos_now_ns();
+		qp->sq_tail = __atomic_load_n(&A[m].sq_tail, __ATOMIC_RELAXED);
+		qp->sq_head = __atomic_load_n(&A[m].sq_head, __ATOMIC_RELAXED);
+		qp->cq_head = __atomic_load_n(&A[m].cq_head, __ATOMIC_RELAXED);
+		qp->phase = __atomic_load_n(&A[m].phase, __ATOMIC_RELAXED);
+		/* The runtime does not wait for its Aborts: take their completions
+		 * (at most RT_ADMIN_INFLIGHT, runtime/recover.c) before boot's own
+		 * commands, bounded by CAP.TO. */
+		while (qp->sq_head != qp->sq_tail && gpuos_now_ns() - t0 < (uint64_t)s->nvme[m].to_ms * 1000000ull) {
+			if (gpuos_qp_cq_peek(qp, 0, &e))
+				gpuos_qp_cq_consume(qp, 1, e.sqhd);
+			else
+				usleep(20);
+		}
 	}
 }
 

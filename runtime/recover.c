@@ -123,13 +123,19 @@ GPUOS_INLINE GPUOS_HD uint32_t admin_reap(struct gpuos_qp *qp, uint16_t cid)
 	return st;
 }
 
+/* Admin commands of the runtime in flight at once, at most: the NVMe Abort
+ * Command Limit is 4 at the least a controller may report (ACL is 0's
+ * based, and the spec recommends 4), and boot finds room when it takes the
+ * queue back. */
+#define RT_ADMIN_INFLIGHT 4u
+
 /* Put one admin command on controller m's admin queue; its CID, or 0 when
- * the queue is full. */
+ * RT_ADMIN_INFLIGHT are out (or the queue is full). */
 GPUOS_INLINE GPUOS_HD uint16_t admin_put(struct rt_recover *rs, uint32_t m, struct gpuos_nvme_sqe *e)
 {
 	struct gpuos_qp *qp = &rs->admin[m];
 	(void)admin_reap(qp, 0);
-	if (gpuos_qp_sq_space(qp) == 0)
+	if (gpuos_qp_sq_space(qp) == 0 || qp->depth - 1u - gpuos_qp_sq_space(qp) >= RT_ADMIN_INFLIGHT)
 		return 0;
 	e->cid = (uint16_t)(GPUOS_RT_ADMIN_CID | (rs->next_cid++ & 0x7fffu));
 	gpuos_qp_sq_put(qp, 0, e);
