@@ -312,12 +312,7 @@ GPUOS_NOINLINE GPUOS_HD static int meta_rec_follow(struct rt_files *F, uint32_t 
 		return 1;
 	for (m = 0; m < d->nctrl; m++) {
 		if (F->rec_gen[m] != gpuos_load_relaxed_dev32(&rs->gen[m])) {
-			const struct gpuos_rt_queue *q = &d->queue[d->nqueues + m];
-			uint32_t dev = F->qp[m].dev;
-			gpuos_qp_init(&F->qp[m], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
-				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
-				      q->depth, q->qid);
-			F->qp[m].dev = dev;
+			gpuos_rt_queue_start(&F->qp[m], d, &d->queue[d->nqueues + m]);
 			F->rec_gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
 		}
 	}
@@ -1359,13 +1354,8 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 	F->d = d;
 	if (F->magic != FILES_MAGIC) {
 		uint32_t i;
-		for (i = 0; i < d->nctrl; i++) {
-			const struct gpuos_rt_queue *q = &d->queue[d->nqueues + i];
-			gpuos_qp_init(&F->qp[i], (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
-				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
-				      q->depth, q->qid);
-			F->qp[i].dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
-		}
+		for (i = 0; i < d->nctrl; i++)
+			gpuos_rt_queue_start(&F->qp[i], d, &d->queue[d->nqueues + i]);
 		for (i = 0; i < GPUOS_RT_HANDLES; i++)
 			F->h[i].model = -1;
 		F->magic = FILES_MAGIC;

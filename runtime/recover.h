@@ -58,6 +58,17 @@ GPUOS_INLINE GPUOS_HD uint32_t rt_rec_phase(uint32_t word) { return word >> 16; 
 /* The one rt_recover of this runtime (in the state region's header, rt.c). */
 GPUOS_HD struct rt_recover *gpuos_rt_recover(const struct gpuos_rt_desc *d);
 
+/* Queue pair qp driving descriptor queue q from its start: at the first
+ * launch, and after a reset re-created the queue (head, tail and phase as a
+ * new queue's). */
+GPUOS_INLINE GPUOS_HD void gpuos_rt_queue_start(struct gpuos_qp *qp, const struct gpuos_rt_desc *d,
+						const struct gpuos_rt_queue *q)
+{
+	gpuos_qp_init(qp, (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq, (volatile uint32_t *)(uintptr_t)q->sq_db,
+		      (volatile uint32_t *)(uintptr_t)q->cq_db, q->depth, q->qid);
+	qp->dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
+}
+
 /* Lane 0. Count in at launch (waits for a reset in progress to end). */
 GPUOS_HD void gpuos_rt_rec_enter(const struct gpuos_rt_desc *d, struct rt_recover *rs);
 /* Lane 0. Count out; 0 while a reset is in progress (stay and take part). */

@@ -1238,15 +1238,8 @@ GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uin
 	for (m = 0; m < d->nctrl; m++) {
 		if (W->rec_gen[m] == gpuos_load_relaxed_dev32(&rs->gen[m]))
 			continue;
-		for (k = m; k < W->qpw; k += d->nctrl) {
-			const struct gpuos_rt_queue *q = &d->queue[w * W->qpw + k];
-			struct gpuos_qp *qp = rt_qp(W, k);
-			uint32_t dev = qp->dev;
-			gpuos_qp_init(qp, (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
-				      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
-				      q->depth, q->qid);
-			qp->dev = dev;
-		}
+		for (k = m; k < W->qpw; k += d->nctrl)
+			gpuos_rt_queue_start(rt_qp(W, k), d, &d->queue[w * W->qpw + k]);
 		W->rec_gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
 	}
 	if (gpuos_rt_dead(rs) && !W->fatal)
@@ -1254,23 +1247,29 @@ GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uin
 	return W->rec = 0;
 }
 
-/* Lane 0: zombie s has had its Abort for a whole timeout: reset its
- * controller (or take part in the reset another participant started). */
-GPUOS_NOINLINE GPUOS_HD static void zombie_stuck(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t s)
+/* Lane 0: reset controller m, or take part in the reset another
+ * participant started; then follow wherever the word stands (RUN again,
+ * dead, or another's reset: the loop goes on following it). */
+GPUOS_NOINLINE GPUOS_HD static void rec_reset(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t m)
 {
 	struct rt_recover *rs = gpuos_rt_recover(d);
-	uint32_t m = W->slot[s].q % d->nctrl;
-	if (!gpuos_rt_can_reset(d, m)) {
-		/* Nothing more the runtime can do: the controller has failed. */
-		go_fatal(d, w, W, 0xffffffffu);
-		return;
-	}
 	if (gpuos_rt_reset_begin(d, rs, m)) {
 		W->st.resets += 1;
 		rec_follow(d, w, W, gpuos_rt_rec_word(rs)); /* our own drop and ack */
 		gpuos_rt_reset_finish(d, rs);
-		rec_follow(d, w, W, gpuos_rt_rec_word(rs));
 	}
+	rec_follow(d, w, W, gpuos_rt_rec_word(rs));
+}
+
+/* Lane 0: zombie s has had its Abort for a whole timeout: reset its
+ * controller. */
+GPUOS_NOINLINE GPUOS_HD static void zombie_stuck(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t s)
+{
+	uint32_t m = W->slot[s].q % d->nctrl;
+	if (gpuos_rt_can_reset(d, m))
+		rec_reset(d, w, W, m);
+	else
+		go_fatal(d, w, W, 0xffffffffu); /* nothing more the runtime can do: the controller has failed */
 }
 
 GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
@@ -1374,18 +1373,11 @@ GPUOS_NOINLINE GPUOS_HD static void check_csts(const struct gpuos_rt_desc *d, ui
 		gpuos_warp_sync();
 		if ((csts & GPUOS_NVME_CSTS_CFS) || csts == 0xffffffffu) {
 			if (gpuos_lane_id() == 0) {
-				struct rt_recover *rs = gpuos_rt_recover(d);
-				if (csts != 0xffffffffu && gpuos_rt_can_reset(d, m) && !(gpuos_rt_dead(rs) & (1u << m))) {
-					if (gpuos_rt_reset_begin(d, rs, m)) {
-						W->st.resets += 1;
-						rec_follow(d, w, W, gpuos_rt_rec_word(rs)); /* our own drop and ack */
-						gpuos_rt_reset_finish(d, rs);
-					}
-					/* RUN again, dead, or another's reset: the loop follows */
-					rec_follow(d, w, W, gpuos_rt_rec_word(rs));
-				} else {
+				if (csts != 0xffffffffu && gpuos_rt_can_reset(d, m) &&
+				    !(gpuos_rt_dead(gpuos_rt_recover(d)) & (1u << m)))
+					rec_reset(d, w, W, m);
+				else
 					go_fatal(d, w, W, csts);
-				}
 			}
 			gpuos_warp_sync();
 			return;
@@ -1400,13 +1392,8 @@ GPUOS_NOINLINE GPUOS_HD static void warp_init(const struct gpuos_rt_desc *d, uin
 	uint32_t qpw = d->nqueues / d->nwarps;
 	uint32_t s, k;
 
-	for (k = 0; k < qpw; k++) {
-		const struct gpuos_rt_queue *q = &d->queue[w * qpw + k];
-		gpuos_qp_init(rt_qp(W, k), (void *)(uintptr_t)q->sq, (void *)(uintptr_t)q->cq,
-			      (volatile uint32_t *)(uintptr_t)q->sq_db, (volatile uint32_t *)(uintptr_t)q->cq_db,
-			      q->depth, q->qid);
-		rt_qp(W, k)->dev = (d->flags & GPUOS_RT_QUEUES_DEVICE) != 0;
-	}
+	for (k = 0; k < qpw; k++)
+		gpuos_rt_queue_start(rt_qp(W, k), d, &d->queue[w * qpw + k]);
 	W->nfree = 0;
 	for (s = d->slots_per_warp; s > 0; s--) {
 		W->slot[s - 1].busy = SLOT_FREE;
