@@ -131,6 +131,7 @@ test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/apps_model.sh $(BUILD)
 	$(Q)bash tests/emu/writer.sh $(BUILD)
 	$(Q)bash tests/emu/files.sh $(BUILD)
+	$(Q)bash tests/emu/install.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
 # the runtime runs on CPU threads against the emulated controller). It uses
@@ -232,6 +233,41 @@ check:
 demo: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)bash scripts/demo.sh $(BUILD)
+
+# ---- manual pages, bash completion, install ------------------------------------
+# Both generated from the built binary's own help (`gpuos --help`, `gpuos CMD
+# --help`), so they follow the command line: help2man (scripts/deps.sh) makes
+# gpuos.1 and one gpuos-CMD.1 per command (man/gen-man.sh), and
+# scripts/gen-completion.py the bash completion. `make install` puts the
+# binaries (gpuos-static too when it is built), the pages and the completion
+# under $(DESTDIR)$(PREFIX).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+INSTALL ?= install
+.PHONY: man completion install uninstall
+man: $(BUILD)/man/gpuos.1
+completion: $(BUILD)/completion/gpuos
+$(BUILD)/man/gpuos.1: $(BUILD)/gpuos man/gen-man.sh man/help.awk man/gpuos.h2m scripts/gen-completion.py
+	@$(if $(Q),echo "  HELP2MAN $(BUILD)/man")
+	$(Q)bash man/gen-man.sh $(BUILD)/gpuos $(BUILD)/man
+$(BUILD)/completion/gpuos: $(BUILD)/gpuos scripts/gen-completion.py
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)python3 scripts/gen-completion.py $(BUILD)/gpuos > $@.tmp && mv $@.tmp $@
+install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+	$(INSTALL) -m 755 $(BUILD)/gpuos $(DESTDIR)$(BINDIR)/gpuos
+	if [ -f $(BUILD)/gpuos-static ]; then \
+		$(INSTALL) -m 755 $(BUILD)/gpuos-static $(DESTDIR)$(BINDIR)/gpuos-static && \
+		ln -sf gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static; fi
+	$(INSTALL) -m 644 $(BUILD)/man/gpuos*.1 $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 644 $(BUILD)/completion/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpuos $(DESTDIR)$(BINDIR)/gpuos-static \
+		$(DESTDIR)$(MANDIR)/man1/gpuos.1 $(DESTDIR)$(MANDIR)/man1/gpuos-*.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static
 
 clean:
 	rm -rf $(BUILD)

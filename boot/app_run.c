@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "gpuos/app.h"
-#include "app_run.h"
-#include "image.h"
+
+#include "gpuos/host.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((uint64_t)(a) - 1u))
 #define ARGS_OFF 0u

@@ -68,7 +68,7 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 
 	*out = NULL;
 	/* Before the first CUDA call: every function is loaded when its module
-	 * is, never lazily while the runtime spins (notes/PLATFORM.md). */
+	 * is, never lazily while the runtime spins (docs/platform.md). */
 	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
 	/* Streams share the GPU's hardware work queues, 8 by default: work on
 	 * a stream that shares one with the runtime's waits behind the kernel
@@ -282,7 +282,7 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev)
 {
 	(void)g;
 	/* cudaFree synchronises the device: never while the runtime spins
-	 * (notes/PLATFORM.md); callers free only after it has stopped. */
+	 * (docs/platform.md); callers free only after it has stopped. */
 	if (dev)
 		cudaFree((void *)(uintptr_t)dev);
 }

@@ -27,7 +27,7 @@ struct gpuos_gpu;
 /* Open the first GPU. -ENODEV (with the reason in why) when there is no
  * driver or no device: the caller runs in host mode. Sets
  * CUDA_MODULE_LOADING=EAGER first (a lazy load while the runtime spins
- * deadlocks, notes/PLATFORM.md). */
+ * deadlocks, docs/platform.md). */
 int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen);
 void gpuos_gpu_close(struct gpuos_gpu *g);
 const char *gpuos_gpu_name(const struct gpuos_gpu *g);
@@ -99,7 +99,7 @@ int gpuos_gpu_running(struct gpuos_gpu *g, int stream);
 /* ---- app images (gpuos run) ------------------------------------------------------
  * Any image (a cubin, a fatbin) loaded as a module of its own, one entry of
  * it launched as a client. Loading and unloading a module while the runtime
- * kernel spins deadlocks (notes/PLATFORM.md): the caller parks the runtime
+ * kernel spins deadlocks (docs/platform.md): the caller parks the runtime
  * around gpuos_gpu_module_load, gpuos_gpu_stack_reserve and
  * gpuos_gpu_module_unload.
  */

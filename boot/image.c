@@ -56,7 +56,7 @@
 #include <unistd.h>
 
 #include "gpuos/app.h"
-#include "image.h"
+#include "gpuos/host.h"
 
 #ifndef EM_CUDA
 #define EM_CUDA 190

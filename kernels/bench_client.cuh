@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A GPU client for measurements: each thread posts a request, waits for it,
 // and times it (include/gpuos/bench.h). Built into the runtime image so it
-// is loaded before the runtime spins (notes/PLATFORM.md: no module loads later).
+// is loaded before the runtime spins (docs/platform.md: no module loads later).
 #include "gpuos/bench.h"
 #include "gpuos/gpuos.h"
 

@@ -3,7 +3,7 @@
 // (x, y) copies unit y of piece x, GPUOS_DMA_UNIT bytes, from pinned host
 // memory (read over PCIe through its device mapping) into VRAM. Built into
 // the runtime image so it is loaded before the runtime spins
-// (notes/PLATFORM.md: no module loads later). The host orders it: the
+// (docs/platform.md: no module loads later). The host orders it: the
 // batch's event is recorded after the launch on the same stream.
 #include "gpuos/dma.h"
 

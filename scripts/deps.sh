@@ -15,6 +15,7 @@ pkgs=(
 	clang libclang-rt-14-dev  # libFuzzer builds (make fuzz)
 	zstd gnuplot-nox
 	qemu-system-x86 busybox-static cpio kmod   # the QEMU referee test
+	help2man man-db    # the manual pages (make man, make install) and their test
 	python3
 )
 # A GGUF reader written by others (@huggingface/gguf) runs under node; a

@@ -9,11 +9,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "json.h"
-#include "../shm.h"
+
 
 void cli_err(const char *cmd, const char *fmt, ...)
 {
@@ -23,201 +24,6 @@ void cli_err(const char *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out)
-{
-	static const struct { const char *s; unsigned shift; } units[] = {
-		{ "", 0 }, { "K", 10 }, { "k", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
-		{ "G", 30 }, { "GiB", 30 }, { "T", 40 }, { "TiB", 40 },
-	};
-	char *end;
-	unsigned long long x;
-	size_t i;
-	if (!v || !*v || *v == '-' || *v == '+' || *v == ' ')
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || end == v)
-		return -EINVAL;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].s) || (i && !suffixes))
-			continue;
-		if (units[i].shift && x > (~0ull >> units[i].shift))
-			return -ERANGE;
-		x <<= units[i].shift;
-		if (x > max)
-			return -ERANGE;
-		*out = x;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-/* A number for option opt: plain (counts, and sizes whose unit is in the
- * option's name) or a size with a suffix; an error, never a smaller number. */
-static int num_opt(const char *cmd, const char *opt, const char *v, int suffixes, uint64_t max, uint64_t *out)
-{
-	if (!v || !*v) {
-		cli_err(cmd, "%s needs a value", opt);
-		return -1;
-	}
-	if (cli_size(v, suffixes, max, out)) {
-		cli_err(cmd, "%s: '%s' is not a %s in 0..%llu", opt, v,
-			suffixes ? "size (a number, or with K, M, G, T: KiB, MiB, GiB, TiB)" : "number",
-			(unsigned long long)max);
-		return -1;
-	}
-	return 0;
-}
-
-int cli_num(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
-{
-	return num_opt(cmd, opt, v, 0, max, out);
-}
-
-int cli_bytes(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
-{
-	return num_opt(cmd, opt, v, 1, max, out);
-}
-
-/* --name=value: the option and its value apart (name into buf). Returns
- * the value, or NULL when a has no '=' (or is not a long option). */
-const char *cli_split_eq(const char *a, char *buf, size_t len)
-{
-	const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-	if (!eq || (size_t)(eq - a) >= len)
-		return NULL;
-	memcpy(buf, a, (size_t)(eq - a));
-	buf[eq - a] = 0;
-	return eq + 1;
-}
-
-int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
-{
-	int i, npos = 0;
-	uint64_t v;
-
-	memset(c, 0, sizeof(*c));
-	gpuos_boot_opts_default(&c->boot);
-	c->part = -1;
-	c->argv = calloc((size_t)argc + 1, sizeof(char *));
-	if (!c->argv)
-		return -1;
-	for (i = 0; i < argc; i++) {
-		char name[64];
-		const char *a = argv[i];
-		const char *inl = cli_split_eq(a, name, sizeof(name)); /* --opt=value */
-		const char *val = inl ? inl : i + 1 < argc ? argv[i + 1] : NULL;
-		int took = 0; /* the option used its value */
-		if (inl)
-			a = name;
-#define NEEDVAL()                                                          \
-	do {                                                               \
-		if (!val) {                                                \
-			cli_err(cmd, "%s needs a value", a);               \
-			return -1;                                         \
-		}                                                          \
-		took = 1;                                                  \
-		if (!inl)                                                  \
-			i++;                                               \
-	} while (0)
-		if (strcmp(a, "--") == 0) {
-			for (i++; i < argc; i++)
-				c->argv[npos++] = argv[i];
-			break;
-		} else if (strcmp(a, "--device") == 0 || strcmp(a, "-d") == 0) {
-			NEEDVAL();
-			c->boot.device = val;
-		} else if (strcmp(a, "--host") == 0) {
-			c->boot.host_mode = 1;
-		} else if (strcmp(a, "--require-gpu") == 0) {
-			c->boot.require_gpu = 1;
-		} else if (strcmp(a, "--no-files") == 0) {
-			c->boot.no_files = 1;
-		} else if (strcmp(a, "--allow-raw") == 0) {
-			c->boot.allow_raw = 1;
-		} else if (strcmp(a, "--force") == 0) {
-			c->boot.force = 1;
-		} else if (strcmp(a, "--json") == 0) {
-			c->json = 1;
-		} else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
-			c->verbose = 1;
-		} else if (strcmp(a, "--socket") == 0) {
-			NEEDVAL();
-			c->socket = val;
-		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-			NEEDVAL();
-			c->out = val;
-		} else if (strcmp(a, "--entry") == 0) {
-			NEEDVAL();
-			c->entry = val;
-		} else if (strcmp(a, "--warps") == 0 || strcmp(a, "--queues") == 0 || strcmp(a, "--depth") == 0 ||
-			   strcmp(a, "--slots") == 0 || strcmp(a, "--xfer-kib") == 0 || strcmp(a, "--timeout-ms") == 0 ||
-			   strcmp(a, "--mbox-slots") == 0 || strcmp(a, "--part") == 0 || strcmp(a, "--grid") == 0 ||
-			   strcmp(a, "--block") == 0) {
-			NEEDVAL();
-			if (cli_num(cmd, a, val, 1u << 30, &v))
-				return -1;
-			if (!strcmp(a, "--warps")) c->boot.warps = (uint32_t)v;
-			else if (!strcmp(a, "--queues")) c->boot.queues = (uint32_t)v;
-			else if (!strcmp(a, "--depth")) c->boot.depth = (uint32_t)v;
-			else if (!strcmp(a, "--slots")) c->boot.slots = (uint32_t)v;
-			else if (!strcmp(a, "--xfer-kib")) c->boot.xfer_kib = (uint32_t)v;
-			else if (!strcmp(a, "--timeout-ms")) c->boot.timeout_ms = (uint32_t)v;
-			else if (!strcmp(a, "--mbox-slots")) c->boot.mbox_slots = (uint32_t)v;
-			else if (!strcmp(a, "--part")) c->part = (int)v;
-			else if (!strcmp(a, "--grid")) c->grid = (unsigned)v;
-			else c->block = (unsigned)v;
-		} else if (strcmp(a, "--mbox-vram") == 0) {
-			c->boot.mbox_vram = 1;
-		} else if (strcmp(a, "--no-zero-copy") == 0) {
-			c->boot.no_zero_copy = 1;
-		} else if (strcmp(a, "--vram-mib") == 0) {
-			NEEDVAL();
-			if (cli_num(cmd, a, val, 1u << 20, &v))
-				return -1;
-			c->boot.dev_heap_bytes = v << 20;
-		} else if (strcmp(a, "--arch") == 0) {
-			char *end;
-			unsigned long sm;
-			NEEDVAL();
-			sm = strncmp(val, "sm_", 3) == 0 ? strtoul(val + 3, &end, 10) : 0;
-			if (!sm || sm > 999 || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
-				cli_err(cmd, "--arch: '%s' is not an SM architecture like sm_90", val);
-				return -1;
-			}
-			c->sm = (int)sm;
-		} else if (strcmp(a, "--heap-mib") == 0) {
-			NEEDVAL();
-			if (cli_num(cmd, a, val, 1u << 20, &v))
-				return -1;
-			c->boot.heap_bytes = v << 20;
-		} else if (strcmp(a, "--offset") == 0 || strcmp(a, "--length") == 0) {
-			NEEDVAL();
-			if (cli_bytes(cmd, a, val, ~0ull, &v))
-				return -1;
-			if (!strcmp(a, "--offset")) {
-				c->offset = v;
-				c->have_offset = 1;
-			} else {
-				c->length = v;
-				c->have_length = 1;
-			}
-		} else if (a[0] == '-' && a[1] != 0) {
-			cli_err(cmd, "unknown option %s", a);
-			return -1;
-		} else {
-			c->argv[npos++] = argv[i];
-		}
-		if (inl && !took) {
-			cli_err(cmd, "%s takes no value", a);
-			return -1;
-		}
-#undef NEEDVAL
-	}
-	c->argc = npos;
-	return 0;
 }
 
 /* ---- clients ------------------------------------------------------------------- */
@@ -349,6 +155,59 @@ int client_close(struct client *cl, char *err, size_t errlen)
 	return r;
 }
 
+const char *cli_human(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	unsigned u = 0;
+	uint64_t whole = bytes;
+	while (whole >= 1024u && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		whole >>= 10;
+		u++;
+	}
+	if (u == 0 || (bytes & ((1ull << (10 * u)) - 1u)) == 0)
+		snprintf(buf, len, "%llu %s", (unsigned long long)whole, unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", (double)bytes / (double)(1ull << (10 * u)), unit[u]);
+	return buf;
+}
+
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void cli_progress_begin(struct cli_progress *p, uint64_t total)
+{
+	memset(p, 0, sizeof(*p));
+	p->on = total >= (16u << 20) && isatty(2);
+	p->total = total;
+	p->t0 = mono_s();
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t done)
+{
+	char a[32], b[32];
+	double now, rate;
+	if (!p->on)
+		return;
+	now = mono_s();
+	if (now - p->last < 0.1 && done < p->total)
+		return;
+	p->last = now;
+	rate = now > p->t0 ? (double)done / (now - p->t0) : 0;
+	fprintf(stderr, "\r%3u%%  %s of %s  %.2f GB/s  ", (unsigned)(done * 100u / (p->total ? p->total : 1)),
+		cli_human(a, sizeof(a), done), cli_human(b, sizeof(b), p->total), rate / 1e9);
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+	if (p->on)
+		fputs("\r\033[K", stderr);
+	p->on = 0;
+}
+
 int cli_write_all(int fd, const char *p, size_t n)
 {
 	while (n) {
@@ -364,32 +223,43 @@ int cli_write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-void cli_ctrl_json(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)
+void cli_ctrl_json(struct json *j, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)
 {
-	fprintf(f, "{\"index\": %u, \"name\": ", i);
-	json_str(f, c->name);
-	fputs(", \"model\": ", f);
-	json_str(f, c->model);
-	fputs(", \"serial\": ", f);
-	json_str(f, c->serial);
-	fputs(", \"firmware\": ", f);
-	json_str(f, c->firmware);
-	fprintf(f, ", \"namespace_lbas\": %llu, \"io_queues\": %u, \"mdts_bytes\": %u, "
-		   "\"perf_model\": {\"gbps\": %g, \"iops\": %u, \"latency_us\": %u}",
-		(unsigned long long)c->namespace_lbas, c->io_queues, c->mdts_bytes, c->gbps, c->iops, c->latency_us);
-	if (st)
-		fprintf(f, ", \"counters\": {\"source\": \"%s\", \"io_cmds\": %llu, \"read_bytes\": %llu, "
-			   "\"errors\": %llu, \"dma_faults\": %llu, \"lost\": %llu}",
-			st->smart ? "smart" : "controller", (unsigned long long)st->io_cmds,
-			(unsigned long long)st->read_bytes, (unsigned long long)st->errors,
-			(unsigned long long)st->dma_faults, (unsigned long long)st->lost);
-	if (st && st->dma)
-		fprintf(f, ", \"dma\": {\"cmds\": %llu, \"copies\": %llu, \"gathered\": %llu, \"batches\": %llu, "
-			   "\"waits\": %llu, \"busy_s\": %.3f}",
-			(unsigned long long)st->dma_cmds, (unsigned long long)st->dma_copies,
-			(unsigned long long)st->dma_gathered, (unsigned long long)st->dma_batches,
-			(unsigned long long)st->dma_waits, st->busy_s);
-	fputc('}', f);
+	json_obj(j, NULL);
+	json_u64(j, "index", i);
+	json_str(j, "name", c->name);
+	json_str(j, "model", c->model);
+	json_str(j, "serial", c->serial);
+	json_str(j, "firmware", c->firmware);
+	json_u64(j, "namespace_lbas", c->namespace_lbas);
+	json_u64(j, "io_queues", c->io_queues);
+	json_u64(j, "mdts_bytes", c->mdts_bytes);
+	json_obj(j, "perf_model");
+	json_fixed(j, "gbps", c->gbps, 3);
+	json_u64(j, "iops", c->iops);
+	json_u64(j, "latency_us", c->latency_us);
+	json_end(j);
+	if (st) {
+		json_obj(j, "counters");
+		json_str(j, "source", st->smart ? "smart" : "controller");
+		json_u64(j, "io_cmds", st->io_cmds);
+		json_u64(j, "read_bytes", st->read_bytes);
+		json_u64(j, "errors", st->errors);
+		json_u64(j, "dma_faults", st->dma_faults);
+		json_u64(j, "lost", st->lost);
+		json_end(j);
+	}
+	if (st && st->dma) {
+		json_obj(j, "dma");
+		json_u64(j, "cmds", st->dma_cmds);
+		json_u64(j, "copies", st->dma_copies);
+		json_u64(j, "gathered", st->dma_gathered);
+		json_u64(j, "batches", st->dma_batches);
+		json_u64(j, "waits", st->dma_waits);
+		json_fixed(j, "busy_s", st->busy_s, 3);
+		json_end(j);
+	}
+	json_end(j);
 }
 
 void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)

@@ -9,7 +9,10 @@
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
 
-#define GPUOS_EXIT_FAIL 2   /* every error: bad usage, bad device, failed I/O */
+/* Exit status of every command (cli_exit_help says it to users). */
+#define GPUOS_EXIT_OK    0
+#define GPUOS_EXIT_FAIL  1   /* the operation failed: a device error, no such file, ... */
+#define GPUOS_EXIT_USAGE 2   /* the command line: an unknown option, a bad value, a missing argument */
 
 struct cli {
 	struct gpuos_boot_opts boot;
@@ -22,14 +25,33 @@ struct cli {
 	const char *entry;
 	unsigned grid, block;
 	int sm;                  /* --arch sm_XY: compute capability XY to check app images against */
-	int verbose;
+	uint32_t threads, iters, bytes; /* bench (0: its default) */
+	const char *op;          /* bench --op read|nop (NULL: read) */
+	int stages;              /* bench --stages */
 	/* positional arguments */
 	int argc;
 	char **argv;
 };
 
-/* Parse argv (after the command name) into *c. Unknown options are an
- * error (exit 2 with a message). Returns 0 or -1. */
+/* A subcommand: its entry, usage line, what it does, and the options it
+ * takes (names of options.c's table, space-separated). */
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *synopsis;    /* after "gpuos NAME [OPTIONS] " */
+	const char *what;
+	const char *options;
+};
+extern const struct cli_command cli_commands[]; /* ends with a NULL name */
+extern const char cli_exit_help[];
+const struct cli_command *cli_command(const char *name);
+/* `gpuos CMD --help`, from the tables. */
+void cli_help(FILE *f, const struct cli_command *c);
+
+/* Parse argv (after the command name) into *c: the command's options
+ * only (getopt_long; --opt VALUE and --opt=VALUE), positional arguments
+ * into c->argv. A bad command line prints one line and returns -1: the
+ * caller exits GPUOS_EXIT_USAGE. */
 int cli_parse(struct cli *c, const char *cmd, int argc, char **argv);
 
 /* A number: decimal or 0x hex, and with suffixes set a size with K, M, G,
@@ -37,11 +59,21 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv);
  * a number: trailing junk, a sign, empty), -ERANGE (above max). Never a
  * smaller number than written. */
 int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out);
-/* The same for option opt, with the error printed: a count, or bytes. */
-int cli_num(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out);
-int cli_bytes(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out);
-/* "--name=value": name into buf, returns value; NULL for any other form. */
-const char *cli_split_eq(const char *a, char *buf, size_t len);
+
+/* Bytes in human units beside nothing else: "512 B", "4 KiB", "1.5 GiB"
+ * (powers of 1024, one decimal unless whole). Returns buf. */
+const char *cli_human(char *buf, size_t len, uint64_t bytes);
+
+/* A progress bar on stderr for long reads: only when stderr is a terminal
+ * and the total is at least 16 MiB; quiet otherwise (pipes, logs, tests). */
+struct cli_progress {
+	int on;
+	uint64_t total;
+	double t0, last;         /* seconds (CLOCK_MONOTONIC) */
+};
+void cli_progress_begin(struct cli_progress *p, uint64_t total);
+void cli_progress_update(struct cli_progress *p, uint64_t done); /* at most 10 times a second */
+void cli_progress_end(struct cli_progress *p);                  /* clears the line */
 
 /* Write all n bytes to fd (retrying short writes); 0 or -errno. */
 int cli_write_all(int fd, const char *p, size_t n);
@@ -82,7 +114,8 @@ int cmd_run(int argc, char **argv);
 /* Controller i of the device (one of an array's; identify, bench): its
  * identity, the emulator's performance model of it, and its own counters
  * when st is not NULL. As a JSON object, or as indented lines of text. */
-void cli_ctrl_json(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
+struct json;
+void cli_ctrl_json(struct json *j, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
 void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
 
 /* "the controller reported an error: NVMe status 0x281 ..." */

@@ -164,68 +164,25 @@ int cmd_bench(int argc, char **argv)
 	int i, gpu;
 	const char *opname = "read";
 
-	/* bench's own options, then the common ones */
-	char **rest = calloc((size_t)argc + 1, sizeof(char *));
-	int nrest = 0;
-	for (i = 0; i < argc; i++) {
-		char name[64];
-		const char *inl = cli_split_eq(argv[i], name, sizeof(name)); /* --opt=value */
-		const char *a = inl ? name : argv[i];
-		const char *val = inl ? inl : i + 1 < argc ? argv[i + 1] : NULL;
-		uint64_t v;
-		int num = !strcmp(a, "--threads") || !strcmp(a, "--iters") || !strcmp(a, "--bytes");
-		if (!strcmp(a, "--")) {
-			while (i < argc)
-				rest[nrest++] = argv[i++];
-			break;
-		}
-		if (num || !strcmp(a, "--op")) {
-			if (!val) {
-				cli_err("bench", "%s needs a value", a);
-				return GPUOS_EXIT_FAIL;
-			}
-			if (!inl)
-				i++;
-		}
-		if (num) {
-			/* sizes take suffixes (128K); a bad number is an error, never a smaller one */
-			if (!strcmp(a, "--bytes") ? cli_bytes("bench", a, val, 16u << 20, &v)
-						  : cli_num("bench", a, val, 1u << 30, &v))
-				return GPUOS_EXIT_FAIL;
-			if (!strcmp(a, "--threads"))
-				threads = (uint32_t)v;
-			else if (!strcmp(a, "--iters"))
-				iters = (uint32_t)v;
-			else
-				bytes = (uint32_t)v;
-		} else if (!strcmp(a, "--op")) {
-			opname = val;
-			if (!strcmp(opname, "nop"))
-				op = GPUOS_OP_NOP;
-			else if (strcmp(opname, "read")) {
-				cli_err("bench", "--op read|nop");
-				return GPUOS_EXIT_FAIL;
-			}
-		} else if (!strcmp(a, "--stages")) {
-			if (inl) {
-				cli_err("bench", "--stages takes no value");
-				return GPUOS_EXIT_FAIL;
-			}
-			want_stages = 1;
-		} else {
-			rest[nrest++] = argv[i];
-		}
-	}
-	if (cli_parse(&c, "bench", nrest, rest))
-		return GPUOS_EXIT_FAIL;
+	if (cli_parse(&c, "bench", argc, argv))
+		return GPUOS_EXIT_USAGE;
 	if (!c.boot.device) {
 		cli_err("bench", "give --device DEV");
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
-	if (bytes == 0 || bytes > (16u << 20)) {
-		cli_err("bench", "--bytes must be 1..16 MiB");
-		return GPUOS_EXIT_FAIL;
+	if (c.argc) {
+		cli_err("bench", "%s: bench takes no arguments", c.argv[0]);
+		return GPUOS_EXIT_USAGE;
 	}
+	threads = c.threads;
+	iters = c.iters;
+	if (c.bytes)
+		bytes = c.bytes;
+	want_stages = c.stages;
+	if (c.op)
+		opname = c.op;
+	if (!strcmp(opname, "nop"))
+		op = GPUOS_OP_NOP;
 	c.boot.allow_raw = 1;
 	c.boot.quiet = 1;
 	c.boot.mbox_vram = 1;
@@ -338,61 +295,74 @@ int cmd_bench(int argc, char **argv)
 		char ctrl[256];
 		const struct gpuos_info *in = gpuos_sys_info(s);
 		double med[GPUOS_BENCH_STAGES];
-		char stxt[512] = "";
-		int k, o = 0;
-		if (stages) {
-			/* JSON members, or a line of text: median us of each stage. */
+		int k;
+		if (stages)
 			stage_medians(stages, n_lat, med);
-			o += snprintf(stxt + o, sizeof(stxt) - (size_t)o, c.json ? ", \"stages_us\": {" : "  stages, median us from the one before:");
-			for (k = 0; k < GPUOS_BENCH_STAGES && o < (int)sizeof(stxt); k++)
-				if (med[k] >= 0)
-					o += snprintf(stxt + o, sizeof(stxt) - (size_t)o, c.json ? "%s\"%s\": %.2f" : " %s%s %.2f",
-						      c.json && stxt[o - 1] != '{' ? ", " : "", stage_name[k], med[k]);
-			if (o < (int)sizeof(stxt))
-				snprintf(stxt + o, sizeof(stxt) - (size_t)o, "%s", c.json ? "}" : "\n");
-		}
 		qsort(lat, n_lat, sizeof(uint32_t), cmp_u32);
 		gpuos_sys_stats(s, &st);
 		gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
 		if (c.json) {
-			/* Strings through json_str: a device path may hold quotes. */
-			fputs("{\"device\": ", stdout);
-			json_str(stdout, c.boot.device);
-			fputs(", \"runtime\": ", stdout);
-			json_str(stdout, gpu ? in->gpu_name : "host");
-			printf(", \"op\": \"%s\", \"bytes\": %u, \"threads\": %u, "
-			       "\"iters\": %u, \"warps\": %u, \"queues\": %u, \"requests_per_s\": %.0f, \"gb_per_s\": %.3f, "
-			       "\"lat_median_us\": %.2f, \"lat_p99_us\": %.2f, \"errors\": %u, \"cpu_s\": %.3f, "
-			       "\"wall_s\": %.3f, \"commands\": %llu, \"doorbells\": %llu, \"zero_copy\": %llu, "
-			       "\"timeouts\": %llu, \"strays\": %llu, \"aborts\": %llu, \"resets\": %llu, "
-			       "\"retries\": %llu, \"controller\": ",
-			       opname, bytes, threads, iters, in->warps, in->queues_used, reqs / secs,
-			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0, errors,
-			       cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.doorbells,
-			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts,
-			       (unsigned long long)st.strays, (unsigned long long)st.aborts, (unsigned long long)st.resets,
-			       (unsigned long long)st.retries);
-			json_str(stdout, ctrl);
+			struct json j;
+			json_begin(&j, stdout, "bench");
+			json_str(&j, "device", c.boot.device);
+			json_str(&j, "runtime", gpu ? in->gpu_name : "host");
+			json_str(&j, "op", opname);
+			json_u64(&j, "bytes", bytes);
+			json_u64(&j, "threads", threads);
+			json_u64(&j, "iters", iters);
+			json_u64(&j, "warps", in->warps);
+			json_u64(&j, "queues", in->queues_used);
+			json_fixed(&j, "requests_per_s", reqs / secs, 0);
+			json_fixed(&j, "gb_per_s", reqs * bytes / secs / 1e9, 3);
+			json_fixed(&j, "lat_median_us", lat[n_lat / 2] / 1000.0, 2);
+			json_fixed(&j, "lat_p99_us", lat[(n_lat * 99) / 100] / 1000.0, 2);
+			json_u64(&j, "errors", errors);
+			json_fixed(&j, "cpu_s", cpu1 - cpu0, 3);
+			json_fixed(&j, "wall_s", wall, 3);
+			/* the runtime's counters (struct gpuos_stats) */
+			json_u64(&j, "commands", st.commands);
+			json_u64(&j, "doorbells", st.doorbells);
+			json_u64(&j, "zero_copy", st.zero_copy);
+			json_u64(&j, "timeouts", st.timeouts);
+			json_u64(&j, "strays", st.strays);
+			json_u64(&j, "aborts", st.aborts);
+			json_u64(&j, "resets", st.resets);
+			json_u64(&j, "retries", st.retries);
 			/* each controller (of an array: every member) with its own counters */
-			fputs(", \"controllers\": [", stdout);
+			json_arr(&j, "controllers");
 			for (k = 0; k < (int)in->nctrl; k++) {
 				struct gpuos_ctrl_stats cs;
 				int have = gpuos_sys_ctrl_stats(s, (uint32_t)k, &cs) == 0;
-				if (k)
-					fputs(", ", stdout);
-				cli_ctrl_json(stdout, (uint32_t)k, &in->ctrl[k], have ? &cs : NULL);
+				cli_ctrl_json(&j, (uint32_t)k, &in->ctrl[k], have ? &cs : NULL);
 			}
-			printf("]%s}\n", stxt);
+			json_end(&j);
+			if (stages) {
+				/* median us of each stage from the one before */
+				json_obj(&j, "stages_us");
+				for (k = 0; k < GPUOS_BENCH_STAGES; k++)
+					if (med[k] >= 0)
+						json_fixed(&j, stage_name[k], med[k], 2);
+				json_end(&j);
+			}
+			json_finish(&j);
 		} else {
-			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %u bytes\n"
+			char sz[32];
+			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %s\n"
 			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
 			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n"
-			       "  %llu commands (%llu zero copy), %llu timed out; controller: %s\n%s",
+			       "  %llu commands (%llu zero copy), %llu timed out; controller: %s\n",
 			       opname, c.boot.device, gpu ? in->gpu_name : "CPU threads", in->warps,
-			       in->queues_used / in->warps, threads, iters, opname, bytes, reqs / secs,
-			       reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0, lat[(n_lat * 99) / 100] / 1000.0,
-			       errors, cpu1 - cpu0, wall, (unsigned long long)st.commands, (unsigned long long)st.zero_copy,
-			       (unsigned long long)st.timeouts, ctrl, stxt);
+			       in->queues_used / in->warps, threads, iters, opname, cli_human(sz, sizeof(sz), bytes),
+			       reqs / secs, reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0,
+			       lat[(n_lat * 99) / 100] / 1000.0, errors, cpu1 - cpu0, wall, (unsigned long long)st.commands,
+			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts, ctrl);
+			if (stages) {
+				printf("  stages, median us from the one before:");
+				for (k = 0; k < GPUOS_BENCH_STAGES; k++)
+					if (med[k] >= 0)
+						printf(" %s %.2f", stage_name[k], med[k]);
+				putchar('\n');
+			}
 			if (in->nctrl > 1)
 				printf("  an array of %u controllers, chunks of %u KiB:\n", in->nctrl, in->stripe_bytes / 1024u);
 			for (k = 0; k < (int)in->nctrl; k++) {

@@ -42,7 +42,8 @@ static uint64_t rt_of(const struct files *f, const void *host)
 	return f->cl.heap_rt + (uint64_t)((const char *)host - f->cl.heap);
 }
 
-/* Parse the command line, boot or attach, copy the path into the heap. */
+/* Parse the command line, boot or attach, copy the path into the heap.
+ * 0, or the exit status (GPUOS_EXIT_USAGE, GPUOS_EXIT_FAIL). */
 static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 {
 	char err[512];
@@ -52,20 +53,16 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 	memset(f, 0, sizeof(*f));
 	f->cmd = cmd;
 	if (cli_parse(&f->c, cmd, argc, argv))
-		return -1;
+		return GPUOS_EXIT_USAGE;
 	if (f->c.argc != 1) {
 		cli_err(cmd, "give one path (gpuos %s --device DEV PATH)", cmd);
-		return -1;
+		return GPUOS_EXIT_USAGE;
 	}
 	f->path = f->c.argv[0];
 	n = strlen(f->path);
 	if (n + 1 > GPUOS_PATH_MAX) {
 		cli_err(cmd, "%.64s...: path too long", f->path);
-		return -1;
-	}
-	if (f->c.part == 0) {
-		cli_err(cmd, "--part 0: partitions count from 1");
-		return -1;
+		return GPUOS_EXIT_USAGE;
 	}
 	if (f->c.part > 0)
 		f->c.boot.part = (uint32_t)f->c.part;
@@ -76,12 +73,12 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 	r = client_open(&f->c, &f->cl, err, sizeof(err));
 	if (r) {
 		cli_err(cmd, "%s", err);
-		return -1;
+		return r == -EINVAL && !f->c.boot.device && !f->c.socket ? GPUOS_EXIT_USAGE : GPUOS_EXIT_FAIL;
 	}
 	f->open = 1;
 	if (f->cl.heap_len < (1u << 20)) {
 		cli_err(cmd, "client memory of %llu bytes is too small", (unsigned long long)f->cl.heap_len);
-		return -1;
+		return GPUOS_EXIT_FAIL;
 	}
 	f->path_h = f->cl.heap;
 	f->why_h = f->cl.heap + GPUOS_PATH_MAX;
@@ -164,7 +161,38 @@ struct ent {
 	char *name;
 	uint32_t ino;
 	uint32_t type;
+	int have_size;  /* lstat of the entry answered */
+	uint64_t size;
+	uint32_t mode;
 };
+
+/* Size and mode of each entry: an lstat of DIR/NAME through the runtime
+ * (readdir gives names, inodes and types only). An entry whose path does
+ * not fit, or whose stat fails, keeps have_size 0. */
+static void ls_sizes(struct files *f, struct ent *ents, size_t n)
+{
+	char *path = f->buf_h;
+	struct gpuos_stat *st = (struct gpuos_stat *)(f->buf_h + GPUOS_PATH_MAX);
+	size_t dl = strlen(f->path), i;
+	int slash = dl && f->path[dl - 1] != '/';
+
+	for (i = 0; i < n; i++) {
+		struct gpuos_result res;
+		size_t nl = strlen(ents[i].name);
+		if (dl + (size_t)slash + nl + 1 > GPUOS_PATH_MAX)
+			continue;
+		memcpy(path, f->path, dl);
+		if (slash)
+			path[dl] = '/';
+		memcpy(path + dl + slash, ents[i].name, nl + 1);
+		if (gpuos_request(f->cl.mb, GPUOS_OP_STAT, GPUOS_OPEN_NOFOLLOW, 0, 0, sizeof(*st),
+				  (void *)(uintptr_t)rt_of(f, st), rt_of(f, path), &res) != GPUOS_ST_OK)
+			continue;
+		ents[i].have_size = 1;
+		ents[i].size = st->size;
+		ents[i].mode = st->mode;
+	}
+}
 
 static int ent_cmp(const void *a, const void *b)
 {
@@ -180,8 +208,8 @@ int cmd_ls(int argc, char **argv)
 	uint32_t h, cap_ents;
 	int rc = 0;
 
-	if (files_begin(&f, "ls", argc, argv))
-		return files_end(&f, GPUOS_EXIT_FAIL);
+	if ((rc = files_begin(&f, "ls", argc, argv)))
+		return files_end(&f, rc);
 	if (do_open(&f, 0, &h, &size))
 		return files_end(&f, GPUOS_EXIT_FAIL);
 	cap_ents = (uint32_t)GPUOS_MIN(f.buf_len / sizeof(struct gpuos_dirent), 4096u);
@@ -208,6 +236,7 @@ int cmd_ls(int argc, char **argv)
 				}
 				ents = m;
 			}
+			memset(&ents[n], 0, sizeof(ents[n]));
 			ents[n].name = strdup(d[i].name);
 			ents[n].ino = d[i].ino;
 			ents[n].type = d[i].type;
@@ -222,17 +251,37 @@ int cmd_ls(int argc, char **argv)
 	}
 	if (!rc) {
 		qsort(ents, n, sizeof(*ents), ent_cmp);
+		ls_sizes(&f, ents, n);
 		if (f.c.json) {
-			fputs("[", stdout);
+			struct json j;
+			json_begin(&j, stdout, "ls");
+			json_str(&j, "path", f.path);
+			json_arr_lines(&j, "entries");
 			for (i = 0; i < n; i++) {
-				fputs(i ? ",\n {\"name\": " : "\n {\"name\": ", stdout);
-				json_strn(stdout, ents[i].name, strlen(ents[i].name));
-				printf(", \"inode\": %u, \"type\": \"%s\"}", ents[i].ino, type_name(ents[i].type));
+				json_obj(&j, NULL);
+				json_str(&j, "name", ents[i].name);
+				json_u64(&j, "inode", ents[i].ino);
+				json_str(&j, "type", type_name(ents[i].type));
+				if (ents[i].have_size) {
+					char mode[8];
+					snprintf(mode, sizeof(mode), "%04o", ents[i].mode & 07777u);
+					json_u64(&j, "size", ents[i].size);
+					json_str(&j, "mode", mode);
+				} else {
+					json_null(&j, "size");
+					json_null(&j, "mode");
+				}
+				json_end(&j);
 			}
-			fputs(n ? "\n]\n" : "]\n", stdout);
+			json_end(&j);
+			json_finish(&j);
 		} else {
-			for (i = 0; i < n; i++)
-				printf("%10u  %-9s  %s\n", ents[i].ino, type_name(ents[i].type), ents[i].name);
+			for (i = 0; i < n; i++) {
+				char h[32] = "?";
+				if (ents[i].have_size)
+					cli_human(h, sizeof(h), ents[i].size);
+				printf("%10u  %-9s  %10s  %s\n", ents[i].ino, type_name(ents[i].type), h, ents[i].name);
+			}
 		}
 	}
 out:
@@ -253,8 +302,8 @@ int cmd_stat(int argc, char **argv)
 	uint64_t total = 0, have = 0, i;
 	int rc = 0;
 
-	if (files_begin(&f, "stat", argc, argv))
-		return files_end(&f, GPUOS_EXIT_FAIL);
+	if ((rc = files_begin(&f, "stat", argc, argv)))
+		return files_end(&f, rc);
 	st = (struct gpuos_stat *)f.buf_h;
 	/* lstat, as stat(1) and debugfs do: a symlink is reported as one. */
 	do {
@@ -285,20 +334,38 @@ int cmd_stat(int argc, char **argv)
 			ext[have++] = m[i];
 	} while (have < total);
 	if (f.c.json) {
-		printf("{\"path\": ");
-		json_strn(stdout, f.path, strlen(f.path));
-		printf(", \"inode\": %u, \"type\": \"%s\", \"mode\": \"%04o\", \"size\": %" PRIu64
-		       ", \"links\": %u, \"block_size\": %u, \"partition_start_lba\": %" PRIu64 ", \"extents\": [",
-		       st->ino, type_name(st->type), st->mode & 07777u, st->size, st->links, st->block_size, st->part_lba);
-		for (i = 0; i < total; i++)
-			printf("%s[%" PRIu64 ", %" PRIu64 ", %u, %s]", i ? ", " : "", ext[i].lblk, ext[i].pblk, ext[i].len,
-			       (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) ? "true" : "false");
-		printf("]}\n");
+		struct json j;
+		char mode[8];
+		snprintf(mode, sizeof(mode), "%04o", st->mode & 07777u);
+		json_begin(&j, stdout, "stat");
+		json_str(&j, "path", f.path);
+		json_u64(&j, "inode", st->ino);
+		json_str(&j, "type", type_name(st->type));
+		json_str(&j, "mode", mode);
+		json_u64(&j, "uid", st->uid);
+		json_u64(&j, "gid", st->gid);
+		json_u64(&j, "size", st->size);
+		json_u64(&j, "links", st->links);
+		json_i64(&j, "mtime", st->mtime);
+		json_u64(&j, "block_size", st->block_size);
+		json_u64(&j, "partition_start_lba", st->part_lba);
+		json_arr_lines(&j, "extents");
+		for (i = 0; i < total; i++) {
+			json_obj(&j, NULL);
+			json_u64(&j, "logical", ext[i].lblk);
+			json_u64(&j, "physical", ext[i].pblk);
+			json_u64(&j, "blocks", ext[i].len);
+			json_bool(&j, "unwritten", (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) != 0);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_finish(&j);
 	} else {
+		char h[32];
 		printf("  File: %s\n  Type: %s\n  Inode: %u  Links: %u  Mode: %04o  Uid: %u  Gid: %u\n"
-		       "  Size: %" PRIu64 "  Block size: %u  Partition start LBA: %" PRIu64 "\n  Extents: %" PRIu64 "\n",
+		       "  Size: %" PRIu64 " (%s)  Block size: %u  Partition start LBA: %" PRIu64 "\n  Extents: %" PRIu64 "\n",
 		       f.path, type_name(st->type), st->ino, st->links, st->mode & 07777u, st->uid, st->gid, st->size,
-		       st->block_size, st->part_lba, total);
+		       cli_human(h, sizeof(h), st->size), st->block_size, st->part_lba, total);
 		for (i = 0; i < total; i++)
 			printf("    (%" PRIu64 "-%" PRIu64 "): %" PRIu64 "-%" PRIu64 "%s\n", ext[i].lblk,
 			       ext[i].lblk + ext[i].len - 1, ext[i].pblk, ext[i].pblk + ext[i].len - 1,
@@ -322,9 +389,10 @@ int cmd_cat(int argc, char **argv)
 	uint64_t len_of[CAT_PIPELINE];
 	unsigned head = 0, inflight = 0;
 	int fd = 1, rc = 0, r;
+	struct cli_progress prog;
 
-	if (files_begin(&f, "cat", argc, argv))
-		return files_end(&f, GPUOS_EXIT_FAIL);
+	if ((rc = files_begin(&f, "cat", argc, argv)))
+		return files_end(&f, rc);
 	if (do_open(&f, 0, &h, &size))
 		return files_end(&f, GPUOS_EXIT_FAIL);
 	if (f.c.out) {
@@ -336,6 +404,7 @@ int cmd_cat(int argc, char **argv)
 		}
 	}
 	chunk = GPUOS_MIN(f.buf_len / CAT_PIPELINE, (uint64_t)(4u << 20)) & ~4095ull;
+	cli_progress_begin(&prog, size);
 	/* Several reads in flight, written out in order. */
 	while (done < size) {
 		while (inflight < CAT_PIPELINE && posted < size) {
@@ -391,10 +460,12 @@ int cmd_cat(int argc, char **argv)
 				break;
 			}
 			done += len_of[head];
+			cli_progress_update(&prog, done);
 			head = (head + 1) % CAT_PIPELINE;
 			inflight--;
 		}
 	}
+	cli_progress_end(&prog);
 	if (fd != 1 && close(fd) && !rc) {
 		cli_err("cat", "close %s: %s", f.c.out, strerror(errno));
 		rc = GPUOS_EXIT_FAIL;
@@ -410,13 +481,13 @@ int cmd_gguf(int argc, char **argv)
 	struct files f;
 	struct gpuos_result res;
 	struct gpuos_gguf_export *x;
-	struct gpuos_gguf g;
+	struct gguf_view v;
 	uint64_t raw = 0;
-	uint32_t h, st, i;
+	uint32_t h, st;
 	int is_raw, rc = 0;
 
-	if (files_begin(&f, "gguf", argc, argv))
-		return files_end(&f, GPUOS_EXIT_FAIL);
+	if ((rc = files_begin(&f, "gguf", argc, argv)))
+		return files_end(&f, rc);
 	is_raw = f.path[0] == '@';
 	if (is_raw) {
 		char *end;
@@ -424,7 +495,7 @@ int cmd_gguf(int argc, char **argv)
 		raw = strtoull(f.path + 1, &end, 0);
 		if (errno || end == f.path + 1 || *end) {
 			cli_err("gguf", "%s: not a byte offset (give PATH or @BYTEOFFSET)", f.path);
-			return files_end(&f, GPUOS_EXIT_FAIL);
+			return files_end(&f, GPUOS_EXIT_USAGE);
 		}
 	}
 	f.why_h[0] = 0;
@@ -448,33 +519,15 @@ int cmd_gguf(int argc, char **argv)
 		rc = GPUOS_EXIT_FAIL;
 		goto out;
 	}
-	memset(&g, 0, sizeof(g));
-	g.version = x->version;
-	g.alignment = x->alignment;
-	g.tensor_count = x->tensor_count;
-	g.kv_count = x->kv_count;
-	g.data_offset = x->data_offset;
-	g.file_size = x->file_size;
-	g.data_end = x->data_end;
-	g.n_layers = x->n_layers;
-	g.flags = x->flags;
-	g.n_tensors = (uint32_t)x->tensor_count;
-	g.n_kv = (uint32_t)x->kv_count;
-	g.mem.tensors = (struct gpuos_gguf_tensor *)((char *)x + x->tensors_off);
-	g.mem.kv = (struct gpuos_gguf_kv *)((char *)x + x->kv_off);
-	g.mem.arena = (uint8_t *)x + x->arena_off;
-	g.mem.arena_cap = (uint32_t)x->arena_len;
+	gguf_view_of_export(&v, x);
 	if (f.c.json) {
-		gguf_json_write(stdout, &g);
+		struct json j;
+		json_begin(&j, stdout, "gguf");
+		json_str(&j, "path", f.path);
+		gguf_json_write(&j, &v);
+		json_finish(&j);
 	} else {
-		printf("GGUF v%u: %" PRIu64 " tensors, %" PRIu64 " KVs, alignment %u, data at byte %" PRIu64
-		       ", %u layers\n", g.version, g.tensor_count, g.kv_count, g.alignment, g.data_offset, g.n_layers);
-		for (i = 0; i < g.n_tensors; i++) {
-			const struct gpuos_gguf_tensor *t = &g.mem.tensors[i];
-			const char *tn = gpuos_ggml_type_name(t->type);
-			printf("  %-40s %-6s %12" PRIu64 " bytes at %" PRIu64 "\n", t->name, tn ? tn : "?", t->size,
-			       t->abs_off);
-		}
+		gguf_text_write(stdout, &v);
 	}
 out:
 	gpuos_close(f.cl.mb, h);

@@ -19,10 +19,11 @@ int cmd_identify(int argc, char **argv)
 	int r;
 
 	if (cli_parse(&c, "identify", argc, argv))
-		return GPUOS_EXIT_FAIL;
-	if (!c.boot.device) {
-		cli_err("identify", "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)");
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
+	if (!c.boot.device || c.argc) {
+		cli_err("identify", c.argc ? "%s: identify takes no arguments" : "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)%s",
+			c.argc ? c.argv[0] : "");
+		return GPUOS_EXIT_USAGE;
 	}
 	r = gpuos_identify(&c.boot, &in, err, sizeof(err));
 	if (r) {
@@ -30,26 +31,30 @@ int cmd_identify(int argc, char **argv)
 		return GPUOS_EXIT_FAIL;
 	}
 	if (c.json) {
-		printf("{\"model\": ");
-		json_str(stdout, in.model);
-		printf(", \"serial\": ");
-		json_str(stdout, in.serial);
-		printf(", \"firmware\": ");
-		json_str(stdout, in.firmware);
-		printf(", \"version\": \"%u.%u.%u\", \"mqes\": %u, \"dstrd\": %u, \"mdts_bytes\": %u, "
-		       "\"lba_bytes\": %u, \"namespace_lbas\": %llu, \"io_queues\": %u",
-		       in.version >> 16, (in.version >> 8) & 0xffu, in.version & 0xffu, in.mqes - 1u, in.dstrd,
-		       in.mdts_bytes, in.lba_bytes, (unsigned long long)in.namespace_lbas, in.io_queues);
+		struct json j;
+		char ver[32];
+		snprintf(ver, sizeof(ver), "%u.%u.%u", in.version >> 16, (in.version >> 8) & 0xffu, in.version & 0xffu);
+		json_begin(&j, stdout, "identify");
+		json_str(&j, "model", in.model);
+		json_str(&j, "serial", in.serial);
+		json_str(&j, "firmware", in.firmware);
+		json_str(&j, "version", ver);
+		json_u64(&j, "mqes", in.mqes - 1u);
+		json_u64(&j, "dstrd", in.dstrd);
+		json_u64(&j, "mdts_bytes", in.mdts_bytes);
+		json_u64(&j, "lba_bytes", in.lba_bytes);
+		json_u64(&j, "namespace_lbas", in.namespace_lbas);
+		json_u64(&j, "namespace_bytes", in.namespace_lbas * in.lba_bytes);
+		json_u64(&j, "nsid", in.nsid);
+		json_u64(&j, "io_queues", in.io_queues);
 		if (in.nctrl > 1) {
-			printf(", \"stripe_bytes\": %u, \"controllers\": [", in.stripe_bytes);
-			for (i = 0; i < in.nctrl; i++) {
-				if (i)
-					fputs(", ", stdout);
-				cli_ctrl_json(stdout, i, &in.ctrl[i], NULL);
-			}
-			putchar(']');
+			json_u64(&j, "stripe_bytes", in.stripe_bytes);
+			json_arr(&j, "controllers");
+			for (i = 0; i < in.nctrl; i++)
+				cli_ctrl_json(&j, i, &in.ctrl[i], NULL);
+			json_end(&j);
 		}
-		puts("}");
+		json_finish(&j);
 	} else {
 		printf("model:          %s\n", in.model);
 		printf("serial:         %s\n", in.serial);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "../image.h"
+
 #include "json.h"
 
 int cmd_image(int argc, char **argv)
@@ -16,11 +16,11 @@ int cmd_image(int argc, char **argv)
 	uint32_t i;
 
 	if (cli_parse(&c, "image", argc, argv))
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	if (c.argc != 1) {
 		cli_err("image", "give one app image: gpuos image [--json] APP.cubin");
 		free(c.argv);
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	if (gpuos_image_inspect_file(c.argv[0], &in, err, sizeof(err))) {
 		cli_err("image", "%s", err);
@@ -28,17 +28,31 @@ int cmd_image(int argc, char **argv)
 		return GPUOS_EXIT_FAIL;
 	}
 	if (c.json) {
-		printf("{\"arch\": ");
-		json_str(stdout, in.arch);
-		printf(", \"abi_version\": %u, \"entries\": [", in.abi_version);
+		struct json j;
+		json_begin(&j, stdout, "image");
+		json_str(&j, "path", c.argv[0]);
+		json_str(&j, "arch", in.arch);
+		json_u64(&j, "sm", in.sm_major * 10u + in.sm_minor);
+		json_bool(&j, "arch_specific", in.arch_specific);
+		json_u64(&j, "abi_version", in.abi_version);
+		json_arr(&j, "entries");
 		for (i = 0; i < in.nentries; i++) {
 			const struct gpuos_image_entry *e = &in.entries[i];
-			printf("%s{\"name\": ", i ? ", " : "");
-			json_str(stdout, e->name);
-			printf(", \"registers\": %u, \"shared_bytes\": %u, \"max_threads\": %u}", e->registers,
-			       e->shared_bytes, e->max_threads);
+			json_obj(&j, NULL);
+			json_str(&j, "name", e->name);
+			json_u64(&j, "registers", e->registers);
+			json_u64(&j, "shared_bytes", e->shared_bytes);
+			json_u64(&j, "max_threads", e->max_threads);
+			json_bool(&j, "exact_block", e->exact);
+			json_arr(&j, "block");
+			json_u64(&j, NULL, e->block[0]);
+			json_u64(&j, NULL, e->block[1]);
+			json_u64(&j, NULL, e->block[2]);
+			json_end(&j);
+			json_end(&j);
 		}
-		printf("]}\n");
+		json_end(&j);
+		json_finish(&j);
 	} else {
 		printf("image:          %s\n", c.argv[0]);
 		printf("architecture:   %s (compute capability %u.%u%s)\n", in.arch, in.sm_major, in.sm_minor,

@@ -38,20 +38,25 @@ int cmd_read(int argc, char **argv)
 	uint64_t len_of[READ_PIPELINE];
 	unsigned head = 0, inflight = 0;
 	int fd = 1, rc = 0, r;
+	struct cli_progress prog;
 
 	if (cli_parse(&c, "read", argc, argv))
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
+	if (c.argc) {
+		cli_err("read", "%s: read takes no arguments (--offset, --length)", c.argv[0]);
+		return GPUOS_EXIT_USAGE;
+	}
 	if (!c.have_offset || !c.have_length) {
 		cli_err("read", "give --offset BYTES and --length BYTES");
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	if (!c.boot.allow_raw) {
 		cli_err("read", "raw device reads need --allow-raw (clients otherwise see only files)");
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	if (c.offset + c.length < c.offset) {
 		cli_err("read", "--offset + --length overflows");
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	r = client_open(&c, &cl, err, sizeof(err));
 	if (r) {
@@ -70,6 +75,7 @@ int cmd_read(int argc, char **argv)
 	if (chunk > (4u << 20))
 		chunk = 4u << 20;
 	chunk &= ~63ull;
+	cli_progress_begin(&prog, c.length);
 	while (done < c.length) {
 		/* Keep READ_PIPELINE requests in flight; collect in order. */
 		while (inflight < READ_PIPELINE && posted < c.length) {
@@ -120,10 +126,12 @@ int cmd_read(int argc, char **argv)
 				break;
 			}
 			done += len_of[head];
+			cli_progress_update(&prog, done);
 			head = (head + 1) % READ_PIPELINE;
 			inflight--;
 		}
 	}
+	cli_progress_end(&prog);
 	if (fd != 1 && close(fd) && !rc) {
 		cli_err("read", "close %s: %s", c.out, strerror(errno));
 		rc = GPUOS_EXIT_FAIL;

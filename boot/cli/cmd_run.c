@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "gpuos/app.h"
-#include "../app_run.h"
+
 #include "cli.h"
 
 int service_connect(const char *path, char *err, size_t errlen);
@@ -188,18 +188,20 @@ out:
 
 /* ---- the command ---------------------------------------------------------------- */
 
+/* The app's output on stdout (as it wrote it: a pipe gets just that);
+ * the run's status and statistics on stderr. */
 static void print_result(const struct app_result *res, const char *where)
 {
 	size_t n = strlen(res->out);
 	fputs(res->out, stdout);
 	if (n && res->out[n - 1] != '\n')
 		fputc('\n', stdout);
-	printf("exit status %u\n", res->status);
-	printf("runtime: %llu requests, %llu bytes, %llu errors, %llu commands, %llu zero copy (%s)\n",
-	       (unsigned long long)res->delta.requests, (unsigned long long)res->delta.bytes,
-	       (unsigned long long)res->delta.errors, (unsigned long long)res->delta.commands,
-	       (unsigned long long)res->delta.zero_copy, where);
 	fflush(stdout);
+	fprintf(stderr, "exit status %u\n", res->status);
+	fprintf(stderr, "runtime: %llu requests, %llu bytes, %llu errors, %llu commands, %llu zero copy (%s)\n",
+		(unsigned long long)res->delta.requests, (unsigned long long)res->delta.bytes,
+		(unsigned long long)res->delta.errors, (unsigned long long)res->delta.commands,
+		(unsigned long long)res->delta.zero_copy, where);
 }
 
 static int exit_code(uint32_t status)
@@ -327,12 +329,12 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	if (cli_parse(&c, "run", split, argv))
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	if (c.argc != 1) {
 		cli_err("run", "give one app image: gpuos run [--device DEV | --socket PATH] APP.cubin [--entry NAME] "
 			"[--grid G] [--block B] [-- ARGS...]");
 		free(c.argv);
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	memset(&o, 0, sizeof(o));
 	o.image = c.argv[0];
@@ -342,18 +344,10 @@ int cmd_run(int argc, char **argv)
 	o.sm = c.sm;
 	o.argc = split < argc ? argc - split - 1 : 0;
 	o.argv = split < argc ? argv + split + 1 : NULL;
-	for (i = 1; i < split; i++) {
-		/* --grid 0 / --block 0 were given, not defaulted */
-		if ((!strcmp(argv[i - 1], "--grid") || !strcmp(argv[i - 1], "--block")) && strtoul(argv[i], NULL, 0) == 0) {
-			cli_err("run", "%s must be at least 1", argv[i - 1]);
-			free(c.argv);
-			return GPUOS_EXIT_FAIL;
-		}
-	}
 	if (!c.socket && !c.boot.device) {
 		cli_err("run", "give --device DEV (emu:IMAGE, null, pci:...) or --socket PATH");
 		free(c.argv);
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	/* What can be checked without a runtime, before one is booted. */
 	if (app_check(&o, err, sizeof(err))) {

@@ -1,55 +1,55 @@
 /* SPDX-License-Identifier: MIT */
-/* boot/cli/json.h - writing JSON values for the --json outputs. */
+/* boot/cli/json.h - the one JSON writer of the --json outputs (docs/json.md).
+ *
+ *   struct json j;
+ *   json_begin(&j, stdout, "ls");          {"schema": "gpuos.ls/1"
+ *   json_str(&j, "path", "/");             , "path": "/"
+ *   json_arr(&j, "entries");               , "entries": [
+ *   json_obj(&j, NULL); ... json_end(&j);  {...}
+ *   json_end(&j);                          ]
+ *   json_finish(&j);                       }\n
+ *
+ * A key is given inside objects and NULL inside arrays; commas come by
+ * themselves. Strings: the escapes RFC 8259 requires, invalid UTF-8 bytes
+ * as U+FFFD. Integers exactly; doubles with 17 significant digits (they
+ * read back to the same double), NaN and infinities as "nan", "inf", "-inf".
+ */
 #ifndef GPUOS_BOOT_JSON_H
 #define GPUOS_BOOT_JSON_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
-/* A JSON string with the escapes RFC 8259 requires; bytes >= 0x80 pass
- * through when they form valid UTF-8, else become \u00XX of the byte. */
-static inline void json_strn(FILE *f, const char *s, size_t n)
-{
-	size_t i;
-	fputc('"', f);
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '"' || ch == '\\') {
-			fputc('\\', f);
-			fputc(ch, f);
-		} else if (ch == '\n') {
-			fputs("\\n", f);
-		} else if (ch == '\r') {
-			fputs("\\r", f);
-		} else if (ch == '\t') {
-			fputs("\\t", f);
-		} else if (ch < 0x20 || ch == 0x7f) {
-			fprintf(f, "\\u%04x", ch);
-		} else if (ch < 0x80) {
-			fputc(ch, f);
-		} else {
-			/* validate one UTF-8 sequence */
-			size_t len = ch >= 0xf0 && ch < 0xf5 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 && ch < 0xe0 ? 2 : 0;
-			size_t k;
-			int ok = len != 0 && i + len <= n;
-			for (k = 1; ok && k < len; k++)
-				ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
-			if (ok) {
-				fwrite(s + i, 1, len, f);
-				i += len - 1;
-			} else {
-				fprintf(f, "\\u%04x", ch);
-			}
-		}
-	}
-	fputc('"', f);
-}
+#define JSON_MAX_DEPTH 16
 
-static inline void json_str(FILE *f, const char *s)
-{
-	size_t n = 0;
-	while (s[n])
-		n++;
-	json_strn(f, s, n);
-}
+struct json {
+	FILE *f;
+	int depth;
+	uint8_t more[JSON_MAX_DEPTH]; /* a value was written at this depth: the next one needs a comma */
+	uint8_t pretty[JSON_MAX_DEPTH]; /* items of this array on lines of their own */
+	char close[JSON_MAX_DEPTH];     /* the bracket that ends this level */
+};
+
+/* The top-level object, with "schema": "gpuos.CMD/1" first. */
+void json_begin(struct json *j, FILE *f, const char *cmd);
+/* Closes it, with a newline. */
+void json_finish(struct json *j);
+
+void json_obj(struct json *j, const char *key);
+void json_arr(struct json *j, const char *key);
+/* An array whose items each start a new line (long lists of objects). */
+void json_arr_lines(struct json *j, const char *key);
+void json_end(struct json *j); /* of the innermost object or array */
+
+void json_str(struct json *j, const char *key, const char *s);
+void json_strn(struct json *j, const char *key, const void *s, size_t n);
+void json_u64(struct json *j, const char *key, uint64_t v);
+void json_i64(struct json *j, const char *key, int64_t v);
+void json_dbl(struct json *j, const char *key, double v);
+/* A measurement: a fixed number of decimals (null for NaN or infinity). */
+void json_fixed(struct json *j, const char *key, double v, int decimals);
+void json_bool(struct json *j, const char *key, int v);
+void json_null(struct json *j, const char *key);
 
 #endif /* GPUOS_BOOT_JSON_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The `gpuos` command: dispatch to the subcommands, one table for the
- * dispatch, `gpuos --help` and `gpuos CMD --help`. */
+/* The `gpuos` command: dispatch to the subcommands of options.c's table,
+ * `gpuos --help` and `gpuos --version`. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,67 +11,28 @@
 #define GPUOS_CUDA_ARCHS "unknown" /* the Makefile names them (CUDA_ARCH) */
 #endif
 
-static const struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *synopsis; /* after "gpuos NAME " */
-	const char *what;
-} commands[] = {
-	{ "identify", cmd_identify, "[--json] --device DEV", "bring up a controller, print what it is" },
-	{ "read", cmd_read, "--device DEV --allow-raw --offset B --length B [-o FILE]",
-	  "read bytes of the device through the runtime" },
-	{ "boot", cmd_boot,
-	  "--device DEV [--warps N] [--queues N] [--depth N] [--host] [--socket PATH] [--allow-raw]\n"
-	  "       [--mbox-vram [--vram-mib N]]",
-	  "run the runtime as a service" },
-	{ "stop", cmd_stop, "[--socket PATH]", "stop a running service" },
-	{ "ls", cmd_ls, "[--json] --device DEV [--part N] PATH", "list a directory of the device's ext4" },
-	{ "stat", cmd_stat, "[--json] --device DEV [--part N] PATH", "inode, mode, size and extents of a file" },
-	{ "cat", cmd_cat, "--device DEV [--part N] PATH [-o FILE]", "a file's bytes" },
-	{ "gguf", cmd_gguf, "[--json] --device DEV [--part N] PATH|@BYTEOFFSET",
-	  "a GGUF model's header, KVs and tensors" },
-	{ "image", cmd_image, "[--json] APP.cubin", "inspect an app image: architecture, ABI, entries" },
-	{ "run", cmd_run,
-	  "[--device DEV | --socket PATH] APP.cubin [--entry NAME] [--grid G] [--block B]\n"
-	  "      [--vram-mib N] [--arch sm_XY] [-- ARGS...]",
-	  "run an app (APP.so or --host: its host-mode variant)" },
-	{ "bench", cmd_bench, "--device DEV [--threads T] [--iters N] [--bytes B] [--op read|nop] [--stages] [--json]",
-	  "requests/s and latency through the whole path" },
-};
-
 static const char common[] =
-	"devices: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F[+...][,stripe=KiB]\n"
-	"options: --opt VALUE or --opt=VALUE; sizes (--offset, --length, --bytes) take K, M, G, T\n"
-	"  (KiB, MiB, GiB, TiB) and 0x; a value that is not such a number is refused\n"
-	"--host runs the runtime on CPU threads (the default when no GPU is present);\n"
-	"  --require-gpu fails instead of running on CPU threads.\n"
-	"--no-files boots without the metadata warp (no file or model requests).\n"
-	"--no-zero-copy sends every read through the bounce buffers (by default, reads of whole\n"
-	"  LBAs into client memory the controller can reach go there directly).\n"
-	"exit status: 0 done, 2 an error (a message on stderr, one line).\n";
+	"DEV: emu:IMAGE[,k=v...]  null[:SIZE]  gpu-null  pci:DDDD:BB:DD.F[+...][,stripe=KiB]\n\n"
+	"Commands that boot a runtime run it on the GPU, or on CPU threads where there is no GPU\n"
+	"(a notice says so; --require-gpu fails instead). `gpuos COMMAND --help` lists its options.\n";
 
 static void usage(FILE *f)
 {
-	size_t i;
-	fprintf(f, "usage: gpuos COMMAND [options]\n");
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %s %s\n      %s\n", commands[i].name, commands[i].synopsis, commands[i].what);
-	fprintf(f, "  --version\n      the version, the ABI and the GPU architectures built in\n"
-		   "  COMMAND --help\n      one command's usage\n%s", common);
-}
-
-static void usage_of(const struct command *c)
-{
-	printf("usage: gpuos %s %s\n%s\n%s", c->name, c->synopsis, c->what, common);
+	const struct cli_command *c;
+	fprintf(f, "usage: gpuos COMMAND [OPTIONS] [ARGS]\n\ncommands:\n");
+	for (c = cli_commands; c->name; c++)
+		fprintf(f, "  %-9s %s\n", c->name, c->what);
+	fprintf(f, "  %-9s %s\n\n%s\n%s", "--version", "the version, the ABI and the GPU architectures built in", common,
+		cli_exit_help);
 }
 
 int main(int argc, char **argv)
 {
+	const struct cli_command *c;
 	const char *cmd;
-	size_t i;
 	if (argc < 2) {
 		usage(stderr);
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	cmd = argv[1];
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
@@ -81,21 +42,20 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
-		return 0;
+		return GPUOS_EXIT_OK;
 	}
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+	c = cli_command(cmd);
+	if (c) {
 		int k;
-		if (strcmp(cmd, commands[i].name))
-			continue;
 		/* --help anywhere before "--" (after it, arguments are an app's) */
 		for (k = 2; k < argc && strcmp(argv[k], "--"); k++)
 			if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
-				usage_of(&commands[i]);
-				return 0;
+				cli_help(stdout, c);
+				return GPUOS_EXIT_OK;
 			}
-		return commands[i].fn(argc - 2, argv + 2);
+		return c->fn(argc - 2, argv + 2);
 	}
 	fprintf(stderr, "gpuos: unknown command '%s'\n", cmd);
 	usage(stderr);
-	return GPUOS_EXIT_FAIL;
+	return GPUOS_EXIT_USAGE;
 }

@@ -919,7 +919,7 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen)
 		}
 	}
 	/* Every worker's per-thread setup happens now, before the driver can
-	 * launch a kernel that spins (its copy stream: notes/PLATFORM.md). */
+	 * launch a kernel that spins (its copy stream: docs/platform.md). */
 	for (uint32_t i = 0; i < e->nworkers; i++)
 		while (!__atomic_load_n(&e->w[i].ready, __ATOMIC_ACQUIRE)) {
 			struct timespec ts = { 0, 100000 };

@@ -172,7 +172,7 @@ int gpuos_sys_launch_client(struct gpuos_sys *s, const char *entry, uint64_t arg
 			    unsigned block, char *err, size_t errlen);
 int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen);
 
-/* The shared-memory name and layout, for other processes (see boot/service.c). */
+/* The shared-memory name and layout, for other processes (the service: boot/cli/cmd_boot.c). */
 const char *gpuos_sys_shm_name(const struct gpuos_sys *s);
 
 /* No other process will attach: drop the segment's name now, so that
@@ -214,6 +214,145 @@ int gpuos_sys_app_launch(struct gpuos_sys *s, struct gpuos_app *a, uint64_t arg,
 int gpuos_sys_app_wait(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen);
 /* Unload (parked) and free a; NULL is a no-op. 0 or what park/resume return. */
 int gpuos_sys_app_unload(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen);
+
+/* ---- the shared-memory segment of a runtime (a service's clients map it) -------
+ * A header page, the mailbox, and the client heap (the memory clients name
+ * as destinations). Another process maps it by name (given by the service's
+ * control socket) and posts with gpuos/gpuos.h; addresses in requests are
+ * runtime-space: rt_base + (offset into the segment). */
+#define GPUOS_SHM_MAGIC 0x6d687367u /* "gshm" */
+#define GPUOS_SHM_MBOX_OFF 4096u
+
+struct gpuos_shm_hdr {
+	uint32_t magic;
+	uint32_t version;   /* GPUOS_ABI_VERSION */
+	uint64_t mbox_off;  /* byte offset of struct gpuos_mbox */
+	uint64_t heap_off;  /* byte offset of the client heap */
+	uint64_t heap_len;
+	uint64_t rt_base;   /* runtime-space address of byte 0 of the segment */
+};
+
+/* ---- app images (ELF cubins), inspected before they are loaded ------------------
+ * Architecture, the gpuos ABI note (gpuos/app.h), the entry points and, per
+ * entry, what it needs from the SM (registers, static shared memory, threads
+ * per block). Every offset, size and count in the file is hostile input: a
+ * fatbin, a host ELF, a relocatable object, a truncated or malformed file is
+ * refused with one line saying why, never a crash or a read past the buffer. */
+/* What CUDA allows per block when an image declares no limit. */
+#define GPUOS_IMAGE_DEFAULT_MAX_THREADS 1024u
+/* Refused beyond these: no real app comes near them. */
+#define GPUOS_IMAGE_MAX_ENTRIES 4096u
+#define GPUOS_IMAGE_MAX_BYTES   (1ull << 30)
+
+struct gpuos_image_entry {
+	char *name;             /* the kernel's symbol (mangled unless extern "C"); owned by the info */
+	uint32_t registers;     /* per thread (EIATTR_REGCOUNT) */
+	uint32_t shared_bytes;  /* static shared memory per block: the size of .nv.shared.NAME, as
+	                         * cuobjdump -res-usage reports it (for sm_90 nvcc 13 counts the
+	                         * 1 KiB it reserves for the system in it; the driver's
+	                         * CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES leaves that out) */
+	uint32_t max_threads;   /* per block: what the image declares, else 1024 */
+	uint32_t block[3];      /* the declared x, y, z (maxntid or reqntid), 0 0 0 if none */
+	int exact;              /* 1: reqntid, a launch must use exactly block[] */
+};
+
+struct gpuos_image_info {
+	uint32_t sm_major, sm_minor; /* e.g. 9, 0 */
+	int arch_specific;           /* built for sm_XYa: runs on sm_XY only */
+	char arch[16];               /* "sm_90", "sm_90a" */
+	uint32_t elf_abi;            /* EI_ABIVERSION of the cubin (8 for nvcc 13) */
+	uint32_t abi_version;        /* the image's gpuos ABI (== GPUOS_ABI_VERSION once inspected) */
+	uint32_t nentries;
+	struct gpuos_image_entry *entries; /* symbol-table order */
+};
+
+/*
+ * Inspect an image held in memory. buf is only read, and need not outlive
+ * the call; *out is filled on success and must then be released with
+ * gpuos_image_info_free(). On failure *out holds nothing to free and err
+ * says why in one line. Checks, in order: not a fatbin or PTX, ELF64
+ * little-endian, EM_CUDA, an executable cubin (not -rdc=true before
+ * linking), every header, section, symbol, note and attribute in bounds,
+ * an SM architecture in e_flags, the gpuos ABI note equal to
+ * GPUOS_ABI_VERSION, at least one entry point.
+ * Returns 0, -ENOEXEC (not a loadable CUDA cubin), -EINVAL (malformed),
+ * -EOVERFLOW (a value out of range), -EPROTO (ABI note missing or of
+ * another version), -ENOMEM. Host, any thread.
+ */
+int gpuos_image_inspect(const void *buf, size_t len, struct gpuos_image_info *out, char *err, size_t errlen);
+
+/* The same for a file (at most GPUOS_IMAGE_MAX_BYTES). Returns as above,
+ * or the negative errno of opening or reading it. */
+/* Read a whole image file (a regular file of at most GPUOS_IMAGE_MAX_BYTES)
+ * into *buf (malloc'd; the caller frees it). 0 or a negative errno with a
+ * one-line reason naming the path. */
+int gpuos_image_read_file(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen);
+
+int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, char *err, size_t errlen);
+
+/* Release what gpuos_image_inspect() allocated; *info is zeroed. */
+void gpuos_image_info_free(struct gpuos_image_info *info);
+
+/*
+ * Can this image run on a GPU of compute capability sm_major.sm_minor?
+ * CUDA's rules for SASS: the same major version and a minor no newer than
+ * the GPU's (sm_86 code runs on sm_89, never on sm_80 or sm_90);
+ * architecture-specific code (sm_90a) runs on exactly its own version.
+ * Returns 0, or -ENOEXEC with err naming the image's and the GPU's
+ * architecture.
+ */
+int gpuos_image_check_arch(const struct gpuos_image_info *info, int sm_major, int sm_minor, char *err,
+			   size_t errlen);
+
+/* The entry called name, or NULL. */
+const struct gpuos_image_entry *gpuos_image_entry_find(const struct gpuos_image_info *info, const char *name);
+
+/* ---- running one app (gpuos/app.h) in a booted runtime ---------------------------
+ * What `gpuos run --device` does in its own process and what the service
+ * does for `gpuos run --socket`. On the GPU: the cubin is inspected
+ * (architecture against the GPU's, ABI note, entry, threads per block),
+ * loaded with the runtime parked, launched on the client stream, waited
+ * for, unloaded parked. In host mode: the host-mode variant NAME.so beside
+ * NAME.cubin (or the .so given) is dlopen'ed and its entry runs on grid x
+ * block host threads. Functions return 0 or a negative errno, the reason in err. */
+#define APP_OUT_BYTES (64u << 10)       /* the app's report (args->out) */
+#define APP_HOST_MAX_THREADS 4096u      /* grid x block in host mode */
+#define APP_MIN_HEAP (1u << 20)         /* client memory an app needs at least */
+
+struct app_run {
+	const char *image;      /* APP.cubin, or APP.so (the host-mode variant itself) */
+	const char *entry;      /* NULL: the image's only entry, or the one named like the file */
+	unsigned grid, block;   /* 0: 1 and 32 */
+	int argc;               /* the arguments after `--` (at most GPUOS_APP_MAX_ARGS) */
+	char **argv;
+	int sm;                 /* check the cubin against this compute capability (90) instead of
+	                         * the GPU's; 0: the GPU's, no check in host mode */
+};
+
+struct app_result {
+	uint32_t status;        /* what the app wrote into args->status */
+	char *out;              /* its report, NUL-terminated (malloc'ed; app_result_free) */
+	struct gpuos_stats delta; /* the runtime's requests, bytes, errors... during the run */
+	int gpu;                /* 1: ran on the GPU */
+	char entry[256];        /* the entry that ran */
+};
+
+/* 1 if path names a host-mode variant (ends in .so). */
+int app_is_host_variant(const char *path);
+
+/* Checks that need no runtime: a cubin is inspected (ABI note, entry,
+ * block against its declared limit, and the architecture when o->sm is
+ * given); a .so is opened and its entry and ABI symbol looked up. */
+int app_check(const struct app_run *o, char *err, size_t errlen);
+
+/* Run the app in s, using the client memory [heap, heap + heap_len) (host
+ * mapping; heap_rt in runtime space) for its arguments, report and heap.
+ * Returns 0 with *res filled (then app_result_free), or a negative errno:
+ * -ENOEXEC/-EPROTO/-EINVAL for an image that cannot run here, -EIO when the
+ * GPU failed (the runtime is then unusable: shut it down). */
+int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const struct app_run *o,
+	    struct app_result *res, char *err, size_t errlen);
+void app_result_free(struct app_result *res);
 
 #ifdef __cplusplus
 }

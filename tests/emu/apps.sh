@@ -51,8 +51,9 @@ for p in /empty /one /b3 /b55 /b56 /b63 /b64 /b65 /b119 /b120 /b128 /b4095 /b409
 done
 check "the line is sha256sum's: digest, two spaces, path" \
 	test "$(head -1 "$tmp/out")" = "$(digest /sub/deeper/big)  /sub/deeper/big"
-check "prints exit status 0" grep -qx "exit status 0" "$tmp/out"
-check "prints the run's statistics" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097)) bytes, 0 errors" "$tmp/out"
+check "stdout holds the app's output only" test "$(wc -l < "$tmp/out")" -eq 1
+check "prints exit status 0 on stderr" grep -qx "exit status 0" "$tmp/err"
+check "prints the run's statistics on stderr" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097)) bytes, 0 errors" "$tmp/err"
 
 $gpuos run "$sha" --device "$dev" -- /one /b56 "/sub/name with spaces" /sub/mib1 > "$tmp/out" 2>/dev/null; rc=$?
 (cd "$root" && sha256sum one b56 "sub/name with spaces" sub/mib1) | sed 's|  |  /|' > "$tmp/want"
@@ -73,8 +74,8 @@ echo "== the app's errors"
 $gpuos run "$sha" --device "$dev" -- /nope > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "missing file: non-zero exit (the app's status 1)" test $rc -eq 1
 check "missing file: says so" grep -q "/nope: no such file" "$tmp/out"
-check "missing file: exit status line" grep -qx "exit status 1" "$tmp/out"
-check "missing file: counted as an error of the runtime" grep -Eq "^runtime: 1 requests, 0 bytes, 1 errors" "$tmp/out"
+check "missing file: exit status line" grep -qx "exit status 1" "$tmp/err"
+check "missing file: counted as an error of the runtime" grep -Eq "^runtime: 1 requests, 0 bytes, 1 errors" "$tmp/err"
 $gpuos run "$sha" --device "$dev" -- /b3 /nope /one > "$tmp/out" 2>/dev/null; rc=$?
 check "a missing file among others: the others still hashed, exit 1" \
 	test $rc -eq 1 -a "$(grep -c '^[0-9a-f]\{64\}  /' "$tmp/out")" -eq 2
@@ -85,26 +86,27 @@ check "no path: usage, exit 2" test $rc -eq 2 && grep -q "usage" "$tmp/out"
 
 echo "== gpuos run's errors"
 $gpuos run "$tmp/missing.cubin" --device "$dev" 2> "$tmp/err"; rc=$?
-check "missing image: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+check "missing image: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos run "$sha" --device "$dev" --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "unknown entry: exit 2, names the entries" test $rc -eq 2 && grep -q "no entry nosuch (entries: sha256)" "$tmp/err"
+check "unknown entry: exit 1, names the entries" test $rc -eq 1 && grep -q "no entry nosuch (entries: sha256)" "$tmp/err"
 $gpuos run "$sha" --device "$dev" --block 2048 -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "--block 2048: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+check "--block 2048: a usage error, exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos run "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "no --device: exit 2" test $rc -eq 2 && grep -q -- "--device" "$tmp/err"
 $gpuos run "$sha" "$sha" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
 check "two images: exit 2" test $rc -eq 2
 cp "$sha" "$tmp/lonely.cubin"
 $gpuos run "$tmp/lonely.cubin" --device "$dev" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "no GPU and no .so beside the cubin: exit 2, says so" test $rc -eq 2 && grep -q "no host-mode variant .*lonely.so" "$tmp/err"
+check "no GPU and no .so beside the cubin: exit 1, says so" test $rc -eq 1 && grep -q "no host-mode variant .*lonely.so" "$tmp/err"
 $gpuos run "$sha" --device "emu:$tmp/missing.img" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "bad device: exit 2" test $rc -eq 2
+check "bad device: exit 1" test $rc -eq 1
 head -c 1000 "$sha" > "$tmp/trunc.cubin"
 $gpuos run "$tmp/trunc.cubin" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
-check "truncated cubin: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+check "truncated cubin: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
 
 echo "== gpuos image"
 out=$($gpuos image --json "$sha" 2>/dev/null)
+check "image --json: its schema in docs/json.md" bash -c 'echo "$1" | python3 tests/tools/check_json.py -' _ "$out"
 check "image --json lists the entry sha256" python3 - "$out" <<'PY'
 import json, sys
 j = json.loads(sys.argv[1])
@@ -120,7 +122,7 @@ if [ -x "$nvcc" ]; then
 	"$nvcc" -std=c++17 -Iinclude -x cu -cubin -arch=sm_80 apps/sha256.c -o "$tmp/sha256.cubin" 2> "$tmp/nvcc.err"
 	cp "$build/apps/sha256.so" "$tmp/sha256.so"
 	$gpuos run --arch sm_90 "$tmp/sha256.cubin" --device "$dev" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-	check "sm_80 cubin on an sm_90 GPU: refused, exit 2" test $rc -eq 2
+	check "sm_80 cubin on an sm_90 GPU: refused, exit 1" test $rc -eq 1
 	check "wrong arch: names both" grep -q "sm_80.*sm_90\|sm_90.*sm_80" "$tmp/err"
 	$gpuos run --arch sm_86 "$tmp/sha256.cubin" --device "$dev" -- /one > "$tmp/out" 2>/dev/null; rc=$?
 	check "sm_80 cubin on sm_86: runs" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /one)"
@@ -131,7 +133,7 @@ extern "C" __global__ void noabi(struct gpuos_app_args *a) { (void)a; }
 CU
 	"$nvcc" -cubin -arch=sm_90 "$tmp/noabi.cu" -o "$tmp/noabi.cubin" 2> "$tmp/nvcc.err"
 	$gpuos run "$tmp/noabi.cubin" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
-	check "cubin without the ABI note: refused, exit 2" test $rc -eq 2
+	check "cubin without the ABI note: refused, exit 1" test $rc -eq 1
 	check "no ABI note: says so" grep -qi "abi" "$tmp/err"
 else
 	echo "  skip (no nvcc): wrong-architecture and ABI-note images"
@@ -145,11 +147,11 @@ for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep
 $gpuos run --socket "$sock" "$sha" -- /sub/deeper/big "/sub/name with spaces" > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "sha256 through the service" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
 check "an argument with spaces reaches the app" grep -q "  /sub/name with spaces$" "$tmp/out"
-check "the service's statistics for the run" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097 + 12)) bytes, 0 errors" "$tmp/out"
+check "the service's statistics for the run" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097 + 12)) bytes, 0 errors" "$tmp/err"
 $gpuos run --socket "$sock" "$sha" -- /nope > "$tmp/out" 2>/dev/null; rc=$?
 check "missing file through the service: exit 1 and the message" test $rc -eq 1 && grep -q "no such file" "$tmp/out"
 $gpuos run --socket "$sock" "$sha" --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "unknown entry through the service: exit 2" test $rc -eq 2
+check "unknown entry through the service: exit 1" test $rc -eq 1
 $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > /dev/null 2>&1
 $gpuos run --socket "$sock" "$sha" -- /b120 > "$tmp/out" 2>/dev/null; rc=$?
 check "the service still serves after a refused request" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /b120)"
@@ -158,7 +160,7 @@ wait $svc; rc=$?
 svc=
 check "service exits 0 after stop" test $rc -eq 0
 $gpuos run --socket "$sock" "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "no service: exit 2" test $rc -eq 2
+check "no service: exit 1" test $rc -eq 1
 
 echo "apps e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -21,7 +21,7 @@ out=$($gpuos identify --json --device "emu:$img,mdts=128,queues=8,lba=4096" 2>/d
 check "identify json (issue 2 done criterion)" python3 - "$out" <<'PY'
 import json, sys
 j = json.loads(sys.argv[1])
-keys = {"model","serial","firmware","version","mqes","dstrd","mdts_bytes","lba_bytes","namespace_lbas","io_queues"}
+keys = {"schema","model","serial","firmware","version","mqes","dstrd","mdts_bytes","lba_bytes","namespace_lbas","namespace_bytes","nsid","io_queues"}
 assert set(j) == keys, set(j) ^ keys
 assert j["mdts_bytes"] == 131072 and j["lba_bytes"] == 4096 and j["io_queues"] == 8, j
 assert j["namespace_lbas"] == (48 << 20) // 4096, j
@@ -32,12 +32,12 @@ $gpuos identify --device "emu:$img" > "$tmp/id.txt" 2>&1
 check "identify text" grep -q "MDTS:" "$tmp/id.txt"
 
 $gpuos identify --device "bogus:thing" 2> "$tmp/err"; rc=$?
-check "bad device string: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+check "bad device string: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos identify --device "emu:$tmp/missing.img" 2> "$tmp/err"; rc=$?
-check "missing image: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+check "missing image: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
 check "missing image: says why" grep -q "No such file" "$tmp/err"
 $gpuos identify --device "emu:$img,never_ready=1,to=2" 2> "$tmp/err"; rc=$?
-check "controller never ready: exit 2 within CAP.TO" test $rc -eq 2
+check "controller never ready: exit 1 within CAP.TO" test $rc -eq 1
 check "never ready: names the step" grep -q "enable" "$tmp/err"
 
 echo "== read"
@@ -58,10 +58,10 @@ check "read to stdout, lba=4096 mdts=16 ooo" cmp -s "$tmp/out" "$tmp/want"
 $gpuos read --device "emu:$img" --offset 0 --length 10 > /dev/null 2> "$tmp/err"; rc=$?
 check "read without --allow-raw refuses: exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos read --device "emu:$img" --allow-raw --offset $((48 << 20)) --length 10 > /dev/null 2> "$tmp/err"; rc=$?
-check "read past the end: exit 2" test $rc -eq 2
+check "read past the end: exit 1" test $rc -eq 1
 check "read past the end: says so" grep -q "past the end" "$tmp/err"
 $gpuos read --device "emu:$img,faults=lba:100" --allow-raw --offset 51000 --length 1000 > /dev/null 2> "$tmp/err"; rc=$?
-check "read of a failing LBA: exit 2" test $rc -eq 2
+check "read of a failing LBA: exit 1" test $rc -eq 1
 check "read of a failing LBA: decoded status" grep -q "Unrecovered Read Error" "$tmp/err"
 
 echo "== service"
@@ -99,7 +99,7 @@ wait $svc; rc=$?
 svc=
 check "SIGTERM stops gracefully with 0" test $rc -eq 0
 $gpuos stop --socket "$sock" 2> "$tmp/err"; rc=$?
-check "stop without a service: exit 2" test $rc -eq 2
+check "stop without a service: exit 1" test $rc -eq 1
 
 echo "== bench"
 # Host mode, NOP and 4 KiB reads; --stages: the client's own stamps
@@ -161,16 +161,16 @@ PY
 $gpuos bench --device "emu:$img,ssds=2" --host --threads 1 --iters 50 > "$tmp/bench.txt" 2>&1
 check "bench an array (text): each controller with its counters" bash -c "grep -q '^  controller 1: emu member 1 of 2' $tmp/bench.txt && [ \$(grep -c '^    [0-9]* I/O commands, ' $tmp/bench.txt) = 2 ]"
 $gpuos identify --device "pci:0000:00:04.0+emu:$img" 2> "$tmp/err"; rc=$?
-check "a device list of mixed kinds: exit 2, one line, says so" bash -c "[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'mixes pci: and emu: controllers' $tmp/err"
+check "a device list of mixed kinds: exit 1, one line, says so" bash -c "[ $rc -eq 1 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'mixes pci: and emu: controllers' $tmp/err"
 # issue 13: the binary with CUDA knows pci: too (it once lost it to a weak reference)
 $gpuos identify --device "pci:0000:ff:1f.7" 2> "$tmp/err"; rc=$?
-check "build/gpuos has pci: (no such PCI device, not unknown kind)" bash -c "[ $rc -eq 2 ] && grep -q 'no such PCI device' $tmp/err"
+check "build/gpuos has pci: (no such PCI device, not unknown kind)" bash -c "[ $rc -eq 1 ] && grep -q 'no such PCI device' $tmp/err"
 $gpuos identify --device "emu:$img+emu:$img" 2> "$tmp/err"; rc=$?
-check "emu:A+emu:B: exit 2, points to ssds=N" bash -c "[ $rc -eq 2 ] && grep -q 'emu:IMAGE,ssds=N' $tmp/err"
+check "emu:A+emu:B: exit 1, points to ssds=N" bash -c "[ $rc -eq 1 ] && grep -q 'emu:IMAGE,ssds=N' $tmp/err"
 $gpuos identify --device "emu:$img,ssds=17" 2> "$tmp/err"; rc=$?
-check "ssds=17: exit 2" test $rc -eq 2
+check "ssds=17: exit 1" test $rc -eq 1
 $gpuos identify --device "emu:$img,ssds=2,stripe=6" 2> "$tmp/err"; rc=$?
-check "stripe=6: exit 2, says why" bash -c "[ $rc -eq 2 ] && grep -q 'multiple of 4' $tmp/err"
+check "stripe=6: exit 1, says why" bash -c "[ $rc -eq 1 ] && grep -q 'multiple of 4' $tmp/err"
 
 echo "== shared memory (issue 13): one-shot commands need no /dev/shm, a service says when it is too small"
 if unshare -m true 2>/dev/null; then
@@ -180,8 +180,8 @@ if unshare -m true 2>/dev/null; then
 		"[ $rc -eq 0 ] && python3 -c \"import sys; d=open('$img','rb').read(); sys.exit(0 if open('$tmp/small-shm.out','rb').read() == d[100:3000100] else 1)\""
 	unshare -m sh -c "mount -t tmpfs -o size=1M none /dev/shm && timeout 20 $gpuos boot --device emu:$img --socket $tmp/small.sock" \
 		2> "$tmp/err"; rc=$?
-	check "gpuos boot with a 1 MiB /dev/shm: exit 2, one line, says so" bash -c \
-		"[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q '/dev/shm has 1 MiB free' $tmp/err"
+	check "gpuos boot with a 1 MiB /dev/shm: exit 1, one line, says so" bash -c \
+		"[ $rc -eq 1 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q '/dev/shm has 1 MiB free' $tmp/err"
 else
 	echo "  skip shared memory: this machine gives no mount namespace (unshare -m)"
 fi
@@ -200,7 +200,7 @@ check "bench --opt=value for its own options and the common ones" python3 -c \
 	"import json,sys; j=json.loads(sys.argv[1]); assert j['bytes'] == 8192 and j['threads'] == 2 and j['iters'] == 2, j" "$out"
 for bad in "--bytes 128q" "--bytes 12.5K" "--bytes -4" "--bytes 17M" "--threads 3x" "--iters ''"; do
 	eval "$gpuos bench --device emu:$img $bad" > /dev/null 2> "$tmp/err"; rc=$?
-	check "bench $bad: refused (exit 2, one line)" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
+	check "bench $bad: refused (a usage error: exit 2, one line)" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
 done
 $gpuos read --device "emu:$img" --allow-raw --offset 1Z --length 1 -o /dev/null 2> "$tmp/err"; rc=$?
 check "read --offset 1Z: refused, says what a size is" bash -c "[ $rc -eq 2 ] && grep -q 'is not a size' $tmp/err"
@@ -216,6 +216,43 @@ check "gpuos --help: exit 0, every command" bash -c \
 out=$($gpuos --version)
 check "--version names the ABI and the GPU architectures" bash -c "echo '$out' | grep -Eq '^gpuos [0-9.]+ \(ABI [0-9]+; GPU architectures built in: (sm_[0-9]+ ?)+\)$'"
 
+echo "== the --json outputs against docs/json.md"
+mkdir -p "$tmp/jsrc/dir"
+echo hello > "$tmp/jsrc/a.txt"
+head -c 300000 /dev/urandom > "$tmp/jsrc/dir/big"
+ln -s a.txt "$tmp/jsrc/link"
+python3 tests/tools/gguf_writer.py --case demo "$tmp/jsrc/m.gguf" --seed 3 --layers 2 --layer-mib 1 > /dev/null
+mke2fs -q -t ext4 -d "$tmp/jsrc" "$tmp/fs.img" 64M
+for args in "identify --json --device emu:$img" "identify --json --device emu:$img,ssds=2" \
+	    "bench --json --stages --threads 2 --iters 20 --device emu:$img,ssds=2" \
+	    "ls --json --device emu:$tmp/fs.img /" "ls --json --device emu:$tmp/fs.img /dir" \
+	    "stat --json --device emu:$tmp/fs.img /dir/big" "stat --json --device emu:$tmp/fs.img /link" \
+	    "gguf --json --device emu:$tmp/fs.img /m.gguf"; do
+	$gpuos $args > "$tmp/j.json" 2> "$tmp/err"; rc=$?
+	check "${args%% --device*}: schema $(grep -o '"gpuos\.[a-z]*/[0-9]*"' "$tmp/j.json" | head -1) as docs/json.md says" \
+		bash -c "[ $rc -eq 0 ] && python3 tests/tools/check_json.py $tmp/j.json > /dev/null"
+done
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['extra']=1; json.dump(d, open(sys.argv[1], 'w'))" "$tmp/j.json"
+check "check_json.py refuses a field docs/json.md does not list" bash -c "! python3 tests/tools/check_json.py $tmp/j.json > /dev/null"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); del d['extra'], d['tensors']; json.dump(d, open(sys.argv[1], 'w'))" "$tmp/j.json"
+check "check_json.py refuses a missing field" bash -c "! python3 tests/tools/check_json.py $tmp/j.json > /dev/null"
+out=$($gpuos ls --device "emu:$tmp/fs.img" /dir)
+check "ls: sizes in human units" bash -c "echo '$out' | grep -Eq '293[.]0 KiB +big$'"
+
+echo "== exit status: 0 done, 1 the operation failed, 2 the command line"
+$gpuos cat --device "emu:$tmp/fs.img" /nope > /dev/null 2>&1; rc=$?
+check "cat of a missing file: exit 1" test $rc -eq 1
+$gpuos cat --device "emu:$tmp/fs.img" > /dev/null 2>&1; rc=$?
+check "cat without a path: exit 2" test $rc -eq 2
+$gpuos ls --grid 3 --device "emu:$tmp/fs.img" / > /dev/null 2> "$tmp/err"; rc=$?
+check "an option of another command (ls --grid): exit 2, says so" bash -c "[ $rc -eq 2 ] && grep -q 'not an option of ls' $tmp/err"
+$gpuos frobnicate > /dev/null 2>&1; rc=$?
+check "an unknown command: exit 2" test $rc -eq 2
+$gpuos stat --nope --device "emu:$tmp/fs.img" / > /dev/null 2>&1; rc=$?
+check "an unknown option: exit 2" test $rc -eq 2
+$gpuos --help | grep -q "^exit status: 0 done; 1 the operation failed"
+check "--help documents the exit status" test $? -eq 0
+
 # Without a usable GPU the notice says so plainly, and --require-gpu fails
 # instead of running on CPU threads (on a GPU machine both are moot).
 env -u GPUOS_QUIET_HOST $gpuos read --device "emu:$img" --allow-raw --offset 0 --length 1 -o /dev/null 2> "$tmp/err"; rc=$?
@@ -223,8 +260,8 @@ if grep -q "running on CPU threads" "$tmp/err"; then
 	check "no GPU: the notice says why in plain words" bash -c \
 		"[ $rc -eq 0 ] && grep -Eq '^gpuos: host mode: (no NVIDIA GPU driver found|no NVIDIA GPU found|the NVIDIA driver is too old)' $tmp/err"
 	$gpuos read --device "emu:$img" --allow-raw --offset 0 --length 1 -o /dev/null --require-gpu 2> "$tmp/err"; rc=$?
-	check "no GPU: --require-gpu fails (exit 2, one line, says why)" bash -c \
-		"[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'require-gpu' $tmp/err"
+	check "no GPU: --require-gpu fails (exit 1, one line, says why)" bash -c \
+		"[ $rc -eq 1 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'require-gpu' $tmp/err"
 else
 	echo "  skip --require-gpu refusal: this machine has a usable GPU"
 fi

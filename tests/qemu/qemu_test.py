@@ -67,6 +67,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
+def diagnose_read(img, off, length, rec):
+    """The 4 KiB blocks of a wrong read that differ, and what they hold:
+    zeros, the image's bytes at another offset (searched at the read's
+    offset modulo 512 and at whole LBAs), or other bytes."""
+    got = rec.get("blocks")
+    if not got:
+        return ""
+    zero = hashlib.md5(bytes(4096)).hexdigest()
+    bad = [k for k in sorted(got) if got[k] != hashlib.md5(img[off + k * 4096:min(off + length, off + (k + 1) * 4096)]).hexdigest()]
+    where = {}
+    if any(got[k] != zero for k in bad):
+        for phase in sorted({off % 512, 0}):
+            for p in range(phase, len(img) - 4096 + 1, 512):
+                where.setdefault(hashlib.md5(img[p:p + 4096]).hexdigest(), p)
+    desc = []
+    for k in bad[:12]:
+        h = got[k]
+        if h == zero:
+            desc.append("%d (zeros)" % k)
+        elif h in where:
+            desc.append("%d (image bytes at %d, %+d from where they belong)" % (k, where[h], where[h] - (off + k * 4096)))
+        else:
+            desc.append("%d (other bytes)" % k)
+    return "; %d of %d blocks differ: %s%s" % (len(bad), (length + 4095) // 4096, ", ".join(desc),
+                                                ", ..." if len(bad) > 12 else "")
+
+
 class Plan:
     """The guest's script and what the host expects of each line it prints."""
     run = ""  # the run directory (main sets it)
@@ -107,21 +134,23 @@ class Plan:
             if rec["rc"] != 0:
                 return "rc %d: %s" % (rec["rc"], rec["err"])
             if rec["md5"] != want:
-                return "data differ from the image (md5 %s, want %s)" % (rec["md5"], want)
+                return "data differ from the image (md5 %s, want %s)%s" % (rec["md5"], want,
+                                                                           diagnose_read(img, off, length, rec))
             return None
-        return check, fails
+        return check, fails, want
 
     def read(self, name, img, lba, off, length, device=None, socket=None, bg=False, min_ms=0, bad_sector=True):
         src = ["--device", device] + HEAP if device else ["--socket", socket]
         cmd = ["gpuos", "read"] + src + ["--allow-raw", "--offset", str(off), "--length", str(length)]
-        fn, fails = self._read_check(img, off, length, lba, bad_sector)
+        fn, fails, want = self._read_check(img, off, length, lba, bad_sector)
         if min_ms:
             data_check = fn
 
             def fn(rec):
                 return data_check(rec) or (None if rec["ms"] >= min_ms else
                                            "took %d ms, a throttled device needs %d at least" % (rec["ms"], min_ms))
-        self.sh(("b " if bg else "r ") + name + " " + self.q(cmd))
+        # in the foreground, a wrong answer comes with each 4 KiB block's md5 (diagnose_read)
+        self.sh(("b " + name if bg else "rw " + name + " " + want) + " " + self.q(cmd))
         self._add(name, "R", fn)
         return fails
 
@@ -255,7 +284,7 @@ def add_file_tests(p, b_dev, tag, expect):
     # tells a lasting fault (the same md5 again) from a passing one; both must be right.
     p.output("%s-b-cat-data-again" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/data.bin"],
              expect["cat-data"], os.path.join(p.run, "src", "data.bin"))
-    p.text("%s-b-missing-file" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/nope"], rc=2,
+    p.text("%s-b-missing-file" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/nope"], rc=1,
            err=r"^gpuos cat: /nope: no such file or directory")
 
 
@@ -292,7 +321,7 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     sa = "/tmp/%s-a.sock" % tag
     p.service("%s-a-service" % tag, tag + "_a", sa, a_dev, ["--warps", "2", "--queues", "8"], r"2 warps x 4 queues")
     # While the service holds A, nobody else gets it.
-    p.text("%s-refuse-busy" % tag, ["gpuos", "identify", "--device", a_dev], rc=2,
+    p.text("%s-refuse-busy" % tag, ["gpuos", "identify", "--device", a_dev], rc=1,
            err=r"another process|in use by process \d+ \(gpuos\)")
     for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 4, A_LBA)):
         p.read("%s-a-svc%d" % (tag, i), a_img, A_LBA, off, ln, socket=sa)
@@ -342,9 +371,9 @@ def plan_vfio(run, rng, a_img, b_img, expect):
     p.text("vfio-modprobe-nvme", "nvme_up 2", out=r"^2")
     p.text("vfio-mount-a", "mount_minix", out=r"/dev/nvme")
     # DESIGN.md 8: refuse a controller in use, say why in one line.
-    p.text("vfio-refuse-mounted", ["gpuos", "identify", "--device", "pci:" + A_BDF], rc=2,
+    p.text("vfio-refuse-mounted", ["gpuos", "identify", "--device", "pci:" + A_BDF], rc=1,
            err=r"^gpuos identify: pci:%s: refusing .*nvme\d+n1 is mounted at /mnt" % A_BDF)
-    p.text("vfio-refuse-bound", ["gpuos", "identify", "--device", "pci:" + B_BDF], rc=2,
+    p.text("vfio-refuse-bound", ["gpuos", "identify", "--device", "pci:" + B_BDF], rc=1,
            err=r"^gpuos identify: pci:%s: refusing .*bound to the kernel's nvme driver, which serves nvme\d+n1" % B_BDF)
     p.text("vfio-bind-refuses-mounted", ["/test/vfio-bind.sh", A_BDF], rc=1,
            err=r"nvme\d+n1 is mounted at /mnt; refusing")
@@ -356,10 +385,10 @@ def plan_vfio(run, rng, a_img, b_img, expect):
     p.identify("vfio-identify-a", a, A_ID)
     p.identify("vfio-identify-b", b, B_ID)
     # An array needs one LBA size (A has 512 bytes, B 4096).
-    p.text("vfio-refuse-array-of-unlike-drives", ["gpuos", "identify", "--device", a + "+" + B_BDF], rc=2,
+    p.text("vfio-refuse-array-of-unlike-drives", ["gpuos", "identify", "--device", a + "+" + B_BDF], rc=1,
            err=r"^gpuos identify: pci:%s has 512-byte LBAs and pci:%s 4096-byte ones: the controllers of an "
                r"array need one LBA size" % (A_BDF, B_BDF))
-    p.text("vfio-refuse-uio-under-iommu", ["gpuos", "identify", "--device", a + ",mode=uio"], rc=2,
+    p.text("vfio-refuse-uio-under-iommu", ["gpuos", "identify", "--device", a + ",mode=uio"], rc=1,
            err=r"IOMMU translates this device's DMA")
     # VFIO maps the client heap for the controller: aligned 4 KiB reads go
     # straight into it (zero copy, PRPs into the heap).
@@ -376,7 +405,7 @@ def plan_uio(run, rng, a_img, b_img, expect):
     p.text("uio-setup", "sh -c 'modprobe uio_pci_generic && echo 64 > /proc/sys/vm/nr_hugepages && "
            "grep HugePages_Free /proc/meminfo'", out=r"HugePages_Free: +64")
     a, b = "pci:" + A_BDF, "pci:" + B_BDF
-    p.text("uio-refuse-vfio-without-iommu", ["gpuos", "identify", "--device", a], rc=2,
+    p.text("uio-refuse-vfio-without-iommu", ["gpuos", "identify", "--device", a], rc=1,
            err=r"has no IOMMU group: the IOMMU is off")
     # gpuos binds uio_pci_generic itself (nothing holds the devices here) ...
     p.identify("uio-identify-a", a + ",mode=uio", A_ID)
@@ -578,6 +607,10 @@ def boot(build, run, plan, iommu):
         cmd += ["-device", "intel-iommu"]
         append += " intel_iommu=on iommu.strict=1"
     cmd += ["-append", append] + plan.drives + ["-trace", "pci_nvme_err*", "-trace", "pci_nvme_ub*", "-D", trace]
+    # A diagnosis aid: more of QEMU's trace events into the same log, e.g.
+    # GPUOS_QEMU_TRACE=pci_nvme_read,pci_nvme_map_prp,pci_nvme_map_addr.
+    for ev in filter(None, os.environ.get("GPUOS_QEMU_TRACE", "").split(",")):
+        cmd += ["-trace", ev]
     t0 = time.time()
     try:
         q = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=BOOT_TIMEOUT)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/tools/gguf_dump.c - host tool: parse a GGUF with runtime/gguf.c and
- * print it as JSON (tests/tools/gguf_json.h), for gguf_compare.py against
+ * print it as JSON (tests/tools/gguf_parsed.h), for gguf_compare.py against
  * gguf_ref.mjs or gguf_writer.py. --offset reads a GGUF written raw at that
  * byte offset of a bigger image (the raw-LBA layout).
  *
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../boot/cli/gguf_json.h"
+#include "gguf_parsed.h"
 
 struct fio {
 	int fd;
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	gguf_json_write(stdout, &g);
+	gguf_json_file(stdout, &g);
 	if (show_reads)
 		fprintf(stderr, "%s: %" PRIu64 " reads, %" PRIu64 " bytes (two passes)\n", path, f.reads,
 			f.bytes);

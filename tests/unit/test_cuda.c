@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_cuda.c - settings of the CUDA layer (boot/cuda.c) that keep
- * a persistent kernel from blocking other work (notes/PLATFORM.md). Runs
+ * a persistent kernel from blocking other work (docs/platform.md). Runs
  * without a GPU: gpuos_gpu_open sets the environment before its first CUDA
  * call, which then fails where no driver is present.
  */

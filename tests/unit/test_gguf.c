@@ -23,7 +23,7 @@
 
 #include "../../runtime/gguf.h"
 #include "../../runtime/util.h"
-#include "../../boot/cli/gguf_json.h"
+#include "../tools/gguf_parsed.h"
 
 #define WRITER "tests/tools/gguf_writer.py"
 #define COMPARE "tests/tools/gguf_compare.py"
@@ -171,7 +171,7 @@ static struct parsed *check_case(const char *name, int seed)
 	snprintf(out, sizeof(out), "%s/%s.parsed.json", tmpdir, name);
 	f = fopen(out, "w");
 	cr_assert(f);
-	gguf_json_write(f, &r->g);
+	gguf_json_file(f, &r->g);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "python3 " COMPARE " --quiet '%s' '%s'", json, out);
 	cr_assert(system(cmd) == 0, "%s: the parse differs from what the writer wrote (see above)", name);
@@ -826,7 +826,7 @@ static void agree_with_ref(const char *path)
 	snprintf(ref, sizeof(ref), "%s/ref.json", tmpdir);
 	f = fopen(ours, "w");
 	cr_assert(f);
-	gguf_json_write(f, &r->g);
+	gguf_json_file(f, &r->g);
 	fclose(f);
 	parsed_free(r);
 	snprintf(cmd, sizeof(cmd), "node tests/tools/gguf_ref.mjs --modules " REF_MODULES " '%s' > '%s'", path, ref);

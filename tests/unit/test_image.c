@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "../../boot/cli/cli.h"
-#include "../../boot/image.h"
+#include "gpuos/host.h"
 #include "gpuos/abi.h"
 
 #define DIR_ENV "GPUOS_TEST_IMAGE_DIR"

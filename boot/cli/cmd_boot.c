@@ -28,9 +28,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "app_run.h"
-#include "cli/cli.h"
-#include "shm.h"
+
+#include "cli.h"
+
 
 int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const char *line,
 			int fd);
@@ -82,15 +82,16 @@ int cmd_boot(int argc, char **argv)
 	int lfd, i, stopping = 0, rc = 0;
 
 	if (cli_parse(&c, "boot", argc, argv))
-		return GPUOS_EXIT_FAIL;
-	if (!c.boot.device) {
-		cli_err("boot", "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)");
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
+	if (!c.boot.device || c.argc) {
+		cli_err("boot", c.argc ? "%s: boot takes no arguments" : "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)%s",
+			c.argc ? c.argv[0] : "");
+		return GPUOS_EXIT_USAGE;
 	}
 	path = c.socket ? c.socket : GPUOS_DEFAULT_SOCKET;
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		cli_err("boot", "socket path too long: %s", path);
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
 	}
 	/* A live service on the path stays; a stale socket file goes. */
 	{
@@ -270,7 +271,11 @@ int cmd_stop(int argc, char **argv)
 	int fd;
 
 	if (cli_parse(&c, "stop", argc, argv))
-		return GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_USAGE;
+	if (c.argc) {
+		cli_err("stop", "%s: stop takes no arguments", c.argv[0]);
+		return GPUOS_EXIT_USAGE;
+	}
 	fd = service_connect(c.socket ? c.socket : GPUOS_DEFAULT_SOCKET, err, sizeof(err));
 	if (fd < 0) {
 		cli_err("stop", "%s", err);

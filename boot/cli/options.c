@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/* The command line of `gpuos`: every option once, the commands and the
+ * options each takes, parsing (getopt_long over the command's own table),
+ * numbers and sizes, and the help that is printed from the same tables. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum {
+	OPT_DEVICE = 'd',
+	OPT_OUTPUT = 'o',
+	OPT_HOST = 256, OPT_REQUIRE_GPU, OPT_NO_FILES, OPT_NO_ZERO_COPY, OPT_ALLOW_RAW, OPT_FORCE, OPT_JSON,
+	OPT_SOCKET, OPT_PART, OPT_OFFSET, OPT_LENGTH, OPT_WARPS, OPT_QUEUES, OPT_DEPTH, OPT_SLOTS, OPT_XFER_KIB,
+	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
+	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
+};
+
+/* How an option's value is read. */
+enum { V_NONE, V_TEXT, V_COUNT, V_SIZE };
+
+static const struct cli_option {
+	const char *name;
+	int id;
+	int kind;          /* V_* */
+	uint64_t min, max; /* V_COUNT, V_SIZE */
+	const char *arg;   /* its value in the help */
+	const char *help;
+} options[] = {
+	{ "device", OPT_DEVICE, V_TEXT, 0, 0, "DEV",
+	  "the device: emu:IMAGE[,k=v...], null[:SIZE], gpu-null, pci:DDDD:BB:DD.F[+...][,stripe=KiB]" },
+	{ "socket", OPT_SOCKET, V_TEXT, 0, 0, "PATH", "a running service's control socket (default " GPUOS_DEFAULT_SOCKET ")" },
+	{ "json", OPT_JSON, V_NONE, 0, 0, NULL, "JSON on stdout (docs/json.md)" },
+	{ "output", OPT_OUTPUT, V_TEXT, 0, 0, "FILE", "write the bytes to FILE instead of stdout" },
+	{ "part", OPT_PART, V_COUNT, 1, 128, "N", "GPT partition N (from 1; default: the first holding ext4)" },
+	{ "offset", OPT_OFFSET, V_SIZE, 0, ~0ull, "BYTES", "first byte of the device to read" },
+	{ "length", OPT_LENGTH, V_SIZE, 0, ~0ull, "BYTES", "bytes to read" },
+	{ "allow-raw", OPT_ALLOW_RAW, V_NONE, 0, 0, NULL, "allow reads of raw device bytes (clients otherwise see files only)" },
+	{ "entry", OPT_ENTRY, V_TEXT, 0, 0, "NAME", "the app's entry point (default: its only one)" },
+	{ "grid", OPT_GRID, V_COUNT, 1, 1u << 30, "G", "blocks of the app's launch" },
+	{ "block", OPT_BLOCK, V_COUNT, 1, 1024, "B", "threads per block of the app's launch" },
+	{ "arch", OPT_ARCH, V_TEXT, 0, 0, "sm_XY", "the GPU architecture to check the image against" },
+	{ "threads", OPT_THREADS, V_COUNT, 1, 1u << 20, "T", "client threads (GPU threads on a GPU; default 1)" },
+	{ "iters", OPT_ITERS, V_COUNT, 1, 1u << 30, "N", "requests per thread (default 1000)" },
+	{ "bytes", OPT_BYTES, V_SIZE, 1, 16u << 20, "BYTES", "bytes per request, up to 16M (default 4K)" },
+	{ "op", OPT_OP, V_TEXT, 0, 0, "read|nop", "what each request does (default read)" },
+	{ "stages", OPT_STAGES, V_NONE, 0, 0, NULL, "median time of each stage of a request" },
+	/* the runtime's own (commands that boot one) */
+	{ "host", OPT_HOST, V_NONE, 0, 0, NULL, "run the runtime on CPU threads (the default without a GPU)" },
+	{ "require-gpu", OPT_REQUIRE_GPU, V_NONE, 0, 0, NULL, "fail rather than run on CPU threads" },
+	{ "no-files", OPT_NO_FILES, V_NONE, 0, 0, NULL, "no metadata warp (no file or model requests)" },
+	{ "no-zero-copy", OPT_NO_ZERO_COPY, V_NONE, 0, 0, NULL, "every read through the bounce buffers" },
+	{ "warps", OPT_WARPS, V_COUNT, 0, 1u << 30, "N", "service warps (default 1)" },
+	{ "queues", OPT_QUEUES, V_COUNT, 0, 1u << 30, "N", "I/O queue pairs (default one per warp and controller)" },
+	{ "depth", OPT_DEPTH, V_COUNT, 0, 1u << 30, "N", "entries per queue (default 256, capped by MQES)" },
+	{ "slots", OPT_SLOTS, V_COUNT, 0, 1u << 30, "N", "commands in flight per warp (default 64)" },
+	{ "xfer-kib", OPT_XFER_KIB, V_COUNT, 0, 1u << 30, "N", "KiB per command (default 128, capped by MDTS)" },
+	{ "timeout-ms", OPT_TIMEOUT_MS, V_COUNT, 0, 1u << 30, "MS", "per command (default: the controller's CAP.TO)" },
+	{ "mbox-slots", OPT_MBOX_SLOTS, V_COUNT, 0, 1u << 30, "N", "mailbox slots (default 1024)" },
+	{ "heap-mib", OPT_HEAP_MIB, V_COUNT, 0, 1u << 20, "N", "client memory shared with the host, MiB (default 64)" },
+	{ "vram-mib", OPT_VRAM_MIB, V_COUNT, 0, 1u << 20, "N", "client memory in VRAM for GPU clients, MiB" },
+	{ "mbox-vram", OPT_MBOX_VRAM, V_NONE, 0, 0, NULL, "the mailbox in VRAM (GPU clients only)" },
+	{ "force", OPT_FORCE, V_NONE, 0, 0, NULL, "pci: skip the safety refusals (a mounted or bound device)" },
+};
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+/* The runtime's options, for every command that boots one. */
+#define RT_OPTS "host require-gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib force"
+
+const struct cli_command cli_commands[] = {
+	{ "identify", cmd_identify, "--device DEV", "bring up a controller, print what it is",
+	  "device json force" },
+	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
+	  "device socket allow-raw offset length output " RT_OPTS },
+	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
+	  "device socket allow-raw mbox-vram vram-mib " RT_OPTS },
+	{ "stop", cmd_stop, "", "stop a running service", "socket" },
+	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part json " RT_OPTS },
+	{ "stat", cmd_stat, "--device DEV PATH", "inode, mode, size and extents of a file",
+	  "device socket part json " RT_OPTS },
+	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part output " RT_OPTS },
+	{ "gguf", cmd_gguf, "--device DEV PATH|@BYTEOFFSET", "a GGUF model's header, KVs and tensors",
+	  "device socket part json " RT_OPTS },
+	{ "image", cmd_image, "APP.cubin", "inspect an app image: architecture, ABI, entries", "json arch" },
+	{ "run", cmd_run, "--device DEV APP.cubin|APP.so [-- ARGS...]",
+	  "run an app (APP.so, or --host: its host-mode variant); its output on stdout, the run's on stderr",
+	  "device socket part entry grid block arch vram-mib " RT_OPTS },
+	{ "bench", cmd_bench, "--device DEV", "requests/s and latency through the whole path",
+	  "device threads iters bytes op stages json " RT_OPTS },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+const char cli_exit_help[] =
+	"exit status: 0 done; 1 the operation failed (a device error, no such file: one line on\n"
+	"  stderr); 2 a usage error (an unknown option, a bad value, a missing argument).\n";
+
+const struct cli_command *cli_command(const char *name)
+{
+	const struct cli_command *c;
+	for (c = cli_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* Does the space-separated list `list` name `name`? */
+static int listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+	while ((p = strstr(p, name))) {
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+static const struct cli_option *option_named(const char *name)
+{
+	size_t i;
+	for (i = 0; i < NOPTIONS; i++)
+		if (!strcmp(options[i].name, name))
+			return &options[i];
+	return NULL;
+}
+
+void cli_help(FILE *f, const struct cli_command *c)
+{
+	size_t i;
+	int rt = 0;
+	fprintf(f, "usage: gpuos %s [OPTIONS] %s\n%s.\n\noptions:\n", c->name, c->synopsis, c->what);
+	for (i = 0; i < NOPTIONS; i++) {
+		const struct cli_option *o = &options[i];
+		char left[64];
+		if (!listed(c->options, o->name))
+			continue;
+		if (o->id == OPT_HOST) {
+			fprintf(f, "runtime options:\n");
+			rt = 1;
+		}
+		snprintf(left, sizeof(left), "%s--%s%s%s", o->id < 256 ? (o->id == OPT_DEVICE ? "-d, " : "-o, ") : "    ",
+			 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-26s %s\n", left, o->help);
+	}
+	(void)rt;
+	fprintf(f, "  %-26s %s\n\n", "    --help", "this help");
+	fprintf(f, "Values: --opt VALUE or --opt=VALUE. BYTES take K, M, G, T (also KiB, MiB, GiB, TiB:\n"
+		   "powers of 1024) and 0x; a value that is not such a number, or is out of range, is refused.\n"
+		   "%s",
+		cli_exit_help);
+}
+
+int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out)
+{
+	static const struct { const char *s; unsigned shift; } units[] = {
+		{ "", 0 }, { "K", 10 }, { "k", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
+		{ "G", 30 }, { "GiB", 30 }, { "T", 40 }, { "TiB", 40 },
+	};
+	char *end;
+	unsigned long long x;
+	size_t i;
+	if (!v || !*v || *v == '-' || *v == '+' || *v == ' ')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || end == v)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].s) || (i && !suffixes))
+			continue;
+		if (units[i].shift && x > (~0ull >> units[i].shift))
+			return -ERANGE;
+		x <<= units[i].shift;
+		if (x > max)
+			return -ERANGE;
+		*out = x;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* A value of option o: a count (plain) or bytes (with suffixes), in
+ * o->min..o->max; an error, never a smaller number than written. */
+static int option_value(const char *cmd, const struct cli_option *o, const char *v, uint64_t *out)
+{
+	int size = o->kind == V_SIZE;
+	if (cli_size(v, size, o->max, out) || *out < o->min) {
+		cli_err(cmd, "--%s: '%s' is not a %s in %llu..%llu", o->name, v,
+			size ? "size (a number, or with K, M, G, T: KiB, MiB, GiB, TiB)" : "number",
+			(unsigned long long)o->min, (unsigned long long)o->max);
+		return -1;
+	}
+	return 0;
+}
+
+/* Option o with its value (NULL when it takes none) into *c. */
+static int take(struct cli *c, const char *cmd, const struct cli_option *o, const char *val)
+{
+	uint64_t v = 0;
+	if ((o->kind == V_COUNT || o->kind == V_SIZE) && option_value(cmd, o, val, &v))
+		return -1;
+	switch (o->id) {
+	case OPT_DEVICE: c->boot.device = val; break;
+	case OPT_SOCKET: c->socket = val; break;
+	case OPT_JSON: c->json = 1; break;
+	case OPT_OUTPUT: c->out = val; break;
+	case OPT_PART: c->part = (int)v; break;
+	case OPT_OFFSET: c->offset = v; c->have_offset = 1; break;
+	case OPT_LENGTH: c->length = v; c->have_length = 1; break;
+	case OPT_ALLOW_RAW: c->boot.allow_raw = 1; break;
+	case OPT_ENTRY: c->entry = val; break;
+	case OPT_GRID: c->grid = (unsigned)v; break;
+	case OPT_BLOCK: c->block = (unsigned)v; break;
+	case OPT_ARCH: {
+		char *end = NULL;
+		unsigned long sm = strncmp(val, "sm_", 3) == 0 ? strtoul(val + 3, &end, 10) : 0;
+		if (!sm || sm > 999 || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
+			cli_err(cmd, "--arch: '%s' is not an SM architecture like sm_90", val);
+			return -1;
+		}
+		c->sm = (int)sm;
+		break;
+	}
+	case OPT_THREADS: c->threads = (uint32_t)v; break;
+	case OPT_ITERS: c->iters = (uint32_t)v; break;
+	case OPT_BYTES: c->bytes = (uint32_t)v; break;
+	case OPT_OP:
+		if (strcmp(val, "read") && strcmp(val, "nop")) {
+			cli_err(cmd, "--op: '%s' is not read or nop", val);
+			return -1;
+		}
+		c->op = val;
+		break;
+	case OPT_STAGES: c->stages = 1; break;
+	case OPT_HOST: c->boot.host_mode = 1; break;
+	case OPT_REQUIRE_GPU: c->boot.require_gpu = 1; break;
+	case OPT_NO_FILES: c->boot.no_files = 1; break;
+	case OPT_NO_ZERO_COPY: c->boot.no_zero_copy = 1; break;
+	case OPT_WARPS: c->boot.warps = (uint32_t)v; break;
+	case OPT_QUEUES: c->boot.queues = (uint32_t)v; break;
+	case OPT_DEPTH: c->boot.depth = (uint32_t)v; break;
+	case OPT_SLOTS: c->boot.slots = (uint32_t)v; break;
+	case OPT_XFER_KIB: c->boot.xfer_kib = (uint32_t)v; break;
+	case OPT_TIMEOUT_MS: c->boot.timeout_ms = (uint32_t)v; break;
+	case OPT_MBOX_SLOTS: c->boot.mbox_slots = (uint32_t)v; break;
+	case OPT_HEAP_MIB: c->boot.heap_bytes = v << 20; break;
+	case OPT_VRAM_MIB: c->boot.dev_heap_bytes = v << 20; break;
+	case OPT_MBOX_VRAM: c->boot.mbox_vram = 1; break;
+	case OPT_FORCE: c->boot.force = 1; break;
+	}
+	return 0;
+}
+
+int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
+{
+	const struct cli_command *cc = cli_command(cmd);
+	struct option lo[NOPTIONS + 1];
+	char shorts[8] = ":", **av;
+	size_t i, n = 0;
+	int r = 0, k;
+
+	memset(c, 0, sizeof(*c));
+	gpuos_boot_opts_default(&c->boot);
+	c->part = -1;
+	if (!cc)
+		return -1;
+	/* getopt_long over this command's options only: any other is refused. */
+	for (i = 0; i < NOPTIONS; i++) {
+		if (!listed(cc->options, options[i].name))
+			continue;
+		lo[n].name = options[i].name;
+		lo[n].has_arg = options[i].kind == V_NONE ? no_argument : required_argument;
+		lo[n].flag = NULL;
+		lo[n].val = options[i].id;
+		if (options[i].id < 256) {
+			size_t l = strlen(shorts);
+			shorts[l] = (char)options[i].id;
+			shorts[l + 1] = ':';
+			shorts[l + 2] = 0;
+		}
+		n++;
+	}
+	memset(&lo[n], 0, sizeof(lo[n]));
+	/* getopt wants the program name first; it permutes its own copy. */
+	av = calloc((size_t)argc + 2, sizeof(char *));
+	c->argv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!av || !c->argv) {
+		free(av);
+		cli_err(cmd, "out of memory");
+		return -1;
+	}
+	av[0] = (char *)cmd;
+	for (k = 0; k < argc; k++)
+		av[k + 1] = argv[k];
+	optind = 0; /* a fresh scan (glibc), whatever ran before */
+	opterr = 0;
+	while (!r) {
+		int li = -1, id = getopt_long(argc + 1, av, shorts, lo, &li);
+		const char *bad;
+		if (id == -1)
+			break;
+		bad = av[optind - 1];
+		if (id == '?' || id == ':') {
+			char name[64];
+			const char *eq = strchr(bad, '=');
+			const struct cli_option *o;
+			snprintf(name, sizeof(name), "%.*s", (int)(eq && !strncmp(bad, "--", 2) ? eq - bad - 2 : 60),
+				 !strncmp(bad, "--", 2) ? bad + 2 : bad);
+			o = !strncmp(bad, "--", 2) ? option_named(name) : NULL;
+			if (id == ':')
+				cli_err(cmd, "%s needs a value", bad);
+			else if (o && listed(cc->options, o->name) && eq)
+				cli_err(cmd, "--%s takes no value", o->name);
+			else if (o)
+				cli_err(cmd, "--%s is not an option of %s (gpuos %s --help)", o->name, cmd, cmd);
+			else if (optopt && optopt < 256 && strncmp(bad, "--", 2))
+				cli_err(cmd, "unknown option -%c (gpuos %s --help)", optopt, cmd);
+			else
+				cli_err(cmd, "unknown option %s (gpuos %s --help)", bad, cmd);
+			r = -1;
+			break;
+		}
+		for (i = 0; i < NOPTIONS && options[i].id != id; i++)
+			;
+		r = take(c, cmd, &options[i], options[i].kind == V_NONE ? NULL : optarg);
+	}
+	if (!r && c->boot.host_mode && c->boot.require_gpu) {
+		cli_err(cmd, "--host and --require-gpu ask for opposite things");
+		r = -1;
+	}
+	for (k = optind; !r && k < argc + 1; k++)
+		c->argv[c->argc++] = av[k];
+	free(av);
+	if (r) {
+		free(c->argv);
+		c->argv = NULL;
+	}
+	return r;
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make install` (issue 14): the binary, the manual pages that help2man makes
+# from its help and the bash completion generated from the same help, under a
+# DESTDIR. The pages must render and name every command of `gpuos --help`;
+# the completion must complete the commands, each command's options, file
+# names for an option that takes a FILE and device kinds for --device.
+# Usage: tests/emu/install.sh BUILD_DIR
+#
+# It installs the binary already built in BUILD_DIR (make -o: never rebuilt
+# here) and makes the pages and the completion from it again. What is expected
+# comes from the binary's help, read here by other code than the generators:
+# the commands are the words indented in `gpuos --help` that `gpuos WORD
+# --help` accepts; a command's options are the long options that start a line
+# of its help ("  -o, --output FILE   ...") and those of its usage line.
+set -u
+build=${1:-build}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+gpuos=$build/gpuos
+pass=0 fail=0
+ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
+bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+for t in help2man man groff make python3; do
+	if ! command -v $t >/dev/null 2>&1; then
+		echo "install: FAIL, $t is not installed (help2man, man-db, make, python3: scripts/deps.sh installs them)"
+		exit 1
+	fi
+done
+if [ ! -x "$gpuos" ]; then
+	echo "install: FAIL, no $gpuos (make BUILD=$build all)"
+	exit 1
+fi
+
+tmp=$(mktemp -d /tmp/gpuos-install-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export GPUOS_QUIET_HOST=1 LC_ALL=C MANWIDTH=100 MAN_DISABLE_SECCOMP=1
+unset MANPATH MANOPT
+
+# ---- what the binary says -------------------------------------------------------
+cmds=()
+for w in $("$gpuos" --help 2>/dev/null | sed -nE 's/^ {1,4}([a-z][a-z0-9_-]*)([[:space:]].*)?$/\1/p'); do
+	if "$gpuos" "$w" --help 2>/dev/null | grep -q "gpuos $w\b"; then
+		case " ${cmds[*]} " in *" $w "*) ;; *) cmds+=("$w") ;; esac
+	fi
+done
+# long options of command $1, sorted
+opts_of() {
+	local h
+	h=$("$gpuos" "$1" --help 2>/dev/null)
+	{
+		sed -nE 's/^[[:space:]]+((-[[:alnum:]],[[:space:]]*)?--[[:alnum:]][-[:alnum:]_]*)(([ =][^[:space:]]+)?)([[:space:]]{2,}.*)?$/\1/p' <<< "$h" |
+			grep -oE -- '--[[:alnum:]][-[:alnum:]_]*'
+		grep -im1 '^[[:space:]]*usage:' <<< "$h" | grep -oE -- '--[[:alnum:]][-[:alnum:]_]*'
+	} | sort -u
+}
+echo "== gpuos --help lists ${#cmds[@]} commands: ${cmds[*]}"
+check "gpuos --help lists the commands (cat among them)" test ${#cmds[@]} -ge 5 -a -n "$(printf '%s\n' "${cmds[@]}" | grep -x cat)"
+
+# ---- make install ----------------------------------------------------------------
+echo "== make install DESTDIR=... (the binary of $build as it is)"
+dest=$tmp/dest
+rm -rf "$build/man" "$build/completion"
+make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$dest" install > "$tmp/make.log" 2>&1
+rc=$?
+check "make install: exit 0" test $rc -eq 0
+[ $rc -eq 0 ] || sed 's/^/    | /' "$tmp/make.log" | tail -20
+pre=$dest/usr/local
+check "bin/gpuos installed (default PREFIX /usr/local), the built binary" cmp -s "$gpuos" "$pre/bin/gpuos"
+check "bin/gpuos is executable" test -x "$pre/bin/gpuos"
+if [ -f "$build/gpuos-static" ]; then
+	check "bin/gpuos-static installed (it is built)" cmp -s "$build/gpuos-static" "$pre/bin/gpuos-static"
+	check "its completion: completions/gpuos-static -> gpuos" \
+		test "$(readlink "$pre/share/bash-completion/completions/gpuos-static")" = gpuos
+else
+	check "no bin/gpuos-static (not built)" test ! -e "$pre/bin/gpuos-static"
+fi
+man1=$pre/share/man/man1
+comp=$pre/share/bash-completion/completions/gpuos
+check "share/man/man1/gpuos.1 installed" test -s "$man1/gpuos.1"
+check "share/bash-completion/completions/gpuos installed" test -s "$comp"
+check "the build's man/ and completion/ made again from $gpuos" test -s "$build/man/gpuos.1" -a -s "$build/completion/gpuos"
+check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos)$')"
+
+# ---- the pages ---------------------------------------------------------------------
+echo "== manual pages"
+render() { # page -> $tmp/txt, $tmp/err
+	man --warnings -l "$1" > "$tmp/txt" 2> "$tmp/err"
+}
+render "$man1/gpuos.1"; rc=$?
+check "man -l gpuos.1: exit 0, no warning" test $rc -eq 0 -a ! -s "$tmp/err" -a -s "$tmp/txt"
+[ -s "$tmp/err" ] && sed 's/^/    | /' "$tmp/err" | head -5
+cp "$tmp/txt" "$tmp/gpuos.txt"
+missing=
+for c in "${cmds[@]}"; do grep -qw -- "$c" "$tmp/gpuos.txt" || missing="$missing $c"; done
+check "gpuos.1 names every command of gpuos --help${missing:+ (missing:$missing)}" test -z "$missing"
+missing=
+for c in "${cmds[@]}"; do grep -q -- "gpuos-$c(1)" "$tmp/gpuos.txt" || missing="$missing $c"; done
+check "gpuos.1 refers to every gpuos-CMD(1)${missing:+ (missing:$missing)}" test -z "$missing"
+check "gpuos.1: NAME, SYNOPSIS, DESCRIPTION, SEE ALSO" \
+	test "$(grep -cxE 'NAME|SYNOPSIS|DESCRIPTION|SEE ALSO' "$tmp/gpuos.txt")" -eq 4
+ver=$("$gpuos" --version 2>/dev/null | awk 'NR == 1 { print $2 }')
+check "gpuos.1 carries the version of gpuos --version ($ver)" grep -q "gpuos $ver" "$tmp/gpuos.txt"
+for c in "${cmds[@]}"; do
+	p=$man1/gpuos-$c.1
+	if [ ! -s "$p" ]; then
+		bad "gpuos-$c.1 installed"
+		continue
+	fi
+	render "$p"; rc=$?
+	why=
+	[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] || why="man -l: exit $rc, $(head -1 "$tmp/err")"
+	[ -z "$why" ] && ! grep -qE "^ *gpuos-$c +- " "$tmp/txt" && why="no NAME line gpuos-$c - ..."
+	[ -z "$why" ] && ! grep -q "gpuos $c" "$tmp/txt" && why="no synopsis gpuos $c"
+	if [ -z "$why" ]; then
+		for o in $(opts_of "$c"); do
+			grep -q -- "$o\b" "$tmp/txt" || why="$why $o"
+		done
+		[ -n "$why" ] && why="options missing:$why"
+	fi
+	check "gpuos-$c.1 renders, names gpuos-$c and its options${why:+ ($why)}" test -z "$why"
+done
+# stderr never lands in a page (the notice of a machine without a GPU, an error)
+check "no message of gpuos in any page" \
+	sh -c "for p in '$man1'/*.1; do man -l \"\$p\" 2>/dev/null; done | grep -E '^ *gpuos: |unknown command' >/dev/null; test \$? -eq 1"
+out=$(man -M "$pre/share/man" gpuos cat 2>/dev/null | head -1)
+check "man gpuos cat finds gpuos-cat(1)" grep -q '^GPUOS-CAT(1)' <<< "$out"
+
+# ---- the completion -------------------------------------------------------------
+echo "== bash completion"
+fn=$(bash --norc --noprofile -c 'source "$1" && complete -p gpuos' x "$comp" 2>/dev/null | sed -nE 's/.*-F ([^ ]+) .*/\1/p')
+check "sourcing it registers a function for gpuos (${fn:-none})" test -n "$fn"
+fn=${fn:-_gpuos}
+mkdir -p "$tmp/files/somedir"
+: > "$tmp/files/disk.img"
+: > "$tmp/files/data.bin"
+# the completions of the words given (the last one being completed), one a line, sorted
+complete_words() {
+	(cd "$tmp/files" && bash --norc --noprofile -c '
+		comp=$1 fn=$2; shift 2
+		source "$comp" || exit 1
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		COMPREPLY=()
+		"$fn" gpuos "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		[ ${#COMPREPLY[@]} -eq 0 ] || printf "%s\n" "${COMPREPLY[@]}"' x "$comp" "$fn" "$@" 2>/dev/null) | sort
+}
+same() { # name, got, want
+	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1"; diff <(echo "$3") <(echo "$2") | sed -n 's/^[<>]/    &/p' | head -8; fi
+}
+same "gpuos <TAB>: the commands" "$(complete_words gpuos '')" "$(printf '%s\n' "${cmds[@]}" | sort)"
+same "gpuos ca<TAB>: cat" "$(complete_words gpuos ca)" "$(printf '%s\n' "${cmds[@]}" | grep '^ca' | sort)"
+for c in "${cmds[@]}"; do
+	same "gpuos $c --<TAB>: $c's options" "$(complete_words gpuos "$c" --)" "$(opts_of "$c")"
+done
+# cat's option that takes a FILE (-o, --output: what its help says)
+fopt=$("$gpuos" cat --help 2>/dev/null | sed -nE 's/^[[:space:]]+(-[[:alnum:]],[[:space:]]*)?(--[[:alnum:]][-[:alnum:]_]*)[ =]FILE([[:space:]].*)?$/\2/p' | head -1)
+check "cat has an option that takes a FILE (${fopt:-none})" test -n "$fopt"
+if [ -n "$fopt" ]; then
+	same "gpuos cat $fopt d<TAB>: file names" "$(complete_words gpuos cat "$fopt" d)" "$(printf 'data.bin\ndisk.img\n')"
+	same "gpuos cat $fopt=<TAB> (split at =): file names" "$(complete_words gpuos cat "$fopt" = '')" \
+		"$(printf 'data.bin\ndisk.img\nsomedir\n')"
+	sopt=$("$gpuos" cat --help 2>/dev/null | sed -nE "s/^[[:space:]]+(-[[:alnum:]]),[[:space:]]*${fopt}[ =]FILE.*/\\1/p")
+	[ -n "$sopt" ] && same "gpuos cat $sopt so<TAB>: file names" "$(complete_words gpuos cat "$sopt" so)" "somedir"
+fi
+got=$(complete_words gpuos cat --device '')
+check "gpuos cat --device <TAB>: emu: and pci: among the kinds" \
+	test -n "$(grep -x 'emu:' <<< "$got")" -a -n "$(grep -x 'pci:' <<< "$got")"
+same "gpuos cat --device e<TAB>: emu:" "$(complete_words gpuos cat --device e)" "emu:"
+# bash splits "emu:di" into emu, :, di (COMP_WORDBREAKS); it replaces what follows the :
+same "gpuos cat --device emu:di<TAB>: the image's file name" "$(complete_words gpuos cat --device emu : di)" "disk.img"
+same "gpuos cat --device emu:<TAB> without COMP_LINE" \
+	"$( (cd "$tmp/files" && bash --norc --noprofile -c 'source "$1"; COMP_WORDS=(gpuos cat --device emu :); COMP_CWORD=4; "$2"; printf "%s\n" "${COMPREPLY[@]}"' x "$comp" "$fn" 2>/dev/null) | sort)" \
+	"$(printf 'data.bin\ndisk.img\nsomedir\n')"
+same "gpuos nosuch <TAB>: nothing" "$(complete_words gpuos nosuch '')" ""
+
+# ---- another PREFIX, uninstall ----------------------------------------------------
+echo "== PREFIX, uninstall"
+make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$tmp/d2" PREFIX=/opt/gpuos install > "$tmp/make.log" 2>&1
+check "make install PREFIX=/opt/gpuos: bin, man1, completion there" \
+	test -x "$tmp/d2/opt/gpuos/bin/gpuos" -a -s "$tmp/d2/opt/gpuos/share/man/man1/gpuos.1" \
+	-a -s "$tmp/d2/opt/gpuos/share/bash-completion/completions/gpuos"
+make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$dest" uninstall > "$tmp/make.log" 2>&1
+rc=$?
+check "make uninstall: exit 0, no file left" test $rc -eq 0 -a -z "$(find "$dest" -type f -o -type l)"
+
+echo "install: $pass passed, $fail failed"
+[ $fail -eq 0 ]
