@@ -159,7 +159,7 @@ FUZZ_SA := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -
 $(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(wildcard runtime/*.h include/gpuos/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ASan+UBSan fuzz driver)")
-	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< runtime/$*.c runtime/crc.c
+	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c
 $(FUZZ_DIR)/corpus/.done: tests/tools/fuzz_corpus.sh tests/tools/gguf_writer.py
 	@mkdir -p $(dir $@)
 	$(Q)sh tests/tools/fuzz_corpus.sh $(FUZZ_DIR)/corpus >/dev/null && touch $@
@@ -168,7 +168,7 @@ fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/sa_%) $(FUZZ_DIR)/corpus/.done
 		./sa_ext4 -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_ext4
 $(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
-	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< runtime/$*.c runtime/crc.c
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
 
 # The build itself runs in parallel (the runtime's cubins compile side by side).

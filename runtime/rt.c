@@ -848,38 +848,19 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 	uint32_t gs = w * d->slots_per_warp + s;
 	uint64_t iova = sl->zc ? sl->iova : d->bounce_iova + (uint64_t)gs * d->xfer_bytes;
 	uint64_t lba = sl->lba;
-	uint32_t nlb = sl->rsvd;
-	uint64_t bytes = (uint64_t)nlb << d->lba_shift;
+	uint32_t nlb = sl->rsvd, n;
+	uint64_t bytes = (uint64_t)nlb << d->lba_shift, prp2;
 	struct gpuos_nvme_sqe *e = gpuos_qp_sq_entry(qp, ahead);
-	/* PRP1 may start inside a page; every later entry is a whole page
-	 * (NVMe 4.1.1). More than two pages: a list in the slot's own page. */
-	uint64_t first = GPUOS_NVME_PAGE_SIZE - (iova & (GPUOS_NVME_PAGE_SIZE - 1u));
-	uint64_t page2 = iova + first, prp2 = 0;
 
-	if (bytes > first + GPUOS_NVME_PAGE_SIZE) {
-		uint64_t *list = (uint64_t *)(uintptr_t)(d->prp + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE);
-		uint32_t k, n = (uint32_t)GPUOS_DIV_ROUND_UP(bytes - first, GPUOS_NVME_PAGE_SIZE);
-		for (k = 0; k < n; k++) /* n <= xfer_bytes / 4 KiB <= 512: one page, no chaining */
-			list[k] = page2 + (uint64_t)k * GPUOS_NVME_PAGE_SIZE;
+	n = gpuos_nvme_prp2(iova, bytes, &prp2);
+	if (n) {
+		/* More than two pages: a list in the slot's own page
+		 * (n <= xfer_bytes / 4 KiB <= 512: one page, no chaining). */
+		gpuos_nvme_prp_list((uint64_t *)(uintptr_t)(d->prp + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE), iova, n);
 		prp2 = d->prp_iova + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE;
-	} else if (bytes > first) {
-		prp2 = page2;
 	}
-	e->opc = GPUOS_NVME_CMD_READ;
-	e->fuse_psdt = 0;
-	e->cid = (uint16_t)(s | (uint32_t)sl->gen << 8); /* slot and generation */
-	e->nsid = d->nsid;
-	e->cdw2 = 0;
-	e->cdw3 = 0;
-	e->mptr = 0;
-	e->prp1 = iova;
-	e->prp2 = prp2;
-	e->cdw10 = (uint32_t)lba;
-	e->cdw11 = (uint32_t)(lba >> 32);
-	e->cdw12 = nlb - 1u; /* NLB is 0's based */
-	e->cdw13 = 0;
-	e->cdw14 = 0;
-	e->cdw15 = 0;
+	/* cid: slot and generation */
+	gpuos_nvme_prep_read(e, (uint16_t)(s | (uint32_t)sl->gen << 8), d->nsid, lba, nlb, iova, prp2);
 }
 
 /* All lanes: plan and submit what the warp's requests still need, a

@@ -249,6 +249,64 @@ GPUOS_HD const char *gpuos_nvme_status_name(uint16_t st);
 #define GPUOS_NVME_LOG_SMART           0x02
 /* Get Log Page CDW10: NUMDL 31:16, LID 7:0 (NUMD 0's based in dwords; NUMDU in CDW11 15:0) */
 
+/* ---- building commands (PRPs 4.1.1; Read: NVM command set spec 3.2.4) ---- */
+/* As liburing's io_uring_prep_*: they fill an SQ entry the caller owns and
+ * has not published yet; the caller fences and rings the doorbell. */
+
+/*
+ * The PRPs of a transfer of `bytes` at PRP1 `prp1`: PRP1 may start inside a
+ * page, every later entry is a whole page. When the transfer fits two
+ * pages, *prp2 is the entry (0 when it ends in PRP1's page, else the next
+ * page) and the call returns 0. Else it returns the number of entries of
+ * the PRP list that PRP2 must point to (gpuos_nvme_prp_list fills one), and
+ * *prp2 is 0 until the caller sets it to the list.
+ */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_nvme_prp2(uint64_t prp1, uint64_t bytes, uint64_t *prp2)
+{
+	uint64_t first = GPUOS_NVME_PAGE_SIZE - (prp1 & (GPUOS_NVME_PAGE_SIZE - 1u));
+
+	*prp2 = 0;
+	if (bytes > first + GPUOS_NVME_PAGE_SIZE)
+		return (uint32_t)GPUOS_DIV_ROUND_UP(bytes - first, GPUOS_NVME_PAGE_SIZE);
+	if (bytes > first)
+		*prp2 = prp1 + first;
+	return 0;
+}
+
+/* The n entries of the PRP list of a transfer at prp1: the pages after
+ * PRP1's. No chaining: n <= 512 fits one list page. */
+GPUOS_INLINE GPUOS_HD void gpuos_nvme_prp_list(uint64_t *list, uint64_t prp1, uint32_t n)
+{
+	uint64_t page2 = prp1 + (GPUOS_NVME_PAGE_SIZE - (prp1 & (GPUOS_NVME_PAGE_SIZE - 1u)));
+	uint32_t k;
+
+	for (k = 0; k < n; k++)
+		list[k] = page2 + (uint64_t)k * GPUOS_NVME_PAGE_SIZE;
+}
+
+/* A Read of nlb (>= 1) logical blocks from lba of namespace nsid into the
+ * buffer of prp1 and prp2; no metadata, no fused operation. All 16 dwords
+ * are written: the entry still holds an older command. */
+GPUOS_INLINE GPUOS_HD void gpuos_nvme_prep_read(struct gpuos_nvme_sqe *e, uint16_t cid, uint32_t nsid,
+						uint64_t lba, uint32_t nlb, uint64_t prp1, uint64_t prp2)
+{
+	e->opc = GPUOS_NVME_CMD_READ;
+	e->fuse_psdt = 0;      /* PSDT 0: PRPs */
+	e->cid = cid;
+	e->nsid = nsid;
+	e->cdw2 = 0;
+	e->cdw3 = 0;
+	e->mptr = 0;
+	e->prp1 = prp1;
+	e->prp2 = prp2;
+	e->cdw10 = (uint32_t)lba;         /* SLBA bits 31:0 */
+	e->cdw11 = (uint32_t)(lba >> 32); /* SLBA bits 63:32 */
+	e->cdw12 = nlb - 1u;              /* NLB bits 15:0, 0's based; no flags */
+	e->cdw13 = 0;
+	e->cdw14 = 0;
+	e->cdw15 = 0;
+}
+
 /* ---- identify data (5.17.2) -------------------------------------------- */
 struct gpuos_nvme_id_ctrl {
 	uint16_t vid;          /* 0x000 */

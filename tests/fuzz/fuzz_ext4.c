@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/fuzz/fuzz_ext4.c - fuzz target for runtime/ext4.c. The input is a
+ * tests/fuzz/fuzz_ext4.c - fuzz target for runtime/ext4_*.c. The input is a
  * file system image; bytes past its end read as zeros up to the size the
  * superblock claims (at most 4 MiB), so seeds can leave their trailing zeros
  * out (tests/fuzz/make_ext4_corpus.sh writes them so).
@@ -17,7 +17,7 @@
  * at least one block); any violation aborts. All work is bounded.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude \
- *         tests/fuzz/fuzz_ext4.c runtime/ext4.c runtime/crc.c -o build/fuzz_ext4
+ *         tests/fuzz/fuzz_ext4.c runtime/ext4_*.c runtime/crc.c -o build/fuzz_ext4
  *   build/fuzz_ext4 tests/fuzz/corpus_ext4
  */
 #include <errno.h>

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/files_fs.c - the file system of the metadata warp (files.h):
+ * finding and mounting it (GPT, then ext4), path lookup, open handles and
+ * their extent maps (read by the service warps through gpuos_rt_files_map),
+ * and OPEN, STAT, READDIR, READ (of what has no extent map) and CLOSE.
+ */
+#include "files_internal.h"
+
+#define READDIR_MAX 4096u       /* entries per READDIR call: bounded work per request */
+
+/* ---- handles ---------------------------------------------------------------------- */
+
+GPUOS_HD const struct rt_handle *gpuos_rt_handle_at(const struct gpuos_rt_desc *d, uint32_t index)
+{
+	if (!d->meta || index == 0 || index > GPUOS_RT_HANDLES)
+		return 0;
+	return &files_of(d)->h[index - 1u];
+}
+
+GPUOS_NOINLINE GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpuos_rt_desc *d, uint32_t h, uint32_t kind_mask)
+{
+	const struct rt_handle *hd = gpuos_rt_handle_at(d, gpuos_rt_handle_index(h));
+	if (!hd || hd->kind == H_FREE || hd->gen != (h >> 8) || !((1u << hd->kind) & kind_mask))
+		return 0;
+	return hd;
+}
+
+GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
+				uint64_t off, uint64_t *dev, uint64_t *run, int *zero, uint32_t *hint)
+{
+	const struct gpuos_ext4_extent *ext;
+	uint32_t bb = hd->block_bits, n = hd->next, i = *hint, lo, hi;
+	uint64_t lb = off >> bb, left = hd->size - off;
+
+	if (off >= hd->size)
+		return -EINVAL;
+	if (hd->map == H_MAP_RAW) {
+		*dev = hd->base + off;
+		*run = left;
+		*zero = 0;
+		return 0;
+	}
+	ext = handle_ext(d, (uint32_t)(hd - files_of(d)->h));
+	if (!(i < n && ext[i].lblk <= lb && lb - ext[i].lblk < ext[i].len)) {
+		/* The last extent starting at or before lb (extents are sorted: checked at open). */
+		lo = 0;
+		hi = n;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2u;
+			if (ext[mid].lblk <= lb)
+				lo = mid + 1u;
+			else
+				hi = mid;
+		}
+		i = lo; /* first extent after lb; lo - 1 may cover it */
+		if (lo > 0 && lb - ext[lo - 1u].lblk < ext[lo - 1u].len)
+			i = lo - 1u;
+	}
+	*hint = i;
+	if (i < n && ext[i].lblk <= lb) {
+		uint64_t start = ext[i].lblk << bb, end = (ext[i].lblk + ext[i].len) << bb;
+		*dev = hd->base + (ext[i].pblk << bb) + (off - start);
+		*run = GPUOS_MIN(end - off, left);
+		*zero = (ext[i].flags & GPUOS_EXT4_BMAP_UNWRITTEN) != 0;
+		return 0;
+	}
+	/* A hole up to the next extent (or the end of the file). */
+	*dev = 0;
+	*run = i < n ? GPUOS_MIN((ext[i].lblk << bb) - off, left) : left;
+	*zero = 1;
+	return 0;
+}
+
+/* ---- mounting ------------------------------------------------------------------------ */
+
+GPUOS_INLINE GPUOS_HD void mount_fail(struct rt_files *F, uint32_t st, const char *a, const char *b)
+{
+	struct sbuf sb;
+	sb.p = F->mount_why;
+	sb.n = 0;
+	sb.cap = sizeof(F->mount_why);
+	sb_str(&sb, a);
+	if (b) {
+		sb_str(&sb, ": ");
+		sb_str(&sb, b);
+	}
+	F->mount_status = st;
+	F->mounted = 2;
+}
+
+/* Find the file system (DESIGN.md 7: GPT, then ext4) and mount it. */
+GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
+	uint32_t i;
+	int r;
+
+	F->part_off = 0;
+	F->part_lba = 0;
+	F->gpt.parts = F->parts;
+	F->gpt.part_cap = GPT_PARTS;
+	r = gpuos_gpt_parse(&F->gpt, &F->gptp, &F->mio_dev, 1u << d->lba_shift);
+	if (r == -EIO) {
+		mount_fail(F, GPUOS_ST_IO, "cannot read the partition table", 0);
+		F->mounted = 0; /* a device error may pass: try again next time */
+		return;
+	}
+	if (r && r != -ENOSPC) {
+		mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", F->gptp.why);
+		return;
+	}
+	if (F->gpt.flags & (GPUOS_GPT_F_BACKUP_USED | GPUOS_GPT_F_BACKUP_BAD)) {
+		struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+		/* The host reads it after a reply (ordered by the reply's fence). */
+		gpuos_store_relaxed_sys32(&ctl->notices, (F->gpt.flags & GPUOS_GPT_F_BACKUP_USED)
+							? GPUOS_NOTICE_GPT_BACKUP : GPUOS_NOTICE_GPT_BACKUP_BAD);
+	}
+	if (F->gpt.scheme == GPUOS_PT_NONE) {
+		if (d->part) {
+			mount_fail(F, GPUOS_ST_NOENT, "no partition table on the device", 0);
+			return;
+		}
+	} else {
+		int found = -1;
+		for (i = 0; i < F->gpt.n_parts; i++) {
+			const struct gpuos_gpt_part *p = &F->parts[i];
+			uint16_t magic = 0;
+			uint64_t start = p->first_lba << d->lba_shift;
+			if (d->part) {
+				if (p->index + 1u == d->part)
+					found = (int)i;
+				continue;
+			}
+			if (start < ns_bytes && ns_bytes - start > 1024u + 58u &&
+			    files_dev_bytes(F, start + 1024u + 56u, 2, &magic) == 0 && magic == GPUOS_EXT4_MAGIC) {
+				found = (int)i;
+				break;
+			}
+		}
+		if (found < 0) {
+			mount_fail(F, GPUOS_ST_NOENT,
+				   d->part ? "no such partition" : "no partition holds an ext2/3/4 file system", 0);
+			return;
+		}
+		F->part_lba = F->parts[found].first_lba;
+		F->part_off = F->part_lba << d->lba_shift;
+		if (F->part_off >= ns_bytes) {
+			mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", "partition starts past the end of the device");
+			return;
+		}
+	}
+	F->io_part.F = F;
+	F->io_part.base = F->part_off;
+	F->mio_part.read = files_io_dev_read;
+	F->mio_part.ctx = &F->io_part;
+	F->mio_part.size = ns_bytes - F->part_off;
+	if (F->gpt.scheme != GPUOS_PT_NONE) {
+		/* The partition's own end bounds the file system. */
+		for (i = 0; i < F->gpt.n_parts; i++)
+			if (F->parts[i].first_lba == F->part_lba && F->parts[i].last_lba >= F->part_lba) {
+				uint64_t end = (F->parts[i].last_lba + 1u) << d->lba_shift;
+				if (end <= ns_bytes)
+					F->mio_part.size = end - F->part_off;
+			}
+	}
+	r = gpuos_ext4_mount(&F->fs, &F->mio_part, 0);
+	if (r == -EIO) {
+		mount_fail(F, GPUOS_ST_IO, "cannot read the file system", F->fs.why);
+		F->mounted = 0;
+		return;
+	}
+	if (r) {
+		mount_fail(F, status_of(r), r == -EOPNOTSUPP ? "unsupported file system" : "not a usable ext2/3/4 file system",
+			   F->fs.why);
+		return;
+	}
+	F->mounted = 1;
+}
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+/* Make sure the file system is mounted; else reply with why and return 0. */
+GPUOS_HD static int need_fs(struct rt_files *F, const struct mreq *q)
+{
+	if (F->mounted != 1)
+		mount(F);
+	if (F->mounted == 1)
+		return 1;
+	files_reply(F, q, F->mount_status, 0, 0, F->mount_why);
+	return 0;
+}
+
+/* Resolve the request's path (q->arg) into F->ino, following a symlink in
+ * the last component unless q->flags has GPUOS_OPEN_NOFOLLOW. Returns 1, or
+ * 0 after replying with why not. */
+GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
+{
+	uint32_t st = files_take_string(F, q, GPUOS_PATH_MAX);
+	int r;
+	if (st != GPUOS_ST_OK) {
+		files_reply(F, q, st, 0, 0, st == GPUOS_ST_NAMETOOLONG ? "path too long" : "path outside registered memory");
+		return 0;
+	}
+	if (!need_fs(F, q))
+		return 0;
+	r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, F->path,
+				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, &F->ino);
+	if (r) {
+		files_reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
+		return 0;
+	}
+	return 1;
+}
+
+/* A free handle slot, with a new generation at once: a stale number of the
+ * slot's earlier life stops matching before the slot is filled. */
+GPUOS_HD int files_alloc_handle(struct rt_files *F)
+{
+	uint32_t i;
+	for (i = 0; i < GPUOS_RT_HANDLES; i++)
+		if (F->h[i].kind == H_FREE) {
+			F->h[i].gen = ++F->gen & 0xffffffu;
+			if (F->h[i].gen == 0)
+				F->h[i].gen = ++F->gen & 0xffffffu;
+			return (int)i;
+		}
+	return -1;
+}
+
+/* Fill handle slot i for inode F->ino: kind, size, map and extents. Returns 0
+ * or a negative errno with *why. */
+GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, const char **why)
+{
+	struct rt_handle *hd = &F->h[i];
+	const struct gpuos_ext4_inode *in = &F->ino;
+	struct gpuos_ext4_extent *ext = handle_ext(F->d, i);
+	uint64_t next = 0, blocks = F->fs.blocks_count;
+	uint32_t n = 0, got = 0;
+	int r;
+
+	hd->inode = *in;
+	hd->kind = in->type == GPUOS_EXT4_FT_DIR ? H_DIR : H_FILE;
+	hd->size = in->size;
+	hd->base = F->part_off;
+	hd->block_bits = F->fs.block_bits;
+	hd->model = -1;
+	hd->next = 0;
+	*why = 0;
+	if (in->map != GPUOS_EXT4_MAP_EXTENTS && in->map != GPUOS_EXT4_MAP_BLOCKMAP) {
+		hd->map = H_MAP_META; /* inline data, fast symlinks, devices */
+		return 0;
+	}
+	hd->map = H_MAP_EXTENTS;
+	while (next != GPUOS_EXT4_EXTENTS_END) {
+		if (n == GPUOS_RT_HANDLE_EXTENTS) {
+			*why = "file has more extents than an open handle holds (4096)";
+			return -ENOSPC;
+		}
+		r = gpuos_ext4_extents(&F->fs, in, next, ext + n, GPUOS_RT_HANDLE_EXTENTS - n, &got, &next);
+		if (r) {
+			*why = F->fs.why;
+			return r;
+		}
+		n += got;
+	}
+	/* Hostile maps: sorted, not overlapping, inside the file system. */
+	for (r = 0; (uint32_t)r < n; r++) {
+		const struct gpuos_ext4_extent *e = &ext[r];
+		if (e->len == 0 || e->pblk > blocks || e->len > blocks - e->pblk ||
+		    (r > 0 && e->lblk < ext[r - 1].lblk + ext[r - 1].len)) {
+			*why = "corrupt extent map (overlapping, unsorted or outside the file system)";
+			return -EINVAL;
+		}
+	}
+	hd->next = n;
+	return 0;
+}
+
+/* A handle on the inode files_lookup_req left in F->ino. Returns its slot,
+ * or -1 when the request has been answered: no free handle, a map that
+ * cannot be read, or (with why_no_map) an inode without an extent map
+ * (inline data, a device), refused with that reason. */
+GPUOS_NOINLINE GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map)
+{
+	const char *why = 0;
+	int slot = files_alloc_handle(F), r;
+
+	if (slot < 0) {
+		files_reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
+		return -1;
+	}
+	r = fill_handle(F, (uint32_t)slot, &why);
+	if (!r && why_no_map && F->h[slot].map == H_MAP_META) {
+		r = -EOPNOTSUPP;
+		why = why_no_map;
+	}
+	if (r) {
+		F->h[slot].kind = H_FREE;
+		files_reply_err(F, q, r, 0, why);
+		return -1;
+	}
+	return slot;
+}
+
+GPUOS_NOINLINE GPUOS_HD void files_op_open(struct rt_files *F, const struct mreq *q)
+{
+	int slot;
+
+	if (q->flags & ~GPUOS_OPEN_NOFOLLOW) {
+		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
+		return;
+	}
+	if (!files_lookup_req(F, q) || (slot = files_open_inode(F, q, 0)) < 0)
+		return;
+	files_reply(F, q, GPUOS_ST_OK, handle_number(&F->h[slot], (uint32_t)slot), F->h[slot].size, 0);
+}
+
+GPUOS_HD static void free_handle(struct rt_files *F, uint32_t i)
+{
+	if (F->h[i].model >= 0 && (uint32_t)F->h[i].model < GPUOS_RT_MODELS)
+		F->model_owner[F->h[i].model] = 0;
+	F->h[i].model = -1;
+	F->h[i].kind = H_FREE;
+}
+
+/* The open handle of the request, or NULL after replying BAD_HANDLE. */
+GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask)
+{
+	const struct rt_handle *hd = gpuos_rt_handle(F->d, q->handle, mask);
+	if (!hd) {
+		files_reply(F, q, GPUOS_ST_BAD_HANDLE, 0, 0, 0);
+		return 0;
+	}
+	return &F->h[hd - F->h];
+}
+
+GPUOS_NOINLINE GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq *q)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	struct gpuos_stat *o = (struct gpuos_stat *)(uintptr_t)q->dst;
+	const struct gpuos_ext4_inode *in;
+	uint64_t next = 0, total = 0;
+	uint32_t cap, n = 0;
+	int r;
+
+	if (q->flags & ~(GPUOS_OPEN_NOFOLLOW | GPUOS_STAT_HANDLE)) {
+		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
+		return;
+	}
+	if (!q->dst || q->length < sizeof(*o) || !gpuos_rt_registered(d, q->dst, q->length)) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+		return;
+	}
+	if (q->flags & GPUOS_STAT_HANDLE) {
+		struct rt_handle *hd = files_req_handle(F, q, (1u << H_FILE) | (1u << H_DIR) | (1u << H_MODEL));
+		if (!hd)
+			return;
+		if (hd->map == H_MAP_RAW) {
+			files_reply(F, q, GPUOS_ST_BAD_HANDLE, 0, 0, "a raw GGUF has no inode");
+			return;
+		}
+		F->ino = hd->inode;
+		if (!need_fs(F, q))
+			return;
+	} else {
+		if (!files_lookup_req(F, q))
+			return;
+	}
+	in = &F->ino;
+	cap = (uint32_t)GPUOS_MIN((q->length - sizeof(*o)) / sizeof(struct gpuos_extent), (uint64_t)UINT32_MAX);
+	if (in->map == GPUOS_EXT4_MAP_EXTENTS || in->map == GPUOS_EXT4_MAP_BLOCKMAP) {
+		/* Count every extent; write those from index q->offset on while they fit. */
+		struct gpuos_ext4_extent e;
+		uint32_t got;
+		while (next != GPUOS_EXT4_EXTENTS_END) {
+			r = gpuos_ext4_extents(&F->fs, in, next, &e, 1, &got, &next);
+			if (r) {
+				files_reply_err(F, q, r, 0, F->fs.why);
+				return;
+			}
+			if (got && total >= q->offset && n < cap) {
+				o->ext[n].lblk = e.lblk;
+				o->ext[n].pblk = e.pblk;
+				o->ext[n].len = e.len;
+				o->ext[n].flags = (e.flags & GPUOS_EXT4_BMAP_UNWRITTEN) ? GPUOS_EXTENT_UNWRITTEN : 0;
+				n++;
+			}
+			total += got;
+		}
+	}
+	o->ino = in->ino;
+	o->type = in->type;
+	o->mode = in->mode;
+	o->links = in->links;
+	o->size = in->size;
+	o->block_size = F->fs.block_size;
+	o->nextents = (uint32_t)GPUOS_MIN(total, (uint64_t)UINT32_MAX);
+	o->part_lba = F->part_lba;
+	o->uid = in->uid;
+	o->gid = in->gid;
+	o->mtime = in->mtime;
+	o->first = (uint32_t)GPUOS_MIN(q->offset, (uint64_t)UINT32_MAX);
+	o->n = n;
+	files_reply(F, q, GPUOS_ST_OK, n, total, 0);
+}
+
+GPUOS_NOINLINE GPUOS_HD void files_op_readdir(struct rt_files *F, const struct mreq *q)
+{
+	struct rt_handle *hd = files_req_handle(F, q, (1u << H_FILE) | (1u << H_DIR));
+	struct gpuos_dirent *o = (struct gpuos_dirent *)(uintptr_t)q->dst;
+	uint64_t cookie = q->offset, cap;
+	uint32_t n = 0, i;
+	int r = 1;
+
+	if (!hd)
+		return;
+	if (hd->kind != H_DIR) {
+		files_reply(F, q, GPUOS_ST_NOTDIR, 0, 0, 0);
+		return;
+	}
+	if (!q->dst || q->length < sizeof(*o) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+		return;
+	}
+	if (cookie == GPUOS_DIR_END) {
+		files_reply(F, q, GPUOS_ST_OK, 0, GPUOS_DIR_END, 0);
+		return;
+	}
+	if (!need_fs(F, q))
+		return;
+	cap = GPUOS_MIN(q->length / sizeof(*o), (uint64_t)READDIR_MAX);
+	while (n < cap && (r = gpuos_ext4_readdir(&F->fs, &hd->inode, &cookie, &F->de)) == 1) {
+		o[n].ino = F->de.ino;
+		o[n].type = F->de.type;
+		o[n].name_len = F->de.name_len;
+		o[n].rsvd06 = 0;
+		for (i = 0; i <= F->de.name_len; i++)
+			o[n].name[i] = F->de.name[i];
+		n++;
+	}
+	if (r < 0) {
+		files_reply_err(F, q, r, 0, F->fs.why);
+		return;
+	}
+	files_reply(F, q, GPUOS_ST_OK, n, r == 0 ? GPUOS_DIR_END : cookie, 0);
+}
+
+/* READ of a handle the service warps cannot map (inline data, symlinks). */
+GPUOS_NOINLINE GPUOS_HD void files_op_read_meta(struct rt_files *F, const struct mreq *q)
+{
+	struct rt_handle *hd = files_req_handle(F, q, 1u << H_FILE);
+	uint64_t len = q->length, done = 0;
+	int r;
+
+	if (!hd)
+		return;
+	if (q->offset >= hd->size) {
+		files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
+		return;
+	}
+	len = GPUOS_MIN(len, hd->size - q->offset);
+	if (!q->dst || !gpuos_rt_registered(F->d, q->dst, len)) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+		return;
+	}
+	if (!need_fs(F, q))
+		return;
+	if (hd->inode.map == GPUOS_EXT4_MAP_NONE) {
+		files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
+		return;
+	}
+	while (done < len) {
+		uint32_t got = 0, k = (uint32_t)GPUOS_MIN(len - done, (uint64_t)(1u << 20));
+		r = gpuos_ext4_read(&F->fs, &hd->inode, q->offset + done, k, (uint8_t *)(uintptr_t)q->dst + done, &got);
+		if (r) {
+			files_reply_err(F, q, r, 0, F->fs.why);
+			return;
+		}
+		if (got == 0)
+			break;
+		done += got;
+	}
+	files_reply(F, q, GPUOS_ST_OK, done, 0, 0);
+}
+
+GPUOS_NOINLINE GPUOS_HD void files_op_close(struct rt_files *F, const struct mreq *q)
+{
+	struct rt_handle *hd = files_req_handle(F, q, (1u << H_FILE) | (1u << H_DIR) | (1u << H_MODEL));
+	if (!hd)
+		return;
+	free_handle(F, (uint32_t)(hd - F->h));
+	files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/files_internal.h - what the sources of the metadata warp share;
+ * files.h is their interface to the rest of the runtime. One idea a file:
+ *   files_io.c     its synchronous reads (own queue pairs) and block cache
+ *   files_fs.c     the file system: mount, path lookup, handles and their
+ *                  extent maps; OPEN, STAT, READDIR, READ, CLOSE
+ *   files_model.c  GGUF models: GGUF_OPEN, INFO, FIND, TENSOR, LAYER
+ *   files_loop.c   the ring from the service warps, replies, the dispatch of
+ *                  requests, the metadata warp's loop
+ *
+ * Context: one lane of the metadata warp, unless a call says otherwise.
+ */
+#ifndef GPUOS_RUNTIME_FILES_INTERNAL_H
+#define GPUOS_RUNTIME_FILES_INTERNAL_H
+
+#include <errno.h>
+
+#include "files.h"
+#include "recover.h"
+#include "gguf.h"
+#include "gpt.h"
+#include "gpuos/queue.h"
+
+GPUOS_EXTERN_C_BEGIN
+
+#define GPT_PARTS   128u
+#define WHY_MAX     256u
+
+struct rt_io {                  /* ctx of a gpuos_meta_io */
+	struct rt_files *F;
+	uint64_t base;              /* device byte offset of byte 0 (partition, raw GGUF) */
+	uint32_t handle;            /* file io: handle slot (0-based); dev io: unused */
+	uint32_t hint;
+};
+
+struct rt_files {
+	uint32_t magic;
+	uint32_t mounted;           /* 0: not yet, 1: mounted, 2: failed (mount_status, mount_why) */
+	uint32_t mount_status;
+	uint32_t launches;          /* metadata warp launches (park/resume) */
+	uint32_t consumed;          /* ring positions taken by the metadata warp */
+	uint32_t cid;               /* last command id used on the metadata queue */
+	uint16_t last_nvme;         /* NVMe status of the last failed metadata read */
+	uint16_t rsvd1;
+	uint32_t gen;               /* handle generations */
+	/* The reset protocol (runtime/recover.h): the metadata warp takes part */
+	uint32_t rec_epoch;         /* the last reset epoch it dropped for */
+	uint32_t inflight;          /* 1 + the controller of its command in flight, 0: none */
+	uint32_t dropped;           /* a reset ended that command */
+	uint32_t broken;            /* a command could be neither ended nor reset: no more reads */
+	uint32_t rec_gen[GPUOS_RT_MAX_CTRL];
+	uint64_t part_off;          /* byte offset of the mounted file system */
+	uint64_t part_lba;          /* the same in device LBAs (0: no partition table) */
+	const struct gpuos_rt_desc *d;
+	char mount_why[160];
+	uint32_t victim[GPUOS_RT_CACHE_SETS];
+	/* --- written by service warps: a line each --- */
+	uint32_t posted __attribute__((aligned(64)));  /* ring positions handed out (atomic) */
+	uint32_t exits __attribute__((aligned(64)));   /* service warp exits, all launches (atomic) */
+	struct gpuos_qp qp[GPUOS_RT_MAX_CTRL] __attribute__((aligned(64))); /* one per controller */
+	struct rt_io io_dev, io_part, io_file;
+	struct gpuos_meta_io mio_dev, mio_part, mio_file;
+	struct rt_handle h[GPUOS_RT_HANDLES];
+	uint64_t tag[GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS]; /* device page + 1, 0: empty */
+	int32_t model_owner[GPUOS_RT_MODELS];                    /* handle slot + 1, 0: free */
+	struct gpuos_gguf model[GPUOS_RT_MODELS];
+	struct gpuos_gguf_parser gp;
+	struct gpuos_gpt gpt;
+	struct gpuos_gpt_parser gptp;
+	struct gpuos_gpt_part parts[GPT_PARTS];
+	struct gpuos_ext4_inode ino;
+	struct gpuos_ext4_dirent de;
+	char path[GPUOS_PATH_MAX];
+	char why[WHY_MAX];
+	struct gpuos_ext4 fs;
+};
+
+/* ---- layout of the region ------------------------------------------------------ */
+
+GPUOS_INLINE GPUOS_HD uint64_t al64(uint64_t v) { return (v + 63u) & ~63ull; }
+
+GPUOS_INLINE GPUOS_HD uint64_t off_cache(void) { return al64(sizeof(struct rt_files)); }
+GPUOS_INLINE GPUOS_HD uint64_t off_ext(void)
+{
+	return off_cache() + (uint64_t)GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS * GPUOS_RT_CACHE_PAGE;
+}
+GPUOS_INLINE GPUOS_HD uint64_t model_bytes(void)
+{
+	return al64((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_gguf_tensor)) +
+	       al64((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_gguf_kv)) + al64(GPUOS_RT_MODEL_ARENA) +
+	       al64((uint64_t)GPUOS_RT_MODEL_INDEX * sizeof(uint32_t));
+}
+GPUOS_INLINE GPUOS_HD uint64_t off_models(void)
+{
+	return off_ext() + al64((uint64_t)GPUOS_RT_HANDLES * GPUOS_RT_HANDLE_EXTENTS * sizeof(struct gpuos_ext4_extent));
+}
+GPUOS_INLINE GPUOS_HD uint64_t off_ring(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
+
+GPUOS_INLINE GPUOS_HD struct rt_files *files_of(const struct gpuos_rt_desc *d)
+{
+	return (struct rt_files *)(uintptr_t)d->files;
+}
+GPUOS_INLINE GPUOS_HD uint8_t *cache_page(const struct gpuos_rt_desc *d, uint32_t i)
+{
+	return (uint8_t *)(uintptr_t)(d->files + off_cache()) + (uint64_t)i * GPUOS_RT_CACHE_PAGE;
+}
+GPUOS_INLINE GPUOS_HD struct gpuos_ext4_extent *handle_ext(const struct gpuos_rt_desc *d, uint32_t slot)
+{
+	return (struct gpuos_ext4_extent *)(uintptr_t)(d->files + off_ext()) + (uint64_t)slot * GPUOS_RT_HANDLE_EXTENTS;
+}
+GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
+{
+	return (uint32_t *)(uintptr_t)(d->files + off_ring());
+}
+
+/* The files region is device memory used by GPU threads only (or by host
+ * threads in host mode): device scope orders it. */
+
+/* ---- small helpers (one lane) --------------------------------------------------- */
+
+GPUOS_INLINE GPUOS_HD void fcopy(void *dst, const void *src, uint64_t n)
+{
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+	uint64_t i = 0;
+	if ((((uintptr_t)d | (uintptr_t)s) & 7u) == 0)
+		for (; i + 8u <= n; i += 8u)
+			*(uint64_t *)(d + i) = *(const uint64_t *)(s + i);
+	for (; i < n; i++)
+		d[i] = s[i];
+}
+
+GPUOS_INLINE GPUOS_HD void fzero(void *dst, uint64_t n)
+{
+	uint8_t *d = (uint8_t *)dst;
+	uint64_t i = 0;
+	if (((uintptr_t)d & 7u) == 0)
+		for (; i + 8u <= n; i += 8u)
+			*(uint64_t *)(d + i) = 0;
+	for (; i < n; i++)
+		d[i] = 0;
+}
+
+/* Text of a reason, built without printf (runs on a GPU lane). */
+struct sbuf {
+	char *p;
+	uint32_t n, cap;
+};
+GPUOS_INLINE GPUOS_HD void sb_str(struct sbuf *b, const char *s)
+{
+	while (s && *s && b->n + 1u < b->cap)
+		b->p[b->n++] = *s++;
+	b->p[b->n] = 0;
+}
+GPUOS_INLINE GPUOS_HD void sb_num(struct sbuf *b, uint64_t v)
+{
+	char t[24];
+	int k = 0;
+	do {
+		t[k++] = (char)('0' + v % 10u);
+		v /= 10u;
+	} while (v && k < 23);
+	while (k > 0 && b->n + 1u < b->cap)
+		b->p[b->n++] = t[--k];
+	b->p[b->n] = 0;
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t status_of(int err)
+{
+	switch (err) {
+	case -ENOENT: return GPUOS_ST_NOENT;
+	case -ENOTDIR: return GPUOS_ST_NOTDIR;
+	case -ELOOP: return GPUOS_ST_LOOP;
+	case -EISDIR: return GPUOS_ST_ISDIR;
+	case -ENAMETOOLONG: return GPUOS_ST_NAMETOOLONG;
+	case -EOPNOTSUPP: return GPUOS_ST_UNSUPPORTED;
+	case -EPROTONOSUPPORT: return GPUOS_ST_UNSUPPORTED;
+	case -ENOSPC: return GPUOS_ST_NOSPC;
+	case -EIO: return GPUOS_ST_IO;
+	case -ETIMEDOUT: return GPUOS_ST_IO;
+	case -ERANGE: return GPUOS_ST_BAD_RANGE;
+	case -EOVERFLOW: return GPUOS_ST_OVERFLOW;
+	default: return GPUOS_ST_CORRUPT;
+	}
+}
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+struct mreq {                   /* the request being served, copied out of its slot */
+	struct gpuos_mbox_slot *s;
+	uint32_t ms, op, flags, handle;
+	uint64_t offset, length, dst, arg;
+};
+
+GPUOS_INLINE GPUOS_HD uint32_t handle_number(const struct rt_handle *hd, uint32_t slot)
+{
+	return (hd->gen << 8) | (slot + 1u);
+}
+
+/* ---- calls between the sources ----------------------------------------------------- */
+
+/* files_io.c */
+GPUOS_HD int files_rec_follow(struct rt_files *F, uint32_t w);
+GPUOS_HD int files_dev_bytes(struct rt_files *F, uint64_t off, uint64_t len, void *dst);
+GPUOS_HD int files_io_dev_read(void *ctx, uint64_t off, uint32_t len, void *dst);
+GPUOS_HD int files_io_file_read(void *ctx, uint64_t off, uint32_t len, void *dst);
+
+/* files_loop.c */
+GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t result,
+			  uint64_t result2, const char *why);
+GPUOS_HD void files_reply_err(struct rt_files *F, const struct mreq *q, int err, const char *what,
+			      const char *why);
+GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, uint32_t max);
+
+/* files_fs.c */
+GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q);
+GPUOS_HD int files_alloc_handle(struct rt_files *F);
+GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map);
+GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask);
+GPUOS_HD void files_op_open(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_readdir(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_read_meta(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_close(struct rt_files *F, const struct mreq *q);
+
+/* files_model.c */
+GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_gguf_find(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_gguf_tensor(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_gguf_layer(struct rt_files *F, const struct mreq *q);
+
+GPUOS_EXTERN_C_END
+
+#endif /* GPUOS_RUNTIME_FILES_INTERNAL_H */

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/files_loop.c - the metadata warp's loop (files.h): the ring the
+ * service warps forward requests through, the replies, the dispatch of a
+ * request to its operation, and the loop itself with its part in resets.
+ */
+#include "files_internal.h"
+
+#define FILES_MAGIC 0x73656c66u /* "fles" */
+
+GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
+{
+	if (!d->meta)
+		return 0;
+	return off_ring() + al64((uint64_t)d->mbox_nslots * sizeof(uint32_t));
+}
+
+/* ---- the service warps' side ------------------------------------------------------ */
+
+GPUOS_NOINLINE GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms)
+{
+	struct rt_files *F = files_of(d);
+	uint32_t n = d->mbox_nslots;
+	uint32_t pos = gpuos_fetch_add_relaxed_dev32(&F->posted, 1u); /* a position */
+	/* Publish the TAKEN slot with the entry; pairs with the metadata warp's
+	 * acquire load of it. The ring cannot overrun: each mailbox slot is in it
+	 * at most once until its DONE, and there are n of them. */
+	gpuos_store_release_dev32(&meta_ring(d)[pos % n], gpuos_mbox_ring_entry(pos, n, ms));
+}
+
+GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d)
+{
+	/* Release: after this warp's last forward and its state's copy back;
+	 * pairs with the metadata warp's acquire load of exits before it
+	 * decides that nothing more can come. */
+	gpuos_fetch_add_release_dev32(&files_of(d)->exits, 1u);
+}
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+/* Publish the reply of a metadata request; on failure write the reason into
+ * dst when there is room. */
+GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t result,
+			   uint64_t result2, const char *why)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	struct gpuos_mbox_slot *s = q->s;
+	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+	struct gpuos_rt_stats *o = &ctl->stats[d->nwarps];
+	int dev = (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
+	uint64_t batch = s->batch;
+
+	if (st != GPUOS_ST_OK && q->dst && q->length && gpuos_rt_registered(d, q->dst, GPUOS_MIN(q->length, (uint64_t)WHY_MAX))) {
+		struct sbuf sb;
+		sb.p = F->why;
+		sb.n = 0;
+		sb.cap = (uint32_t)GPUOS_MIN(q->length, (uint64_t)WHY_MAX);
+		sb_str(&sb, why ? why : gpuos_status_name(st));
+		fcopy((void *)(uintptr_t)q->dst, F->why, sb.n + 1u);
+	}
+	s->status = st;
+	s->nvme_status = st == GPUOS_ST_IO ? F->last_nvme : 0;
+	s->result = result;
+	s->result2 = result2;
+	s->t_done_ns = gpuos_now_ns();
+	/* Publish the reply fields, the data written to dst (host or device
+	 * memory) and any handle changes before DONE; pairs with the client's
+	 * acquire load of state. Not a hot path: always system scope. */
+	gpuos_fence_sys();
+	gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_DONE);
+	if (batch) /* checked by the service warp at intake */
+		gpuos_mbox_fetch_add_release(dev, (uint32_t *)(uintptr_t)batch, 1u);
+	/* The host reads these at any time; relaxed, like the service warps' counts. */
+	gpuos_store_relaxed_sys64(&o->requests, gpuos_load_relaxed_sys64(&o->requests) + 1u);
+	if (st != GPUOS_ST_OK)
+		gpuos_store_relaxed_sys64(&o->errors, gpuos_load_relaxed_sys64(&o->errors) + 1u);
+}
+
+/* Reply with a parser failure: the status from err, the reason from why. */
+GPUOS_NOINLINE GPUOS_HD void files_reply_err(struct rt_files *F, const struct mreq *q, int err, const char *what,
+			       const char *why)
+{
+	struct sbuf sb;
+	char buf[WHY_MAX];
+	uint32_t st = status_of(err);
+	sb.p = buf;
+	sb.n = 0;
+	sb.cap = sizeof(buf);
+	if (what) {
+		sb_str(&sb, what);
+		if (why)
+			sb_str(&sb, ": ");
+	}
+	if (why)
+		sb_str(&sb, why);
+	else if (!what)
+		sb_str(&sb, gpuos_status_name(st));
+	if (st == GPUOS_ST_IO && F->last_nvme) {
+		sb_str(&sb, " (NVMe status 0x");
+		{
+			const char *hex = "0123456789abcdef";
+			char t[5];
+			t[0] = hex[(F->last_nvme >> 12) & 15];
+			t[1] = hex[(F->last_nvme >> 8) & 15];
+			t[2] = hex[(F->last_nvme >> 4) & 15];
+			t[3] = hex[F->last_nvme & 15];
+			t[4] = 0;
+			sb_str(&sb, t);
+		}
+		sb_str(&sb, ": ");
+		sb_str(&sb, gpuos_nvme_status_name(F->last_nvme));
+		sb_str(&sb, ")");
+	}
+	files_reply(F, q, st, 0, 0, buf);
+}
+
+/* Bytes from p to the end of its registered region, 0 if p is in none. */
+GPUOS_INLINE GPUOS_HD uint64_t region_left(const struct gpuos_rt_desc *d, uint64_t p)
+{
+	uint32_t i;
+	for (i = 0; i < d->nregions; i++) {
+		const struct gpuos_rt_region *r = &d->region[i];
+		if (p >= r->base && p - r->base < r->len)
+			return r->len - (p - r->base);
+	}
+	return 0;
+}
+
+/* Copy the client's NUL-terminated string at q->arg (at most max bytes with
+ * the NUL) into F->path. Returns a status. */
+GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, uint32_t max)
+{
+	uint64_t left = region_left(F->d, q->arg);
+	const char *p = (const char *)(uintptr_t)q->arg;
+	uint32_t i;
+	if (!q->arg || !left)
+		return GPUOS_ST_BAD_DST;
+	for (i = 0; i < max && i < left; i++) {
+		F->path[i] = p[i];
+		if (!p[i])
+			return GPUOS_ST_OK;
+	}
+	return i == left ? GPUOS_ST_BAD_DST : GPUOS_ST_NAMETOOLONG;
+}
+
+GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint32_t cmd)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	struct gpuos_mbox_slot *s = (struct gpuos_mbox_slot *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox)) + ms;
+	struct mreq q;
+
+	q.s = s;
+	q.ms = ms;
+	q.op = s->opcode;
+	q.flags = s->flags;
+	q.handle = s->handle;
+	q.offset = s->offset;
+	q.length = s->length;
+	q.dst = s->dst;
+	q.arg = s->arg;
+	if (cmd == GPUOS_RT_CMD_STOP) {
+		files_reply(F, &q, GPUOS_ST_STOPPING, 0, 0, 0);
+		return;
+	}
+	switch (q.op) {
+	case GPUOS_OP_OPEN: files_op_open(F, &q); break;
+	case GPUOS_OP_STAT: files_op_stat(F, &q); break;
+	case GPUOS_OP_READDIR: files_op_readdir(F, &q); break;
+	case GPUOS_OP_READ: files_op_read_meta(F, &q); break;
+	case GPUOS_OP_CLOSE: files_op_close(F, &q); break;
+	case GPUOS_OP_GGUF_OPEN: files_op_gguf_open(F, &q); break;
+	case GPUOS_OP_GGUF_INFO: files_op_gguf_info(F, &q); break;
+	case GPUOS_OP_GGUF_FIND: files_op_gguf_find(F, &q); break;
+	case GPUOS_OP_GGUF_TENSOR: files_op_gguf_tensor(F, &q); break;
+	case GPUOS_OP_GGUF_LAYER: files_op_gguf_layer(F, &q); break;
+	default: files_reply(F, &q, GPUOS_ST_BAD_OPCODE, 0, 0, 0); break;
+	}
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
+{
+	struct rt_files *F = files_of(d);
+	uint32_t n = d->mbox_nslots, idle = 0, iter = 0, cmd = GPUOS_RT_CMD_RUN;
+
+	if (gpuos_lane_id() != 0 || !d->meta)
+		return;
+	F->d = d;
+	if (F->magic != FILES_MAGIC) {
+		uint32_t i;
+		for (i = 0; i < d->nctrl; i++)
+			gpuos_rt_queue_start(&F->qp[i], d, &d->queue[d->nqueues + i]);
+		for (i = 0; i < GPUOS_RT_HANDLES; i++)
+			F->h[i].model = -1;
+		F->magic = FILES_MAGIC;
+	}
+	F->io_dev.F = F;
+	F->io_dev.base = 0;
+	F->mio_dev.read = files_io_dev_read;
+	F->mio_dev.ctx = &F->io_dev;
+	F->mio_dev.size = d->ns_lbas << d->lba_shift;
+	/* Function pointers of this launch: parsers copy the io they are given. */
+	F->mio_part.read = files_io_dev_read;
+	F->mio_file.read = files_io_file_read;
+	F->fs.io.read = files_io_dev_read;
+	F->launches++;
+	/* A participant of resets, as each service warp (runtime/recover.h). */
+	gpuos_rt_rec_enter(d, gpuos_rt_recover(d));
+	files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
+
+	for (;;) {
+		uint32_t pos = F->consumed, e;
+		files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
+		/* Pairs with the service warps' release store of the entry. */
+		e = gpuos_load_acquire_dev32(&meta_ring(d)[pos % n]);
+		if ((e >> 16) == (((pos / n) + 1u) & 0xffffu) && (e & 0xffffu) < n) {
+			serve(F, e & 0xffffu, cmd);
+			F->consumed = pos + 1u;
+			idle = 0;
+			continue;
+		}
+		/* Now and then, as the service warps do (rt.c). Pairs with the
+		 * host's release store (set_cmd). */
+		if ((iter++ & 31u) == 0)
+			cmd = gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)d->cmd);
+		if (cmd != GPUOS_RT_CMD_RUN) {
+			/* Every service warp has left: nothing more can be forwarded.
+			 * Pairs with their fence before the exits increment. */
+			uint32_t exits = gpuos_load_acquire_dev32(&F->exits);
+			if (exits >= d->nwarps * F->launches &&
+			    gpuos_load_acquire_dev32(&F->posted) == F->consumed &&
+			    gpuos_rt_rec_leave(gpuos_rt_recover(d)))
+				break;
+		}
+		if (++idle > (GPUOS_ON_GPU ? 1024u : 64u))
+			gpuos_backoff(&idle);
+	}
+}
