@@ -80,8 +80,8 @@ TYPES = {"regular": "regular", "directory": "directory", "symlink": "symlink", "
          "socket": "socket", "character special": "chardev", "block special": "blockdev"}
 MODE_TYPES = {0o10: "regular", 0o4: "directory", 0o12: "symlink", 0o1: "fifo", 0o14: "socket",
               0o2: "chardev", 0o6: "blockdev"}
-STAT_KEYS = {"path", "inode", "type", "mode", "size", "links", "block_size", "partition_start_lba",
-             "extents"}
+STAT_KEYS = {"schema", "path", "inode", "type", "mode", "uid", "gid", "size", "links", "mtime", "block_size",
+             "partition_start_lba", "extents"}
 
 
 class OracleError(Exception):
@@ -145,7 +145,8 @@ def dbg_ls(img, d):
         ino, mode, name = int(f[1]), int(f[2], 8), "/".join(f[5:-2])
         if ino == 0 or name in (".", ".."):
             continue
-        ents.append({"name": name, "inode": ino, "type": MODE_TYPES.get(mode >> 12, "?%o" % mode)})
+        ents.append({"name": name, "inode": ino, "type": MODE_TYPES.get(mode >> 12, "?%o" % mode),
+                     "mode": "%04o" % (mode & 0o7777), "size": int(f[-2]) if f[-2].isdigit() else None})
     if not ents and "ls -p" not in out and not out.strip():
         pass
     ents.sort(key=lambda e: e["name"].encode("utf-8", "surrogateescape"))
@@ -239,10 +240,11 @@ def cmp_stat(got, st, given, bs, pstart, resolved=None):
     if not isinstance(mode, str) or not re.fullmatch(r"[0-7]{4,6}", mode) or int(mode, 8) != st["mode"]:
         errs.append("mode %r, debugfs %04o" % (mode, st["mode"]))
     ex = j.get("extents")
-    if not isinstance(ex, list) or not all(isinstance(e, list) and len(e) == 4 for e in ex):
-        errs.append("extents not a list of 4-lists: %r" % (str(ex)[:200],))
+    ekeys = {"logical", "physical", "blocks", "unwritten"}
+    if not isinstance(ex, list) or not all(isinstance(e, dict) and set(e) == ekeys for e in ex):
+        errs.append("extents not a list of {logical, physical, blocks, unwritten}: %r" % (str(ex)[:200],))
     else:
-        mine = [[e[0], e[1], e[2], bool(e[3])] for e in ex]
+        mine = [[e["logical"], e["physical"], e["blocks"], e["unwritten"]] for e in ex]
         if mine != st["extents"]:
             first = next((i for i in range(min(len(mine), len(st["extents"])))
                           if mine[i] != st["extents"][i]), min(len(mine), len(st["extents"])))
@@ -257,11 +259,12 @@ def cmp_ls(got, want):
         j = json.loads(got)
     except Exception as e:
         return ["not JSON (%s): %r" % (e, got[:200])]
-    if not isinstance(j, list):
-        return ["not a list: %r" % got[:200]]
+    if not isinstance(j, dict) or j.get("schema") != "gpuos.ls/1" or not isinstance(j.get("entries"), list):
+        return ["not a gpuos.ls/1 object with entries: %r" % got[:200]]
+    j = j["entries"]
     errs = []
     for e in j:
-        if not isinstance(e, dict) or set(e) != {"name", "inode", "type"}:
+        if not isinstance(e, dict) or set(e) != {"name", "inode", "type", "size", "mode"}:
             errs.append("entry with keys %r" % (sorted(e) if isinstance(e, dict) else e,))
             break
     if j == want:
@@ -843,9 +846,9 @@ errors() { # IMAGE
 	check "$i: ls of a file: one-entry list or one-line error" python3 -c "
 import json, sys
 rc, out, err = $rc, open('$tmp/lsf.out').read(), open('$tmp/lsf.err').read()
-if rc == 2:
+if rc == 1:
     sys.exit(0 if err.count('\n') <= 1 and 'small.txt' in err else 1)
-j = json.loads(out) if out.strip().startswith('[') else None
+j = json.loads(out)['entries'] if out.strip().startswith('{') else None
 sys.exit(0 if rc == 0 and (j is None and 'small.txt' in out or j and len(j) == 1 and j[0]['name'] == 'small.txt') else 1)"
 	# text forms: they must name what the JSON names
 	"$gpuos" ls "${D[@]}" / > $tmp/ls.txt 2>/dev/null

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot/sys_internal.h - the system of include/gpuos/host.h from inside:
+ * struct gpuos_sys and what its files share, one file per idea:
+ *   sys.c          boot, identify and shutdown as named steps; info and statistics
+ *   sys_plan.c     the geometry, planned: pure, unit-tested (sys_plan.h)
+ *   sys_ctrl.c     the controllers: bring-up, queue counts, queue pairs, SMART log, shutdown
+ *   sys_mem.c      DMA and VRAM regions, the shared-memory segment, freeing them
+ *   sys_desc.c     the descriptor the runtime reads
+ *   sys_run.c      starting, parking and stopping the runtime (the GPU launch or host mode)
+ *   sys_threads.c  the host-mode threads (the runtime's warps on CPU threads)
+ *   sys_app.c      app images (gpuos run) and GPU clients
+ * An array (DESIGN.md 10: "emu:IMG,ssds=N", "pci:A+B") is brought up
+ * controller by controller; the runtime stripes over all of them.
+ */
+#ifndef GPUOS_BOOT_SYS_INTERNAL_H
+#define GPUOS_BOOT_SYS_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuos/host.h"
+#include "gpuos/rt.h"
+#include "bringup.h"
+#include "ctrl.h"
+#include "gpu.h"
+#include "sys_plan.h"
+
+/* The runtime image linked into the gpuos binary (kernels/image.S); absent
+ * from a build without CUDA, which runs in host mode only. */
+extern const char gpuos_rt_image[] __attribute__((weak));
+
+struct gpuos_sys {
+	struct gpuos_boot_opts opts;
+	struct gpuos_info info;
+	struct gpuos_gpu *gpu;
+	struct gpuos_ctrl *ctrl;
+	struct gpuos_nvme_dev nvme[GPUOS_CTRL_MAX_MEMBERS]; /* one per controller of the device */
+	uint32_t nctrl;           /* controllers (an array's members), nvme[0..nctrl) */
+	uint32_t nvme_up;         /* of them enabled: nvme[0..nvme_up) */
+	uint32_t nq[GPUOS_CTRL_MAX_MEMBERS]; /* queue pairs created on each: qids 1..nq[m] */
+	/* The namespace served and the limits every controller keeps */
+	struct gpuos_plan_device dev;
+	uint32_t io_queues;       /* I/O queue pairs granted: the fewest of any controller */
+	struct gpuos_plan plan;   /* gpuos_boot's geometry */
+	/* Each controller's SMART log at boot, where it keeps no counters we
+	 * read directly (pci:): gpuos_sys_ctrl_stats reports what changed since */
+	struct gpuos_nvme_smart_log smart0[GPUOS_CTRL_MAX_MEMBERS];
+	uint32_t have_smart0;     /* bit m: smart0[m] read */
+	/* I/O queue pairs: the service warps', then the metadata warp's (one per controller) */
+	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL], cq[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL];
+	struct gpuos_dma bounce, prp, ctl, state, mbox_dev, dev_heap;
+	struct gpuos_dma cmd;        /* on the GPU: the VRAM copy of ctl->cmd the runtime polls */
+	struct gpuos_dma files, meta_bounce, meta_prp;
+	struct gpuos_dma admin;      /* struct gpuos_rt_admin per controller: the runtime's recovery */
+	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
+	struct gpuos_rt_desc *desc;   /* host copy */
+	/* shared segment: header, mailbox, heap */
+	char shm_name[64];
+	void *shm;
+	size_t shm_len;
+	uint64_t shm_rt;              /* runtime-space address of the segment */
+	int shm_registered;
+	uint64_t heap_iova;           /* the client heap as the controller sees it (heap_mapped) */
+	int heap_mapped;
+	/* host mode */
+	pthread_t *threads;
+	int running;
+};
+
+/* ---- sys_ctrl.c: the controllers ------------------------------------------------- */
+/* Errors name the controller of an array they come from. */
+/* Open the device, enable every controller, plan what they have in common (s->dev). */
+int gpuos_sys_bring_up(struct gpuos_sys *s, char *err, size_t errlen);
+/* Ask every controller for `want` I/O queue pairs; s->io_queues = the fewest granted. */
+int gpuos_sys_set_queues(struct gpuos_sys *s, uint32_t want, char *err, size_t errlen);
+/* The service warps' and the metadata warp's queue pairs (s->plan), each
+ * allocated and created in turn; gpu-null's are its own, in VRAM. */
+int gpuos_sys_create_queues(struct gpuos_sys *s, char *err, size_t errlen);
+/* Delete every controller's I/O queue pairs, newest first. 0 or the first error. */
+int gpuos_sys_delete_queues(struct gpuos_sys *s, char *err, size_t errlen);
+/* CC.SHN on every controller that is up. 0 or the first error. */
+int gpuos_sys_shutdown_ctrls(struct gpuos_sys *s, char *err, size_t errlen);
+/* Controller m's SMART / health log through the host's admin queue. */
+int gpuos_sys_smart_read(struct gpuos_sys *s, uint32_t m, struct gpuos_nvme_smart_log *out);
+
+/* ---- sys_mem.c: memory ----------------------------------------------------------- */
+/* Queue pair i's SQ and CQ (s->plan's depth), contiguous and page aligned
+ * (CAP.CQR), mapped for the controller. 0 or -errno. */
+int gpuos_sys_alloc_qpair(struct gpuos_sys *s, uint32_t i);
+/* Bounce buffers and PRP lists, the command slots' and the metadata warp's. */
+int gpuos_sys_alloc_buffers(struct gpuos_sys *s, char *err, size_t errlen);
+/* The shared segment: header, mailbox, client heap (include/gpuos/host.h). */
+int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen);
+/* What clients reach beside the shared segment: the mailbox in VRAM
+ * (mbox_vram) and VRAM client memory (dev_heap_bytes), on the GPU; and the
+ * control block. */
+int gpuos_sys_alloc_client_mem(struct gpuos_sys *s, char *err, size_t errlen);
+/* len bytes of kind for the runtime, not mapped for the controller; "allocate
+ * WHAT: reason" in err. */
+int gpuos_sys_alloc_rt(struct gpuos_sys *s, size_t len, enum gpuos_mem_kind kind, struct gpuos_dma *out,
+		       const char *what, char *err, size_t errlen);
+/* Free every region (what is not there is skipped); the shared segment
+ * after the controllers are shut down: the client heap stays mapped for
+ * them until then. */
+void gpuos_sys_free_mem(struct gpuos_sys *s);
+void gpuos_sys_free_shm(struct gpuos_sys *s);
+
+/* ---- sys_desc.c: the descriptor -------------------------------------------------- */
+/* Write s->desc from the plan and the regions, allocating what the runtime
+ * alone uses (its command word, admin table, state, files region). */
+int gpuos_sys_build_desc(struct gpuos_sys *s, char *err, size_t errlen);
+
+/* ---- sys_run.c: the runtime's life ----------------------------------------------- */
+/* Tell the runtime to run, park or stop (GPUOS_RT_CMD_*). */
+int gpuos_sys_set_cmd(struct gpuos_sys *s, uint32_t cmd);
+/* Start it (the kernel, or host-mode threads); stop or park it and wait
+ * until every warp has left. */
+int gpuos_sys_start(struct gpuos_sys *s, char *err, size_t errlen);
+int gpuos_sys_stop(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen);
+
+/* ---- sys_threads.c: host mode ---------------------------------------------------- */
+/* The runtime's warps plus the metadata warp, one thread each. */
+uint32_t gpuos_sys_rt_threads(const struct gpuos_rt_desc *d);
+/* Start them (cmd is RUN already); on failure, those started are told to
+ * stop and joined. 0 or -ENOMEM / -EAGAIN. */
+int gpuos_sys_threads_start(struct gpuos_sys *s, char *err, size_t errlen);
+/* Join them (after cmd PARK or STOP). */
+void gpuos_sys_threads_join(struct gpuos_sys *s);
+
+#endif /* GPUOS_BOOT_SYS_INTERNAL_H */

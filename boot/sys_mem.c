@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The memory of a system (boot/sys_internal.h), sized by the plan
+ * (boot/sys_plan.h). By who touches it:
+ * - queues (SQ/CQ) and PRP lists: pinned host memory the controller DMAs
+ *   (Tier 1); bounce buffers: VRAM on the GPU (emulated P2P for emu:), host
+ *   memory otherwise and for controllers that cannot DMA into VRAM (pci:);
+ * - mailbox and client heap: one shared-memory segment (include/gpuos/host.h),
+ *   so host clients in other processes can post (the service,
+ *   boot/cli/cmd_boot.c), registered with the GPU;
+ * - control block: pinned host memory; runtime state: VRAM (the descriptor
+ *   goes by value, boot/sys_run.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "sys_internal.h"
+
+int gpuos_sys_alloc_rt(struct gpuos_sys *s, size_t len, enum gpuos_mem_kind kind, struct gpuos_dma *out,
+		       const char *what, char *err, size_t errlen)
+{
+	int r = gpuos_dma_alloc(s->ctrl, len, kind, 0, out);
+	if (r)
+		snprintf(err, errlen, "allocate %s: %s", what, strerror(-r));
+	return r;
+}
+
+int gpuos_sys_alloc_qpair(struct gpuos_sys *s, uint32_t i)
+{
+	int r = gpuos_dma_alloc(s->ctrl, s->plan.sq_bytes, GPUOS_MEM_HOST, 1, &s->sq[i]);
+	if (!r)
+		r = gpuos_dma_alloc(s->ctrl, s->plan.cq_bytes, GPUOS_MEM_HOST, 1, &s->cq[i]);
+	return r;
+}
+
+/* Where data lands first: in VRAM where the controller can DMA there (P2P,
+ * or emulated); in host memory where it cannot (pci: through VFIO or uio). */
+static enum gpuos_mem_kind bounce_kind(const struct gpuos_sys *s)
+{
+	return s->ctrl->dma_host_only ? GPUOS_MEM_HOST : GPUOS_MEM_VRAM;
+}
+
+/* The metadata warp's buffer and PRP list, like a command slot's; its PRP
+ * list is written once, here, as it always points into its own buffer. */
+static int alloc_meta_buffer(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	const struct gpuos_plan *p = &s->plan;
+	uint32_t pg;
+	int r = gpuos_dma_alloc(s->ctrl, p->meta_bounce_bytes, bounce_kind(s), 1, &s->meta_bounce);
+	if (!r)
+		r = gpuos_dma_alloc(s->ctrl, p->meta_prp_bytes, GPUOS_MEM_HOST, 1, &s->meta_prp);
+	if (r) {
+		snprintf(err, errlen, "allocate the metadata buffer: %s", strerror(-r));
+		return r;
+	}
+	for (pg = 1; pg < p->xfer_bytes / 4096u; pg++)
+		((uint64_t *)s->meta_prp.host)[pg - 1u] = s->meta_bounce.iova + (uint64_t)pg * 4096u;
+	return 0;
+}
+
+int gpuos_sys_alloc_buffers(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	const struct gpuos_plan *p = &s->plan;
+	/* One bounce buffer and one PRP list per command slot. The slots' PRP
+	 * lists are written by the runtime with each command (into the bounce
+	 * buffer, or straight into the destination). */
+	int r = gpuos_dma_alloc(s->ctrl, p->bounce_bytes, bounce_kind(s), 1, &s->bounce);
+	if (!r)
+		r = gpuos_dma_alloc(s->ctrl, p->prp_bytes, GPUOS_MEM_HOST, 1, &s->prp);
+	if (r) {
+		snprintf(err, errlen, "allocate %llu bytes of bounce buffers: %s", (unsigned long long)p->bounce_bytes,
+			 strerror(-r));
+		return r;
+	}
+	return p->meta ? alloc_meta_buffer(s, err, errlen) : 0;
+}
+
+/* ---- the shared segment ---------------------------------------------------------- */
+
+/* An unnamed segment, for a runtime of this process alone: no /dev/shm
+ * needed (a minimal initramfs, a container's 64 MB /dev/shm). */
+static int shm_open_private(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	int fd;
+	s->shm_name[0] = 0;
+	fd = memfd_create("gpuos", MFD_CLOEXEC);
+	if (fd < 0) {
+		int r = -errno;
+		snprintf(err, errlen, "anonymous shared memory (memfd_create): %s", strerror(errno));
+		return r;
+	}
+	return fd;
+}
+
+/* A segment named in /dev/shm, for other processes to attach (the service). */
+static int shm_open_named(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	struct statvfs v;
+	int fd;
+	/* tmpfs gives the pages only as they are touched: a segment larger
+	 * than what is free would fail later, in a client, with SIGBUS */
+	if (statvfs("/dev/shm", &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < s->shm_len) {
+		snprintf(err, errlen,
+			 "shared memory: /dev/shm has %llu MiB free, the service's mailbox and heap need %llu MiB "
+			 "(a smaller --heap-mib, or a larger /dev/shm)",
+			 (unsigned long long)((uint64_t)v.f_bavail * v.f_frsize >> 20),
+			 (unsigned long long)((s->shm_len + (1u << 20) - 1) >> 20));
+		return -ENOSPC;
+	}
+	snprintf(s->shm_name, sizeof(s->shm_name), "/gpuos-%d-%p", (int)getpid(), (void *)s);
+	fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) {
+		int r = -errno;
+		snprintf(err, errlen, "shared memory %s: %s", s->shm_name, strerror(errno));
+		s->shm_name[0] = 0;
+		return r;
+	}
+	return fd;
+}
+
+/* Size the segment and map it; on failure nothing stays behind. */
+static int shm_map(struct gpuos_sys *s, int fd, char *err, size_t errlen)
+{
+	int r;
+	if (ftruncate(fd, (off_t)s->shm_len)) {
+		r = -errno;
+		close(fd);
+		if (s->shm_name[0])
+			shm_unlink(s->shm_name);
+		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->shm_len, strerror(-r));
+		return r;
+	}
+	/* Prefaulted for the GPU (registration pins it all anyway); in host
+	 * mode pages come as clients touch them. */
+	s->shm = mmap(NULL, s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | (s->gpu ? MAP_POPULATE : 0), fd, 0);
+	close(fd);
+	if (s->shm == MAP_FAILED) {
+		s->shm = NULL;
+		if (s->shm_name[0])
+			shm_unlink(s->shm_name);
+		snprintf(err, errlen, "map shared memory: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The segment's header and the mailbox's, as clients find them. */
+static void shm_headers(struct gpuos_sys *s)
+{
+	const struct gpuos_plan *p = &s->plan;
+	struct gpuos_shm_hdr *h = (struct gpuos_shm_hdr *)s->shm;
+	struct gpuos_mbox *mb;
+
+	h->magic = GPUOS_SHM_MAGIC;
+	h->version = GPUOS_ABI_VERSION;
+	h->mbox_off = GPUOS_SHM_MBOX_OFF;
+	h->heap_off = p->heap_off;
+	h->heap_len = p->heap_bytes;
+	h->rt_base = s->shm_rt;
+	mb = (struct gpuos_mbox *)((char *)s->shm + h->mbox_off);
+	mb->magic = GPUOS_MBOX_MAGIC;
+	mb->version = GPUOS_ABI_VERSION;
+	mb->nslots = p->mbox_slots;
+	mb->nparts = p->warps;
+	mb->slots_off = sizeof(struct gpuos_mbox);
+	mb->ring_off = sizeof(struct gpuos_mbox) + (uint64_t)p->mbox_slots * sizeof(struct gpuos_mbox_slot);
+}
+
+int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	int fd, r;
+
+	s->shm_len = s->plan.shm_bytes;
+	fd = s->opts.shared_shm ? shm_open_named(s, err, errlen) : shm_open_private(s, err, errlen);
+	if (fd < 0)
+		return fd;
+	r = shm_map(s, fd, err, errlen);
+	if (r)
+		return r;
+	if (s->gpu) {
+		r = gpuos_gpu_host_register(s->gpu, s->shm, s->shm_len, &s->shm_rt);
+		if (r) {
+			snprintf(err, errlen, "register shared memory with the GPU: %s", strerror(-r));
+			return r;
+		}
+		s->shm_registered = 1;
+	} else {
+		s->shm_rt = (uint64_t)(uintptr_t)s->shm;
+	}
+	shm_headers(s);
+	return 0;
+}
+
+/* ---- what clients reach ---------------------------------------------------------- */
+
+/* The mailbox in VRAM: the same header, device scope; slots start FREE (zero). */
+static int alloc_mbox_vram(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	struct gpuos_mbox hdr = *gpuos_sys_mbox(s);
+	int r;
+	hdr.flags |= GPUOS_MBOX_F_DEVICE;
+	r = gpuos_dma_alloc(s->ctrl, s->plan.mbox_bytes, GPUOS_MEM_VRAM, 0, &s->mbox_dev);
+	if (!r)
+		r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->mbox_dev.rt, &hdr, sizeof(hdr), 1);
+	if (r)
+		snprintf(err, errlen, "allocate the mailbox in VRAM: %s", strerror(-r));
+	return r;
+}
+
+/* VRAM client memory: mapped for the controller where it can reach VRAM
+ * (zero copy); where it cannot (pci: without P2P), reads into it bounce. */
+static int alloc_dev_heap(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	uint64_t len = s->opts.dev_heap_bytes;
+	int r = -EOPNOTSUPP;
+	if (!s->opts.no_zero_copy && !s->ctrl->dma_host_only)
+		r = gpuos_dma_alloc(s->ctrl, len, GPUOS_MEM_VRAM, 1, &s->dev_heap);
+	if (r)
+		r = gpuos_dma_alloc(s->ctrl, len, GPUOS_MEM_VRAM, 0, &s->dev_heap);
+	if (r)
+		snprintf(err, errlen, "allocate %llu bytes of VRAM client memory: %s", (unsigned long long)len,
+			 strerror(-r));
+	return r;
+}
+
+int gpuos_sys_alloc_client_mem(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	int r = 0;
+	if (s->opts.mbox_vram && s->gpu)
+		r = alloc_mbox_vram(s, err, errlen);
+	if (!r && s->opts.dev_heap_bytes && s->gpu)
+		r = alloc_dev_heap(s, err, errlen);
+	if (!r)
+		r = gpuos_sys_alloc_rt(s, s->plan.ctl_bytes, GPUOS_MEM_HOST, &s->ctl, "the control block", err, errlen);
+	return r;
+}
+
+/* ---- the way back ---------------------------------------------------------------- */
+
+static void free_dma(struct gpuos_sys *s, struct gpuos_dma *d)
+{
+	if (d->len)
+		gpuos_dma_free(s->ctrl, d);
+}
+
+void gpuos_sys_free_shm(struct gpuos_sys *s)
+{
+	if (!s->shm)
+		return;
+	if (s->heap_mapped)
+		s->ctrl->ops->unmap(s->ctrl, s->heap_iova, ((struct gpuos_shm_hdr *)s->shm)->heap_len);
+	if (s->shm_registered)
+		gpuos_gpu_host_unregister(s->gpu, s->shm);
+	munmap(s->shm, s->shm_len);
+	if (s->shm_name[0])
+		shm_unlink(s->shm_name);
+}
+
+void gpuos_sys_free_mem(struct gpuos_sys *s)
+{
+	uint32_t q;
+	for (q = 0; q < GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL; q++) {
+		free_dma(s, &s->sq[q]);
+		free_dma(s, &s->cq[q]);
+	}
+	free_dma(s, &s->bounce);
+	free_dma(s, &s->prp);
+	free_dma(s, &s->files);
+	free_dma(s, &s->meta_bounce);
+	free_dma(s, &s->meta_prp);
+	free_dma(s, &s->ctl);
+	free_dma(s, &s->admin);
+	free_dma(s, &s->state);
+	free_dma(s, &s->cmd);
+	free_dma(s, &s->mbox_dev);
+	free_dma(s, &s->dev_heap);
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The geometry of a runtime, planned (boot/sys_plan.h): pure functions of
+ * the options and the controllers' limits. Counts that multiply are taken
+ * in 64 bits, so that no input, however large, wraps around into a small
+ * plan.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpuos/rt.h"
+#include "sys_plan.h"
+
+#define XFER_MAX   (2u << 20)   /* bytes per command, as gpuos_rt_desc_check allows: one PRP list page a slot */
+#define SHM_ALIGN  0xffffull    /* the mailbox and the heap start on 64 KiB */
+
+static void notice(struct gpuos_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(struct gpuos_plan *p, const char *fmt, ...)
+{
+	va_list ap;
+	if (p->nnotices >= GPUOS_PLAN_NOTICES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->notice[p->nnotices++], GPUOS_PLAN_NOTICE_LEN, fmt, ap);
+	va_end(ap);
+}
+
+int gpuos_plan_check(const struct gpuos_boot_opts *o, char *err, size_t errlen)
+{
+	uint32_t warps = o->warps ? o->warps : 1;
+	if (warps > GPUOS_RT_MAX_WARPS) {
+		snprintf(err, errlen, "--warps %u: at most %u", warps, GPUOS_RT_MAX_WARPS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- step 1: the device ---------------------------------------------------------- */
+
+/* The limits every controller keeps; an array's members must agree on
+ * what a command means: the LBA size and the namespace ID. */
+static int common_limits(const struct gpuos_plan_ctrl *c, uint32_t n, struct gpuos_plan_device *out, char *err,
+			 size_t errlen)
+{
+	const struct gpuos_plan_ctrl *a = &c[0];
+	uint32_t m;
+
+	out->mqes = a->mqes;
+	out->mdts_bytes = a->mdts_bytes;
+	out->to_ms = a->to_ms;
+	out->lba_bytes = a->lba_bytes;
+	out->nsid = a->nsid;
+	for (m = 1; m < n; m++) {
+		const struct gpuos_plan_ctrl *b = &c[m];
+		if (b->lba_bytes != a->lba_bytes) {
+			snprintf(err, errlen, "%s has %u-byte LBAs and %s %u-byte ones: the controllers of an array need one LBA size",
+				 a->name, a->lba_bytes, b->name, b->lba_bytes);
+			return -EINVAL;
+		}
+		if (b->nsid != a->nsid) {
+			snprintf(err, errlen, "%s serves namespace %u and %s namespace %u: the controllers of an array need one NSID",
+				 a->name, a->nsid, b->name, b->nsid);
+			return -EINVAL;
+		}
+		out->mqes = GPUOS_MIN(out->mqes, b->mqes);
+		if (b->mdts_bytes && (!out->mdts_bytes || b->mdts_bytes < out->mdts_bytes))
+			out->mdts_bytes = b->mdts_bytes;
+		out->to_ms = GPUOS_MAX(out->to_ms, b->to_ms);
+	}
+	return 0;
+}
+
+int gpuos_plan_device(const struct gpuos_plan_ctrl *c, uint32_t n, uint32_t stripe_kib,
+		      struct gpuos_plan_device *out, char *err, size_t errlen)
+{
+	uint64_t per = ~0ull, stripe = (uint64_t)stripe_kib * 1024u;
+	uint32_t m, lba;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (n == 0 || n > GPUOS_MAX_CTRL) {
+		snprintf(err, errlen, "%u controllers: 1 to %u make a device", n, GPUOS_MAX_CTRL);
+		return -EINVAL;
+	}
+	lba = c[0].lba_bytes;
+	/* bring-up refuses other LBA formats; the stripe arithmetic divides by it */
+	if (lba < 512u || lba > 4096u || (lba & (lba - 1u))) {
+		snprintf(err, errlen, "%s has %u-byte LBAs: 512 to 4096 bytes, a power of two", c[0].name, lba);
+		return -EINVAL;
+	}
+	r = common_limits(c, n, out, err, errlen);
+	if (r)
+		return r;
+	out->nctrl = n;
+	if (n == 1) {
+		out->ns_lbas = c[0].ns_lbas;
+		return 0;
+	}
+	/* An array: nctrl x the part of the smallest member that whole chunks
+	 * cover (the emulator's members are all whole chunks). */
+	if (stripe == 0 || stripe % 4096u || stripe % lba || stripe / lba > 0xffffffffull) {
+		snprintf(err, errlen, "stripe of %u KiB: it must be a multiple of 4 KiB and of the LBA size (%u bytes)",
+			 stripe_kib, lba);
+		return -EINVAL;
+	}
+	out->stripe_lbas = (uint32_t)(stripe / lba);
+	for (m = 0; m < n; m++)
+		per = GPUOS_MIN(per, c[m].ns_lbas);
+	per -= per % out->stripe_lbas;
+	if (per == 0) {
+		snprintf(err, errlen, "a controller of the array is smaller than one stripe (%u KiB)", stripe_kib);
+		return -EINVAL;
+	}
+	if (per > ~0ull / n) {
+		snprintf(err, errlen, "%u controllers of %llu LBAs each: more than 2^64 LBAs", n, (unsigned long long)per);
+		return -EINVAL;
+	}
+	out->ns_lbas = per * n;
+	return 0;
+}
+
+/* ---- step 2: the queues to ask for ----------------------------------------------- */
+
+int gpuos_plan_ask(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *err, size_t errlen)
+{
+	const struct gpuos_boot_opts *o = in->opts;
+	uint32_t nctrl = in->dev.nctrl, want = o->warps ? o->warps : 1, nq;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	r = gpuos_plan_check(o, err, errlen);
+	if (r)
+		return r;
+	if (nctrl == 0 || nctrl > GPUOS_RT_MAX_CTRL) {
+		snprintf(err, errlen, "%u controllers: the runtime serves 1 to %u", nctrl, GPUOS_RT_MAX_CTRL);
+		return -EINVAL;
+	}
+	p->nctrl = nctrl;
+	/* Queues: at least one per warp and controller, a multiple of both
+	 * (every warp owns queues of every controller of an array, as many of
+	 * each), what was granted at most (step 3). */
+	p->warps = want;
+	if (want * nctrl > GPUOS_RT_MAX_QUEUES) {
+		p->warps = GPUOS_RT_MAX_QUEUES / nctrl;
+		notice(p, "%u controllers: running %u service warps instead of %u (at most %u queue pairs)", nctrl,
+		       p->warps, want, GPUOS_RT_MAX_QUEUES);
+	}
+	nq = o->queues ? o->queues : p->warps * nctrl;
+	nq = GPUOS_MAX(nq, p->warps * nctrl);
+	p->nq = GPUOS_MIN(nq, GPUOS_RT_MAX_QUEUES);
+	/* Counts asked are per controller, with one more queue pair for the
+	 * metadata warp (files and models): it blocks on its reads, so it
+	 * shares no queue with a service warp. The gpu-null loopback (one
+	 * controller) moves no data, so it serves no files. */
+	p->ask = in->loopback ? p->nq : GPUOS_DIV_ROUND_UP(p->nq, nctrl) + (o->no_files ? 0u : 1u);
+	p->ask_notices = p->nnotices;
+	return 0;
+}
+
+/* ---- step 3: the plan ------------------------------------------------------------ */
+
+/* Service warps and their queue pairs, from what was granted. */
+static int plan_queues(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *err, size_t errlen)
+{
+	const struct gpuos_boot_opts *o = in->opts;
+	uint32_t granted, avail, unit;
+	uint64_t nq;
+
+	if (in->io_queues == 0) {
+		snprintf(err, errlen, "the controller grants no I/O queue");
+		return -EINVAL;
+	}
+	/* more than asked (QEMU grants 64 whatever) changes nothing below */
+	granted = in->io_queues;
+	p->meta = !o->no_files && !in->loopback && granted >= 2;
+	avail = granted - p->meta;
+	if (!p->meta && !o->no_files && !in->loopback)
+		notice(p, "the controller grants 1 I/O queue: no metadata warp, file and model requests are refused");
+	if (avail < p->warps) {
+		notice(p, "the controller grants %u I/O queues; running %u service warps instead of %u", granted, avail,
+		       p->warps);
+		p->warps = avail;
+	}
+	if (p->meta && (uint64_t)avail * p->nctrl < p->nq)
+		notice(p, "the controller grants %u I/O queues, one of them for files: %u left for %u service warps",
+		       granted, avail, p->warps);
+	unit = p->warps * p->nctrl;
+	nq = GPUOS_MIN((uint64_t)p->nq, (uint64_t)avail * p->nctrl);
+	nq -= nq % unit;
+	p->nq = (uint32_t)nq;
+	p->qpw = p->nq / p->warps;
+	return 0;
+}
+
+/* Depth, command slots and transfer size, within the controllers' limits. */
+static int plan_commands(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *err, size_t errlen)
+{
+	const struct gpuos_boot_opts *o = in->opts;
+	uint64_t slots, xfer;
+
+	p->depth = o->depth ? o->depth : 256;
+	p->depth = GPUOS_MIN(p->depth, in->dev.mqes);
+	if (p->depth < 2) {
+		snprintf(err, errlen, "queue depth %u: need at least 2 entries", p->depth);
+		return -EINVAL;
+	}
+	/* a slot is a command in flight: a queue keeps one entry free */
+	slots = o->slots ? o->slots : 64;
+	slots = GPUOS_MIN(slots, GPUOS_RT_MAX_SLOTS_PER_WARP);
+	slots = GPUOS_MIN(slots, (uint64_t)p->qpw * (p->depth - 1u));
+	p->slots = (uint32_t)slots;
+	xfer = (uint64_t)(o->xfer_kib ? o->xfer_kib : 128) * 1024u;
+	if (in->dev.mdts_bytes && xfer > in->dev.mdts_bytes)
+		xfer = in->dev.mdts_bytes;
+	if (xfer > XFER_MAX)
+		xfer = XFER_MAX;
+	xfer &= ~4095ull;
+	if (xfer < 4096u || xfer < in->dev.lba_bytes) {
+		snprintf(err, errlen, "transfer size %u bytes is below one page or one LBA", (unsigned)xfer);
+		return -EINVAL;
+	}
+	p->xfer_bytes = (uint32_t)xfer;
+	p->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : in->dev.to_ms) * 1000000ull;
+	return 0;
+}
+
+/* Mailbox slots: one partition per service warp, each of the same size. */
+static void plan_mailbox(const struct gpuos_plan_in *in, struct gpuos_plan *p)
+{
+	uint32_t n = in->opts->mbox_slots ? in->opts->mbox_slots : 1024, w = p->warps;
+	n = GPUOS_MAX(n, w);
+	n -= n % w;
+	if (n / w > GPUOS_MBOX_MAX_PER_PART)
+		n = GPUOS_MBOX_MAX_PER_PART * w;
+	if (p->meta && n > 65535u) /* the metadata ring names slots in 16 bits */
+		n = 65535u - 65535u % w;
+	p->mbox_slots = n;
+}
+
+/* What boot allocates, in bytes. */
+static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *err, size_t errlen)
+{
+	uint64_t heap = in->opts->heap_bytes ? in->opts->heap_bytes : 64ull << 20;
+	uint64_t cmds = (uint64_t)p->warps * p->slots;
+
+	p->sq_bytes = (uint64_t)p->depth * sizeof(struct gpuos_nvme_sqe);
+	p->cq_bytes = (uint64_t)p->depth * sizeof(struct gpuos_nvme_cqe);
+	p->bounce_bytes = cmds * p->xfer_bytes;
+	p->prp_bytes = cmds * 4096u;
+	if (p->meta) {
+		p->meta_bounce_bytes = p->xfer_bytes;
+		p->meta_prp_bytes = 4096u;
+	}
+	/* statistics: one line per service warp and one for the metadata warp */
+	p->ctl_bytes = sizeof(struct gpuos_rt_ctl) + ((uint64_t)p->warps + 1u) * sizeof(struct gpuos_rt_stats);
+	p->mbox_bytes = gpuos_mbox_bytes(p->mbox_slots);
+	p->heap_off = GPUOS_SHM_MBOX_OFF + ((p->mbox_bytes + SHM_ALIGN) & ~SHM_ALIGN);
+	/* the segment's length is an off_t (ftruncate) */
+	if (heap > (uint64_t)INT64_MAX - SHM_ALIGN - p->heap_off) {
+		snprintf(err, errlen, "client heap of %llu bytes: larger than a shared-memory segment can be",
+			 (unsigned long long)heap);
+		return -EINVAL;
+	}
+	p->heap_bytes = (heap + SHM_ALIGN) & ~SHM_ALIGN;
+	p->shm_bytes = p->heap_off + p->heap_bytes;
+	return 0;
+}
+
+int gpuos_plan_make(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *err, size_t errlen)
+{
+	int r = gpuos_plan_ask(in, p, err, errlen);
+	if (!r)
+		r = plan_queues(in, p, err, errlen);
+	if (!r)
+		r = plan_commands(in, p, err, errlen);
+	if (!r) {
+		plan_mailbox(in, p);
+		r = plan_regions(in, p, err, errlen);
+	}
+	return r;
+}
+
+/* ---- where the queues are -------------------------------------------------------- */
+
+uint32_t gpuos_plan_queue_ctrl(const struct gpuos_plan *p, uint32_t q)
+{
+	return (q % p->qpw) % p->nctrl;
+}
+
+uint32_t gpuos_plan_queue_qid(const struct gpuos_plan *p, uint32_t q)
+{
+	return (q / p->qpw) * (p->qpw / p->nctrl) + (q % p->qpw) / p->nctrl + 1u;
+}
+
+uint32_t gpuos_plan_meta_qid(const struct gpuos_plan *p)
+{
+	return p->nq / p->nctrl + 1u;
+}
