@@ -151,7 +151,7 @@ if command -v compute-sanitizer >/dev/null; then
 	step "compute-sanitizer memcheck (runtime kernel, emu:, host clients)"
 	timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "memcheck emu read"
 	timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" cat --device "emu:$build/files-img/gpt.img" /sparse.bin -o /dev/null; res $? "memcheck file read (metadata warp, GPT, ext4, holes)"
-	timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" gguf --json --device "emu:$build/files-img/ext4.img" /models/m.gguf -o /dev/null >/dev/null; res $? "memcheck GGUF parse on the GPU"
+	timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$g" gguf --json --device "emu:$build/files-img/ext4.img" /models/m.gguf >/dev/null; res $? "memcheck GGUF parse on the GPU"
 	step "compute-sanitizer racecheck"
 	timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "racecheck emu read"
 fi
