@@ -888,13 +888,17 @@ Test(image, command_json)
 
 	inspect_ok(path, &in);
 	cr_assert_eq(run_image(&out, &errout, 2, "--json", path), 0, "%s", errout);
-	n += (size_t)snprintf(want + n, sizeof(want) - n, "{\"arch\": \"sm_90\", \"abi_version\": %u, \"entries\": [",
-			      GPUOS_ABI_VERSION);
+	n += (size_t)snprintf(want + n, sizeof(want) - n,
+			      "{\"schema\": \"gpuos.image/1\", \"path\": \"%s\", \"arch\": \"sm_90\", \"sm\": 90, "
+			      "\"arch_specific\": false, \"abi_version\": %u, \"entries\": [",
+			      path, GPUOS_ABI_VERSION);
 	for (i = 0; i < in.nentries; i++) {
 		e = &in.entries[i];
 		n += (size_t)snprintf(want + n, sizeof(want) - n,
-				      "%s{\"name\": \"%s\", \"registers\": %u, \"shared_bytes\": %u, \"max_threads\": %u}",
-				      i ? ", " : "", e->name, e->registers, e->shared_bytes, e->max_threads);
+				      "%s{\"name\": \"%s\", \"registers\": %u, \"shared_bytes\": %u, \"max_threads\": %u, "
+				      "\"exact_block\": %s, \"block\": [%u, %u, %u]}",
+				      i ? ", " : "", e->name, e->registers, e->shared_bytes, e->max_threads,
+				      e->exact ? "true" : "false", e->block[0], e->block[1], e->block[2]);
 	}
 	snprintf(want + n, sizeof(want) - n, "]}\n");
 	cr_assert_str_eq(out, want);
@@ -914,7 +918,7 @@ Test(image, command_json)
 Test(image, command_errors)
 {
 	char *out, *errout;
-	cr_assert_eq(run_image(&out, &errout, 0), GPUOS_EXIT_FAIL);
+	cr_assert_eq(run_image(&out, &errout, 0), GPUOS_EXIT_USAGE);
 	cr_assert(strstr(errout, "gpuos image: give one app image"), "%s", errout);
 	free(out);
 	free(errout);
@@ -924,7 +928,7 @@ Test(image, command_errors)
 	cr_assert_str_eq(out, "");
 	free(out);
 	free(errout);
-	cr_assert_eq(run_image(&out, &errout, 2, "--bogus", "x.cubin"), GPUOS_EXIT_FAIL);
+	cr_assert_eq(run_image(&out, &errout, 2, "--bogus", "x.cubin"), GPUOS_EXIT_USAGE);
 	free(out);
 	free(errout);
 }
