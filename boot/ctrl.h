@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * boot/ctrl.h - controllers behind one ops table, chosen at run time from the
- * device string (DESIGN.md 4): "emu:PATH[,k=v...]", "null[:SIZE]",
- * "pci:DDDD:BB:DD.F". And the DMA memory every controller reads and writes.
+ * device string (docs/design.md, "Controllers"): "emu:PATH[,k=v...]",
+ * "null[:SIZE]", "pci:DDDD:BB:DD.F". And the DMA memory every controller
+ * reads and writes.
  *
- * One device string may name an array of controllers (DESIGN.md 10):
- * "emu:IMG,ssds=N[,stripe=KiB]" or "pci:A+B+...[,stripe=KiB]". Each member
- * has its own registers (struct gpuos_ctrl_member); DMA memory is shared:
- * map/alloc make it reachable by every member at the same IOVA, so one PRP
- * is good on any of them.
+ * One device string may name an array of controllers (docs/design.md,
+ * "Arrays of SSDs"): "emu:IMG,ssds=N[,stripe=KiB]" or
+ * "pci:A+B+...[,stripe=KiB]". Each member has its own registers (struct
+ * gpuos_ctrl_member); DMA memory is shared: map/alloc make it reachable by
+ * every member at the same IOVA, so one PRP is good on any of them.
  */
 #ifndef GPUOS_BOOT_CTRL_H
 #define GPUOS_BOOT_CTRL_H

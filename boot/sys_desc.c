@@ -130,7 +130,7 @@ static void desc_queues(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 }
 
 /* Controller m's admin queue and the registers the runtime needs to abort
- * and reset by itself (DESIGN.md 11). */
+ * and reset by itself (docs/design.md, "The life of a command"). */
 static void admin_entry(struct gpuos_sys *s, uint32_t m, struct gpuos_rt_admin *A)
 {
 	struct gpuos_nvme_dev *n = &s->nvme[m];

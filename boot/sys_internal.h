@@ -10,8 +10,9 @@
  *   sys_run.c      starting, parking and stopping the runtime (the GPU launch or host mode)
  *   sys_threads.c  the host-mode threads (the runtime's warps on CPU threads)
  *   sys_app.c      app images (gpuos run) and GPU clients
- * An array (DESIGN.md 10: "emu:IMG,ssds=N", "pci:A+B") is brought up
- * controller by controller; the runtime stripes over all of them.
+ * An array ("emu:IMG,ssds=N", "pci:A+B"; docs/design.md, "Arrays of SSDs")
+ * is brought up controller by controller; the runtime stripes over all of
+ * them.
  */
 #ifndef GPUOS_BOOT_SYS_INTERNAL_H
 #define GPUOS_BOOT_SYS_INTERNAL_H

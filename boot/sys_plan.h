@@ -7,7 +7,7 @@
  *
  * Three steps, as boot takes them (boot/sys.c):
  *  1. gpuos_plan_device: what the controllers of the device have in common,
- *     one controller's limits or an array's (DESIGN.md 10);
+ *     one controller's limits or an array's (docs/design.md, "Arrays of SSDs");
  *  2. gpuos_plan_ask: how many I/O queue pairs to ask each controller for
  *     (NVMe 5.27.1.5, Set Features Number of Queues);
  *  3. gpuos_plan_make: with what they granted, the rest: service warps,

@@ -32,9 +32,9 @@ int gpuos_sys_set_cmd(struct gpuos_sys *s, uint32_t cmd)
 	return 0;
 }
 
-/* The admin queues change hands (DESIGN.md 11): the runtime uses them to
- * abort and reset while it runs, boot before and after. Whoever takes them
- * starts where the other left them. */
+/* The admin queues change hands (docs/design.md, "The life of a command"):
+ * the runtime uses them to abort and reset while it runs, boot before and
+ * after. Whoever takes them starts where the other left them. */
 static void admin_to_runtime(struct gpuos_sys *s)
 {
 	struct gpuos_rt_admin *A = s->admin.host;

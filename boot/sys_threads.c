@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host mode (DESIGN.md 3): the runtime on CPU threads, one thread per
- * service "warp" of width 1 and one for the metadata warp, against the same
- * controllers and the same descriptor as on the GPU. Every thread of a
+ * Host mode (docs/design.md, "Modes"): the runtime on CPU threads, one thread
+ * per service "warp" of width 1 and one for the metadata warp, against the
+ * same controllers and the same descriptor as on the GPU. Every thread of a
  * system is started and joined here.
  */
 #include <errno.h>

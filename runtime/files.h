@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/files.h - files and models inside the runtime (DESIGN.md 7): the
- * metadata warp, open handles with their extent maps, a block cache, parsed
- * GGUF tables, all in one zeroed region of device memory (d->files).
+ * runtime/files.h - files and models inside the runtime (docs/design.md,
+ * "Files and models"): the metadata warp, open handles with their extent
+ * maps, a block cache, parsed GGUF tables, all in one zeroed region of
+ * device memory (d->files).
  *
  * Who does what:
  * - The metadata warp (one lane of it) runs the parsers (GPT, ext4, GGUF).

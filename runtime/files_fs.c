@@ -89,7 +89,8 @@ GPUOS_INLINE GPUOS_HD void mount_fail(struct rt_files *F, uint32_t st, const cha
 	F->mounted = 2;
 }
 
-/* Find the file system (DESIGN.md 7: GPT, then ext4) and mount it. */
+/* Find the file system (GPT, then ext4: docs/design.md, "Files and models")
+ * and mount it. */
 GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 {
 	const struct gpuos_rt_desc *d = F->d;

@@ -116,7 +116,8 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 		}
 		if (gpuos_now_ns() - t0 > d->timeout_ns) {
 			/* Never given up on while the controller may still write the
-			 * bounce buffer (DESIGN.md 11): abort it, then reset. */
+			 * bounce buffer (docs/design.md, "The life of a command"):
+			 * abort it, then reset. */
 			if (!aborted) {
 				int a = gpuos_rt_abort(d, rs, m, (uint16_t)qp->qid, cid);
 				if (a) {

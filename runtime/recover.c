@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The runtime's side of a command's end (DESIGN.md 11, runtime/recover.h):
- * admin Abort through the controller's admin queue, and the reset protocol.
+ * The runtime's side of a command's end (runtime/recover.h; docs/design.md,
+ * "The life of a command"): admin Abort through the controller's admin
+ * queue, and the reset protocol.
  * Lane 0 of a participant runs all of it; these paths are cold.
  */
 #include "recover.h"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/recover.h - the end of a command the controller did not answer
- * (DESIGN.md 11): an NVMe Abort, and when that does not bring it back, a
- * controller reset the runtime does by itself (disable, enable, queues
- * re-created, as bring-up does). No CPU on this path.
+ * (docs/design.md, "The life of a command"): an NVMe Abort, and when that
+ * does not bring it back, a controller reset the runtime does by itself
+ * (disable, enable, queues re-created, as bring-up does). No CPU on this
+ * path.
  *
  * A reset stops every participant (the service warps and the metadata
  * warp) at once, because each owns queues of the controller:

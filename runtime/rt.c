@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The service loop (DESIGN.md 2 and 6). One warp = one owner of its queue
- * pairs, its command slots and its mailbox partition: no locks between warps.
+ * The service loop (docs/design.md, "The request path"). One warp = one
+ * owner of its queue pairs, its command slots and its mailbox partition: no
+ * locks between warps.
  *
  * Lanes work in parallel where the work is parallel (scanning mailbox slots,
  * reading CQEs, writing SQEs, copying data, scanning for timeouts); the
@@ -29,7 +30,7 @@ enum { SL_HELD = 1u, SL_ABORTED = 2u };
  * use of the slot, or for nothing, is told apart and counted (strays). A
  * slot is never reused while the controller may still answer it: a command
  * that timed out stays ZOMBIE until its completion comes (after an Abort),
- * or a controller reset ends it (DESIGN.md 11). */
+ * or a controller reset ends it (docs/design.md, "The life of a command"). */
 struct rt_slot {
 	uint8_t busy;           /* SLOT_* */
 	uint8_t gen;            /* bumped at each submission */
@@ -99,7 +100,7 @@ struct rt_warp {
 	uint32_t qpm;           /* queue pairs of this warp per controller, qpw / nctrl (set at each start) */
 	uint32_t nrung;         /* queues with entries in the batch being built (rung[]) */
 	uint32_t rung[GPUOS_WARP_MAX];  /* rt_qp indices the batch wrote entries to */
-	/* The life of a command (DESIGN.md 11) */
+	/* The life of a command (docs/design.md) */
 	uint32_t nretry;        /* slots to send again (failed with DNR clear), submitted first */
 	uint32_t retry[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	uint32_t rec;           /* a reset is in progress: the word is read every loop */

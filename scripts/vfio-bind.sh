@@ -6,13 +6,14 @@
 #
 #   scripts/vfio-bind.sh [--uio] [--force] DDDD:BB:DD.F...
 #
-# Refuses (DESIGN.md 8, the same checks as boot/pci/pci_sysfs.c), unless --force,
-# a controller one of whose namespaces or partitions is mounted (the root file
-# system included), used as swap, held by device mapper, LVM or RAID, or whose
-# vfio/uio node another process holds. A controller bound to the kernel's nvme
-# driver with none of that in use is taken from it: that is what this script
-# is for; it names the namespaces that go away. scripts/vfio-unbind.sh gives
-# the controller back. Needs root. Exit 0 when every device is bound.
+# Refuses (docs/hardware.md; the same checks as boot/pci/pci_sysfs.c), unless
+# --force, a controller one of whose namespaces or partitions is mounted (the
+# root file system included), used as swap, held by device mapper, LVM or RAID,
+# or whose vfio/uio node another process holds. A controller bound to the
+# kernel's nvme driver with none of that in use is taken from it: that is what
+# this script is for; it names the namespaces that go away.
+# scripts/vfio-unbind.sh gives the controller back. Needs root. Exit 0 when
+# every device is bound.
 set -eu
 
 driver=vfio-pci

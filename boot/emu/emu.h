@@ -109,10 +109,10 @@ struct gpuos_emu_opts {
 	uint64_t seed;           /* seed=N for the random faults and ooo shuffles */
 	char     model[41];      /* model=STR (no commas), default "gpuos emulated NVMe" */
 	char     serial[21];     /* serial=STR, default derived from the path */
-	/* An array (DESIGN.md 10): ssds=N controllers hold the image striped
-	 * RAID-0 style in chunks of stripe=KiB: chunk k of the image lives on
-	 * member k % N at member chunk k / N. Every member has its own
-	 * registers, queues, workers, performance model (gbps, iops,
+	/* An array (docs/emulator.md, "Arrays"): ssds=N controllers hold the
+	 * image striped RAID-0 style in chunks of stripe=KiB: chunk k of the
+	 * image lives on member k % N at member chunk k / N. Every member has
+	 * its own registers, queues, workers, performance model (gbps, iops,
 	 * latency_us are per SSD) and statistics; they share one backend. */
 	uint32_t ssds;           /* ssds=N, 1..GPUOS_EMU_MAX_SSDS, default 1 */
 	uint32_t stripe_kib;     /* stripe=KiB, a multiple of 4 and of the LBA size, default 512 */
@@ -146,7 +146,7 @@ struct gpuos_emu_env {
 	 * run it. thread_fini: run by the worker as it leaves. */
 	void (*thread_init)(void *ctx);
 	void (*thread_fini)(void *ctx);
-	/* The DMA engine (DESIGN.md 10), optional (all of dma_* or none):
+	/* The DMA engine (docs/emulator.md), optional (all of dma_* or none):
 	 * without it, data for device memory moves through dev_copy, one
 	 * synchronous copy per segment. Every dma_* call comes from an I/O
 	 * worker thread and acts on that thread's own channel:

@@ -178,7 +178,8 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 		}
 		close(fd);
 		/* pinned and mapped: a read into VRAM is then one transfer from
-		 * here (DESIGN.md 10); without it, reads stage through pinned memory */
+		 * here (docs/emulator.md, "The DMA engine"); without it, reads
+		 * stage through pinned memory */
 		if (b->env.host_register && b->env.dma_mark)
 			b->ram_registered = b->env.host_register(b->env.ctx, b->ram, b->ram_len) == 0;
 		return 0;

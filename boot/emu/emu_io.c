@@ -131,7 +131,7 @@ static void prepare(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c
 /* Bytes queued between two marks of a round (about 50 us of a PCIe 5 link). */
 #define DMA_MARK_BYTES (2u << 20)
 
-/* ---- the DMA engine (DESIGN.md 10) ----
+/* ---- the DMA engine (docs/design.md, "The emulated controller's DMA engine") ----
  * Reads into device memory never block the worker: their data is queued on
  * the worker's DMA channel (straight from the ram backend's registered image,
  * or from pinned staging the file backends read into), one ticket marks the

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pci: controller (DESIGN.md 4): a real NVMe controller behind the ops
- * table, "pci:DDDD:BB:DD.F[,mode=vfio|uio]"; or several striped as one
- * array (DESIGN.md 10), "pci:A+B+...[,mode=...][,stripe=KiB]", every device
- * through the same checks, all of them in one VFIO container (one IOMMU
- * address space: a buffer mapped once has the same IOVA for each) or all
- * through uio (physical addresses are the same for each anyway).
+ * The pci: controller (docs/hardware.md): a real NVMe controller behind the
+ * ops table, "pci:DDDD:BB:DD.F[,mode=vfio|uio]"; or several striped as one
+ * array (docs/design.md, "Arrays of SSDs"),
+ * "pci:A+B+...[,mode=...][,stripe=KiB]", every device through the same
+ * checks, all of them in one VFIO container (one IOMMU address space: a
+ * buffer mapped once has the same IOVA for each) or all through uio
+ * (physical addresses are the same for each anyway).
  *
  * vfio (the default): the device is bound to vfio-pci and sits in its own
  * IOMMU container (type1); BAR0 is a VFIO region we mmap; every DMA buffer is
@@ -22,8 +23,9 @@
  * BAR0 is registered with cudaHostRegisterIoMemory so the runtime's doorbell
  * stores go from the GPU to the SSD directly.
  *
- * Before taking a device from the host, the safety checks of DESIGN.md 8
- * (boot/pci/pci_sysfs.c) refuse one that the host still uses, unless --force.
+ * Before taking a device from the host, the safety checks (docs/hardware.md,
+ * "What gpuos refuses, and --force"; boot/pci/pci_sysfs.c) refuse one that
+ * the host still uses, unless --force.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -756,7 +758,7 @@ static int parse_args(const char *args, struct pci_priv *p, int *have_mode, uint
 	return 0;
 }
 
-/* May device i be taken from the host (DESIGN.md 8)? 0 or the refusal. */
+/* May device i be taken from the host (docs/hardware.md)? 0 or the refusal. */
 static int pci_check(struct gpuos_ctrl *c, struct pci_priv *p, unsigned i, char *err, size_t errlen)
 {
 	struct pci_dev *v = &p->dev[i];

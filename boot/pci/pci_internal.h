@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * boot/pci/pci_internal.h - the pieces behind the pci: controller (boot/pci/pci.c):
- * sysfs look-ups, the safety checks of DESIGN.md 8 and driver binding
+ * sysfs look-ups, the safety checks (docs/hardware.md) and driver binding
  * (boot/pci/pci_sysfs.c), and physically contiguous hugepage memory for
  * uio_pci_generic, where the controller is given physical addresses
  * (boot/pci/pci_hugemem.c). Host-only; Linux only.

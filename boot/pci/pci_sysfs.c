@@ -2,8 +2,9 @@
 /*
  * The pci: controller's dealings with the host kernel through sysfs and
  * procfs: which driver holds a device, whether the host still uses it
- * (DESIGN.md 8: mounted file systems, the root disk, swap, device mapper,
- * another process), and binding it to vfio-pci or uio_pci_generic.
+ * (mounted file systems, the root disk, swap, device mapper, another
+ * process; docs/hardware.md, "What gpuos refuses, and --force"), and
+ * binding it to vfio-pci or uio_pci_generic.
  * scripts/vfio-bind.sh makes the same checks in shell.
  */
 #include <ctype.h>

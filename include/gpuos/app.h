@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpuos/app.h - what a GPU app image carries so that boot/ can check it
- * before loading it (DESIGN.md section 3; boot/image.h reads it).
+ * before loading it (docs/apps.md, "Running"; gpuos_image_inspect in boot/image.c reads it).
  *
  * An app marks its image, once, at namespace scope of one of its .cu files:
  *

@@ -4,7 +4,7 @@
  * the mailbox and registered memory, park/resume, statistics, shutdown.
  * The `gpuos` command is built on it; embedding programs link libgpuos.
  *
- * Rules while the runtime runs on the GPU (notes/PLATFORM.md): no module
+ * Rules while the runtime runs on the GPU (docs/platform.md): no module
  * loads, no cudaFree, no device-wide synchronisation - or gpuos_park()
  * around them.
  *
@@ -58,7 +58,7 @@ struct gpuos_boot_opts {
 
 #define GPUOS_MAX_CTRL 16   /* controllers of an array */
 
-/* One controller of the device (an array has several, DESIGN.md 10). */
+/* One controller of the device (an array has several, docs/design.md). */
 struct gpuos_ctrl_info {
 	char name[48];             /* "pci:0000:01:00.0", "emu member 1 of 4", or the device string */
 	char model[41], serial[21], firmware[9];
@@ -113,7 +113,7 @@ struct gpuos_info {
 struct gpuos_stats {
 	uint64_t requests, bytes, errors, commands, timeouts, doorbells, polls;
 	uint64_t zero_copy;        /* commands the controller wrote straight into the destination */
-	/* The life of a command (DESIGN.md 11) */
+	/* The life of a command (docs/design.md) */
 	uint64_t strays;           /* completions that matched nothing in flight */
 	uint64_t aborts;           /* NVMe Aborts sent for commands that timed out */
 	uint64_t resets;           /* controller resets the runtime did */
@@ -183,11 +183,11 @@ void gpuos_sys_shm_private(struct gpuos_sys *s);
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
 
-/* ---- apps (gpuos run, DESIGN.md section 3) ----------------------------------------
+/* ---- apps (gpuos run, docs/apps.md) ----------------------------------------------
  * An app image (a cubin built against gpuos/gpuos.h and gpuos/app.h) loaded
  * into a running runtime on the GPU, one entry of it launched as a client on
  * a stream of its own. Load and unload park the runtime around the Driver
- * API calls (loading a module while it spins deadlocks, notes/PLATFORM.md):
+ * API calls (loading a module while it spins deadlocks, docs/platform.md):
  * requests in flight finish first, new ones wait in the mailbox. One thread
  * at a time per runtime; boot/image.h checks an image before it is loaded.
  */

@@ -274,9 +274,10 @@ GPUOS_DEF_ST(gpuos_store_release_sys64, uint64_t, 64, "l", "release", "sys", __A
 /* Read-modify-writes, named by ordering and scope like the loads and
  * stores: the GPU runs PTX atom.SEM.SCOPE (sm_70+), the host the __atomic
  * builtin of the same order, so ThreadSanitizer checks the orderings the
- * GPU runs (DESIGN.md 11). Each returns the old value. _sys forms on the
- * GPU only on memory where system-scope atomics work (device memory), never
- * on pinned host memory: PCIe gives no atomics there. */
+ * GPU runs (docs/design.md, "The life of a command"). Each returns the old
+ * value. _sys forms on the GPU only on memory where system-scope atomics
+ * work (device memory), never on pinned host memory: PCIe gives no atomics
+ * there. */
 #if GPUOS_ON_GPU
 #define GPUOS_DEF_ADD(name, T, bits, C, sem, scope, hostorder)                          \
 	GPUOS_INLINE GPUOS_HD T name(T *p, T v)                                          \

@@ -19,7 +19,7 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_MAX_WARPS   256u
 #define GPUOS_RT_MAX_SLOTS_PER_WARP 256u /* in-flight commands per warp (CIDs) */
 #define GPUOS_RT_MAX_REQS_PER_WARP  64u  /* requests a warp works on at once */
-#define GPUOS_RT_MAX_CTRL    16u        /* controllers of an array (DESIGN.md 10) */
+#define GPUOS_RT_MAX_CTRL    16u        /* controllers of an array (docs/design.md) */
 
 /* flags */
 #define GPUOS_RT_ALLOW_RAW   (1u << 0)  /* READ_RAW allowed */
@@ -42,8 +42,8 @@ static_assert(sizeof(struct gpuos_rt_queue) == 48, "rt queue size");
 
 /* Memory clients may name as a destination: [base, base+len). With
  * GPUOS_RT_REGION_DMA the controller reaches it at iova..iova+len, and reads
- * that cover whole LBAs go there directly (zero copy, DESIGN.md 5); without
- * it they go through the bounce buffers. */
+ * that cover whole LBAs go there directly (zero copy: docs/design.md,
+ * "The request path"); without it they go through the bounce buffers. */
 #define GPUOS_RT_REGION_VRAM (1u << 0)
 #define GPUOS_RT_REGION_DMA  (1u << 1)
 struct gpuos_rt_region {
@@ -66,10 +66,11 @@ struct gpuos_rt_desc {
 	uint32_t xfer_bytes;   /* bytes per command at most (MDTS and bounce size), multiple of 4 KiB */
 	uint32_t flags;        /* GPUOS_RT_ALLOW_* */
 	uint64_t timeout_ns;   /* a command that takes longer fails its request */
-	/* An array (DESIGN.md 10): the namespace is striped over nctrl
-	 * controllers in chunks of stripe_lbas (gpuos_rt_stripe_map). Queue k
-	 * of a service warp belongs to controller k % nctrl, so every warp owns
-	 * queues of every member (gpuos_rt_desc_check). */
+	/* An array (docs/design.md, "Arrays of SSDs"): the namespace is
+	 * striped over nctrl controllers in chunks of stripe_lbas
+	 * (gpuos_rt_stripe_map). Queue k of a service warp belongs to
+	 * controller k % nctrl, so every warp owns queues of every member
+	 * (gpuos_rt_desc_check). */
 	uint32_t nctrl;        /* controllers, 1..GPUOS_RT_MAX_CTRL (their CSTS: csts[] below) */
 	uint32_t stripe_lbas;  /* chunk size in LBAs (nctrl > 1) */
 	uint64_t mbox;         /* struct gpuos_mbox * */
@@ -105,15 +106,16 @@ struct gpuos_rt_desc {
 	/* Cold from here on (read every 256 loops, or at start): after the hot
 	 * fields, so that those keep few constant-cache lines on the GPU. */
 	uint64_t csts[GPUOS_RT_MAX_CTRL]; /* const volatile uint32_t * CSTS of each controller, MMIO (0: not polled) */
-	uint64_t admin;        /* struct gpuos_rt_admin *: the admin side of recovery (DESIGN.md 11), 0: none */
+	uint64_t admin;        /* struct gpuos_rt_admin *: the admin side of recovery, 0: none */
 	uint32_t retries;      /* times a command failed with DNR clear is sent again, at most */
 	uint32_t rsvd_adm;
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* + the metadata warp's */
 };
 
-/* What the runtime needs to recover a controller by itself (DESIGN.md 11):
- * abort a command that timed out, and reset the controller when the abort
- * does not help (disable, enable, re-create the queues, as bring-up does).
+/* What the runtime needs to recover a controller by itself (docs/design.md,
+ * "The life of a command"): abort a command that timed out, and reset the
+ * controller when the abort does not help (disable, enable, re-create the
+ * queues, as bring-up does).
  * One per controller, in host memory boot maps for the runtime; read only
  * on those cold paths. regs == 0: the runtime cannot read this controller's
  * registers (a GPU and a real SSD's BAR), so it cannot reset it; a command
@@ -138,12 +140,12 @@ struct gpuos_rt_admin {
 };
 static_assert(offsetof(struct gpuos_rt_desc, nctrl) == 48 && offsetof(struct gpuos_rt_desc, mbox) == 56,
 	      "the hot fields keep their places (nctrl and stripe_lbas where one CSTS pointer was)");
-/* Where array LBA `lba` lives (DESIGN.md 10, md RAID-0 chunk mapping):
- * chunk k = lba / stripe_lbas is on controller k % nctrl at its LBA
- * (k / nctrl) * stripe_lbas + lba % stripe_lbas. Returns how many LBAs from
- * lba on stay contiguous there: to the end of the chunk (nothing is merged
- * across chunks), or of the namespace with one controller. The one place
- * the mapping is written: service warps and metadata warp split with it. */
+/* Where array LBA `lba` lives (md RAID-0 chunk mapping; docs/design.md,
+ * "Arrays of SSDs"): chunk k = lba / stripe_lbas is on controller k % nctrl at
+ * its LBA (k / nctrl) * stripe_lbas + lba % stripe_lbas. Returns how many LBAs
+ * from lba on stay contiguous there: to the end of the chunk (nothing is merged
+ * across chunks), or of the namespace with one controller. The one place the
+ * mapping is written: service warps and metadata warp split with it. */
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_rt_stripe_map(const struct gpuos_rt_desc *d, uint64_t lba, uint32_t *ctrl,
 						   uint64_t *ctrl_lba)
 {
@@ -182,9 +184,9 @@ GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uin
 	return gpuos_rt_region_of(d, p, len) >= 0;
 }
 
-/* ---- the runtime's entry points (DESIGN.md 1: boot reaches the runtime only
- * through this header). kernels/ runs them on the GPU; boot's host mode runs
- * them on CPU threads. */
+/* ---- the runtime's entry points (boot reaches the runtime only through this
+ * header: docs/design.md, "Layout and arrows"). kernels/ runs them on the
+ * GPU; boot's host mode runs them on CPU threads. */
 
 /* Bytes of private state the runtime needs for this descriptor; boot
  * allocates them (device memory on the GPU), zeroes them once before the

@@ -126,7 +126,7 @@ check "bench: aligned 4 KiB reads are zero copy" python3 -c "import json,sys; j=
 out=$($gpuos bench --device "emu:$img" --host --no-zero-copy --threads 1 --iters 100 --json 2>/dev/null)
 check "bench --no-zero-copy: every read bounces" python3 -c "import json,sys; j=json.loads(sys.argv[1]); assert j['zero_copy'] == 0 and j['commands'] == 100 and j['errors'] == 0, j" "$out"
 
-echo "== arrays (DESIGN.md 10: emu:IMG,ssds=N[,stripe=KiB])"
+echo "== arrays (emu:IMG,ssds=N[,stripe=KiB])"
 out=$($gpuos identify --json --device "emu:$img,ssds=3,stripe=12" 2>/dev/null)
 check "identify an array: the striped namespace, each controller" python3 - "$out" <<'PY'
 import json, sys

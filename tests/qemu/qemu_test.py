@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The pci: path of gpuos against QEMU's NVMe controller (DESIGN.md 4).
+"""The pci: path of gpuos against QEMU's NVMe controller (docs/hardware.md).
 
 Boots a Linux guest under TCG with two emulated NVMe controllers and runs
 build/gpuos-static (host mode) in it against them, through vfio-pci with an
 emulated Intel IOMMU (boot 1) and through uio_pci_generic with no IOMMU
 (boot 2); then a third boot with two more drives, C and D, that hold one
-image striped RAID-0 style (DESIGN.md 10: pci:C+D,stripe=64, one VFIO
-container for both):
+image striped RAID-0 style (pci:C+D,stripe=64, one VFIO container for
+both; docs/hardware.md, "Several SSDs as one array"):
 
   A  0000:00:04.0  64 MiB, 512-byte LBAs, QEMU's defaults (64 queue pairs,
                    MDTS 512 KiB); one sector fails every read (blkdebug); a
@@ -304,8 +304,9 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     # Commands the slow controller cannot answer within a 20 ms timeout:
     # QEMU answers the runtime's Aborts "not aborted", so the runtime resets
     # B by itself (CC.EN, admin registers, Set Features, queues re-created;
-    # DESIGN.md 11). Requests then in flight fail; every one is answered;
-    # the admin queue goes back to boot, whose shutdown deletes the queues.
+    # docs/design.md, "The life of a command"). Requests then in flight
+    # fail; every one is answered; the admin queue goes back to boot, whose
+    # shutdown deletes the queues.
     def reset_check(text):
         got = {k: int(v) for k, v in re.findall(r'"(errors|timeouts|aborts|resets|threads|iters)": (\d+)', text)}
         if got.get("resets", 0) < 1 or got.get("aborts", 0) < 1 or got.get("errors", 0) < 1:
@@ -370,7 +371,7 @@ def plan_vfio(run, rng, a_img, b_img, expect):
     # The kernel's nvme driver takes both; A's file system gets mounted.
     p.text("vfio-modprobe-nvme", "nvme_up 2", out=r"^2")
     p.text("vfio-mount-a", "mount_minix", out=r"/dev/nvme")
-    # DESIGN.md 8: refuse a controller in use, say why in one line.
+    # Refuse a controller in use, say why in one line (docs/hardware.md).
     p.text("vfio-refuse-mounted", ["gpuos", "identify", "--device", "pci:" + A_BDF], rc=1,
            err=r"^gpuos identify: pci:%s: refusing .*nvme\d+n1 is mounted at /mnt" % A_BDF)
     p.text("vfio-refuse-bound", ["gpuos", "identify", "--device", "pci:" + B_BDF], rc=1,

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The arrows of DESIGN.md 1, from the #include lines (part of make check):
+"""The arrows of docs/design.md, "Layout and arrows", from the #include
+lines (part of make check):
 - include/gpuos/ includes only include/gpuos/ and the C library;
 - runtime/ includes only include/gpuos/ and runtime/ (no CUDA, nothing of
   boot/ or kernels/);
@@ -64,5 +65,5 @@ for b in bad:
     print("check_arrows:", b)
 if bad:
     sys.exit(1)
-print("check: the include arrows of DESIGN.md 1 hold; still open: %s" %
+print("check: the include arrows of docs/design.md hold; still open: %s" %
       (", ".join("%s -> %s" % k for k in sorted(seen)) or "nothing"))

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The atomics of include/gpuos/port.h have one ordering on both sides
-(DESIGN.md 11): each GPUOS_DEF_* line names its PTX semantics and the host's
-__atomic order; they must agree with each other and with the name. And
+(docs/design.md, "The life of a command", Orderings): each GPUOS_DEF_* line
+names its PTX semantics and the host's __atomic order; they must agree with
+each other and with the name. And
 runtime/, include/, apps/ reach atomics only through these names, so that
 ThreadSanitizer in host mode checks the orderings the GPU runs.
 Usage: check_orderings.py  (from the repository root); exit 1 on a mismatch."""

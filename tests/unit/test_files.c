@@ -185,10 +185,10 @@ Test(files, gpt_partition_small_lbas_and_1k_blocks)
 	shut(&b);
 }
 
-/* An array (DESIGN.md 10): the image striped over four controllers, so
- * every file of more than a chunk lies on all of them; the metadata warp
- * reads the superblock, the inodes and the directories through the same
- * chunk mapping as the service warps read the data. */
+/* An array (docs/design.md, "Arrays of SSDs"): the image striped over four
+ * controllers, so every file of more than a chunk lies on all of them; the
+ * metadata warp reads the superblock, the inodes and the directories
+ * through the same chunk mapping as the service warps read the data. */
 Test(files, files_spread_over_four_ssds)
 {
 	struct booted b;

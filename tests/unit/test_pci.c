@@ -82,7 +82,7 @@ Test(pci, ops_entry)
 	cr_assert_not_null(gpuos_ctrl_pci_ops.free);
 }
 
-/* Device lists (DESIGN.md 10): "pci:A+B+...[,stripe=KiB]", one kind only. */
+/* Device lists (docs/hardware.md): "pci:A+B+...[,stripe=KiB]", one kind only. */
 Test(pci, device_list_errors)
 {
 	struct gpuos_ctrl *c = (struct gpuos_ctrl *)1;

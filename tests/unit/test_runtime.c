@@ -663,7 +663,7 @@ Test(runtime, controller_fatal_fails_everything_cleanly)
 	gpuos_shutdown(b.sys, err, sizeof(err));
 }
 
-/* ---- arrays (DESIGN.md 10) ----------------------------------------------------------
+/* ---- arrays (docs/design.md, "Arrays of SSDs") --------------------------------------
  * "emu:IMG,ssds=N,stripe=KiB": N controllers hold the image striped, chunk k
  * on controller k % N. The runtime splits every request at chunk boundaries
  * and sends each piece to the controller that holds it, so a read equals the
@@ -806,7 +806,7 @@ Test(runtime, array_queues_per_warp_and_controller)
 	shut(&b);
 }
 
-/* ---- the fault campaign (issue 13, DESIGN.md 11) ---------------------------------------
+/* ---- the fault campaign (issue 13, docs/testing.md) ------------------------------------
  * 64 clients x 10,000 requests (1,000 with GPUOS_QUICK) under each fault mode
  * of the emulated controller in turn. Each client reads random ranges into
  * its own part of the heap (zero copy where the range starts on an LBA, a
