@@ -37,12 +37,12 @@ rw() { # NAME WANT_MD5 CMD...: as r; when stdout does not hash to WANT_MD5, also
 	fi
 }
 
-t() { # NAME CMD...: run, report stdout as text
+t() { # NAME CMD...: run, report stdout as text (its first 4000 bytes)
 	_n=$1; shift
 	_t0=$(now_ms)
 	"$@" > /tmp/o 2> /tmp/e
 	_rc=$?
-	echo "T $_n $_rc $(($(now_ms) - _t0))|$(err1 /tmp/e)|$(tr '\n|' '  ' < /tmp/o | head -c 800)" >&3
+	echo "T $_n $_rc $(($(now_ms) - _t0))|$(err1 /tmp/e)|$(tr '\n|' '  ' < /tmp/o | head -c 4000)" >&3
 }
 
 _bg=""
