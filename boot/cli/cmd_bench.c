@@ -300,7 +300,6 @@ int cmd_bench(int argc, char **argv)
 			stage_medians(stages, n_lat, med);
 		qsort(lat, n_lat, sizeof(uint32_t), cmp_u32);
 		gpuos_sys_stats(s, &st);
-		gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl));
 		if (c.json) {
 			struct json j;
 			json_begin(&j, stdout, "bench");
@@ -347,6 +346,7 @@ int cmd_bench(int argc, char **argv)
 			json_finish(&j);
 		} else {
 			char sz[32];
+			gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl)); /* the text's summary; JSON has the counters */
 			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %s\n"
 			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
 			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n"

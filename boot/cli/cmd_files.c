@@ -70,10 +70,14 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 	 * this command allows it (a service keeps its own --allow-raw policy). */
 	if (!strcmp(cmd, "gguf") && f->path[0] == '@')
 		f->c.boot.allow_raw = 1;
+	if (!f->c.boot.device && !f->c.socket) {
+		cli_err(cmd, "give --device DEV (emu:IMAGE, null, pci:...) or --socket PATH");
+		return GPUOS_EXIT_USAGE;
+	}
 	r = client_open(&f->c, &f->cl, err, sizeof(err));
 	if (r) {
 		cli_err(cmd, "%s", err);
-		return r == -EINVAL && !f->c.boot.device && !f->c.socket ? GPUOS_EXIT_USAGE : GPUOS_EXIT_FAIL;
+		return GPUOS_EXIT_FAIL;
 	}
 	f->open = 1;
 	if (f->cl.heap_len < (1u << 20)) {
