@@ -58,7 +58,7 @@ $(BUILD)/libgpuos.a: $(CORE_OBJ)
 # The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin
 # of one cubin per architecture. The cubins are separate targets so that
 # `make -j` compiles them side by side (ptxas takes most of a build).
-RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
+RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
 RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
 $(BUILD)/kernels/runtime.%.cubin: $(RT_DEPS)
 	@mkdir -p $(dir $@)
@@ -131,6 +131,8 @@ test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/apps_model.sh $(BUILD)
 	$(Q)bash tests/emu/writer.sh $(BUILD)
 	$(Q)bash tests/emu/files.sh $(BUILD)
+	$(Q)bash tests/emu/cli_hostile.sh $(BUILD)
+	$(Q)bash tests/emu/service.sh $(BUILD)
 	$(Q)bash tests/emu/install.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:

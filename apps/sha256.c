@@ -149,7 +149,7 @@ GPUOS_HD static void sha256_main(struct gpuos_app_args *a, uint32_t tid, uint32_
 		base = (uint8_t *)(uintptr_t)a->heap + 4096u;
 		avail = a->heap_len > 4096u ? a->heap_len - 4096u : 0;
 	}
-	chunk = (avail / 2u) & ~(uint64_t)(CHUNK_MIN - 1u);
+	chunk = GPUOS_ALIGN_DOWN(avail / 2u, (uint64_t)CHUNK_MIN);
 	if (chunk > CHUNK_MAX)
 		chunk = CHUNK_MAX;
 	if (chunk < CHUNK_MIN || a->heap_len < WHY_BYTES) {

@@ -31,7 +31,6 @@
 
 #include "gpuos/host.h"
 
-#define ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((uint64_t)(a) - 1u))
 #define ARGS_OFF 0u
 #define SCRATCH_OFF 128u
 #define ARGV_OFF 256u
@@ -184,8 +183,8 @@ static int check_geometry(const struct app_run *o, int host, char *err, size_t e
 {
 	unsigned grid, block;
 	geometry(o, &grid, &block);
-	if (block > 1024u) {
-		snprintf(err, errlen, "--block %u: at most 1024 threads per block", block);
+	if (block > GPUOS_IMAGE_DEFAULT_MAX_THREADS) { /* CUDA's limit, the default of an image */
+		snprintf(err, errlen, "--block %u: at most %u threads per block", block, GPUOS_IMAGE_DEFAULT_MAX_THREADS);
 		return -EINVAL;
 	}
 	if (host && (uint64_t)grid * block > APP_HOST_MAX_THREADS) {
@@ -410,9 +409,9 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 	/* 2. Arguments, report and memory, in the client heap. */
 	for (i = 0; i < o->argc; i++)
 		str_bytes += strlen(o->argv[i]) + 1u;
-	hdr = ALIGN_UP(ARGV_OFF + (uint64_t)o->argc * 8u + str_bytes, 4096u);
+	hdr = GPUOS_ALIGN_UP(ARGV_OFF + (uint64_t)o->argc * 8u + str_bytes, 4096u);
 	out_off = hdr;
-	rest_off = ALIGN_UP(out_off + APP_OUT_BYTES, VRAM_SKIP);
+	rest_off = GPUOS_ALIGN_UP(out_off + APP_OUT_BYTES, (uint64_t)VRAM_SKIP);
 	if (heap_len < rest_off + APP_MIN_HEAP) {
 		snprintf(err, errlen, "%llu bytes of client memory: the app needs at least %llu (--heap-mib)",
 			 (unsigned long long)heap_len, (unsigned long long)(rest_off + APP_MIN_HEAP));

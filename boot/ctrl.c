@@ -108,7 +108,7 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	len = (len + 4095u) & ~(size_t)4095u;
+	len = GPUOS_ALIGN_UP(len, (size_t)4096);
 	out->len = len;
 	if (c->gpu && kind == GPUOS_MEM_VRAM) {
 		r = gpuos_gpu_dev_alloc(c->gpu, len, &out->rt);

@@ -82,6 +82,16 @@ struct gpuos_ctrl {
 	uint64_t next_iova;       /* for controllers that pick IOVAs themselves */
 };
 
+/* Controllers that pick IOVAs themselves start each region on a 1 MiB
+ * boundary and leave a 1 MiB gap after it: an overrun is a DMA fault, not
+ * a neighbour's data. */
+#define GPUOS_IOVA_ALIGN 0x100000ull
+/* The first IOVA a region may take after one of len bytes at a. */
+static inline uint64_t gpuos_iova_after(uint64_t a, uint64_t len)
+{
+	return a + GPUOS_ALIGN_UP(len, GPUOS_IOVA_ALIGN) + GPUOS_IOVA_ALIGN;
+}
+
 /* Open the controller named by dev. gpu may be NULL (host mode). Returns 0,
  * -EINVAL for a device string no controller knows, or the controller's error;
  * a one-line reason in err. */

@@ -351,8 +351,7 @@ static int emu_map(struct gpuos_ctrl *c, void *ptr, size_t len, int vram, uint64
 			gpuos_emu_unmap(p->emu[i - 1], a);
 		return r;
 	}
-	/* A guard gap between regions: an overrun is a DMA fault, not a neighbour's data. */
-	c->next_iova += ((len + 0xfffffu) & ~(uint64_t)0xfffffu) + 0x100000u;
+	c->next_iova = gpuos_iova_after(a, len);
 	*iova = a;
 	return 0;
 }

@@ -687,7 +687,7 @@ int gpuos_gpu_stack_reserve(struct gpuos_gpu *g, size_t bytes, char *why, size_t
 	/* Raised here, with the runtime parked, never by the driver at a
 	 * launch: that waits for an idle device, which a spinning runtime
 	 * never gives (see gpuos_gpu_open). */
-	bytes = (bytes + 15u) & ~(size_t)15u;
+	bytes = GPUOS_ALIGN_UP(bytes, (size_t)16);
 	if (cudaDeviceSetLimit(cudaLimitStackSize, bytes) != cudaSuccess) {
 		(void)cudaGetLastError();
 		snprintf(why, whylen, "cannot raise the GPU stack size to %zu bytes per thread", bytes);

@@ -64,6 +64,7 @@
 
 #define FATBIN_MAGIC         0xba55ed50u /* nvcc -fatbin, .nv_fatbin contents */
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u /* the wrapper nvcc puts in host objects */
+#define MAX_REGS_PER_THREAD  255u        /* of every architecture since sm_35 */
 #define STO_CUDA_ENTRY       0x10u       /* st_other: a __global__ function */
 
 #define EIFMT_NVAL 1
@@ -311,8 +312,8 @@ static int check_notes(struct ctx *c)
 			namesz = rd32(p + o);
 			descsz = rd32(p + o + 4);
 			type = rd32(p + o + 8);
-			name_pad = (namesz + 3) & ~(uint64_t)3;
-			desc_pad = (descsz + 3) & ~(uint64_t)3;
+			name_pad = GPUOS_ALIGN_UP(namesz, 4u);
+			desc_pad = GPUOS_ALIGN_UP(descsz, 4u);
 			if (name_pad > rem - 12 || descsz > rem - 12 - name_pad)
 				return fail(c, -EINVAL,
 					    "malformed note in %s: name %llu and descriptor %llu bytes, %llu remain",
@@ -381,9 +382,9 @@ static int regcount_attr(struct ctx *c, void *arg, unsigned fmt, unsigned attr, 
 	for (i = 0; i < es->n; i++) {
 		if (es->e[i].sym != sym)
 			continue;
-		if (regs > 255)
-			return fail(c, -EOVERFLOW, "malformed: %s uses %u registers per thread, at most 255 exist",
-				    es->e[i].name, regs);
+		if (regs > MAX_REGS_PER_THREAD)
+			return fail(c, -EOVERFLOW, "malformed: %s uses %u registers per thread, at most %u exist",
+				    es->e[i].name, regs, MAX_REGS_PER_THREAD);
 		es->e[i].regs = regs;
 		es->e[i].have_regs = 1;
 	}

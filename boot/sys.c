@@ -364,6 +364,19 @@ void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len
 	return (char *)s->shm + h->heap_off;
 }
 
+void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, uint64_t *len)
+{
+	uint64_t heap_rt, n = s->opts.heap_shares > 1u ? s->opts.heap_shares : 1u;
+	char *heap = gpuos_sys_heap(s, &heap_rt, NULL);
+	if (k >= n)
+		return NULL;
+	if (rt_addr)
+		*rt_addr = heap_rt + k * s->plan.share_bytes;
+	if (len)
+		*len = s->plan.share_bytes;
+	return heap + k * s->plan.share_bytes;
+}
+
 uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s)
 {
 	return s->desc->mbox;
@@ -376,14 +389,7 @@ uint64_t gpuos_sys_dev_heap(const struct gpuos_sys *s, uint64_t *len)
 	return s->dev_heap.rt;
 }
 
-void gpuos_sys_shm_private(struct gpuos_sys *s)
+int gpuos_sys_shm_fd(const struct gpuos_sys *s)
 {
-	if (s->shm_name[0])
-		shm_unlink(s->shm_name);
-	s->shm_name[0] = 0;
-}
-
-const char *gpuos_sys_shm_name(const struct gpuos_sys *s)
-{
-	return s->shm_name;
+	return s->shm_fd;
 }

@@ -18,7 +18,7 @@
 int gpuos_sys_dev_alloc(struct gpuos_sys *s, size_t len, uint64_t *rt)
 {
 	if (!s->gpu) {
-		void *p = aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
+		void *p = aligned_alloc(4096, GPUOS_ALIGN_UP(len, (size_t)4096));
 		if (!p)
 			return -ENOMEM;
 		memset(p, 0, len);

@@ -83,6 +83,11 @@ static void desc_regions(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 	d->nregions = 1;
 	d->region[0].base = s->shm_rt + h->heap_off;
 	d->region[0].len = h->heap_len;
+	if (s->opts.heap_shares > 1u) {
+		d->nshares = s->opts.heap_shares;
+		d->share_base = d->region[0].base;
+		d->share_len = s->plan.share_bytes;
+	}
 	/* Zero copy into the heap where the controller can map it (the
 	 * emulator; VFIO pins it); otherwise reads into it bounce. */
 	if (!s->opts.no_zero_copy && s->ctrl->ops->map &&

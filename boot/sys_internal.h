@@ -58,7 +58,7 @@ struct gpuos_sys {
 	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
 	struct gpuos_rt_desc *desc;   /* host copy */
 	/* shared segment: header, mailbox, heap */
-	char shm_name[64];
+	int shm_fd;                   /* the segment (memfd), kept for clients of a service */
 	void *shm;
 	size_t shm_len;
 	uint64_t shm_rt;              /* runtime-space address of the segment */

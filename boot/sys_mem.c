@@ -83,42 +83,16 @@ int gpuos_sys_alloc_buffers(struct gpuos_sys *s, char *err, size_t errlen)
 
 /* ---- the shared segment ---------------------------------------------------------- */
 
-/* An unnamed segment, for a runtime of this process alone: no /dev/shm
- * needed (a minimal initramfs, a container's 64 MB /dev/shm). */
-static int shm_open_private(struct gpuos_sys *s, char *err, size_t errlen)
+/* The segment is unnamed (memfd): nothing stays behind in /dev/shm when
+ * the process dies, and none is needed (a minimal initramfs, a container's
+ * 64 MB /dev/shm). A service hands its descriptor to each client over the
+ * control socket (SCM_RIGHTS), so only processes it let in can map it. */
+static int shm_open_anon(char *err, size_t errlen)
 {
-	int fd;
-	s->shm_name[0] = 0;
-	fd = memfd_create("gpuos", MFD_CLOEXEC);
+	int fd = memfd_create("gpuos", MFD_CLOEXEC);
 	if (fd < 0) {
 		int r = -errno;
 		snprintf(err, errlen, "anonymous shared memory (memfd_create): %s", strerror(errno));
-		return r;
-	}
-	return fd;
-}
-
-/* A segment named in /dev/shm, for other processes to attach (the service). */
-static int shm_open_named(struct gpuos_sys *s, char *err, size_t errlen)
-{
-	struct statvfs v;
-	int fd;
-	/* tmpfs gives the pages only as they are touched: a segment larger
-	 * than what is free would fail later, in a client, with SIGBUS */
-	if (statvfs("/dev/shm", &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < s->shm_len) {
-		snprintf(err, errlen,
-			 "shared memory: /dev/shm has %llu MiB free, the service's mailbox and heap need %llu MiB "
-			 "(a smaller --heap-mib, or a larger /dev/shm)",
-			 (unsigned long long)((uint64_t)v.f_bavail * v.f_frsize >> 20),
-			 (unsigned long long)((s->shm_len + (1u << 20) - 1) >> 20));
-		return -ENOSPC;
-	}
-	snprintf(s->shm_name, sizeof(s->shm_name), "/gpuos-%d-%p", (int)getpid(), (void *)s);
-	fd = shm_open(s->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0) {
-		int r = -errno;
-		snprintf(err, errlen, "shared memory %s: %s", s->shm_name, strerror(errno));
-		s->shm_name[0] = 0;
 		return r;
 	}
 	return fd;
@@ -131,22 +105,19 @@ static int shm_map(struct gpuos_sys *s, int fd, char *err, size_t errlen)
 	if (ftruncate(fd, (off_t)s->shm_len)) {
 		r = -errno;
 		close(fd);
-		if (s->shm_name[0])
-			shm_unlink(s->shm_name);
 		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->shm_len, strerror(-r));
 		return r;
 	}
 	/* Prefaulted for the GPU (registration pins it all anyway); in host
 	 * mode pages come as clients touch them. */
 	s->shm = mmap(NULL, s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | (s->gpu ? MAP_POPULATE : 0), fd, 0);
-	close(fd);
 	if (s->shm == MAP_FAILED) {
 		s->shm = NULL;
-		if (s->shm_name[0])
-			shm_unlink(s->shm_name);
+		close(fd);
 		snprintf(err, errlen, "map shared memory: %s", strerror(errno));
 		return -ENOMEM;
 	}
+	s->shm_fd = fd; /* for clients of a service (gpuos_sys_shm_fd) */
 	return 0;
 }
 
@@ -177,7 +148,7 @@ int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen)
 	int fd, r;
 
 	s->shm_len = s->plan.shm_bytes;
-	fd = s->opts.shared_shm ? shm_open_named(s, err, errlen) : shm_open_private(s, err, errlen);
+	fd = shm_open_anon(err, errlen);
 	if (fd < 0)
 		return fd;
 	r = shm_map(s, fd, err, errlen);
@@ -258,8 +229,7 @@ void gpuos_sys_free_shm(struct gpuos_sys *s)
 	if (s->shm_registered)
 		gpuos_gpu_host_unregister(s->gpu, s->shm);
 	munmap(s->shm, s->shm_len);
-	if (s->shm_name[0])
-		shm_unlink(s->shm_name);
+	close(s->shm_fd);
 }
 
 void gpuos_sys_free_mem(struct gpuos_sys *s)

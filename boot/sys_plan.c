@@ -13,8 +13,7 @@
 #include "gpuos/rt.h"
 #include "sys_plan.h"
 
-#define XFER_MAX   (2u << 20)   /* bytes per command, as gpuos_rt_desc_check allows: one PRP list page a slot */
-#define SHM_ALIGN  0xffffull    /* the mailbox and the heap start on 64 KiB */
+#define SHM_ALIGN  0x10000ull   /* the mailbox and the heap start on 64 KiB */
 
 static void notice(struct gpuos_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(struct gpuos_plan *p, const char *fmt, ...)
@@ -214,9 +213,9 @@ static int plan_commands(const struct gpuos_plan_in *in, struct gpuos_plan *p, c
 	xfer = (uint64_t)(o->xfer_kib ? o->xfer_kib : 128) * 1024u;
 	if (in->dev.mdts_bytes && xfer > in->dev.mdts_bytes)
 		xfer = in->dev.mdts_bytes;
-	if (xfer > XFER_MAX)
-		xfer = XFER_MAX;
-	xfer &= ~4095ull;
+	if (xfer > GPUOS_RT_MAX_XFER) /* what gpuos_rt_desc_check allows */
+		xfer = GPUOS_RT_MAX_XFER;
+	xfer = GPUOS_ALIGN_DOWN(xfer, 4096u);
 	if (xfer < 4096u || xfer < in->dev.lba_bytes) {
 		snprintf(err, errlen, "transfer size %u bytes is below one page or one LBA", (unsigned)xfer);
 		return -EINVAL;
@@ -234,8 +233,8 @@ static void plan_mailbox(const struct gpuos_plan_in *in, struct gpuos_plan *p)
 	n -= n % w;
 	if (n / w > GPUOS_MBOX_MAX_PER_PART)
 		n = GPUOS_MBOX_MAX_PER_PART * w;
-	if (p->meta && n > 65535u) /* the metadata ring names slots in 16 bits */
-		n = 65535u - 65535u % w;
+	if (p->meta && n > GPUOS_RT_META_MAX_SLOTS)
+		n = GPUOS_RT_META_MAX_SLOTS - GPUOS_RT_META_MAX_SLOTS % w;
 	p->mbox_slots = n;
 }
 
@@ -256,15 +255,29 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 	/* statistics: one line per service warp and one for the metadata warp */
 	p->ctl_bytes = sizeof(struct gpuos_rt_ctl) + ((uint64_t)p->warps + 1u) * sizeof(struct gpuos_rt_stats);
 	p->mbox_bytes = gpuos_mbox_bytes(p->mbox_slots);
-	p->heap_off = GPUOS_SHM_MBOX_OFF + ((p->mbox_bytes + SHM_ALIGN) & ~SHM_ALIGN);
+	p->heap_off = GPUOS_SHM_MBOX_OFF + GPUOS_ALIGN_UP(p->mbox_bytes, SHM_ALIGN);
 	/* the segment's length is an off_t (ftruncate) */
-	if (heap > (uint64_t)INT64_MAX - SHM_ALIGN - p->heap_off) {
+	if (heap > (uint64_t)INT64_MAX - (SHM_ALIGN - 1u) - p->heap_off) {
 		snprintf(err, errlen, "client heap of %llu bytes: larger than a shared-memory segment can be",
 			 (unsigned long long)heap);
 		return -EINVAL;
 	}
-	p->heap_bytes = (heap + SHM_ALIGN) & ~SHM_ALIGN;
+	p->heap_bytes = GPUOS_ALIGN_UP(heap, SHM_ALIGN);
 	p->shm_bytes = p->heap_off + p->heap_bytes;
+	/* a service's clients each get a share, on pages of their own */
+	p->share_bytes = p->heap_bytes;
+	if (in->opts->heap_shares > GPUOS_MAX_SHARES) {
+		snprintf(err, errlen, "%u client shares: at most %u", in->opts->heap_shares, GPUOS_MAX_SHARES);
+		return -EINVAL;
+	}
+	if (in->opts->heap_shares > 1u) {
+		p->share_bytes = (p->heap_bytes / in->opts->heap_shares) & ~0xfffull;
+		if (p->share_bytes < (1u << 20)) {
+			snprintf(err, errlen, "a client heap of %llu MiB in %u shares leaves less than 1 MiB each",
+				 (unsigned long long)(p->heap_bytes >> 20), in->opts->heap_shares);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

@@ -85,6 +85,7 @@ struct gpuos_plan {
 	uint64_t mbox_bytes;
 	uint64_t heap_off;             /* the heap's offset in the segment, 64 KiB aligned */
 	uint64_t heap_bytes;           /* rounded up to 64 KiB */
+	uint64_t share_bytes;          /* one client share of the heap (heap_shares), 4 KiB aligned */
 	uint64_t shm_bytes;            /* the whole segment */
 	uint32_t nnotices;             /* notice[0..nnotices) */
 	uint32_t ask_notices;          /* of them, step 2's: notice[0..ask_notices) */

@@ -5,7 +5,7 @@
 //   gpuos_rt_kernel      the persistent runtime, one service warp per block, and
 //                        the metadata warp in block nwarps (when d->meta)
 //   gpuos_loop_kernel    the gpu-null loopback controller (loopback.cuh)
-//   gpuos_bench_client   a measuring client (bench_client.cuh)
+//   gpuos_bench_client   a measuring client (bench/bench_client.cuh)
 //   gpuos_dma_gather     the emulated controller's batched small copies (dma_gather.cuh)
 #include "../runtime/rt.c"
 #include "../runtime/recover.c"
@@ -21,7 +21,7 @@
 #include "../runtime/crc.c"
 #include "../runtime/status.c"
 #include "loopback.cuh"
-#include "bench_client.cuh"
+#include "../bench/bench_client.cuh"
 #include "dma_gather.cuh"
 
 // Shared memory per service warp: its state and queue pairs, for the

@@ -63,6 +63,7 @@ GPUOS_EXTERN_C_BEGIN
 
 #define GPUOS_EXT4_SUPER_OFFSET  1024u    /* superblock byte offset in the partition */
 #define GPUOS_EXT4_MAGIC         0xEF53u
+#define GPUOS_EXT4_MAGIC_OFFSET  (GPUOS_EXT4_SUPER_OFFSET + 0x38u) /* s_magic, 2 bytes: a look for a file system */
 #define GPUOS_EXT4_ROOT_INO      2u
 #define GPUOS_EXT4_MIN_BLOCK     1024u
 #define GPUOS_EXT4_MAX_BLOCK     65536u   /* largest block size read (log 6) */

@@ -24,6 +24,9 @@
 #include "crc.h"
 #include "util.h"
 
+static_assert(GPUOS_EXT4_MAGIC_OFFSET == GPUOS_EXT4_SUPER_OFFSET + offsetof(struct ext4_sb, s_magic),
+	      "ext4 magic offset");
+
 GPUOS_EXTERN_C_BEGIN
 
 /* ---- errors, reads, checksums ------------------------------------------------ */

@@ -451,7 +451,8 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_read(struct gpuos_ext4 *fs, const struct 
 	switch (inode->map) {
 	case GPUOS_EXT4_MAP_FAST_SYMLINK:
 	case GPUOS_EXT4_MAP_INLINE: {
-		/* bytes [0, 60) in i_block, then the system.data value; past both: zeros */
+		/* bytes [0, 60) in i_block, then the system.data value (iget holds
+		 * the size to both: an inode made otherwise is refused, not zeroed) */
 		uint64_t in_iblock = GPUOS_EXT4_INLINE_MIN;
 		uint64_t in_xattr = inode->map == GPUOS_EXT4_MAP_INLINE ? inode->inline_len : 0;
 
@@ -472,7 +473,8 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_read(struct gpuos_ext4 *fs, const struct 
 			pos += k;
 		}
 		if (pos < end)
-			gpuos_mem_set(d + (pos - off), 0, (size_t)(end - pos));
+			return fail(fs, -EINVAL, "corrupt inode: inline data shorter than the file's size",
+				    inode->size);
 		*got = (uint32_t)(end - off);
 		return 0;
 	}

@@ -128,7 +128,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct
 	fs->block_size = 0;
 
 	sb = scratch(fs);
-	r = ext4_dev_read(fs, GPUOS_EXT4_SUPER_OFFSET, 1024, scratch(fs));
+	r = ext4_dev_read(fs, GPUOS_EXT4_SUPER_OFFSET, sizeof(struct ext4_sb), scratch(fs));
 	if (r)
 		return r;
 	if (SB16(sb, s_magic) != GPUOS_EXT4_MAGIC)
@@ -371,12 +371,15 @@ static GPUOS_HD void ext4_decode_time(const uint8_t *raw, uint32_t sec_off, uint
 	*ns = e >> 2;
 }
 
-/* Find system.data in the in-inode xattrs of raw (isz bytes). */
+/* Find system.data in the in-inode xattrs of raw (isz bytes), held to the
+ * rules of the kernel's check of in-inode xattrs (xattr_check_inode()):
+ * the entries end with a zero word inside the inode, and a value lies
+ * past that word and, padded to 4 bytes, inside the inode. */
 static GPUOS_HD int find_inline_xattr(struct gpuos_ext4 *fs, const uint8_t *raw, uint32_t isz,
 				      uint32_t ino, struct gpuos_ext4_inode *out)
 {
 	uint32_t start = EXT4_GOOD_OLD_INODE_SIZE + out->extra_isize;
-	uint32_t p, first, i;
+	uint32_t p, first, i, data = 0, voff, vsize;
 
 	out->inline_off = 0;
 	out->inline_len = 0;
@@ -385,31 +388,36 @@ static GPUOS_HD int find_inline_xattr(struct gpuos_ext4 *fs, const uint8_t *raw,
 	first = start + 4;
 	p = first;
 	/* entries are at least 16 bytes: the bound ends the loop */
-	for (i = 0; i < isz / 16 && p + 4 <= isz && gpuos_le32(raw + p) != 0; i++) {
-		uint32_t nlen, esize, voff, vsize;
+	for (i = 0; p + 4 <= isz && gpuos_le32(raw + p) != 0; i++) {
+		uint32_t nlen, esize;
 
-		if (p + sizeof(struct ext4_xattr_entry) > isz)
+		if (i >= isz / 16 || p + sizeof(struct ext4_xattr_entry) > isz)
 			return fail(fs, -EINVAL, "corrupt inode: xattr entry overruns the inode", ino);
 		nlen = XE8(raw + p, e_name_len);
 		esize = (uint32_t)(sizeof(struct ext4_xattr_entry) + nlen + 3u) & ~3u;
 		if (p + esize > isz)
 			return fail(fs, -EINVAL, "corrupt inode: xattr name overruns the inode", ino);
 		if (XE8(raw + p, e_name_index) == EXT4_XATTR_INDEX_SYSTEM && nlen == 4 &&
-		    gpuos_mem_cmp(raw + p + sizeof(struct ext4_xattr_entry), "data", 4) == 0) {
-			if (XE32(raw + p, e_value_inum) != 0)
-				return fail(fs, -EINVAL, "corrupt inode: inline data in an xattr inode", ino);
-			voff = XE16(raw + p, e_value_offs);
-			vsize = XE32(raw + p, e_value_size);
-			if (voff > isz - first || vsize > isz - first - voff)
-				return fail(fs, -EINVAL, "corrupt inode: inline data overruns the inode", ino);
-			if (vsize) { /* first + voff < isz <= 65536 */
-				out->inline_off = (uint16_t)(first + voff);
-				out->inline_len = vsize;
-			}
-			return 0;
-		}
+		    gpuos_mem_cmp(raw + p + sizeof(struct ext4_xattr_entry), "data", 4) == 0 && !data)
+			data = p;
 		p += esize;
 	}
+	if (p + 4 > isz)
+		return fail(fs, -EINVAL, "corrupt inode: xattr entries run past the inode", ino);
+	if (!data)
+		return 0;
+	if (XE32(raw + data, e_value_inum) != 0)
+		return fail(fs, -EINVAL, "corrupt inode: inline data in an xattr inode", ino);
+	voff = XE16(raw + data, e_value_offs);
+	vsize = XE32(raw + data, e_value_size);
+	if (vsize == 0)
+		return 0;
+	/* p + 4 - first: the values start past the zero word */
+	if (voff < p + 4 - first || voff > isz - first ||
+	    (((uint64_t)vsize + 3u) & ~3ull) > (uint64_t)(isz - first - voff))
+		return fail(fs, -EINVAL, "corrupt inode: inline data outside the xattr values", ino);
+	out->inline_off = (uint16_t)(first + voff); /* < isz <= 65536 */
+	out->inline_len = vsize;
 	return 0;
 }
 
@@ -571,6 +579,11 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino,
 		r = find_inline_xattr(fs, raw, isz, ino, out);
 		if (r)
 			return r;
+		/* the data is i_block, then the system.data value: nothing holds
+		 * bytes past both (they would read as zeros) */
+		if (out->size > GPUOS_EXT4_INLINE_MIN + (uint64_t)out->inline_len)
+			return fail(fs, -EINVAL, "corrupt inode: inline data shorter than the file's size",
+				    out->size);
 	} else if (out->type == GPUOS_EXT4_FT_SYMLINK && out->blocks == ea_sectors) {
 		/* no data block: the target is in i_block (ext4_inode_is_fast_symlink()) */
 		if (out->size >= sizeof(out->i_block))

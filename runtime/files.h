@@ -57,7 +57,8 @@ struct rt_handle {
 	uint64_t base;         /* device byte offset: of file system block 0, or of a raw GGUF */
 	uint32_t block_bits;   /* log2 of the file system block size */
 	int32_t model;         /* models[] index, or -1 */
-	uint64_t rsvd;
+	uint32_t share;        /* the client share that opened it (1-based), 0: none (abi.h) */
+	uint32_t rsvd;
 	struct gpuos_ext4_inode inode; /* kept for STAT, READDIR and META reads */
 };
 

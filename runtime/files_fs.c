@@ -89,6 +89,73 @@ GPUOS_INLINE GPUOS_HD void mount_fail(struct rt_files *F, uint32_t st, const cha
 	F->mounted = 2;
 }
 
+/* The partition table, parsed once into F->gpt and F->parts (mount and
+ * PARTS read it). A read error is not kept: the next call tries again.
+ * Returns gpuos_gpt_parse's result. */
+GPUOS_NOINLINE GPUOS_HD static int find_table(struct rt_files *F)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	int r;
+
+	if (F->gpt_parsed)
+		return F->gpt_rc;
+	F->gpt.parts = F->parts;
+	F->gpt.part_cap = GPT_PARTS;
+	r = gpuos_gpt_parse(&F->gpt, &F->gptp, &F->mio_dev, 1u << d->lba_shift);
+	if (r == -EIO)
+		return r;
+	F->gpt_parsed = 1;
+	F->gpt_rc = r;
+	if ((!r || r == -ENOSPC) && (F->gpt.flags & (GPUOS_GPT_F_BACKUP_USED | GPUOS_GPT_F_BACKUP_BAD))) {
+		struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
+		/* The host reads it after a reply (ordered by the reply's fence). */
+		gpuos_store_relaxed_sys32(&ctl->notices, (F->gpt.flags & GPUOS_GPT_F_BACKUP_USED)
+							? GPUOS_NOTICE_GPT_BACKUP : GPUOS_NOTICE_GPT_BACKUP_BAD);
+	}
+	return r;
+}
+
+/* Why find_table refused the table: "primary and backup GPT are both
+ * invalid (primary: GPT header CRC mismatch; backup: ...)". */
+GPUOS_HD static void table_why(const struct rt_files *F, struct sbuf *sb)
+{
+	sb_str(sb, F->gptp.why);
+	if (F->gpt.primary_why || F->gpt.backup_why) {
+		sb_str(sb, " (primary: ");
+		sb_str(sb, F->gpt.primary_why ? F->gpt.primary_why : "valid");
+		sb_str(sb, "; backup: ");
+		sb_str(sb, F->gpt.backup_why ? F->gpt.backup_why : "not read");
+		sb_str(sb, ")");
+	}
+}
+
+/* Does the volume at device byte `start` begin with an ext2/3/4 superblock
+ * (its magic, as the default choice of a partition looks)? */
+GPUOS_HD static int holds_ext(struct rt_files *F, uint64_t start)
+{
+	uint64_t ns_bytes = F->d->ns_lbas << F->d->lba_shift;
+	uint16_t magic = 0;
+
+	return start < ns_bytes && ns_bytes - start > 1024u + 58u &&
+	       files_dev_bytes(F, start + 1024u + 56u, 2, &magic) == 0 && magic == GPUOS_EXT4_MAGIC;
+}
+
+/* The index in F->parts of the file tools' partition: --part N (d->part),
+ * else the first holding ext2/3/4; -1 if there is none. */
+GPUOS_NOINLINE GPUOS_HD static int files_part(struct rt_files *F)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	uint32_t i;
+
+	for (i = 0; i < F->gpt.n_parts; i++) {
+		const struct gpuos_gpt_part *p = &F->parts[i];
+
+		if (d->part ? p->index + 1u == d->part : holds_ext(F, p->first_lba << d->lba_shift))
+			return (int)i;
+	}
+	return -1;
+}
+
 /* Find the file system (GPT, then ext4: docs/design.md, "Files and models")
  * and mount it. */
 GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
@@ -100,23 +167,22 @@ GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 
 	F->part_off = 0;
 	F->part_lba = 0;
-	F->gpt.parts = F->parts;
-	F->gpt.part_cap = GPT_PARTS;
-	r = gpuos_gpt_parse(&F->gpt, &F->gptp, &F->mio_dev, 1u << d->lba_shift);
+	r = find_table(F);
 	if (r == -EIO) {
 		mount_fail(F, GPUOS_ST_IO, "cannot read the partition table", 0);
 		F->mounted = 0; /* a device error may pass: try again next time */
 		return;
 	}
 	if (r && r != -ENOSPC) {
-		mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", F->gptp.why);
+		char why[WHY_MAX];
+		struct sbuf sb;
+		sb.p = why;
+		sb.n = 0;
+		sb.cap = sizeof(why);
+		why[0] = 0;
+		table_why(F, &sb);
+		mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", why);
 		return;
-	}
-	if (F->gpt.flags & (GPUOS_GPT_F_BACKUP_USED | GPUOS_GPT_F_BACKUP_BAD)) {
-		struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
-		/* The host reads it after a reply (ordered by the reply's fence). */
-		gpuos_store_relaxed_sys32(&ctl->notices, (F->gpt.flags & GPUOS_GPT_F_BACKUP_USED)
-							? GPUOS_NOTICE_GPT_BACKUP : GPUOS_NOTICE_GPT_BACKUP_BAD);
 	}
 	if (F->gpt.scheme == GPUOS_PT_NONE) {
 		if (d->part) {
@@ -124,22 +190,7 @@ GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 			return;
 		}
 	} else {
-		int found = -1;
-		for (i = 0; i < F->gpt.n_parts; i++) {
-			const struct gpuos_gpt_part *p = &F->parts[i];
-			uint16_t magic = 0;
-			uint64_t start = p->first_lba << d->lba_shift;
-			if (d->part) {
-				if (p->index + 1u == d->part)
-					found = (int)i;
-				continue;
-			}
-			if (start < ns_bytes && ns_bytes - start > 1024u + 58u &&
-			    files_dev_bytes(F, start + 1024u + 56u, 2, &magic) == 0 && magic == GPUOS_EXT4_MAGIC) {
-				found = (int)i;
-				break;
-			}
-		}
+		int found = files_part(F);
 		if (found < 0) {
 			mount_fail(F, GPUOS_ST_NOENT,
 				   d->part ? "no such partition" : "no partition holds an ext2/3/4 file system", 0);
@@ -193,6 +244,110 @@ GPUOS_HD static int need_fs(struct rt_files *F, const struct mreq *q)
 	return 0;
 }
 
+/* The parser's codes are the ABI's (gpt.h keeps them inside the runtime). */
+static_assert(GPUOS_PT_NONE == GPUOS_PARTS_NONE && GPUOS_PT_GPT == GPUOS_PARTS_GPT &&
+	      GPUOS_PT_MBR == GPUOS_PARTS_MBR, "partition schemes");
+static_assert(GPUOS_GPT_F_BACKUP_USED == GPUOS_PARTS_F_BACKUP_USED && GPUOS_GPT_F_BACKUP_BAD == GPUOS_PARTS_F_BACKUP_BAD &&
+	      GPUOS_GPT_F_NO_PMBR == GPUOS_PARTS_F_NO_PMBR && GPUOS_GPT_F_HYBRID_MBR == GPUOS_PARTS_F_HYBRID_MBR,
+	      "partition table flags");
+static_assert(GPT_PARTS == 128u && GPUOS_GPT_NAME_UTF8 == GPUOS_PART_NAME_MAX, "what struct gpuos_parts says");
+
+/* PARTS: the partition table find_table read, then its partitions from
+ * index q->offset on while they fit in dst (each probed for ext2/3/4). It
+ * needs no file system: a device without one is listed too. */
+GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mreq *q)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	struct gpuos_parts *o = (struct gpuos_parts *)(uintptr_t)q->dst;
+	const struct gpuos_gpt *g = &F->gpt;
+	uint64_t cap;
+	uint32_t i, n = 0;
+	int r, files;
+	struct sbuf sb;
+
+	if (q->flags) {
+		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
+		return;
+	}
+	if (!q->dst || !gpuos_rt_registered(d, q->dst, q->length)) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+		return;
+	}
+	if (q->length < sizeof(*o) || (q->dst & 7u)) {
+		/* too short for the table (or misaligned): the reason still fits there */
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0,
+			    (q->dst & 7u) ? "destination not 8-byte aligned" : "destination shorter than struct gpuos_parts");
+		return;
+	}
+	r = find_table(F);
+	if (r == -EIO) {
+		files_reply_err(F, q, r, "cannot read the partition table", 0);
+		return;
+	}
+	if (r && r != -ENOSPC) {
+		char why[WHY_MAX];
+		sb.p = why;
+		sb.n = 0;
+		sb.cap = sizeof(why);
+		sb_str(&sb, "corrupt GPT: ");
+		table_why(F, &sb);
+		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, why);
+		return;
+	}
+	fzero(o, sizeof(*o));
+	o->scheme = g->scheme;
+	o->flags = g->flags & (GPUOS_PARTS_F_BACKUP_USED | GPUOS_PARTS_F_BACKUP_BAD | GPUOS_PARTS_F_NO_PMBR |
+			       GPUOS_PARTS_F_HYBRID_MBR);
+	o->lba_bytes = 1u << d->lba_shift;
+	o->first = (uint32_t)GPUOS_MIN(q->offset, (uint64_t)UINT32_MAX);
+	o->total = g->n_parts;
+	o->found = g->n_used;
+	o->skipped = g->n_skipped;
+	o->disk_lbas = g->disk_lbas;
+	if (g->scheme == GPUOS_PT_GPT) {
+		o->n_entries = g->n_entries;
+		o->header_lba = g->header_lba;
+		o->first_usable_lba = g->first_usable_lba;
+		o->last_usable_lba = g->last_usable_lba;
+		gpuos_gpt_guid_format(g->disk_guid, o->disk_guid);
+	}
+	sb.p = o->primary_why;
+	sb.n = 0;
+	sb.cap = sizeof(o->primary_why);
+	sb_str(&sb, (g->flags & GPUOS_GPT_F_BACKUP_USED) ? g->primary_why : 0);
+	sb.p = o->backup_why;
+	sb.n = 0;
+	sb.cap = sizeof(o->backup_why);
+	sb_str(&sb, (g->flags & GPUOS_GPT_F_BACKUP_BAD) ? g->backup_why : 0);
+	if (g->scheme == GPUOS_PT_NONE) {
+		o->whole_fs = holds_ext(F, 0) ? GPUOS_PART_FS_EXT : GPUOS_PART_FS_UNKNOWN;
+		files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
+		return;
+	}
+	files = files_part(F);
+	cap = (q->length - sizeof(*o)) / sizeof(struct gpuos_part);
+	for (i = o->first; i < g->n_parts && n < cap; i++, n++) {
+		const struct gpuos_gpt_part *p = &F->parts[i];
+		struct gpuos_part *e = &o->part[n];
+
+		fzero(e, sizeof(*e));
+		e->first_lba = p->first_lba;
+		e->last_lba = p->last_lba;
+		e->attributes = p->attributes;
+		e->number = p->index + 1u;
+		e->mbr_type = p->mbr_type;
+		e->fs = holds_ext(F, p->first_lba << d->lba_shift) ? GPUOS_PART_FS_EXT : GPUOS_PART_FS_UNKNOWN;
+		e->flags = (int)i == files ? GPUOS_PART_F_FILES : 0;
+		if (g->scheme == GPUOS_PT_GPT) {
+			gpuos_gpt_guid_format(p->type_guid, e->type_guid);
+			gpuos_gpt_guid_format(p->unique_guid, e->unique_guid);
+			fcopy(e->name, p->name_utf8, sizeof(e->name));
+		}
+	}
+	o->n = n;
+	files_reply(F, q, GPUOS_ST_OK, n, g->n_parts, 0);
+}
+
 /* Resolve the request's path (q->arg) into F->ino, following a symlink in
  * the last component unless q->flags has GPUOS_OPEN_NOFOLLOW. Returns 1, or
  * 0 after replying with why not. */
@@ -215,19 +370,44 @@ GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 	return 1;
 }
 
-/* A free handle slot, with a new generation at once: a stale number of the
- * slot's earlier life stops matching before the slot is filled. */
-GPUOS_HD int files_alloc_handle(struct rt_files *F)
+/* The client share that made request q (1-based), 0: none. A request's path
+ * (else its reason buffer) lies in the memory of the client that posted it
+ * (abi.h, "Clients of a service"). */
+GPUOS_HD static uint32_t req_share(const struct gpuos_rt_desc *d, const struct mreq *q)
 {
-	uint32_t i;
-	for (i = 0; i < GPUOS_RT_HANDLES; i++)
-		if (F->h[i].kind == H_FREE) {
-			F->h[i].gen = ++F->gen & 0xffffffu;
-			if (F->h[i].gen == 0)
-				F->h[i].gen = ++F->gen & 0xffffffu;
-			return (int)i;
-		}
-	return -1;
+	uint64_t a = q->arg ? q->arg : (q->length ? q->dst : 0), k;
+	if (!d->nshares || !d->share_len || a < d->share_base)
+		return 0;
+	k = (a - d->share_base) / d->share_len;
+	return k < d->nshares ? (uint32_t)k + 1u : 0;
+}
+
+/* A free handle slot for request q, owned by its client share, with a new
+ * generation at once: a stale number of the slot's earlier life stops
+ * matching before the slot is filled. -1 after replying NOSPC: no slot
+ * free, or the share holds its GPUOS_MAX_HANDLES_PER_SHARE. */
+GPUOS_HD int files_alloc_handle(struct rt_files *F, const struct mreq *q)
+{
+	uint32_t i, share = req_share(F->d, q), held = 0, slot = GPUOS_RT_HANDLES;
+	for (i = 0; i < GPUOS_RT_HANDLES; i++) {
+		if (F->h[i].kind == H_FREE)
+			slot = slot == GPUOS_RT_HANDLES ? i : slot;
+		else if (share && F->h[i].share == share)
+			held++;
+	}
+	if (share && held >= GPUOS_MAX_HANDLES_PER_SHARE) {
+		files_reply(F, q, GPUOS_ST_NOSPC, 0, 0, "this client holds as many open handles as one client may");
+		return -1;
+	}
+	if (slot == GPUOS_RT_HANDLES) {
+		files_reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles in this runtime");
+		return -1;
+	}
+	F->h[slot].gen = ++F->gen & 0xffffffu;
+	if (F->h[slot].gen == 0)
+		F->h[slot].gen = ++F->gen & 0xffffffu;
+	F->h[slot].share = share;
+	return (int)slot;
 }
 
 /* Fill handle slot i for inode F->ino: kind, size, map and extents. Returns 0
@@ -286,12 +466,10 @@ GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, c
 GPUOS_NOINLINE GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map)
 {
 	const char *why = 0;
-	int slot = files_alloc_handle(F), r;
+	int slot = files_alloc_handle(F, q), r;
 
-	if (slot < 0) {
-		files_reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
+	if (slot < 0)
 		return -1;
-	}
 	r = fill_handle(F, (uint32_t)slot, &why);
 	if (!r && why_no_map && F->h[slot].map == H_MAP_META) {
 		r = -EOPNOTSUPP;
@@ -493,4 +671,21 @@ GPUOS_NOINLINE GPUOS_HD void files_op_close(struct rt_files *F, const struct mre
 		return;
 	free_handle(F, (uint32_t)(hd - F->h));
 	files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
+}
+
+/* RELEASE: every handle of client share q->arg, closed as CLOSE closes one
+ * (the service posts it when the client's connection ends). */
+GPUOS_NOINLINE GPUOS_HD void files_op_release(struct rt_files *F, const struct mreq *q)
+{
+	uint32_t i, n = 0;
+	if (q->arg == 0 || q->arg > F->d->nshares) {
+		files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "no such client share");
+		return;
+	}
+	for (i = 0; i < GPUOS_RT_HANDLES; i++)
+		if (F->h[i].kind != H_FREE && F->h[i].share == q->arg) {
+			free_handle(F, i);
+			n++;
+		}
+	files_reply(F, q, GPUOS_ST_OK, n, 0, 0);
 }

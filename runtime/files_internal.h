@@ -3,8 +3,9 @@
  * runtime/files_internal.h - what the sources of the metadata warp share;
  * files.h is their interface to the rest of the runtime. One idea a file:
  *   files_io.c     its synchronous reads (own queue pairs) and block cache
- *   files_fs.c     the file system: mount, path lookup, handles and their
- *                  extent maps; OPEN, STAT, READDIR, READ, CLOSE
+ *   files_fs.c     the file system: the partition table, mount, path lookup,
+ *                  handles and their extent maps; PARTS, OPEN, STAT,
+ *                  READDIR, READ, CLOSE
  *   files_model.c  GGUF models: GGUF_OPEN, INFO, FIND, TENSOR, LAYER
  *   files_loop.c   the ring from the service warps, replies, the dispatch of
  *                  requests, the metadata warp's loop
@@ -21,6 +22,7 @@
 #include "gguf.h"
 #include "gpt.h"
 #include "gpuos/queue.h"
+#include "util.h"
 
 GPUOS_EXTERN_C_BEGIN
 
@@ -52,6 +54,8 @@ struct rt_files {
 	uint32_t rec_gen[GPUOS_RT_MAX_CTRL];
 	uint64_t part_off;          /* byte offset of the mounted file system */
 	uint64_t part_lba;          /* the same in device LBAs (0: no partition table) */
+	uint32_t gpt_parsed;        /* gpt and parts hold the table (gpt_rc: the parser's result) */
+	int32_t gpt_rc;
 	const struct gpuos_rt_desc *d;
 	char mount_why[160];
 	uint32_t victim[GPUOS_RT_CACHE_SETS];
@@ -78,22 +82,22 @@ struct rt_files {
 
 /* ---- layout of the region ------------------------------------------------------ */
 
-GPUOS_INLINE GPUOS_HD uint64_t al64(uint64_t v) { return (v + 63u) & ~63ull; }
-
-GPUOS_INLINE GPUOS_HD uint64_t off_cache(void) { return al64(sizeof(struct rt_files)); }
+GPUOS_INLINE GPUOS_HD uint64_t off_cache(void) { return gpuos_align_line(sizeof(struct rt_files)); }
 GPUOS_INLINE GPUOS_HD uint64_t off_ext(void)
 {
 	return off_cache() + (uint64_t)GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS * GPUOS_RT_CACHE_PAGE;
 }
 GPUOS_INLINE GPUOS_HD uint64_t model_bytes(void)
 {
-	return al64((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_gguf_tensor)) +
-	       al64((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_gguf_kv)) + al64(GPUOS_RT_MODEL_ARENA) +
-	       al64((uint64_t)GPUOS_RT_MODEL_INDEX * sizeof(uint32_t));
+	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_gguf_tensor)) +
+	       gpuos_align_line((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_gguf_kv)) +
+	       gpuos_align_line(GPUOS_RT_MODEL_ARENA) +
+	       gpuos_align_line((uint64_t)GPUOS_RT_MODEL_INDEX * sizeof(uint32_t));
 }
 GPUOS_INLINE GPUOS_HD uint64_t off_models(void)
 {
-	return off_ext() + al64((uint64_t)GPUOS_RT_HANDLES * GPUOS_RT_HANDLE_EXTENTS * sizeof(struct gpuos_ext4_extent));
+	return off_ext() + gpuos_align_line((uint64_t)GPUOS_RT_HANDLES * GPUOS_RT_HANDLE_EXTENTS *
+					    sizeof(struct gpuos_ext4_extent));
 }
 GPUOS_INLINE GPUOS_HD uint64_t off_ring(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
 
@@ -119,28 +123,10 @@ GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
 
 /* ---- small helpers (one lane) --------------------------------------------------- */
 
-GPUOS_INLINE GPUOS_HD void fcopy(void *dst, const void *src, uint64_t n)
-{
-	uint8_t *d = (uint8_t *)dst;
-	const uint8_t *s = (const uint8_t *)src;
-	uint64_t i = 0;
-	if ((((uintptr_t)d | (uintptr_t)s) & 7u) == 0)
-		for (; i + 8u <= n; i += 8u)
-			*(uint64_t *)(d + i) = *(const uint64_t *)(s + i);
-	for (; i < n; i++)
-		d[i] = s[i];
-}
-
-GPUOS_INLINE GPUOS_HD void fzero(void *dst, uint64_t n)
-{
-	uint8_t *d = (uint8_t *)dst;
-	uint64_t i = 0;
-	if (((uintptr_t)d & 7u) == 0)
-		for (; i + 8u <= n; i += 8u)
-			*(uint64_t *)(d + i) = 0;
-	for (; i < n; i++)
-		d[i] = 0;
-}
+/* files_fs.c's names for util.h's gpuos_buf_copy and gpuos_buf_zero, until
+ * it calls those itself. */
+#define fcopy gpuos_buf_copy
+#define fzero gpuos_buf_zero
 
 /* Text of a reason, built without printf (runs on a GPU lane). */
 struct sbuf {
@@ -215,7 +201,7 @@ GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, ui
 
 /* files_fs.c */
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q);
-GPUOS_HD int files_alloc_handle(struct rt_files *F);
+GPUOS_HD int files_alloc_handle(struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map);
 GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask);
 GPUOS_HD void files_op_open(struct rt_files *F, const struct mreq *q);
@@ -223,6 +209,8 @@ GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_readdir(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_read_meta(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_close(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_parts(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_release(struct rt_files *F, const struct mreq *q);
 
 /* files_model.c */
 GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q);

@@ -177,10 +177,10 @@ GPUOS_NOINLINE GPUOS_HD static const uint8_t *cache_get(struct rt_files *F, uint
 		k = s * GPUOS_RT_CACHE_WAYS + F->victim[s]++ % GPUOS_RT_CACHE_WAYS;
 		dst = cache_page(d, k);
 		if (have >= GPUOS_RT_CACHE_PAGE) {
-			fcopy(dst, src, GPUOS_RT_CACHE_PAGE);
+			gpuos_buf_copy(dst, src, GPUOS_RT_CACHE_PAGE);
 		} else {
-			fcopy(dst, src, have); /* the namespace ends inside this page */
-			fzero(dst + have, GPUOS_RT_CACHE_PAGE - have);
+			gpuos_buf_copy(dst, src, have); /* the namespace ends inside this page */
+			gpuos_buf_zero(dst + have, GPUOS_RT_CACHE_PAGE - have);
 		}
 		F->tag[k] = p + 1u;
 	}
@@ -202,7 +202,7 @@ GPUOS_HD int files_dev_bytes(struct rt_files *F, uint64_t off, uint64_t len, voi
 		const uint8_t *p = cache_get(F, page, &err);
 		if (!p)
 			return err == -ERANGE ? -ERANGE : -EIO;
-		fcopy(out, p + in, k);
+		gpuos_buf_copy(out, p + in, k);
 		out += k;
 		off += k;
 		len -= k;
@@ -233,7 +233,7 @@ GPUOS_HD int files_io_file_read(void *ctx, uint64_t off, uint32_t len, void *dst
 			return -EIO;
 		k = (uint32_t)GPUOS_MIN((uint64_t)len, run);
 		if (zero)
-			fzero(out, k);
+			gpuos_buf_zero(out, k);
 		else if ((r = files_dev_bytes(F, dev, k, out)))
 			return r;
 		out += k;

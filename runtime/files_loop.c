@@ -12,7 +12,7 @@ GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
 {
 	if (!d->meta)
 		return 0;
-	return off_ring() + al64((uint64_t)d->mbox_nslots * sizeof(uint32_t));
+	return off_ring() + gpuos_align_line((uint64_t)d->mbox_nslots * sizeof(uint32_t));
 }
 
 /* ---- the service warps' side ------------------------------------------------------ */
@@ -56,7 +56,7 @@ GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *
 		sb.n = 0;
 		sb.cap = (uint32_t)GPUOS_MIN(q->length, (uint64_t)WHY_MAX);
 		sb_str(&sb, why ? why : gpuos_status_name(st));
-		fcopy((void *)(uintptr_t)q->dst, F->why, sb.n + 1u);
+		gpuos_buf_copy((void *)(uintptr_t)q->dst, F->why, sb.n + 1u);
 	}
 	s->status = st;
 	s->nvme_status = st == GPUOS_ST_IO ? F->last_nvme : 0;
@@ -117,13 +117,8 @@ GPUOS_NOINLINE GPUOS_HD void files_reply_err(struct rt_files *F, const struct mr
 /* Bytes from p to the end of its registered region, 0 if p is in none. */
 GPUOS_INLINE GPUOS_HD uint64_t region_left(const struct gpuos_rt_desc *d, uint64_t p)
 {
-	uint32_t i;
-	for (i = 0; i < d->nregions; i++) {
-		const struct gpuos_rt_region *r = &d->region[i];
-		if (p >= r->base && p - r->base < r->len)
-			return r->len - (p - r->base);
-	}
-	return 0;
+	int rg = gpuos_rt_region_of(d, p, 1);
+	return rg < 0 ? 0 : d->region[rg].len - (p - d->region[rg].base);
 }
 
 /* Copy the client's NUL-terminated string at q->arg (at most max bytes with
@@ -168,6 +163,8 @@ GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint3
 	case GPUOS_OP_READDIR: files_op_readdir(F, &q); break;
 	case GPUOS_OP_READ: files_op_read_meta(F, &q); break;
 	case GPUOS_OP_CLOSE: files_op_close(F, &q); break;
+	case GPUOS_OP_PARTS: files_op_parts(F, &q); break;
+	case GPUOS_OP_RELEASE: files_op_release(F, &q); break;
 	case GPUOS_OP_GGUF_OPEN: files_op_gguf_open(F, &q); break;
 	case GPUOS_OP_GGUF_INFO: files_op_gguf_info(F, &q); break;
 	case GPUOS_OP_GGUF_FIND: files_op_gguf_find(F, &q); break;

@@ -27,11 +27,11 @@ GPUOS_HD static void gguf_mem(const struct gpuos_rt_desc *d, uint32_t m, struct 
 {
 	uint8_t *p = (uint8_t *)(uintptr_t)(d->files + off_models() + (uint64_t)m * model_bytes());
 	mem->tensors = (struct gpuos_gguf_tensor *)p;
-	p += al64((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_gguf_tensor));
+	p += gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_gguf_tensor));
 	mem->kv = (struct gpuos_gguf_kv *)p;
-	p += al64((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_gguf_kv));
+	p += gpuos_align_line((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_gguf_kv));
 	mem->arena = p;
-	p += al64(GPUOS_RT_MODEL_ARENA);
+	p += gpuos_align_line(GPUOS_RT_MODEL_ARENA);
 	mem->index = (uint32_t *)p;
 	mem->tensor_cap = GPUOS_RT_MODEL_TENSORS;
 	mem->kv_cap = GPUOS_RT_MODEL_KV;
@@ -67,10 +67,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 			files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "offset past the end of the device");
 			return;
 		}
-		if ((slot = files_alloc_handle(F)) < 0) {
-			files_reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open handles (64)");
+		if ((slot = files_alloc_handle(F, q)) < 0)
 			return;
-		}
 		i = (uint32_t)slot;
 		hd = &F->h[i];
 		hd->kind = H_FILE;
@@ -118,7 +116,13 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 				sb_str(&sb, ")");
 			}
 		} else if (r == -ENOSPC) {
-			sb_str(&sb, "GGUF too large for the runtime's tables (at most 16384 tensors, 4096 KVs, 1 MiB of keys and strings)");
+			sb_str(&sb, "GGUF too large for the runtime's tables (at most ");
+			sb_num(&sb, GPUOS_RT_MODEL_TENSORS);
+			sb_str(&sb, " tensors, ");
+			sb_num(&sb, GPUOS_RT_MODEL_KV);
+			sb_str(&sb, " KVs, ");
+			sb_num(&sb, GPUOS_RT_MODEL_ARENA >> 20);
+			sb_str(&sb, " MiB of keys and strings)");
 		} else if (r == -EIO) {
 			files_reply_err(F, q, r, "cannot read the GGUF", 0);
 			return;
@@ -184,15 +188,15 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct
 	x->flags = g->flags;
 	x->tensors_off = sizeof(*x);
 	x->kv_off = x->tensors_off + t_bytes;
-	x->arena_off = al64(x->kv_off + k_bytes);
+	x->arena_off = gpuos_align_line(x->kv_off + k_bytes);
 	x->arena_len = g->arena_used;
 	total = x->arena_off + x->arena_len;
 	x->total = total;
 	x->complete = 0;
 	if (q->length >= total) {
-		fcopy((uint8_t *)x + x->tensors_off, g->mem.tensors, t_bytes);
-		fcopy((uint8_t *)x + x->kv_off, g->mem.kv, k_bytes);
-		fcopy((uint8_t *)x + x->arena_off, g->mem.arena, x->arena_len);
+		gpuos_buf_copy((uint8_t *)x + x->tensors_off, g->mem.tensors, t_bytes);
+		gpuos_buf_copy((uint8_t *)x + x->kv_off, g->mem.kv, k_bytes);
+		gpuos_buf_copy((uint8_t *)x + x->arena_off, g->mem.arena, x->arena_len);
 		x->complete = 1;
 	}
 	files_reply(F, q, GPUOS_ST_OK, total, 0, 0);
@@ -232,7 +236,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_tensor(struct rt_files *F, const stru
 		files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "no tensor with this index");
 		return;
 	}
-	fcopy((void *)(uintptr_t)q->dst, &g->mem.tensors[q->arg], sizeof(struct gpuos_gguf_tensor));
+	gpuos_buf_copy((void *)(uintptr_t)q->dst, &g->mem.tensors[q->arg], sizeof(struct gpuos_gguf_tensor));
 	files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
 }
 

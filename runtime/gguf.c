@@ -218,7 +218,7 @@ GPUOS_INLINE GPUOS_HD uint64_t remaining(const struct gpuos_gguf_parser *p)
 static GPUOS_HD int win_load(struct gpuos_gguf_parser *p, uint64_t off)
 {
 	const struct gpuos_meta_io *io = p->io;
-	uint64_t start = off & ~(uint64_t)511, n;
+	uint64_t start = GPUOS_ALIGN_DOWN(off, (uint64_t)512), n;
 	int rc;
 
 	if (off >= io->size)
@@ -314,7 +314,7 @@ static GPUOS_HD int skip(struct gpuos_gguf_parser *p, uint64_t len, const char *
 static GPUOS_HD int arena_take(struct gpuos_gguf *g, struct gpuos_gguf_parser *p, uint64_t n,
 			       uint32_t a, uint32_t *off)
 {
-	uint64_t start = (g->arena_used + a - 1) & ~(uint64_t)(a - 1);
+	uint64_t start = GPUOS_ALIGN_UP(g->arena_used, (uint64_t)a);
 
 	g->arena_used = start + n;
 	if (!g->mem.arena || g->arena_used > g->mem.arena_cap) {

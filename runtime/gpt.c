@@ -118,26 +118,47 @@ GPUOS_HD int gpuos_gpt_find_type(const struct gpuos_gpt *g, const uint8_t guid[1
 	return -ENOENT;
 }
 
-/* UTF-16LE name to ASCII: printable ASCII kept, anything else one '?'
- * (a surrogate pair counts as one character). */
-static GPUOS_HD void name_ascii(const uint8_t *u16, char *out)
+/* The UTF-16LE name, once: to ASCII (printable ASCII kept, anything else one
+ * '?', a surrogate pair counting as one character) and to UTF-8 (a lone
+ * surrogate as U+FFFD). At most 3 bytes a unit: it fits GPUOS_GPT_NAME_UTF8. */
+static GPUOS_HD void name_decode(const uint8_t *u16, char *ascii, char *utf8)
 {
-	uint32_t i, o = 0;
+	uint32_t i, o = 0, u = 0;
 
 	for (i = 0; i < GPUOS_GPT_NAME_UNITS; i++) {
-		uint16_t c = gpuos_le16(u16 + 2 * i);
+		uint32_t c = gpuos_le16(u16 + 2 * i);
 
 		if (!c)
 			break;
 		if (c >= 0xd800 && c <= 0xdbff && i + 1 < GPUOS_GPT_NAME_UNITS) {
 			uint16_t d = gpuos_le16(u16 + 2 * (i + 1));
 
-			if (d >= 0xdc00 && d <= 0xdfff)
+			if (d >= 0xdc00 && d <= 0xdfff) {
+				c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
 				i++;
+			}
 		}
-		out[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+		if (c >= 0xd800 && c <= 0xdfff)
+			c = 0xfffd;
+		ascii[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+		if (c < 0x80) {
+			utf8[u++] = (char)c;
+		} else if (c < 0x800) {
+			utf8[u++] = (char)(0xc0 | c >> 6);
+			utf8[u++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			utf8[u++] = (char)(0xe0 | c >> 12);
+			utf8[u++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			utf8[u++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			utf8[u++] = (char)(0xf0 | c >> 18);
+			utf8[u++] = (char)(0x80 | ((c >> 12) & 0x3f));
+			utf8[u++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			utf8[u++] = (char)(0x80 | (c & 0x3f));
+		}
 	}
-	out[o] = 0;
+	ascii[o] = 0;
+	utf8[u] = 0;
 }
 
 /* ---- MBR ------------------------------------------------------------------------------ */
@@ -326,7 +347,7 @@ static GPUOS_HD int read_entries(struct gpuos_gpt *g, struct gpuos_gpt_parser *p
 			gpuos_mem_copy(pt->type_guid, e + ENT(type_guid), 16);
 			gpuos_mem_copy(pt->unique_guid, e + ENT(unique_guid), 16);
 			pt->index = idx;
-			name_ascii(e + ENT(name), pt->name);
+			name_decode(e + ENT(name), pt->name, pt->name_utf8);
 		}
 		done += n;
 	}

@@ -38,6 +38,7 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_GPT_ENTRY_MAX   4096u
 #define GPUOS_GPT_ARRAY_MAX   (1u << 20)            /* entry array bytes we accept */
 #define GPUOS_GPT_NAME_UNITS  36u                   /* UTF-16 code units of a name */
+#define GPUOS_GPT_NAME_UTF8   112u                  /* a name in UTF-8: at most 3 bytes a unit, and the NUL */
 #define GPUOS_GPT_BUF         4096u
 
 /* UEFI table 5-5: GPT header. */
@@ -121,8 +122,11 @@ struct gpuos_gpt_part {
 	uint8_t mbr_type;           /* 0x3c MBR os_type; 0 for GPT */
 	uint8_t rsvd3d[3];          /* 0x3d */
 	char name[40];              /* 0x40 the GPT name as ASCII ('?' for the rest), NUL-terminated */
+	char name_utf8[GPUOS_GPT_NAME_UTF8]; /* 0x68 the GPT name in UTF-8 (U+FFFD for a lone
+				     *      surrogate), NUL-terminated; empty for MBR */
 };
-static_assert(sizeof(struct gpuos_gpt_part) == 104, "gpt part size");
+static_assert(sizeof(struct gpuos_gpt_part) == 216, "gpt part size");
+static_assert(offsetof(struct gpuos_gpt_part, name_utf8) == 0x68, "gpt part name_utf8");
 
 struct gpuos_gpt {
 	/* set by the caller before gpuos_gpt_parse */

@@ -6,6 +6,7 @@
  * Lane 0 of a participant runs all of it; these paths are cold.
  */
 #include "recover.h"
+#include "util.h"
 
 GPUOS_INLINE GPUOS_HD const struct gpuos_rt_admin *rec_admin(const struct gpuos_rt_desc *d, uint32_t m)
 {
@@ -245,10 +246,7 @@ GPUOS_HD int gpuos_rt_reset_begin(const struct gpuos_rt_desc *d, struct rt_recov
  * (the controller's first pass posts 1, NVMe 4.6). */
 GPUOS_INLINE GPUOS_HD void zero_cq(uint64_t cq, uint32_t n)
 {
-	uint64_t *p = (uint64_t *)(uintptr_t)cq;
-	uint32_t i;
-	for (i = 0; i < n * 2u; i++)
-		p[i] = 0;
+	gpuos_buf_zero((void *)(uintptr_t)cq, (uint64_t)n * sizeof(struct gpuos_nvme_cqe));
 }
 
 GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_recover *rs)

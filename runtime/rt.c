@@ -16,6 +16,7 @@
 #include "files.h"
 #include "gpuos/queue.h"
 #include "recover.h"
+#include "util.h"
 
 /* ---- private state ----------------------------------------------------------- */
 
@@ -118,27 +119,25 @@ struct rt_state {
 
 #define RT_STATE_MAGIC 0x74617473u
 
-GPUOS_INLINE GPUOS_HD uint64_t align64(uint64_t v) { return (v + 63u) & ~63ull; }
-
 /* Bytes of one warp's block: its state and its queue pairs. */
 GPUOS_HD uint64_t gpuos_rt_local_bytes(const struct gpuos_rt_desc *d)
 {
-	return align64(align64(sizeof(struct rt_warp)) + (uint64_t)(d->nqueues / d->nwarps) * sizeof(struct gpuos_qp));
+	return gpuos_align_line(gpuos_align_line(sizeof(struct rt_warp)) + (uint64_t)(d->nqueues / d->nwarps) * sizeof(struct gpuos_qp));
 }
 
 /* The most any configuration needs (one warp owning every queue): what the
  * GPU kernel reserves in shared memory (kernels/runtime.cu). */
 #define GPUOS_RT_LOCAL_MAX_BYTES \
-	(((sizeof(struct rt_warp) + 63u) & ~(size_t)63u) + GPUOS_RT_MAX_QUEUES * sizeof(struct gpuos_qp))
+	(GPUOS_ALIGN_UP(sizeof(struct rt_warp), (size_t)64) + GPUOS_RT_MAX_QUEUES * sizeof(struct gpuos_qp))
 
 GPUOS_HD uint64_t gpuos_rt_state_bytes(const struct gpuos_rt_desc *d)
 {
-	return align64(sizeof(struct rt_state)) + (uint64_t)d->nwarps * gpuos_rt_local_bytes(d);
+	return gpuos_align_line(sizeof(struct rt_state)) + (uint64_t)d->nwarps * gpuos_rt_local_bytes(d);
 }
 
 GPUOS_INLINE GPUOS_HD struct rt_warp *rt_warp(const struct gpuos_rt_desc *d, uint32_t w)
 {
-	return (struct rt_warp *)(uintptr_t)(d->state + align64(sizeof(struct rt_state)) +
+	return (struct rt_warp *)(uintptr_t)(d->state + gpuos_align_line(sizeof(struct rt_state)) +
 					       (uint64_t)w * gpuos_rt_local_bytes(d));
 }
 
@@ -152,7 +151,7 @@ GPUOS_HD struct rt_recover *gpuos_rt_recover(const struct gpuos_rt_desc *d)
  * for the compiler, never a generic pointer loaded from memory. */
 GPUOS_INLINE GPUOS_HD struct gpuos_qp *rt_qp(struct rt_warp *W, uint32_t k)
 {
-	return (struct gpuos_qp *)((char *)W + align64(sizeof(struct rt_warp))) + k;
+	return (struct gpuos_qp *)((char *)W + gpuos_align_line(sizeof(struct rt_warp))) + k;
 }
 
 /* The metadata warp's queue of controller m is queue[nqueues + m]. */
@@ -194,8 +193,8 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 		w = "every service warp needs the same number of queues of every controller";
 	else if (d->slots_per_warp == 0 || d->slots_per_warp > GPUOS_RT_MAX_SLOTS_PER_WARP)
 		w = "command slots per warp out of range";
-	else if (d->xfer_bytes < 4096u || d->xfer_bytes % 4096u || d->xfer_bytes > 2u * 1024u * 1024u)
-		w = "transfer size must be a multiple of 4 KiB, at most 2 MiB";
+	else if (d->xfer_bytes < 4096u || d->xfer_bytes % 4096u || d->xfer_bytes > GPUOS_RT_MAX_XFER)
+		w = "transfer size must be a multiple of 4 KiB, at most " GPUOS_STRINGIFY(GPUOS_RT_MAX_XFER_KIB) " KiB";
 	else if (d->lba_shift < 9 || d->lba_shift > 12)
 		w = "LBA size must be 512..4096 bytes";
 	else if (d->nregions > GPUOS_RT_MAX_REGIONS)
@@ -204,8 +203,8 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 		w = "state too small";
 	else if (d->mbox_nslots == 0 || d->mbox_nslots % d->nwarps)
 		w = "mailbox slots must be a multiple of the service warps";
-	else if (d->meta && d->mbox_nslots > 65535u)
-		w = "at most 65535 mailbox slots with a metadata warp";
+	else if (d->meta && d->mbox_nslots > GPUOS_RT_META_MAX_SLOTS)
+		w = "at most " GPUOS_STRINGIFY(GPUOS_RT_META_MAX_SLOTS) " mailbox slots with a metadata warp";
 	else if (d->meta && (d->files_bytes < gpuos_rt_files_bytes(d) || !d->files || !meta_queues(d)))
 		w = "files region or metadata queues missing";
 	if (why)
@@ -303,15 +302,10 @@ GPUOS_INLINE GPUOS_HD void warp_copy(void *dst, const void *src, uint64_t len)
  * VRAM (GPU atomics on pinned host memory do not exist over PCIe). */
 GPUOS_INLINE GPUOS_HD int batch_ok(const struct gpuos_rt_desc *d, uint64_t p)
 {
-	uint32_t i;
-	if (p & 3u)
+	int rg = gpuos_rt_region_of(d, p, 4);
+	if (p & 3u || rg < 0)
 		return 0;
-	for (i = 0; i < d->nregions; i++) {
-		const struct gpuos_rt_region *r = &d->region[i];
-		if (p >= r->base && p - r->base <= r->len - 4u && r->len >= 4u)
-			return !(d->flags & GPUOS_RT_ON_GPU) || (r->flags & GPUOS_RT_REGION_VRAM);
-	}
-	return 0;
+	return !(d->flags & GPUOS_RT_ON_GPU) || (d->region[rg].flags & GPUOS_RT_REGION_VRAM);
 }
 
 /* ---- request completion ------------------------------------------------------ */
@@ -577,6 +571,8 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	if (op == GPUOS_OP_READ || op == GPUOS_OP_GGUF_LOAD)
 		return accept_file(d, w, W, ms, op, &q);
 	if (op == GPUOS_OP_OPEN || op == GPUOS_OP_STAT || op == GPUOS_OP_READDIR || op == GPUOS_OP_CLOSE ||
+	    op == GPUOS_OP_PARTS ||
+	    op == GPUOS_OP_RELEASE ||
 	    (op >= GPUOS_OP_GGUF_OPEN && op <= GPUOS_OP_GGUF_LAYER)) {
 		if (!d->meta)
 			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
@@ -693,17 +689,11 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 
 /* ---- submission ------------------------------------------------------------------ */
 
-/* Lane 0: write n zero bytes (a hole or an unwritten extent of a file). */
+/* Lane 0: write n zero bytes (a hole or an unwritten extent of a file); a
+ * call, out of the planning loop's code. */
 GPUOS_NOINLINE GPUOS_HD static void zero_fill(uint64_t dst, uint64_t n)
 {
-	uint8_t *p = (uint8_t *)(uintptr_t)dst;
-	uint64_t i = 0;
-	for (; i < n && ((uintptr_t)(p + i) & 7u); i++)
-		p[i] = 0;
-	for (; i + 8u <= n; i += 8u)
-		*(uint64_t *)(p + i) = 0;
-	for (; i < n; i++)
-		p[i] = 0;
+	gpuos_buf_zero((void *)(uintptr_t)dst, n);
 }
 
 /* Lane 0: plan up to `max` commands into cmds[] (slot indices). Returns

@@ -19,115 +19,38 @@
 void cli_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "gpuos %s: ", cmd);
+	char *msg = NULL;
+	int n;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "gpuos %s: ", cmd);
+	if (n >= 0)
+		cli_put_escaped(stderr, msg, (size_t)n);
+	else /* out of memory: the message's form at least */
+		cli_put_escaped(stderr, fmt, strlen(fmt));
 	fputc('\n', stderr);
+	if (n >= 0)
+		free(msg);
 }
 
 /* ---- clients ------------------------------------------------------------------- */
-
-/* One request/response line over the service's control socket. */
-int service_call(int fd, const char *line, char *reply, size_t len)
-{
-	size_t n = 0;
-	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
-		return -EIO;
-	while (n + 1 < len) {
-		ssize_t r = read(fd, reply + n, 1);
-		if (r <= 0)
-			return -EIO;
-		if (reply[n] == '\n')
-			break;
-		n++;
-	}
-	reply[n] = 0;
-	return 0;
-}
-
-int service_connect(const char *path, char *err, size_t errlen)
-{
-	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -errno;
-	}
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		close(fd);
-		snprintf(err, errlen, "socket path too long: %s", path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(a.sun_path, path);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		int e = errno;
-		close(fd);
-		snprintf(err, errlen, "no gpuos service at %s: %s", path, strerror(e));
-		return -e;
-	}
-	return fd;
-}
-
-static int attach(struct cli *c, struct client *cl, char *err, size_t errlen)
-{
-	char reply[512], name[128];
-	unsigned long long off = 0, len = 0;
-	const struct gpuos_shm_hdr *h;
-	struct stat st;
-	int fd, r;
-
-	fd = service_connect(c->socket, err, errlen);
-	if (fd < 0)
-		return fd;
-	r = service_call(fd, "attach\n", reply, sizeof(reply));
-	if (r || sscanf(reply, "ok shm=%127s heap_off=%llu heap_len=%llu", name, &off, &len) != 3) {
-		snprintf(err, errlen, "service at %s refused to attach: %s", c->socket, r ? "connection lost" : reply);
-		close(fd);
-		return -EIO;
-	}
-	int sfd = shm_open(name, O_RDWR, 0);
-	if (sfd < 0 || fstat(sfd, &st)) {
-		snprintf(err, errlen, "open the service's shared memory %s: %s", name, strerror(errno));
-		if (sfd >= 0)
-			close(sfd);
-		close(fd);
-		return -EIO;
-	}
-	cl->shm_len = (uint64_t)st.st_size;
-	cl->shm = mmap(NULL, cl->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
-	close(sfd);
-	if (cl->shm == MAP_FAILED) {
-		snprintf(err, errlen, "map the service's shared memory: %s", strerror(errno));
-		close(fd);
-		return -EIO;
-	}
-	h = (const struct gpuos_shm_hdr *)cl->shm;
-	if (h->magic != GPUOS_SHM_MAGIC || h->version != GPUOS_ABI_VERSION || off < h->heap_off ||
-	    off + len > cl->shm_len) {
-		snprintf(err, errlen, "the service's shared memory has another layout (ABI %u, ours %u)", h->version,
-			 GPUOS_ABI_VERSION);
-		munmap(cl->shm, cl->shm_len);
-		close(fd);
-		return -EPROTO;
-	}
-	cl->mb = (struct gpuos_mbox *)((char *)cl->shm + h->mbox_off);
-	cl->heap = (char *)cl->shm + off;
-	cl->heap_rt = h->rt_base + off;
-	cl->heap_len = len;
-	cl->sock = fd; /* held open: the service frees our heap share when it closes */
-	return 0;
-}
 
 int client_open(struct cli *c, struct client *cl, char *err, size_t errlen)
 {
 	int r;
 	memset(cl, 0, sizeof(*cl));
-	cl->sock = -1;
-	if (c->socket)
-		return attach(c, cl, err, errlen);
+	cl->at.sock = -1;
+	if (c->socket) {
+		r = gpuos_service_attach(c->socket, &cl->at, err, errlen);
+		if (r)
+			return r;
+		cl->mb = cl->at.mb;
+		cl->heap = cl->at.heap;
+		cl->heap_rt = cl->at.heap_rt;
+		cl->heap_len = cl->at.heap_len;
+		return 0;
+	}
 	if (!c->boot.device) {
 		snprintf(err, errlen, "give --device DEV (emu:IMAGE, null, pci:...) or --socket PATH");
 		return -EINVAL;
@@ -135,7 +58,6 @@ int client_open(struct cli *c, struct client *cl, char *err, size_t errlen)
 	r = gpuos_boot(&c->boot, &cl->sys, err, errlen);
 	if (r)
 		return r;
-	gpuos_sys_shm_private(cl->sys); /* a runtime for this command alone */
 	cl->mb = gpuos_sys_mbox(cl->sys);
 	cl->heap = (char *)gpuos_sys_heap(cl->sys, &cl->heap_rt, &cl->heap_len);
 	return 0;
@@ -146,12 +68,10 @@ int client_close(struct client *cl, char *err, size_t errlen)
 	int r = 0;
 	if (cl->sys)
 		r = gpuos_shutdown(cl->sys, err, errlen);
-	if (cl->shm)
-		munmap(cl->shm, cl->shm_len);
-	if (cl->sock >= 0)
-		close(cl->sock);
+	if (cl->at.sock >= 0)
+		gpuos_service_detach(&cl->at);
 	memset(cl, 0, sizeof(*cl));
-	cl->sock = -1;
+	cl->at.sock = -1;
 	return r;
 }
 
@@ -265,10 +185,14 @@ void cli_ctrl_json(struct json *j, uint32_t i, const struct gpuos_ctrl_info *c, 
 void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)
 {
 	char model[96] = "no performance model";
+	char name[4 * sizeof(c->name) + 1], mn[4 * sizeof(c->model) + 1], sn[4 * sizeof(c->serial) + 1],
+		fr[4 * sizeof(c->firmware) + 1]; /* the controller's strings, escaped */
 	if (c->gbps > 0 || c->iops || c->latency_us)
 		snprintf(model, sizeof(model), "modeled gbps=%g iops=%u latency_us=%u", c->gbps, c->iops, c->latency_us);
-	fprintf(f, "  controller %u: %s\n    %s, serial %s, firmware %s, %llu LBAs, %u I/O queues; %s\n", i, c->name,
-		c->model, c->serial, c->firmware, (unsigned long long)c->namespace_lbas, c->io_queues, model);
+	fprintf(f, "  controller %u: %s\n    %s, serial %s, firmware %s, %llu LBAs, %u I/O queues; %s\n", i,
+		cli_escaped(name, sizeof(name), c->name), cli_escaped(mn, sizeof(mn), c->model),
+		cli_escaped(sn, sizeof(sn), c->serial), cli_escaped(fr, sizeof(fr), c->firmware),
+		(unsigned long long)c->namespace_lbas, c->io_queues, model);
 	if (st && st->smart)
 		fprintf(f, "    SMART log since boot: %llu I/O commands, about %llu bytes read, %llu media errors\n",
 			(unsigned long long)st->io_cmds, (unsigned long long)st->read_bytes,

@@ -28,6 +28,11 @@ struct cli {
 	uint32_t threads, iters, bytes; /* bench (0: its default) */
 	const char *op;          /* bench --op read|nop (NULL: read) */
 	int stages;              /* bench --stages */
+	const char *socket_mode; /* boot: --socket-mode (octal text) */
+	const char *group;       /* boot: --group */
+	uint32_t client_timeout_ms;
+	const char *apps_dir;    /* boot: --apps DIR */
+	int allow_host_apps;
 	/* positional arguments */
 	int argc;
 	char **argv;
@@ -54,10 +59,10 @@ void cli_help(FILE *f, const struct cli_command *c);
  * caller exits GPUOS_EXIT_USAGE. */
 int cli_parse(struct cli *c, const char *cmd, int argc, char **argv);
 
-/* A number: decimal or 0x hex, and with suffixes set a size with K, M, G,
- * T (also KiB, MiB, GiB, TiB, k: powers of 1024). 0, -EINVAL (not such
- * a number: trailing junk, a sign, empty), -ERANGE (above max). Never a
- * smaller number than written. */
+/* A number: decimal (010 is ten, never octal) or 0x hex, and with
+ * suffixes set a size with K, M, G, T (also KiB, MiB, GiB, TiB, k: powers
+ * of 1024). 0, -EINVAL (not such a number: trailing junk, a sign, empty),
+ * -ERANGE (above max). Never a smaller number than written. */
 int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out);
 
 /* Bytes in human units beside nothing else: "512 B", "4 KiB", "1.5 GiB"
@@ -78,8 +83,32 @@ void cli_progress_end(struct cli_progress *p);                  /* clears the li
 /* Write all n bytes to fd (retrying short writes); 0 or -errno. */
 int cli_write_all(int fd, const char *p, size_t n);
 
-/* Print "gpuos CMD: MESSAGE" on stderr. */
+/* Print "gpuos CMD: MESSAGE" on stderr, MESSAGE escaped as cli_put_escaped
+ * does (it may carry names from the disk or the command line). */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Untrusted bytes (names from the disk or a device, paths) as text output
+ * shows them, so that none can drive the terminal: as `ls -b` does, a
+ * backslash as \\, control characters as \a \b \t \n \v \f \r or \ooo
+ * (octal; C1 controls too, byte by byte), bytes that are not UTF-8 as
+ * \ooo; the rest, spaces and UTF-8 included, as is. JSON output carries
+ * names exactly instead (json.h). cli_put_escaped writes n bytes of s to
+ * f and returns the bytes written (for padding); cli_escaped writes the
+ * string s into buf (cap bytes with the NUL, "..." where it is cut: 4 per
+ * byte of s always fit) and returns buf. */
+size_t cli_put_escaped(FILE *f, const void *s, size_t n);
+const char *cli_escaped(char *buf, size_t cap, const char *s);
+
+/* The output of cat and read: -o FILE (created, then truncated) or stdout,
+ * refused when it is the device's own image file (the same inode: through
+ * any name or link). 0 with *fd set (1 for stdout), or the exit status
+ * after one line on stderr. */
+int cli_output_open(const char *cmd, const struct cli *c, int *fd);
+
+/* After a command: flush stdout and turn a failed write (a full disk, a
+ * closed pipe) into "gpuos CMD: writing the output: REASON" and exit
+ * status 1. Returns rc, or GPUOS_EXIT_FAIL for a failed write after rc 0. */
+int cli_output_done(const char *cmd, int rc);
 
 /* A host client of a runtime: booted for this command's lifetime, or a
  * running service reached through --socket. */
@@ -89,16 +118,21 @@ struct client {
 	uint64_t heap_rt;        /* the same in runtime space */
 	uint64_t heap_len;
 	struct gpuos_sys *sys;   /* when booted here */
-	int sock;                /* when attached: the service connection (held open) */
-	void *shm;
-	uint64_t shm_len;
+	struct gpuos_attached at; /* when attached to a service (at.sock >= 0) */
 };
 
 int client_open(struct cli *c, struct client *cl, char *err, size_t errlen);
 int client_close(struct client *cl, char *err, size_t errlen);
 
-/* Default socket path when --socket is given without a value elsewhere. */
-#define GPUOS_DEFAULT_SOCKET "/tmp/gpuos.sock"
+/* Where a service finds the apps that `run` requests name (gpuos boot
+ * --apps DIR, --allow-host-apps), and its handler of those requests
+ * (boot/cli/cmd_run.c, beside the client's side of the protocol). */
+struct service_apps {
+	const char *dir;         /* NULL: no apps run */
+	int allow_host;          /* .so apps (code in the service's process) too */
+};
+char *service_run_app(void *ctx, struct gpuos_sys *s, const struct gpuos_peer *who, uint32_t share,
+		      const char *line);
 
 int cmd_identify(int argc, char **argv);
 int cmd_read(int argc, char **argv);
@@ -106,6 +140,7 @@ int cmd_boot(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+int cmd_parts(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_cat(int argc, char **argv);

@@ -21,6 +21,11 @@
 #include "gpuos/bench.h"
 #include "json.h"
 
+#define BENCH_ITERS    1000u      /* requests per thread unless --iters says */
+#define BENCH_BYTES    4096u      /* bytes per request unless --bytes says */
+#define BENCH_SAMPLES  1000u      /* latencies kept per thread at most: its last requests */
+#define BENCH_BLOCK    128u       /* GPU client threads per block */
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -151,232 +156,320 @@ static void *host_client(void *p)
 	return NULL;
 }
 
-int cmd_bench(int argc, char **argv)
-{
-	struct cli c;
-	struct gpuos_sys *s;
-	char err[512];
-	uint32_t threads = 0, iters = 0, bytes = 4096, op = GPUOS_OP_READ_RAW, samples, errors = 0;
-	uint32_t *lat, *stages = NULL;
-	uint64_t n_lat, span, t_start = ~0ull, t_end = 0;
-	int want_stages = 0;
-	double secs, cpu0, cpu1, wall0;
-	int i, gpu;
-	const char *opname = "read";
+/* One run, as the command line asks for it. */
+struct bench_plan {
+	const char *opname;      /* "read" or "nop" */
+	uint32_t op;             /* GPUOS_OP_READ_RAW or GPUOS_OP_NOP */
+	uint32_t threads, iters, bytes;
+	uint32_t samples;        /* latencies kept per thread: its last requests */
+	uint64_t n_lat;          /* threads x samples */
+	int want_stages;
+	/* from the booted system (bench_boot) */
+	int gpu;                 /* clients are GPU threads */
+	uint64_t span;           /* offsets are drawn from [0, span - bytes] */
+};
 
-	if (cli_parse(&c, "bench", argc, argv))
+/* What the clients measured, and the figures made of it. */
+struct bench_result {
+	uint32_t *lat;           /* n_lat round trips, ns; sorted by bench_summarise */
+	uint32_t *stages;        /* NULL, or a row of GPUOS_BENCH_STAGES per latency */
+	uint32_t errors;
+	double secs;             /* the clients' time, from the first request to the last answer */
+	double cpu_s, wall_s;    /* CPU time without the emulator's threads; the wall clock */
+	double per_s, gb_per_s, median_us, p99_us;
+	double stage_us[GPUOS_BENCH_STAGES]; /* with stages: median of each, -1 where none */
+};
+
+/* Read the command line into *c and *p; 0 or GPUOS_EXIT_USAGE. */
+static int bench_parse(struct cli *c, struct bench_plan *p, int argc, char **argv)
+{
+	if (cli_parse(c, "bench", argc, argv))
 		return GPUOS_EXIT_USAGE;
-	if (!c.boot.device) {
+	if (!c->boot.device) {
 		cli_err("bench", "give --device DEV");
 		return GPUOS_EXIT_USAGE;
 	}
-	if (c.argc) {
-		cli_err("bench", "%s: bench takes no arguments", c.argv[0]);
+	if (c->argc) {
+		cli_err("bench", "%s: bench takes no arguments", c->argv[0]);
 		return GPUOS_EXIT_USAGE;
 	}
-	threads = c.threads;
-	iters = c.iters;
-	if (c.bytes)
-		bytes = c.bytes;
-	want_stages = c.stages;
-	if (c.op)
-		opname = c.op;
-	if (!strcmp(opname, "nop"))
-		op = GPUOS_OP_NOP;
-	c.boot.allow_raw = 1;
-	c.boot.quiet = 1;
-	c.boot.mbox_vram = 1;
-	if (!threads)
-		threads = 1;
-	if (!iters)
-		iters = 1000;
-	c.boot.dev_heap_bytes = (uint64_t)threads * bytes;
-	if (c.boot.heap_bytes == 0)
-		c.boot.heap_bytes = GPUOS_MAX((uint64_t)threads * bytes, 1u << 20);
-	if (gpuos_boot(&c.boot, &s, err, sizeof(err))) {
+	memset(p, 0, sizeof(*p));
+	p->opname = c->op ? c->op : "read";
+	p->op = strcmp(p->opname, "nop") ? GPUOS_OP_READ_RAW : GPUOS_OP_NOP;
+	p->threads = c->threads ? c->threads : 1;
+	p->iters = c->iters ? c->iters : BENCH_ITERS;
+	p->bytes = c->bytes ? c->bytes : BENCH_BYTES;
+	p->samples = GPUOS_MIN(p->iters, BENCH_SAMPLES);
+	p->n_lat = (uint64_t)p->threads * p->samples;
+	p->want_stages = c->stages;
+	return 0;
+}
+
+/* Boot a runtime with room for every thread's destination and learn where
+ * the clients run; 0, or GPUOS_EXIT_FAIL with the reason printed (nothing
+ * left booted). */
+static int bench_boot(struct cli *c, struct bench_plan *p, struct gpuos_sys **s)
+{
+	char err[512];
+	const struct gpuos_info *in;
+
+	c->boot.allow_raw = 1;
+	c->boot.quiet = 1;
+	c->boot.mbox_vram = 1;
+	c->boot.dev_heap_bytes = (uint64_t)p->threads * p->bytes;
+	if (c->boot.heap_bytes == 0)
+		c->boot.heap_bytes = GPUOS_MAX((uint64_t)p->threads * p->bytes, 1u << 20);
+	if (gpuos_boot(&c->boot, s, err, sizeof(err))) {
 		cli_err("bench", "%s", err);
 		return GPUOS_EXIT_FAIL;
 	}
-	gpu = gpuos_sys_info(s)->gpu;
-	span = gpuos_sys_info(s)->namespace_lbas * gpuos_sys_info(s)->lba_bytes;
-	if (span > (1ull << 40))
-		span = 1ull << 40;
-	if (span < bytes) {
+	in = gpuos_sys_info(*s);
+	p->gpu = in->gpu;
+	p->span = GPUOS_MIN(in->namespace_lbas * in->lba_bytes, 1ull << 40);
+	if (p->span < p->bytes) {
 		cli_err("bench", "the device is smaller than one request");
-		gpuos_shutdown(s, err, sizeof(err));
+		gpuos_shutdown(*s, err, sizeof(err));
 		return GPUOS_EXIT_FAIL;
 	}
-	samples = iters < 1000 ? iters : 1000;
-	n_lat = (uint64_t)threads * samples;
-	lat = calloc(n_lat, sizeof(uint32_t));
-	if (want_stages)
-		stages = calloc(n_lat * GPUOS_BENCH_STAGES, sizeof(uint32_t));
-	if (!lat || (want_stages && !stages)) {
+	return 0;
+}
+
+/* The GPU client (bench/bench_client.cuh): a kernel of threads, with its
+ * arguments, latencies and counters in device memory. 0, or -1 with the
+ * reason printed. */
+static int run_gpu_clients(struct gpuos_sys *s, const struct bench_plan *p, struct bench_result *r)
+{
+	struct gpuos_bench_args a;
+	uint64_t a_rt, lat_rt, misc_rt, heap_len, stages_rt = 0;
+	uint64_t misc[3] = { 0, ~0ull, 0 }; /* errors, t_start, t_end */
+	char err[512];
+
+	memset(&a, 0, sizeof(a));
+	if (gpuos_sys_dev_alloc(s, sizeof(a), &a_rt) || gpuos_sys_dev_alloc(s, p->n_lat * 4u, &lat_rt) ||
+	    gpuos_sys_dev_alloc(s, sizeof(misc), &misc_rt) ||
+	    (r->stages && gpuos_sys_dev_alloc(s, p->n_lat * GPUOS_BENCH_STAGES * 4u, &stages_rt))) {
+		cli_err("bench", "out of GPU memory");
+		return -1;
+	}
+	gpuos_sys_copy(s, (void *)(uintptr_t)misc_rt, misc, sizeof(misc), 1);
+	a.mbox = gpuos_sys_mbox_rt(s);
+	a.dst = gpuos_sys_dev_heap(s, &heap_len);
+	a.span = p->span;
+	a.lat = lat_rt;
+	a.errors = misc_rt;
+	a.t_start = misc_rt + 8;
+	a.t_end = misc_rt + 16;
+	a.bytes = p->bytes;
+	a.iters = p->iters;
+	a.samples = p->samples;
+	a.nthreads = p->threads;
+	a.opcode = p->op;
+	a.seed = 1234;
+	a.stages = stages_rt;
+	gpuos_sys_copy(s, (void *)(uintptr_t)a_rt, &a, sizeof(a), 1);
+	if (gpuos_sys_launch_client(s, "gpuos_bench_client", a_rt, GPUOS_DIV_ROUND_UP(p->threads, BENCH_BLOCK),
+				    GPUOS_MIN(p->threads, BENCH_BLOCK), err, sizeof(err)) ||
+	    gpuos_sys_wait_client(s, err, sizeof(err))) {
+		cli_err("bench", "%s", err);
+		return -1;
+	}
+	gpuos_sys_copy(s, r->lat, (void *)(uintptr_t)lat_rt, p->n_lat * 4u, 0);
+	if (r->stages)
+		gpuos_sys_copy(s, r->stages, (void *)(uintptr_t)stages_rt, p->n_lat * GPUOS_BENCH_STAGES * 4u, 0);
+	gpuos_sys_copy(s, misc, (void *)(uintptr_t)misc_rt, sizeof(misc), 0);
+	r->errors = (uint32_t)misc[0];
+	r->secs = (double)(misc[2] - misc[1]) * 1e-9;
+	return 0;
+}
+
+/* The host client: a CPU thread per client thread, each with its own
+ * destination in the heap. 0, or -1 with the reason printed. */
+static int run_host_clients(struct gpuos_sys *s, const struct bench_plan *p, struct bench_result *r, double t0)
+{
+	pthread_t *t = calloc(p->threads, sizeof(pthread_t));
+	struct hbench *h = calloc(p->threads, sizeof(struct hbench));
+	uint64_t heap_rt, heap_len;
+	uint32_t i;
+
+	if (!t || !h) {
 		cli_err("bench", "out of memory");
-		gpuos_shutdown(s, err, sizeof(err));
-		return GPUOS_EXIT_FAIL;
-	}
-	cpu0 = cpu_seconds_without_emu();
-	wall0 = now_s();
-	if (gpu) {
-		struct gpuos_bench_args a;
-		uint64_t a_rt, lat_rt, misc_rt, heap_len, stages_rt = 0;
-		uint64_t misc[3] = { 0, ~0ull, 0 };
-		memset(&a, 0, sizeof(a));
-		if (gpuos_sys_dev_alloc(s, sizeof(a), &a_rt) || gpuos_sys_dev_alloc(s, n_lat * 4u, &lat_rt) ||
-		    gpuos_sys_dev_alloc(s, sizeof(misc), &misc_rt) ||
-		    (stages && gpuos_sys_dev_alloc(s, n_lat * GPUOS_BENCH_STAGES * 4u, &stages_rt))) {
-			cli_err("bench", "out of GPU memory");
-			gpuos_shutdown(s, err, sizeof(err));
-			return GPUOS_EXIT_FAIL;
-		}
-		gpuos_sys_copy(s, (void *)(uintptr_t)misc_rt, misc, sizeof(misc), 1);
-		a.mbox = gpuos_sys_mbox_rt(s);
-		a.dst = gpuos_sys_dev_heap(s, &heap_len);
-		a.span = span;
-		a.lat = lat_rt;
-		a.errors = misc_rt;
-		a.t_start = misc_rt + 8;
-		a.t_end = misc_rt + 16;
-		a.bytes = bytes;
-		a.iters = iters;
-		a.samples = samples;
-		a.nthreads = threads;
-		a.opcode = op;
-		a.seed = 1234;
-		a.stages = stages_rt;
-		gpuos_sys_copy(s, (void *)(uintptr_t)a_rt, &a, sizeof(a), 1);
-		if (gpuos_sys_launch_client(s, "gpuos_bench_client", a_rt, (threads + 127u) / 128u,
-					    threads < 128u ? threads : 128u, err, sizeof(err)) ||
-		    gpuos_sys_wait_client(s, err, sizeof(err))) {
-			cli_err("bench", "%s", err);
-			gpuos_shutdown(s, err, sizeof(err));
-			return GPUOS_EXIT_FAIL;
-		}
-		gpuos_sys_copy(s, lat, (void *)(uintptr_t)lat_rt, n_lat * 4u, 0);
-		if (stages)
-			gpuos_sys_copy(s, stages, (void *)(uintptr_t)stages_rt, n_lat * GPUOS_BENCH_STAGES * 4u, 0);
-		gpuos_sys_copy(s, misc, (void *)(uintptr_t)misc_rt, sizeof(misc), 0);
-		errors = (uint32_t)misc[0];
-		t_start = misc[1];
-		t_end = misc[2];
-		secs = (double)(t_end - t_start) * 1e-9;
-	} else {
-		pthread_t *t = calloc(threads, sizeof(pthread_t));
-		struct hbench *h = calloc(threads, sizeof(struct hbench));
-		uint64_t heap_rt, heap_len;
-		gpuos_sys_heap(s, &heap_rt, &heap_len);
-		for (i = 0; i < (int)threads; i++) {
-			h[i].mb = gpuos_sys_mbox(s);
-			h[i].dst = heap_rt + (uint64_t)i * bytes;
-			h[i].span = span;
-			h[i].bytes = bytes;
-			h[i].iters = iters;
-			h[i].samples = samples;
-			h[i].op = op;
-			h[i].lat = lat + (uint64_t)i * samples;
-			h[i].stages = stages ? stages + (uint64_t)i * samples * GPUOS_BENCH_STAGES : NULL;
-			h[i].seed = (uint64_t)i + 1;
-			pthread_create(&t[i], NULL, host_client, &h[i]);
-		}
-		for (i = 0; i < (int)threads; i++) {
-			pthread_join(t[i], NULL);
-			errors += h[i].errors;
-		}
-		secs = now_s() - wall0;
 		free(t);
 		free(h);
+		return -1;
 	}
-	cpu1 = cpu_seconds_without_emu();
-	{
-		double wall = now_s() - wall0;
-		double reqs = (double)threads * iters;
-		struct gpuos_stats st;
-		char ctrl[256];
-		const struct gpuos_info *in = gpuos_sys_info(s);
-		double med[GPUOS_BENCH_STAGES];
-		int k;
-		if (stages)
-			stage_medians(stages, n_lat, med);
-		qsort(lat, n_lat, sizeof(uint32_t), cmp_u32);
-		gpuos_sys_stats(s, &st);
-		if (c.json) {
-			struct json j;
-			json_begin(&j, stdout, "bench");
-			json_str(&j, "device", c.boot.device);
-			json_str(&j, "runtime", gpu ? in->gpu_name : "host");
-			json_str(&j, "op", opname);
-			json_u64(&j, "bytes", bytes);
-			json_u64(&j, "threads", threads);
-			json_u64(&j, "iters", iters);
-			json_u64(&j, "warps", in->warps);
-			json_u64(&j, "queues", in->queues_used);
-			json_fixed(&j, "requests_per_s", reqs / secs, 0);
-			json_fixed(&j, "gb_per_s", reqs * bytes / secs / 1e9, 3);
-			json_fixed(&j, "lat_median_us", lat[n_lat / 2] / 1000.0, 2);
-			json_fixed(&j, "lat_p99_us", lat[(n_lat * 99) / 100] / 1000.0, 2);
-			json_u64(&j, "errors", errors);
-			json_fixed(&j, "cpu_s", cpu1 - cpu0, 3);
-			json_fixed(&j, "wall_s", wall, 3);
-			/* the runtime's counters (struct gpuos_stats) */
-			json_u64(&j, "commands", st.commands);
-			json_u64(&j, "doorbells", st.doorbells);
-			json_u64(&j, "zero_copy", st.zero_copy);
-			json_u64(&j, "timeouts", st.timeouts);
-			json_u64(&j, "strays", st.strays);
-			json_u64(&j, "aborts", st.aborts);
-			json_u64(&j, "resets", st.resets);
-			json_u64(&j, "retries", st.retries);
-			/* each controller (of an array: every member) with its own counters */
-			json_arr(&j, "controllers");
-			for (k = 0; k < (int)in->nctrl; k++) {
-				struct gpuos_ctrl_stats cs;
-				int have = gpuos_sys_ctrl_stats(s, (uint32_t)k, &cs) == 0;
-				cli_ctrl_json(&j, (uint32_t)k, &in->ctrl[k], have ? &cs : NULL);
-			}
-			json_end(&j);
-			if (stages) {
-				/* median us of each stage from the one before */
-				json_obj(&j, "stages_us");
-				for (k = 0; k < GPUOS_BENCH_STAGES; k++)
-					if (med[k] >= 0)
-						json_fixed(&j, stage_name[k], med[k], 2);
-				json_end(&j);
-			}
-			json_finish(&j);
-		} else {
-			char sz[32];
-			gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl)); /* the text's summary; JSON has the counters */
-			printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %s\n"
-			       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
-			       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n"
-			       "  %llu commands (%llu zero copy), %llu timed out; controller: %s\n",
-			       opname, c.boot.device, gpu ? in->gpu_name : "CPU threads", in->warps,
-			       in->queues_used / in->warps, threads, iters, opname, cli_human(sz, sizeof(sz), bytes),
-			       reqs / secs, reqs * bytes / secs / 1e9, lat[n_lat / 2] / 1000.0,
-			       lat[(n_lat * 99) / 100] / 1000.0, errors, cpu1 - cpu0, wall, (unsigned long long)st.commands,
-			       (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts, ctrl);
-			if (stages) {
-				printf("  stages, median us from the one before:");
-				for (k = 0; k < GPUOS_BENCH_STAGES; k++)
-					if (med[k] >= 0)
-						printf(" %s %.2f", stage_name[k], med[k]);
-				putchar('\n');
-			}
-			if (in->nctrl > 1)
-				printf("  an array of %u controllers, chunks of %u KiB:\n", in->nctrl, in->stripe_bytes / 1024u);
-			for (k = 0; k < (int)in->nctrl; k++) {
-				struct gpuos_ctrl_stats cs;
-				int have = gpuos_sys_ctrl_stats(s, (uint32_t)k, &cs) == 0;
-				cli_ctrl_text(stdout, (uint32_t)k, &in->ctrl[k], have ? &cs : NULL);
-			}
-		}
+	gpuos_sys_heap(s, &heap_rt, &heap_len);
+	for (i = 0; i < p->threads; i++) {
+		h[i].mb = gpuos_sys_mbox(s);
+		h[i].dst = heap_rt + (uint64_t)i * p->bytes;
+		h[i].span = p->span;
+		h[i].bytes = p->bytes;
+		h[i].iters = p->iters;
+		h[i].samples = p->samples;
+		h[i].op = p->op;
+		h[i].lat = r->lat + (uint64_t)i * p->samples;
+		h[i].stages = r->stages ? r->stages + (uint64_t)i * p->samples * GPUOS_BENCH_STAGES : NULL;
+		h[i].seed = (uint64_t)i + 1;
+		pthread_create(&t[i], NULL, host_client, &h[i]);
 	}
-	free(lat);
-	free(stages);
+	for (i = 0; i < p->threads; i++) {
+		pthread_join(t[i], NULL);
+		r->errors += h[i].errors;
+	}
+	r->secs = now_s() - t0;
+	free(t);
+	free(h);
+	return 0;
+}
+
+/* Run the clients where the runtime runs, timing the process's CPU and the
+ * wall clock around them. 0 or -1 (the reason printed). */
+static int bench_run(struct gpuos_sys *s, const struct bench_plan *p, struct bench_result *r)
+{
+	double cpu0 = cpu_seconds_without_emu(), wall0 = now_s();
+	int rc = p->gpu ? run_gpu_clients(s, p, r) : run_host_clients(s, p, r, wall0);
+
+	r->cpu_s = cpu_seconds_without_emu() - cpu0;
+	r->wall_s = now_s() - wall0;
+	return rc;
+}
+
+/* The figures both reports print. */
+static void bench_summarise(const struct bench_plan *p, struct bench_result *r)
+{
+	double reqs = (double)p->threads * p->iters;
+
+	if (r->stages)
+		stage_medians(r->stages, p->n_lat, r->stage_us);
+	qsort(r->lat, p->n_lat, sizeof(uint32_t), cmp_u32);
+	r->per_s = reqs / r->secs;
+	r->gb_per_s = reqs * p->bytes / r->secs / 1e9;
+	r->median_us = r->lat[p->n_lat / 2] / 1000.0;
+	r->p99_us = r->lat[(p->n_lat * 99) / 100] / 1000.0;
+}
+
+/* gpuos.bench/1 (docs/json.md). */
+static void report_json(const struct cli *c, const struct bench_plan *p, const struct bench_result *r,
+			struct gpuos_sys *s)
+{
+	const struct gpuos_info *in = gpuos_sys_info(s);
+	struct gpuos_stats st;
+	struct json j;
+	uint32_t k;
+
+	gpuos_sys_stats(s, &st);
+	json_begin(&j, stdout, "bench");
+	json_str(&j, "device", c->boot.device);
+	json_str(&j, "runtime", p->gpu ? in->gpu_name : "host");
+	json_str(&j, "op", p->opname);
+	json_u64(&j, "bytes", p->bytes);
+	json_u64(&j, "threads", p->threads);
+	json_u64(&j, "iters", p->iters);
+	json_u64(&j, "warps", in->warps);
+	json_u64(&j, "queues", in->queues_used);
+	json_fixed(&j, "requests_per_s", r->per_s, 0);
+	json_fixed(&j, "gb_per_s", r->gb_per_s, 3);
+	json_fixed(&j, "lat_median_us", r->median_us, 2);
+	json_fixed(&j, "lat_p99_us", r->p99_us, 2);
+	json_u64(&j, "errors", r->errors);
+	json_fixed(&j, "cpu_s", r->cpu_s, 3);
+	json_fixed(&j, "wall_s", r->wall_s, 3);
+	/* the runtime's counters (struct gpuos_stats) */
+	json_u64(&j, "commands", st.commands);
+	json_u64(&j, "doorbells", st.doorbells);
+	json_u64(&j, "zero_copy", st.zero_copy);
+	json_u64(&j, "timeouts", st.timeouts);
+	json_u64(&j, "strays", st.strays);
+	json_u64(&j, "aborts", st.aborts);
+	json_u64(&j, "resets", st.resets);
+	json_u64(&j, "retries", st.retries);
+	/* each controller (of an array: every member) with its own counters */
+	json_arr(&j, "controllers");
+	for (k = 0; k < in->nctrl; k++) {
+		struct gpuos_ctrl_stats cs;
+		int have = gpuos_sys_ctrl_stats(s, k, &cs) == 0;
+		cli_ctrl_json(&j, k, &in->ctrl[k], have ? &cs : NULL);
+	}
+	json_end(&j);
+	if (r->stages) {
+		/* median us of each stage from the one before */
+		json_obj(&j, "stages_us");
+		for (k = 0; k < GPUOS_BENCH_STAGES; k++)
+			if (r->stage_us[k] >= 0)
+				json_fixed(&j, stage_name[k], r->stage_us[k], 2);
+		json_end(&j);
+	}
+	json_finish(&j);
+}
+
+static void report_text(const struct cli *c, const struct bench_plan *p, const struct bench_result *r,
+			struct gpuos_sys *s)
+{
+	const struct gpuos_info *in = gpuos_sys_info(s);
+	struct gpuos_stats st;
+	char ctrl[256], sz[32];
+	uint32_t k;
+
+	gpuos_sys_stats(s, &st);
+	gpuos_sys_describe_ctrl(s, ctrl, sizeof(ctrl)); /* the text's summary; JSON has the counters */
+	printf("%s on %s, runtime on %s, %u warps x %u queues: %u threads x %u %s of %s\n"
+	       "  %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n"
+	       "  CPU time of the process without the emulator's threads: %.3f s over %.3f s\n"
+	       "  %llu commands (%llu zero copy), %llu timed out; controller: %s\n",
+	       p->opname, c->boot.device, p->gpu ? in->gpu_name : "CPU threads", in->warps,
+	       in->queues_used / in->warps, p->threads, p->iters, p->opname, cli_human(sz, sizeof(sz), p->bytes),
+	       r->per_s, r->gb_per_s, r->median_us, r->p99_us, r->errors, r->cpu_s, r->wall_s,
+	       (unsigned long long)st.commands, (unsigned long long)st.zero_copy, (unsigned long long)st.timeouts,
+	       ctrl);
+	if (r->stages) {
+		printf("  stages, median us from the one before:");
+		for (k = 0; k < GPUOS_BENCH_STAGES; k++)
+			if (r->stage_us[k] >= 0)
+				printf(" %s %.2f", stage_name[k], r->stage_us[k]);
+		putchar('\n');
+	}
+	if (in->nctrl > 1)
+		printf("  an array of %u controllers, chunks of %u KiB:\n", in->nctrl, in->stripe_bytes / 1024u);
+	for (k = 0; k < in->nctrl; k++) {
+		struct gpuos_ctrl_stats cs;
+		int have = gpuos_sys_ctrl_stats(s, k, &cs) == 0;
+		cli_ctrl_text(stdout, k, &in->ctrl[k], have ? &cs : NULL);
+	}
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct cli c;
+	struct bench_plan p;
+	struct bench_result r;
+	struct gpuos_sys *s;
+	char err[512];
+	int rc = 0;
+
+	if ((rc = bench_parse(&c, &p, argc, argv)) || (rc = bench_boot(&c, &p, &s)))
+		return rc;
+	memset(&r, 0, sizeof(r));
+	r.lat = calloc(p.n_lat, sizeof(uint32_t));
+	if (p.want_stages)
+		r.stages = calloc(p.n_lat * GPUOS_BENCH_STAGES, sizeof(uint32_t));
+	if (!r.lat || (p.want_stages && !r.stages)) {
+		cli_err("bench", "out of memory");
+		rc = GPUOS_EXIT_FAIL;
+	} else if (bench_run(s, &p, &r)) {
+		rc = GPUOS_EXIT_FAIL;
+	} else {
+		bench_summarise(&p, &r);
+		if (c.json)
+			report_json(&c, &p, &r, s);
+		else
+			report_text(&c, &p, &r, s);
+	}
+	free(r.lat);
+	free(r.stages);
+	/* After a failed start the shutdown's own error would hide the first one. */
 	if (gpuos_shutdown(s, err, sizeof(err))) {
-		cli_err("bench", "shutdown: %s", err);
+		if (!rc)
+			cli_err("bench", "shutdown: %s", err);
 		return GPUOS_EXIT_FAIL;
 	}
-	return errors ? GPUOS_EXIT_FAIL : 0;
+	return rc ? rc : r.errors ? GPUOS_EXIT_FAIL : GPUOS_EXIT_OK;
 }

@@ -284,7 +284,9 @@ int cmd_ls(int argc, char **argv)
 				char h[32] = "?";
 				if (ents[i].have_size)
 					cli_human(h, sizeof(h), ents[i].size);
-				printf("%10u  %-9s  %10s  %s\n", ents[i].ino, type_name(ents[i].type), h, ents[i].name);
+				printf("%10u  %-9s  %10s  ", ents[i].ino, type_name(ents[i].type), h);
+				cli_put_escaped(stdout, ents[i].name, strlen(ents[i].name));
+				putchar('\n');
 			}
 		}
 	}
@@ -366,9 +368,11 @@ int cmd_stat(int argc, char **argv)
 		json_finish(&j);
 	} else {
 		char h[32];
-		printf("  File: %s\n  Type: %s\n  Inode: %u  Links: %u  Mode: %04o  Uid: %u  Gid: %u\n"
+		fputs("  File: ", stdout);
+		cli_put_escaped(stdout, f.path, strlen(f.path));
+		printf("\n  Type: %s\n  Inode: %u  Links: %u  Mode: %04o  Uid: %u  Gid: %u\n"
 		       "  Size: %" PRIu64 " (%s)  Block size: %u  Partition start LBA: %" PRIu64 "\n  Extents: %" PRIu64 "\n",
-		       f.path, type_name(st->type), st->ino, st->links, st->mode & 07777u, st->uid, st->gid, st->size,
+		       type_name(st->type), st->ino, st->links, st->mode & 07777u, st->uid, st->gid, st->size,
 		       cli_human(h, sizeof(h), st->size), st->block_size, st->part_lba, total);
 		for (i = 0; i < total; i++)
 			printf("    (%" PRIu64 "-%" PRIu64 "): %" PRIu64 "-%" PRIu64 "%s\n", ext[i].lblk,
@@ -399,13 +403,9 @@ int cmd_cat(int argc, char **argv)
 		return files_end(&f, rc);
 	if (do_open(&f, 0, &h, &size))
 		return files_end(&f, GPUOS_EXIT_FAIL);
-	if (f.c.out) {
-		fd = open(f.c.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			cli_err("cat", "%s: %s", f.c.out, strerror(errno));
-			gpuos_close(f.cl.mb, h);
-			return files_end(&f, GPUOS_EXIT_FAIL);
-		}
+	if ((rc = cli_output_open("cat", &f.c, &fd))) {
+		gpuos_close(f.cl.mb, h);
+		return files_end(&f, rc);
 	}
 	chunk = GPUOS_MIN(f.buf_len / CAT_PIPELINE, (uint64_t)(4u << 20)) & ~4095ull;
 	cli_progress_begin(&prog, size);
@@ -493,14 +493,10 @@ int cmd_gguf(int argc, char **argv)
 	if ((rc = files_begin(&f, "gguf", argc, argv)))
 		return files_end(&f, rc);
 	is_raw = f.path[0] == '@';
-	if (is_raw) {
-		char *end;
-		errno = 0;
-		raw = strtoull(f.path + 1, &end, 0);
-		if (errno || end == f.path + 1 || *end) {
-			cli_err("gguf", "%s: not a byte offset (give PATH or @BYTEOFFSET)", f.path);
-			return files_end(&f, GPUOS_EXIT_USAGE);
-		}
+	/* a byte offset as --offset takes it (decimal or 0x, K..T) */
+	if (is_raw && cli_size(f.path + 1, 1, ~0ull, &raw)) {
+		cli_err("gguf", "%s: not a byte offset (give PATH or @BYTEOFFSET)", f.path);
+		return files_end(&f, GPUOS_EXIT_USAGE);
 	}
 	f.why_h[0] = 0;
 	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_OPEN, is_raw ? GPUOS_GGUF_RAW : 0, 0, raw, WHY_LEN,

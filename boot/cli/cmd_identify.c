@@ -56,9 +56,10 @@ int cmd_identify(int argc, char **argv)
 		}
 		json_finish(&j);
 	} else {
-		printf("model:          %s\n", in.model);
-		printf("serial:         %s\n", in.serial);
-		printf("firmware:       %s\n", in.firmware);
+		char e[4 * sizeof(in.model) + 1]; /* the controller's strings, escaped (cli.h) */
+		printf("model:          %s\n", cli_escaped(e, sizeof(e), in.model));
+		printf("serial:         %s\n", cli_escaped(e, sizeof(e), in.serial));
+		printf("firmware:       %s\n", cli_escaped(e, sizeof(e), in.firmware));
 		printf("version:        %u.%u.%u\n", in.version >> 16, (in.version >> 8) & 0xffu, in.version & 0xffu);
 		printf("MQES:           %u (%u entries per queue)\n", in.mqes - 1u, in.mqes);
 		printf("DSTRD:          %u (doorbell stride %u bytes)\n", in.dstrd, 4u << in.dstrd);

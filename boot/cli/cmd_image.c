@@ -3,6 +3,7 @@
  * it loads it (boot/image.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -61,7 +62,9 @@ int cmd_image(int argc, char **argv)
 		printf("entries:        %u\n", in.nentries);
 		for (i = 0; i < in.nentries; i++) {
 			const struct gpuos_image_entry *e = &in.entries[i];
-			printf("  %s\n", e->name);
+			fputs("  ", stdout);
+			cli_put_escaped(stdout, e->name, strlen(e->name)); /* the image's bytes: escaped */
+			putchar('\n');
 			printf("    registers:    %u per thread\n", e->registers);
 			printf("    shared:       %u bytes static per block\n", e->shared_bytes);
 			if (e->block[0])
@@ -71,7 +74,6 @@ int cmd_image(int argc, char **argv)
 				printf("    threads:      at most %u per block (no limit declared)\n", e->max_threads);
 		}
 	}
-	fflush(stdout);
 	gpuos_image_info_free(&in);
 	free(c.argv);
 	return 0;

@@ -63,13 +63,9 @@ int cmd_read(int argc, char **argv)
 		cli_err("read", "%s", err);
 		return GPUOS_EXIT_FAIL;
 	}
-	if (c.out) {
-		fd = open(c.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			cli_err("read", "%s: %s", c.out, strerror(errno));
-			client_close(&cl, err, sizeof(err));
-			return GPUOS_EXIT_FAIL;
-		}
+	if ((rc = cli_output_open("read", &c, &fd))) {
+		client_close(&cl, err, sizeof(err));
+		return rc;
 	}
 	chunk = cl.heap_len / READ_PIPELINE;
 	if (chunk > (4u << 20))

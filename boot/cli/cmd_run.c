@@ -9,25 +9,26 @@
  * Prints the app's report, "exit status N" and the runtime's statistics for
  * the run; exits with the app's status (0..255), or 2 when gpuos failed.
  *
- * The service's side of the protocol is here too (service_run_request), so
+ * The service's side of the protocol is here too (service_run_app), so
  * that both ends of it sit in one file. One line each way:
- *   run image=HEX entry=HEX|- grid=G block=B arch=N args=HEX,HEX,...
+ *   run app=HEX entry=HEX|- grid=G block=B arch=N args=HEX,HEX,...
  *   ok status=N gpu=0|1 entry=HEX requests=N bytes=N errors=N commands=N out=HEX
  *   err MESSAGE
  * (HEX: the bytes of a string in hexadecimal, so that no argument can break
- * the line; the image path is absolute, the service has its own cwd.)
+ * the line.) A client names an app; it never gives a path or bytes that the
+ * service would execute: the service looks the name up in the directory its
+ * operator named (gpuos boot --apps DIR; docs/security.md).
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpuos/app.h"
 
 #include "cli.h"
-
-int service_connect(const char *path, char *err, size_t errlen);
 
 #define RUN_REQ_MAX 8192u
 #define RUN_REPLY_MAX (2u * APP_OUT_BYTES + 1024u)
@@ -109,9 +110,43 @@ static int field_num(const char *line, const char *key, unsigned long long *v)
 	return end == p + n ? 0 : -1;
 }
 
-int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const char *line,
-			int fd)
+/* The app a run request names: a plain file name in the service's apps
+ * directory, a regular file (no symlink) of root or the service's user that
+ * no one else can write, and a .so only where host apps are allowed. */
+static int resolve_app(const struct service_apps *a, int on_gpu, const char *name, char *path, size_t len,
+		       char *why, size_t whylen)
 {
+	struct stat st;
+	if (!a->dir) {
+		snprintf(why, whylen, "this service runs no apps (gpuos boot --apps DIR)");
+		return -EPERM;
+	}
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    (size_t)snprintf(path, len, "%s/%s", a->dir, name) >= len) {
+		snprintf(why, whylen, "name an app of the service's apps directory, not a path");
+		return -EINVAL;
+	}
+	if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "no app %s in the service's apps directory", name);
+		return -ENOENT;
+	}
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		snprintf(why, whylen, "app %s is writable by others or belongs to another user: refused", name);
+		return -EPERM;
+	}
+	/* A host-mode runtime runs the .so beside a cubin: code in this process. */
+	if ((app_is_host_variant(path) || !on_gpu) && !a->allow_host) {
+		snprintf(why, whylen, "%s would run as host code in the service's process (a .so, or a runtime in "
+			 "host mode): the service runs that only with --allow-host-apps", name);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int service_run_request(const struct service_apps *apps, struct gpuos_sys *s, char *heap, uint64_t heap_rt,
+			       uint64_t heap_len, const char *line, FILE *out)
+{
+	char path[PATH_MAX];
 	struct app_run o;
 	struct app_result res;
 	unsigned long long grid = 0, block = 0, sm = 0;
@@ -121,7 +156,7 @@ int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint6
 	int argc = 0, r, i;
 
 	memset(&o, 0, sizeof(o));
-	p = field(line, "image", &n);
+	p = field(line, "app", &n);
 	if (p)
 		image = hex_decode(p, n);
 	p = field(line, "entry", &n);
@@ -130,10 +165,17 @@ int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint6
 	if (!image || (p && !(n == 1 && *p == '-') && !entry) || field_num(line, "grid", &grid) ||
 	    field_num(line, "block", &block) || field_num(line, "arch", &sm) || grid > UINT_MAX || block > UINT_MAX ||
 	    sm > 999) {
-		dprintf(fd, "err malformed run request\n");
+		fprintf(out, "err malformed run request\n");
 		free(image);
 		free(entry);
 		return -EINVAL;
+	}
+	r = resolve_app(apps, gpuos_sys_info(s)->gpu != 0, image, path, sizeof(path), err, sizeof(err));
+	if (r) {
+		fprintf(out, "err %s\n", err);
+		free(image);
+		free(entry);
+		return r;
 	}
 	p = field(line, "args", &n);
 	for (q = p; p && q < p + n && argc < (int)GPUOS_APP_MAX_ARGS;) {
@@ -148,11 +190,11 @@ int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint6
 		q++;
 	}
 	if (p && q != p + n) {
-		dprintf(fd, "err malformed or too many arguments (at most %u)\n", GPUOS_APP_MAX_ARGS);
+		fprintf(out, "err malformed or too many arguments (at most %u)\n", GPUOS_APP_MAX_ARGS);
 		r = -EINVAL;
 		goto out;
 	}
-	o.image = image;
+	o.image = path;
 	o.entry = entry;
 	o.grid = (unsigned)grid;
 	o.block = (unsigned)block;
@@ -161,16 +203,16 @@ int service_run_request(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint6
 	o.sm = (int)sm;
 	r = app_run(s, heap, heap_rt, heap_len, &o, &res, err, sizeof(err));
 	if (r) {
-		dprintf(fd, "err %s\n", err);
+		fprintf(out, "err %s\n", err);
 		goto out;
 	}
 	out_hex = hex_encode(res.out);
 	{
 		char *ehex = hex_encode(res.entry);
 		if (!out_hex || !ehex)
-			dprintf(fd, "err out of memory\n");
+			fprintf(out, "err out of memory\n");
 		else
-			dprintf(fd, "ok status=%u gpu=%d entry=%s requests=%llu bytes=%llu errors=%llu commands=%llu out=%s\n",
+			fprintf(out, "ok status=%u gpu=%d entry=%s requests=%llu bytes=%llu errors=%llu commands=%llu out=%s\n",
 				res.status, res.gpu, ehex, (unsigned long long)res.delta.requests,
 				(unsigned long long)res.delta.bytes, (unsigned long long)res.delta.errors,
 				(unsigned long long)res.delta.commands, out_hex);
@@ -184,6 +226,30 @@ out:
 	free(image);
 	free(entry);
 	return r;
+}
+
+/* The service's handler of run requests (struct gpuos_service_opts): the
+ * reply line, built in memory. */
+char *service_run_app(void *ctx, struct gpuos_sys *s, const struct gpuos_peer *who, uint32_t share,
+		      const char *line)
+{
+	char *reply = NULL, *heap;
+	size_t n = 0;
+	uint64_t heap_rt, heap_len;
+	FILE *f = open_memstream(&reply, &n);
+	(void)who;
+	if (!f)
+		return NULL;
+	heap = gpuos_sys_share(s, share, &heap_rt, &heap_len);
+	if (!heap)
+		fprintf(f, "err no client share %u\n", share);
+	else
+		service_run_request((const struct service_apps *)ctx, s, heap, heap_rt, heap_len, line, f);
+	if (fclose(f)) {
+		free(reply);
+		return NULL;
+	}
+	return reply;
 }
 
 /* ---- the command ---------------------------------------------------------------- */
@@ -211,23 +277,25 @@ static int exit_code(uint32_t status)
 
 static int run_via_socket(struct cli *c, const struct app_run *o)
 {
-	char abs[PATH_MAX], err[512], *line = NULL, *reply = NULL, *h;
+	char err[512], *line = NULL, *reply = NULL, *h;
 	struct app_result res;
 	unsigned long long v;
 	size_t len = 0, n = 0;
 	const char *p;
 	int fd, i, rc = GPUOS_EXIT_FAIL;
 
-	if (!realpath(o->image, abs)) {
-		cli_err("run", "%s: %s", o->image, strerror(errno));
-		return GPUOS_EXIT_FAIL;
+	/* A name in the service's apps directory: never a path of ours. */
+	if (strchr(o->image, '/')) {
+		cli_err("run", "%s: with --socket, name an app of the service's apps directory (gpuos boot --apps DIR), "
+			"not a path", o->image);
+		return GPUOS_EXIT_USAGE;
 	}
 	line = malloc(RUN_REQ_MAX);
 	reply = malloc(RUN_REPLY_MAX);
 	if (!line || !reply)
 		goto out;
-	h = hex_encode(abs);
-	len = (size_t)snprintf(line, RUN_REQ_MAX, "run image=%s", h ? h : "");
+	h = hex_encode(o->image);
+	len = (size_t)snprintf(line, RUN_REQ_MAX, "run app=%s", h ? h : "");
 	free(h);
 	h = o->entry ? hex_encode(o->entry) : NULL;
 	len += (size_t)snprintf(line + len, len < RUN_REQ_MAX ? RUN_REQ_MAX - len : 0,
@@ -239,12 +307,12 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 		free(h);
 	}
 	if (len + 2 >= RUN_REQ_MAX) {
-		cli_err("run", "the image path and arguments are too long for the service (%u bytes)", RUN_REQ_MAX);
+		cli_err("run", "the app's name and arguments are too long for the service (%u bytes)", RUN_REQ_MAX);
 		goto out;
 	}
 	line[len++] = '\n';
 	line[len] = 0;
-	fd = service_connect(c->socket, err, sizeof(err));
+	fd = gpuos_service_connect(c->socket, err, sizeof(err));
 	if (fd < 0) {
 		cli_err("run", "%s", err);
 		goto out;
@@ -349,16 +417,16 @@ int cmd_run(int argc, char **argv)
 		free(c.argv);
 		return GPUOS_EXIT_USAGE;
 	}
+	if (c.socket) {
+		rc = run_via_socket(&c, &o);
+		free(c.argv);
+		return rc;
+	}
 	/* What can be checked without a runtime, before one is booted. */
 	if (app_check(&o, err, sizeof(err))) {
 		cli_err("run", "%s", err);
 		free(c.argv);
 		return GPUOS_EXIT_FAIL;
-	}
-	if (c.socket) {
-		rc = run_via_socket(&c, &o);
-		free(c.argv);
-		return rc;
 	}
 
 	/* A runtime for the app's lifetime. GPU clients post only into a

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gguf_json.h"
 
 void gguf_view_of_export(struct gguf_view *v, const struct gpuos_gguf_export *x)
@@ -156,16 +157,25 @@ static void scalar_text(FILE *f, uint32_t type, union gpuos_gguf_value v)
 	}
 }
 
-/* A string as text: at most 60 bytes, control bytes as '.', quoted. */
+/* A string as text: its first 60 bytes or so (not cut inside a UTF-8
+ * character), escaped (cli.h), quoted. */
 static void str_text(FILE *f, const uint8_t *s, uint32_t len, uint64_t full)
 {
 	uint32_t i, n = len < 60u ? len : 60u;
+	for (i = 0; i < 3 && n < len && (s[n] & 0xc0) == 0x80; i++)
+		n--;
 	fputc('\'', f);
-	for (i = 0; i < n; i++)
-		fputc(s[i] < 0x20 || s[i] == 0x7f ? '.' : s[i], f);
+	cli_put_escaped(f, s, n);
 	fputc('\'', f);
 	if (full > n)
 		fprintf(f, "... (%" PRIu64 " bytes)", full);
+}
+
+/* Spaces after a column of `wrote` bytes, up to width. */
+static void pad(FILE *f, size_t wrote, size_t width)
+{
+	for (; wrote < width; wrote++)
+		fputc(' ', f);
 }
 
 void gguf_text_write(FILE *f, const struct gguf_view *v)
@@ -177,8 +187,9 @@ void gguf_text_write(FILE *f, const struct gguf_view *v)
 	fprintf(f, "KVs:\n");
 	for (i = 0; i < v->n_kv; i++) {
 		const struct gpuos_gguf_kv *kv = &v->kv[i];
-		fprintf(f, "  %5u: %-8s %-40.*s = ", i, kv->type == GPUOS_GGUF_TYPE_ARRAY ? "array" : type_name(kv->type),
-			(int)kv->key_len, (const char *)v->arena + kv->key_off);
+		fprintf(f, "  %5u: %-8s ", i, kv->type == GPUOS_GGUF_TYPE_ARRAY ? "array" : type_name(kv->type));
+		pad(f, cli_put_escaped(f, v->arena + kv->key_off, kv->key_len), 40);
+		fputs(" = ", f);
 		if (kv->type == GPUOS_GGUF_TYPE_STRING) {
 			str_text(f, v->arena + kv->str.off, kv->str.len, kv->str.full_len);
 		} else if (kv->type == GPUOS_GGUF_TYPE_ARRAY) {
@@ -214,7 +225,8 @@ void gguf_text_write(FILE *f, const struct gguf_view *v)
 			o += snprintf(shape + o, sizeof(shape) - (size_t)o, "%s%" PRIu64, d ? ", " : "", t->ne[d]);
 		if (t->n_dims == 0)
 			snprintf(shape, sizeof(shape), "scalar");
-		fprintf(f, "  %5u: %-6s %-24s %-40.*s %12" PRIu64 " bytes at %" PRIu64 "\n", i, tn ? tn : "?", shape,
-			(int)t->name_len, t->name, t->size, t->abs_off);
+		fprintf(f, "  %5u: %-6s %-24s ", i, tn ? tn : "?", shape);
+		pad(f, cli_put_escaped(f, t->name, t->name_len), 40);
+		fprintf(f, " %12" PRIu64 " bytes at %" PRIu64 "\n", t->size, t->abs_off);
 	}
 }

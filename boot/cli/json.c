@@ -6,9 +6,7 @@
 
 #include "json.h"
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid
- * (overlong forms, surrogates and code points above U+10FFFF included). */
-static size_t utf8_len(const uint8_t *s, size_t n)
+size_t json_utf8_len(const uint8_t *s, size_t n)
 {
 	uint32_t c;
 	size_t len, i;
@@ -53,7 +51,7 @@ static void string(FILE *f, const void *p, size_t n)
 		} else if (c < 0x20 || c == 0x7f) {
 			fprintf(f, "\\u%04x", c);
 			i++;
-		} else if ((l = utf8_len(s + i, n - i)) == 0) {
+		} else if ((l = json_utf8_len(s + i, n - i)) == 0) {
 			fputs("\\ufffd", f);
 			i++;
 		} else {

@@ -52,4 +52,9 @@ void json_fixed(struct json *j, const char *key, double v, int decimals);
 void json_bool(struct json *j, const char *key, int v);
 void json_null(struct json *j, const char *key);
 
+/* Length of the valid UTF-8 sequence at s (n >= 1 bytes left), 0 if
+ * invalid (overlong forms, surrogates and code points above U+10FFFF
+ * included). The text output's escaper (cli.h) decides with it too. */
+size_t json_utf8_len(const uint8_t *s, size_t n);
+
 #endif /* GPUOS_BOOT_JSON_H */

@@ -38,11 +38,11 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
 		printf("gpuos %s (ABI %u; GPU architectures built in: %s)\n", GPUOS_VERSION, GPUOS_ABI_VERSION,
 		       GPUOS_CUDA_ARCHS);
-		return 0;
+		return cli_output_done(cmd, GPUOS_EXIT_OK);
 	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
-		return GPUOS_EXIT_OK;
+		return cli_output_done(cmd, GPUOS_EXIT_OK);
 	}
 	c = cli_command(cmd);
 	if (c) {
@@ -51,9 +51,10 @@ int main(int argc, char **argv)
 		for (k = 2; k < argc && strcmp(argv[k], "--"); k++)
 			if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
 				cli_help(stdout, c);
-				return GPUOS_EXIT_OK;
+				return cli_output_done(c->name, GPUOS_EXIT_OK);
 			}
-		return c->fn(argc - 2, argv + 2);
+		/* every command's output checked once, here */
+		return cli_output_done(c->name, c->fn(argc - 2, argv + 2));
 	}
 	fprintf(stderr, "gpuos: unknown command '%s'\n", cmd);
 	usage(stderr);

@@ -2,6 +2,7 @@
 /* The command line of `gpuos`: every option once, the commands and the
  * options each takes, parsing (getopt_long over the command's own table),
  * numbers and sizes, and the help that is printed from the same tables. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ enum {
 	OPT_SOCKET, OPT_PART, OPT_OFFSET, OPT_LENGTH, OPT_WARPS, OPT_QUEUES, OPT_DEPTH, OPT_SLOTS, OPT_XFER_KIB,
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
+	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS,
 };
 
 /* How an option's value is read. */
@@ -63,6 +65,13 @@ static const struct cli_option {
 	{ "vram-mib", OPT_VRAM_MIB, V_COUNT, 0, 1u << 20, "N", "client memory in VRAM for GPU clients, MiB" },
 	{ "mbox-vram", OPT_MBOX_VRAM, V_NONE, 0, 0, NULL, "the mailbox in VRAM (GPU clients only)" },
 	{ "force", OPT_FORCE, V_NONE, 0, 0, NULL, "pci: skip the safety refusals (a mounted or bound device)" },
+	/* the service's (docs/security.md) */
+	{ "socket-mode", OPT_SOCKET_MODE, V_TEXT, 0, 0, "MODE", "the control socket's permission bits, octal (default 0660)" },
+	{ "group", OPT_GROUP, V_TEXT, 0, 0, "NAME", "members of this group may connect (default: gpuos, if it exists)" },
+	{ "client-timeout-ms", OPT_CLIENT_TIMEOUT_MS, V_COUNT, 1, 1u << 30, "MS",
+	  "disconnect a client stuck mid-request, not reading, or idle without a share (default 10000)" },
+	{ "apps", OPT_APPS, V_TEXT, 0, 0, "DIR", "run requests name apps in DIR (root-owned); without it, none run" },
+	{ "allow-host-apps", OPT_ALLOW_HOST_APPS, V_NONE, 0, 0, NULL, "also run host-mode apps (.so: code in this process)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -75,8 +84,10 @@ const struct cli_command cli_commands[] = {
 	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
-	  "device socket allow-raw mbox-vram vram-mib " RT_OPTS },
+	  "device socket allow-raw mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps " RT_OPTS },
 	{ "stop", cmd_stop, "", "stop a running service", "socket" },
+	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
+	  "device socket json " RT_OPTS },
 	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part json " RT_OPTS },
 	{ "stat", cmd_stat, "--device DEV PATH", "inode, mode, size and extents of a file",
 	  "device socket part json " RT_OPTS },
@@ -159,14 +170,18 @@ int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out)
 		{ "", 0 }, { "K", 10 }, { "k", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
 		{ "G", 30 }, { "GiB", 30 }, { "T", 40 }, { "TiB", 40 },
 	};
+	int hex = v && v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+	const char *digits = hex ? v + 2 : v;
 	char *end;
 	unsigned long long x;
 	size_t i;
-	if (!v || !*v || *v == '-' || *v == '+' || *v == ' ')
+	/* digits first: strtoull would take a sign or spaces */
+	if (!v || !(hex ? isxdigit((unsigned char)*digits) : isdigit((unsigned char)*digits)))
 		return -EINVAL;
+	/* decimal or 0x hex: a leading zero is not octal (010 is ten) */
 	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || end == v)
+	x = strtoull(digits, &end, hex ? 16 : 10);
+	if (errno)
 		return -EINVAL;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].s) || (i && !suffixes))
@@ -250,6 +265,11 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_VRAM_MIB: c->boot.dev_heap_bytes = v << 20; break;
 	case OPT_MBOX_VRAM: c->boot.mbox_vram = 1; break;
 	case OPT_FORCE: c->boot.force = 1; break;
+	case OPT_SOCKET_MODE: c->socket_mode = val; break;
+	case OPT_GROUP: c->group = val; break;
+	case OPT_CLIENT_TIMEOUT_MS: c->client_timeout_ms = (uint32_t)v; break;
+	case OPT_APPS: c->apps_dir = val; break;
+	case OPT_ALLOW_HOST_APPS: c->allow_host_apps = 1; break;
 	}
 	return 0;
 }

@@ -70,8 +70,24 @@ static int printable(const char *s)
 	return 1;
 }
 
+/* Refuse v outside lo..hi ("emu: NAME: must be lo..hi NOTE, not v"), so
+ * that each limit is written once. 0 or -EINVAL. */
+static int check_range(const char *name, uint32_t v, uint32_t lo, uint32_t hi, const char *note, char *err,
+		       size_t errlen)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	emu_errf(err, errlen, "emu: %s: must be %u..%u%s, not %u", name, lo, hi, note, v);
+	return -EINVAL;
+}
+
+/* mdts= and stripe=, in KiB: up to 1 GiB. */
+#define EMU_MAX_KIB (1u << 20)
+
 int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
+	int r;
+
 	if (o->backend > GPUOS_EMU_NULL) {
 		emu_errf(err, errlen, "emu: backend: unknown backend %d", (int)o->backend);
 		return -EINVAL;
@@ -86,9 +102,9 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 	}
 	/* MDTS is a power of two times the minimum page (identify 5.17.2.1) */
 	if (o->mdts_kib && (o->mdts_kib % 4 || (o->mdts_kib / 4) & (o->mdts_kib / 4 - 1) ||
-			    o->mdts_kib > (1u << 20))) {
-		emu_errf(err, errlen, "emu: mdts: must be 0 or 4 KiB times a power of two up to 1 GiB, not %u",
-			 o->mdts_kib);
+			    o->mdts_kib > EMU_MAX_KIB)) {
+		emu_errf(err, errlen, "emu: mdts: must be 0 or 4 KiB times a power of two up to %u GiB, not %u",
+			 EMU_MAX_KIB >> 20, o->mdts_kib);
 		return -EINVAL;
 	}
 	/* MDTS 0 means "no limit", so one page (2^0) cannot be said */
@@ -96,35 +112,19 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: mdts: 4 KiB cannot be reported (MDTS 0 means no limit); use 8 or more");
 		return -EINVAL;
 	}
-	if (o->queues < 1 || o->queues > 65535) {
-		emu_errf(err, errlen, "emu: queues: must be 1..65535, not %u", o->queues);
-		return -EINVAL;
-	}
-	if (o->depth < 2 || o->depth > 65536) {
-		emu_errf(err, errlen, "emu: depth: must be 2..65536 (CAP.MQES is 16 bits), not %u", o->depth);
-		return -EINVAL;
-	}
-	if (o->dstrd > 15) {
-		emu_errf(err, errlen, "emu: dstrd: must be 0..15, not %u", o->dstrd);
-		return -EINVAL;
-	}
+	if ((r = check_range("queues", o->queues, 1, 65535, "", err, errlen)) ||
+	    (r = check_range("depth", o->depth, 2, 65536, " (CAP.MQES is 16 bits)", err, errlen)) ||
+	    (r = check_range("dstrd", o->dstrd, 0, 15, "", err, errlen)))
+		return r;
 	if (!emu_regs_len_for(o->queues, o->dstrd)) {
 		emu_errf(err, errlen, "emu: dstrd: stride %u with %u queues needs more than %u MiB of doorbells",
 			 o->dstrd, o->queues, EMU_REGS_MAX >> 20);
 		return -EINVAL;
 	}
-	if (o->workers < 1 || o->workers > 256) {
-		emu_errf(err, errlen, "emu: workers: must be 1..256, not %u", o->workers);
-		return -EINVAL;
-	}
-	if (o->to < 1 || o->to > 255) {
-		emu_errf(err, errlen, "emu: to: must be 1..255 (500 ms units), not %u", o->to);
-		return -EINVAL;
-	}
-	if (o->rdy_ms > 600000) {
-		emu_errf(err, errlen, "emu: rdy_ms: at most 600000, not %u", o->rdy_ms);
-		return -EINVAL;
-	}
+	if ((r = check_range("workers", o->workers, 1, 256, "", err, errlen)) ||
+	    (r = check_range("to", o->to, 1, 255, " (500 ms units)", err, errlen)) ||
+	    (r = check_range("rdy_ms", o->rdy_ms, 0, 600000, "", err, errlen)))
+		return r;
 	if (!(o->gbps >= 0.0) || !isfinite(o->gbps)) {
 		emu_errf(err, errlen, "emu: gbps: must be a finite rate >= 0");
 		return -EINVAL;
@@ -155,32 +155,26 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: faults: rate needs a non-zero status");
 		return -EINVAL;
 	}
-	if (o->ssds < 1 || o->ssds > GPUOS_EMU_MAX_SSDS) {
-		emu_errf(err, errlen, "emu: ssds: must be 1..%d, not %u", GPUOS_EMU_MAX_SSDS, o->ssds);
-		return -EINVAL;
-	}
+	if ((r = check_range("ssds", o->ssds, 1, GPUOS_EMU_MAX_SSDS, "", err, errlen)))
+		return r;
 	/* a chunk holds whole pages and whole LBAs, so no command's page or
 	 * block straddles two members */
 	if (!o->stripe_kib || o->stripe_kib % 4 || (o->stripe_kib * 1024u) % o->lba_bytes ||
-	    o->stripe_kib > (1u << 20)) {
-		emu_errf(err, errlen, "emu: stripe: must be a multiple of 4 KiB and of the LBA size, up to 1 GiB, not %u",
-			 o->stripe_kib);
+	    o->stripe_kib > EMU_MAX_KIB) {
+		emu_errf(err, errlen, "emu: stripe: must be a multiple of 4 KiB and of the LBA size, up to %u GiB, not %u",
+			 EMU_MAX_KIB >> 20, o->stripe_kib);
 		return -EINVAL;
 	}
-	if (o->gather_kib > 65536) {
-		emu_errf(err, errlen, "emu: gather: at most 65536 KiB, not %u", o->gather_kib);
-		return -EINVAL;
-	}
-	if (o->stage_mib < 1 || o->stage_mib > 4096) {
-		emu_errf(err, errlen, "emu: stage: must be 1..4096 MiB, not %u", o->stage_mib);
-		return -EINVAL;
-	}
+	if ((r = check_range("gather", o->gather_kib, 0, 65536, " KiB", err, errlen)) ||
+	    (r = check_range("stage", o->stage_mib, 1, 4096, " MiB", err, errlen)))
+		return r;
+	/* the identify fields' lengths, the NUL aside */
 	if (memchr(o->model, 0, sizeof(o->model)) == NULL || !printable(o->model)) {
-		emu_errf(err, errlen, "emu: model: at most 40 printable characters");
+		emu_errf(err, errlen, "emu: model: at most %u printable characters", (unsigned)sizeof(o->model) - 1u);
 		return -EINVAL;
 	}
 	if (memchr(o->serial, 0, sizeof(o->serial)) == NULL || !printable(o->serial)) {
-		emu_errf(err, errlen, "emu: serial: at most 20 printable characters");
+		emu_errf(err, errlen, "emu: serial: at most %u printable characters", (unsigned)sizeof(o->serial) - 1u);
 		return -EINVAL;
 	}
 	return 0;

@@ -50,7 +50,6 @@
 
 #define SYS_PCI "/sys/bus/pci/devices/"
 #define MAX_IOVA_RANGES 32u
-#define IOVA_ALIGN 0x100000ull   /* 1 MiB: regions start aligned, a guard gap between them */
 #define MEMLOCK_WANT (256ull << 20)
 
 enum pci_mode { MODE_VFIO = 0, MODE_UIO = 1 };
@@ -221,15 +220,15 @@ static int vfio_iova_ranges(struct pci_priv *p, char *err, size_t errlen)
 }
 
 /* IOVAs only grow: one allocation never reuses another's addresses, and
- * the 1 MiB gap after each makes an overrun an IOMMU fault. */
+ * the gap after each (gpuos_iova_after) makes an overrun an IOMMU fault. */
 static int iova_pick(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint64_t *out)
 {
-	uint64_t a = (c->next_iova + IOVA_ALIGN - 1u) & ~(IOVA_ALIGN - 1u);
+	uint64_t a = GPUOS_ALIGN_UP(c->next_iova, GPUOS_IOVA_ALIGN);
 	unsigned i;
 
 	if (p->nranges == 0) {
 		*out = a;
-		c->next_iova = a + ((len + IOVA_ALIGN - 1u) & ~(IOVA_ALIGN - 1u)) + IOVA_ALIGN;
+		c->next_iova = gpuos_iova_after(a, len);
 		return 0;
 	}
 	for (i = 0; i < p->nranges; i++) {
@@ -237,10 +236,10 @@ static int iova_pick(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint6
 		if (e < a)
 			continue;
 		if (s > a)
-			a = (s + IOVA_ALIGN - 1u) & ~(IOVA_ALIGN - 1u);
+			a = GPUOS_ALIGN_UP(s, GPUOS_IOVA_ALIGN);
 		if (a + len > a && a + len - 1u <= e) {
 			*out = a;
-			c->next_iova = a + ((len + IOVA_ALIGN - 1u) & ~(IOVA_ALIGN - 1u)) + IOVA_ALIGN;
+			c->next_iova = gpuos_iova_after(a, len);
 			return 0;
 		}
 	}

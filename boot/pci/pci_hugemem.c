@@ -205,7 +205,7 @@ static int try_run(struct gpuos_hugemem *h, size_t have, size_t want, char **va_
 		r = -ENOMEM;
 		goto out;
 	}
-	base = (char *)(((uintptr_t)resv + pg - 1) & ~(uintptr_t)(pg - 1));
+	base = (char *)GPUOS_ALIGN_UP((uintptr_t)resv, (uintptr_t)pg);
 	for (i = 0; i < want; i++) {
 		void *m = mmap(base + i * pg, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
 			       (off_t)(p[start + i].idx * pg));
@@ -286,7 +286,7 @@ int gpuos_hugemem_alloc(struct gpuos_hugemem *h, size_t len, void **host, uint64
 	size_t off;
 	int r;
 
-	len = (len + SMALL_ALIGN - 1u) & ~(size_t)(SMALL_ALIGN - 1u);
+	len = GPUOS_ALIGN_UP(len, (size_t)SMALL_ALIGN);
 	if (len == 0)
 		return -EINVAL;
 	if (len < h->page / 2) {

@@ -63,6 +63,8 @@ GPUOS_EXTERN_C_BEGIN
  *   READDIR       dir h   cookie        dst bytes   gpuos_dirent[]  -           entries / next cookie
  *   READ          file h  file offset   bytes       data            -           bytes (short at EOF)
  *   CLOSE         h       -             -           -               -           0
+ *   RELEASE       -       -             -           -               share N     handles closed / 0
+ *   PARTS         -       first entry   dst bytes   gpuos_parts+part -          entries written / in all
  *   GGUF_OPEN     -       [raw offset]  dst bytes   reason buffer   [path]      handle / tensor count
  *   GGUF_INFO     gguf h  -             dst bytes   gguf export     -           bytes needed / 0
  *   GGUF_FIND     gguf h  -             dst bytes   reason buffer   name        tensor index / 0
@@ -73,6 +75,12 @@ GPUOS_EXTERN_C_BEGIN
  *
  * READ and GGUF_LOAD are served by the service warps (the extent map of the
  * handle is in device memory); the others by the runtime's metadata warp.
+ *
+ * Clients of a service (docs/security.md): the service splits client memory
+ * in shares, one per connection. A handle belongs to the share that held
+ * the request's path (or its reason buffer): at most GPUOS_MAX_HANDLES_PER_SHARE
+ * each, so one client cannot take every handle; RELEASE closes all of share
+ * N's (1-based), which the service posts when that client's connection ends.
  */
 enum gpuos_op {
 	GPUOS_OP_NOP = 0,        /* completes at once; measures the mailbox path */
@@ -84,6 +92,8 @@ enum gpuos_op {
 	GPUOS_OP_READDIR = 18,
 	GPUOS_OP_READ = 19,
 	GPUOS_OP_CLOSE = 20,
+	GPUOS_OP_RELEASE = 21,    /* close every handle of client share `arg` (the service, at disconnect) */
+	GPUOS_OP_PARTS = 22,     /* the partition table the runtime found (struct gpuos_parts) */
 	/* 32..47: GGUF models */
 	GPUOS_OP_GGUF_OPEN = 32,
 	GPUOS_OP_GGUF_INFO = 33,
@@ -102,6 +112,8 @@ enum gpuos_op {
 
 #define GPUOS_PATH_MAX 4096u
 #define GPUOS_MAX_HANDLES 64u   /* files, directories and models open at once in one runtime */
+#define GPUOS_MAX_HANDLES_PER_SHARE 16u /* of them, held by one client share of a service */
+#define GPUOS_MAX_SHARES 64u    /* client shares a service splits its client memory in */
 #define GPUOS_NAME_MAX 255u
 #define GPUOS_DIR_END  0xffffffffffffffffull  /* READDIR: no entry left */
 
@@ -149,6 +161,74 @@ struct gpuos_dirent {
 	char name[GPUOS_NAME_MAX + 1]; /* 0x08 NUL-terminated */
 };
 static_assert(sizeof(struct gpuos_dirent) == 264, "dirent size");
+
+/*
+ * PARTS's answer: the partition table as the runtime's parser read it (GPT,
+ * UEFI 2.10 section 5.3, or a plain MBR), then its partitions from index
+ * `offset` of the list on while they fit (n of total). Partitions are in
+ * table order; `number` is what --part N (gpuos_boot_opts.part) names.
+ */
+enum gpuos_parts_scheme {
+	GPUOS_PARTS_NONE = 0,  /* no partition table: the whole device is one volume */
+	GPUOS_PARTS_GPT = 1,
+	GPUOS_PARTS_MBR = 2    /* a plain MBR: its primary partitions */
+};
+/* struct gpuos_parts.flags */
+#define GPUOS_PARTS_F_BACKUP_USED (1u << 0) /* the primary GPT is corrupt (primary_why): the backup was used */
+#define GPUOS_PARTS_F_BACKUP_BAD  (1u << 1) /* the backup GPT is corrupt (backup_why); the primary was used */
+#define GPUOS_PARTS_F_NO_PMBR     (1u << 2) /* a GPT without a protective MBR in sector 0 */
+#define GPUOS_PARTS_F_HYBRID_MBR  (1u << 3) /* the MBR holds the protective record and others */
+/* struct gpuos_part.fs: what the runtime finds at the start of a partition */
+enum gpuos_part_fs {
+	GPUOS_PART_FS_UNKNOWN = 0, /* nothing it can mount */
+	GPUOS_PART_FS_EXT = 1      /* an ext2/3/4 superblock (its magic) */
+};
+/* struct gpuos_part.flags */
+#define GPUOS_PART_F_FILES (1u << 0) /* the file tools' partition: --part N, or the first holding ext2/3/4 */
+
+#define GPUOS_GUID_TEXT 40u        /* "0FC63DAF-8483-4772-8E79-3D69D8477DE4", NUL, padding */
+#define GPUOS_PART_NAME_MAX 112u   /* a GPT name (36 UTF-16 units) in UTF-8, and the NUL */
+#define GPUOS_PARTS_WHY 64u
+
+struct gpuos_part {
+	uint64_t first_lba;    /* 0x00 */
+	uint64_t last_lba;     /* 0x08 inclusive */
+	uint64_t attributes;   /* 0x10 GPT attribute bits (UEFI table 5-7); MBR: the boot indicator */
+	uint32_t number;       /* 0x18 its entry in the table, from 1 */
+	uint8_t mbr_type;      /* 0x1c MBR: the partition type; GPT: 0 */
+	uint8_t fs;            /* 0x1d enum gpuos_part_fs */
+	uint8_t flags;         /* 0x1e GPUOS_PART_F_* */
+	uint8_t rsvd1f;        /* 0x1f */
+	char type_guid[GPUOS_GUID_TEXT];   /* 0x20 text form, upper case; "" for MBR */
+	char unique_guid[GPUOS_GUID_TEXT]; /* 0x48 */
+	char name[GPUOS_PART_NAME_MAX];    /* 0x70 UTF-8 (U+FFFD for a lone surrogate), NUL-terminated;
+	                        *      control characters are kept as they are */
+};
+static_assert(sizeof(struct gpuos_part) == 224, "part size");
+static_assert(offsetof(struct gpuos_part, name) == 0x70, "part name");
+
+struct gpuos_parts {
+	uint32_t scheme;       /* 0x00 enum gpuos_parts_scheme */
+	uint32_t flags;        /* 0x04 GPUOS_PARTS_F_* */
+	uint32_t lba_bytes;    /* 0x08 the namespace's LBA size */
+	uint32_t first;        /* 0x0c index of part[0] in the list (the request's offset) */
+	uint32_t n;            /* 0x10 entries in part[] */
+	uint32_t total;        /* 0x14 partitions in the list (the runtime keeps at most 128) */
+	uint32_t skipped;      /* 0x18 used entries left out: LBAs outside the usable range or the disk */
+	uint32_t n_entries;    /* 0x1c GPT: entries of the partition entry array, used or not */
+	uint64_t disk_lbas;    /* 0x20 */
+	uint64_t header_lba;   /* 0x28 GPT: the header used (1, or the last LBA: the backup) */
+	uint64_t first_usable_lba; /* 0x30 GPT */
+	uint64_t last_usable_lba;  /* 0x38 GPT, inclusive */
+	char disk_guid[GPUOS_GUID_TEXT]; /* 0x40 GPT */
+	char primary_why[GPUOS_PARTS_WHY]; /* 0x68 with BACKUP_USED: why the primary was refused */
+	char backup_why[GPUOS_PARTS_WHY];  /* 0xa8 with BACKUP_BAD: why the backup was refused */
+	uint32_t whole_fs;     /* 0xe8 GPUOS_PARTS_NONE: enum gpuos_part_fs of the whole device */
+	uint32_t found;        /* 0xec partitions in the table: more than total when some were not kept */
+	struct gpuos_part part[]; /* 0xf0 */
+};
+static_assert(sizeof(struct gpuos_parts) == 240, "parts size");
+static_assert(offsetof(struct gpuos_parts, whole_fs) == 0xe8, "parts whole_fs");
 
 /* ---- request status (what the runtime answers; never a negative errno) ---- */
 enum gpuos_status {

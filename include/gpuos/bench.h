@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpuos/bench.h - arguments of the GPU client kernel that measures the
- * runtime (kernels/bench_client.cuh): every thread posts READ_RAW requests
+ * runtime (bench/bench_client.cuh): every thread posts READ_RAW requests
  * of `bytes` at random aligned offsets and waits for each, timing it. The
  * last `samples` requests of each thread are kept (the first ones warm up).
  */
@@ -47,7 +47,7 @@ enum gpuos_bench_stage {
 /* One timed request, as gpuos_call makes it; with `stages` (a row of
  * GPUOS_BENCH_STAGES) the slot's stamps are read before it is released.
  * Returns the round trip in ns; the status goes to *status. Shared by the
- * GPU client (kernels/bench_client.cuh) and the host one (boot/cli/cmd_bench.c). */
+ * GPU client (bench/bench_client.cuh) and the host one (boot/cli/cmd_bench.c). */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_bench_one(struct gpuos_mbox *mb, const struct gpuos_req *rq, uint32_t *stages,
 					       uint32_t *status)
 {

@@ -260,6 +260,18 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_fstat(struct gpuos_mbox *mb, uint32_t handl
 	return gpuos_request(mb, GPUOS_OP_STAT, GPUOS_STAT_HANDLE, handle, first, bytes, st, 0, &res);
 }
 
+/* The partition table the runtime found (GPT, MBR, or none: the whole
+ * device) into p, a buffer of `bytes` (>= sizeof(struct gpuos_parts), 8-byte
+ * aligned); its partitions from index `first` follow while they fit (p->n of
+ * p->total). On failure p holds the reason: CORRUPT (neither GPT header is
+ * valid), IO, BAD_DST (p outside registered memory, too short, misaligned). */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_part_table(struct gpuos_mbox *mb, struct gpuos_parts *p, uint64_t bytes,
+						uint32_t first)
+{
+	struct gpuos_result res;
+	return gpuos_request(mb, GPUOS_OP_PARTS, 0, 0, first, bytes, p, 0, &res);
+}
+
 /* Directory entries from *cookie on (start with 0) into ents[cap]; *n of
  * them. *cookie becomes GPUOS_DIR_END after the last one. */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_readdir(struct gpuos_mbox *mb, uint32_t handle, uint64_t *cookie,

@@ -34,11 +34,10 @@ struct gpuos_boot_opts {
 	uint32_t xfer_kib;        /* bytes per command in KiB (0: 128, capped by MDTS) */
 	uint32_t mbox_slots;      /* mailbox slots (0: 1024) */
 	uint64_t heap_bytes;      /* client memory shared with host clients (0: 64 MiB) */
+	uint32_t heap_shares;     /* split it in this many client shares (a service, 0 or 1: no
+	                           * split); the runtime counts and releases handles per share */
 	uint64_t dev_heap_bytes;  /* client memory in VRAM for GPU clients (0: none) */
 	int mbox_vram;            /* mailbox in VRAM: fastest for GPU clients, no host clients */
-	int shared_shm;           /* other processes attach (the service): the mailbox and heap in a
-	                           * named POSIX segment in /dev/shm; else anonymous shared memory
-	                           * (memfd), which needs no /dev/shm */
 	uint32_t timeout_ms;      /* per command (0: the controller's CAP.TO) */
 	int host_mode;            /* run the runtime on CPU threads even with a GPU */
 	int require_gpu;          /* fail, rather than run on CPU threads, when no GPU can be used */
@@ -172,13 +171,13 @@ int gpuos_sys_launch_client(struct gpuos_sys *s, const char *entry, uint64_t arg
 			    unsigned block, char *err, size_t errlen);
 int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen);
 
-/* The shared-memory name and layout, for other processes (the service: boot/cli/cmd_boot.c). */
-const char *gpuos_sys_shm_name(const struct gpuos_sys *s);
+/* The shared segment (header, mailbox, client heap: struct gpuos_shm_hdr),
+ * an unnamed memfd: a service passes it to the clients it admits. */
+int gpuos_sys_shm_fd(const struct gpuos_sys *s);
 
-/* No other process will attach: drop the segment's name now, so that
- * nothing stays behind in /dev/shm if this process is killed (the mapping
- * lives on until it exits). gpuos_sys_shm_name() is "" afterwards. */
-void gpuos_sys_shm_private(struct gpuos_sys *s);
+/* Client share k (0-based) of heap_shares: its host address, and its
+ * runtime address and length; NULL when k is out of range. */
+void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, uint64_t *len);
 
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
@@ -231,6 +230,61 @@ struct gpuos_shm_hdr {
 	uint64_t heap_len;
 	uint64_t rt_base;   /* runtime-space address of byte 0 of the segment */
 };
+
+/* ---- the service (gpuos boot) and its clients, in other processes ---------------
+ * One runtime behind a control socket (boot/service.c; docs/security.md says
+ * who may do what). Only root, the service's own uid and the members of its
+ * group get in (SO_PEERCRED); each attached client gets one share of the
+ * client heap and the segment's descriptor, never a name to open. */
+#define GPUOS_DEFAULT_SOCKET "/run/gpuos/gpuos.sock"
+#define GPUOS_SERVICE_SHARES 8u         /* client shares of a service's heap */
+#define GPUOS_CLIENT_TIMEOUT_MS 30000   /* a client waits this long for the service's answer */
+
+struct gpuos_peer {
+	uint32_t uid, gid, pid;   /* of the client process, at connect() */
+};
+
+struct gpuos_service_opts {
+	const char *socket;       /* NULL: GPUOS_DEFAULT_SOCKET (its directory made 0755) */
+	uint32_t mode;            /* the socket's permission bits (0: 0660) */
+	const char *group;        /* a group whose members may connect (NULL: "gpuos" if it exists) */
+	uint32_t client_timeout_ms; /* disconnect a client that leaves a request unfinished or a
+	                           * reply unread, or idles with no share, this long (0: 10 s) */
+	/* A `run` request: the app runs in client share `share` (gpuos_sys_share);
+	 * returns the reply line with its '\n' (malloc'ed), or NULL. */
+	char *(*run)(void *ctx, struct gpuos_sys *s, const struct gpuos_peer *who, uint32_t share,
+		     const char *line);
+	void *run_ctx;
+};
+
+struct gpuos_service;
+/* Make the control socket (refusing a path a live service, or another
+ * user, holds) before the runtime boots. */
+int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_service **out, char *err,
+			 size_t errlen);
+/* Serve until a stop request, *stop, or a runtime failure (-EIO). s must
+ * have been booted with heap_shares = GPUOS_SERVICE_SHARES. */
+int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const volatile int *stop, char *err,
+			size_t errlen);
+void gpuos_service_close(struct gpuos_service *v);
+
+/* The client's side: connect (refusing a socket or a process of another
+ * non-root user), one request line and its reply within timeout_ms. */
+int gpuos_service_connect(const char *path, char *err, size_t errlen);
+int gpuos_service_call(int fd, const char *line, char *reply, size_t len, int timeout_ms);
+
+struct gpuos_attached {
+	struct gpuos_mbox *mb;
+	char *heap;               /* this client's share, host mapping */
+	uint64_t heap_rt;         /* the same in runtime space */
+	uint64_t heap_len;
+	uint32_t share;           /* 1-based */
+	int sock;                 /* the connection, held open while attached */
+	void *shm;
+	uint64_t shm_len;
+};
+int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
+void gpuos_service_detach(struct gpuos_attached *at);
 
 /* ---- app images (ELF cubins), inspected before they are loaded ------------------
  * Architecture, the gpuos ABI note (gpuos/app.h), the entry points and, per

@@ -434,6 +434,11 @@ GPUOS_INLINE GPUOS_HD uint64_t gpuos_mmio_read64(const volatile uint32_t *reg)
 #define GPUOS_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GPUOS_DIV_ROUND_UP(a, b) (((a) + (b) - 1) / (b))
 #define GPUOS_ALIGN_UP(a, b) (GPUOS_DIV_ROUND_UP(a, b) * (b))
+#define GPUOS_ALIGN_DOWN(a, b) ((a) / (b) * (b))
 #define GPUOS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* A macro's value as a string literal, for messages that cannot be
+ * formatted (the runtime has no printf): "at most " GPUOS_STRINGIFY(N). */
+#define GPUOS_STRINGIFY_(x) #x
+#define GPUOS_STRINGIFY(x) GPUOS_STRINGIFY_(x)
 
 #endif /* GPUOS_PORT_H */

@@ -20,6 +20,13 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_MAX_SLOTS_PER_WARP 256u /* in-flight commands per warp (CIDs) */
 #define GPUOS_RT_MAX_REQS_PER_WARP  64u  /* requests a warp works on at once */
 #define GPUOS_RT_MAX_CTRL    16u        /* controllers of an array (docs/design.md) */
+/* Bytes per command at most: a command slot has one PRP list page, 512
+ * entries of 4 KiB. The KiB are a plain number, so that the runtime's
+ * messages can quote it (GPUOS_STRINGIFY). */
+#define GPUOS_RT_MAX_XFER_KIB 2048
+#define GPUOS_RT_MAX_XFER    (GPUOS_RT_MAX_XFER_KIB * 1024u)
+/* Mailbox slots at most with a metadata warp: its ring names them in 16 bits. */
+#define GPUOS_RT_META_MAX_SLOTS 65535
 
 /* flags */
 #define GPUOS_RT_ALLOW_RAW   (1u << 0)  /* READ_RAW allowed */
@@ -108,7 +115,10 @@ struct gpuos_rt_desc {
 	uint64_t csts[GPUOS_RT_MAX_CTRL]; /* const volatile uint32_t * CSTS of each controller, MMIO (0: not polled) */
 	uint64_t admin;        /* struct gpuos_rt_admin *: the admin side of recovery, 0: none */
 	uint32_t retries;      /* times a command failed with DNR clear is sent again, at most */
-	uint32_t rsvd_adm;
+	uint32_t nshares;      /* client shares (a service): [share_base + k * share_len, + share_len)
+	                        * is share k + 1; handles are counted and released per share */
+	uint64_t share_base;   /* runtime address of share 1 */
+	uint64_t share_len;
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* + the metadata warp's */
 };
 

@@ -140,26 +140,51 @@ else
 fi
 
 echo "== through a service (gpuos run --socket)"
+# A client names an app of the service's --apps directory; in host mode
+# the app is host code (the .so beside the cubin): --allow-host-apps.
 sock=$tmp/gpuos.sock
+mkdir -m 755 "$tmp/apps"
+cp "$sha" "$build/apps/sha256.so" "$tmp/apps/"
+chmod 644 "$tmp/apps/"*
 $gpuos boot --device "$dev" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!
 for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
-$gpuos run --socket "$sock" "$sha" -- /sub/deeper/big "/sub/name with spaces" > "$tmp/out" 2> "$tmp/err"; rc=$?
+$gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "a service without --apps runs no app: exit 1, says so" test $rc -eq 1 && grep -q "runs no apps" "$tmp/err"
+$gpuos stop --socket "$sock"
+wait $svc
+$gpuos boot --device "$dev" --host --socket "$sock" --apps "$tmp/apps" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+$gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "host code without --allow-host-apps: refused, exit 1, says why" test $rc -eq 1 && grep -q "allow-host-apps" "$tmp/err"
+$gpuos stop --socket "$sock"
+wait $svc
+chmod 777 "$tmp/apps"
+$gpuos boot --device "$dev" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > /dev/null 2> "$tmp/err"; rc=$?
+check "--apps DIR that others can write: refused at boot, exit 2" test $rc -eq 2 && grep -q "writable by no one else" "$tmp/err"
+chmod 755 "$tmp/apps"
+$gpuos boot --device "$dev" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > "$tmp/svc.out" 2> "$tmp/svc.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+$gpuos run --socket "$sock" "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "a path, not an app's name: refused by the client, exit 2" test $rc -eq 2 && grep -q "not a path" "$tmp/err"
+$gpuos run --socket "$sock" sha256.cubin -- /sub/deeper/big "/sub/name with spaces" > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "sha256 through the service" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
 check "an argument with spaces reaches the app" grep -q "  /sub/name with spaces$" "$tmp/out"
 check "the service's statistics for the run" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097 + 12)) bytes, 0 errors" "$tmp/err"
-$gpuos run --socket "$sock" "$sha" -- /nope > "$tmp/out" 2>/dev/null; rc=$?
+$gpuos run --socket "$sock" sha256.cubin -- /nope > "$tmp/out" 2>/dev/null; rc=$?
 check "missing file through the service: exit 1 and the message" test $rc -eq 1 && grep -q "no such file" "$tmp/out"
-$gpuos run --socket "$sock" "$sha" --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
+$gpuos run --socket "$sock" sha256.cubin --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "unknown entry through the service: exit 1" test $rc -eq 1
 $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > /dev/null 2>&1
-$gpuos run --socket "$sock" "$sha" -- /b120 > "$tmp/out" 2>/dev/null; rc=$?
+$gpuos run --socket "$sock" sha256.cubin -- /b120 > "$tmp/out" 2>/dev/null; rc=$?
 check "the service still serves after a refused request" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /b120)"
 $gpuos stop --socket "$sock"
 wait $svc; rc=$?
 svc=
 check "service exits 0 after stop" test $rc -eq 0
-$gpuos run --socket "$sock" "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
+$gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "no service: exit 1" test $rc -eq 1
 
 echo "apps e2e: $pass passed, $fail failed"

@@ -743,6 +743,12 @@ p3=$(sgdisk -i 3 $disk | sed -n 's/^First sector: \([0-9]*\).*/\1/p')
 # test's own GPT writer, checked by sgdisk in its 512-byte form
 python3 "$oracle" gpt $W/gpt512.img 512 98304 2081 83000
 python3 "$oracle" gpt $W/gpt4k.img 4096 $((263 + 5120 + 6)) 263 $((263 + 5120 - 1)) $W/b4k.img
+# `gpuos parts`: a GPT of many kinds of entries (tests/tools/parts_oracle.py
+# keeps the recipe), ext4 in partitions 2 and 6; a plain MBR
+mke2fs -q -F -t ext4 -b 1024 -d $W/p3src $W/parts_a.img 8M > /dev/null 2>&1 || build_ok=0
+mke2fs -q -F -t ext4 -b 1024 $W/parts_b.img 1M > /dev/null 2>&1 || build_ok=0
+python3 tests/tools/parts_oracle.py gpt $W/parts.img $W/parts_a.img $W/parts_b.img || build_ok=0
+python3 tests/tools/parts_oracle.py mbr $W/mbr.img || build_ok=0
 # GGUF: every case of the writer and the real files inside ext4; some raw at byte offsets
 G=$W/gsrc
 mkdir -p $G/models $G/bad $G/real
@@ -898,6 +904,70 @@ gpt() {
 	cat_is "gpt4k,lba=4096 --part 1: cat /sparse" $S/sparse --device "emu:$W/gpt4k.img,lba=4096" --part 1 --host /sparse
 }
 
+# ---- gpuos parts: the partition table as the runtime read it -------------------------------
+# jpart JSONFILE PYTHON_EXPR: the expression over the parsed output j holds
+jpart() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
+parts() {
+	local P=tests/tools/parts_oracle.py rc
+	"$gpuos" parts --json --device "emu:$W/parts.img" --host > $tmp/p.json 2> $tmp/p.err
+	rc=$?
+	check "parts --json: exit 0, nothing on stderr" bash -c "[ $rc -eq 0 ] && [ ! -s $tmp/p.err ]"
+	check "parts --json: every entry as sgdisk and the recipe say (numbers with gaps, LBAs, type and unique GUIDs, attributes, UTF-16 names, ext4)" \
+		python3 $P check $W/parts.img $tmp/p.json
+	check "parts --json: gpuos.parts/1 as docs/json.md says" python3 tests/tools/check_json.py $tmp/p.json
+	"$gpuos" stat --json --device "emu:$W/parts.img" --host / > $tmp/ps.json 2>/dev/null
+	check "parts: the partition marked \"files\" is the one stat reads without --part" python3 -c "
+import json, sys
+p = [x for x in json.load(open('$tmp/p.json'))['partitions'] if x['files']]
+sys.exit(0 if len(p) == 1 and p[0]['first_lba'] == json.load(open('$tmp/ps.json'))['partition_start_lba'] else 1)"
+	"$gpuos" parts --device "emu:$W/parts.img" --host > $tmp/p.txt 2>&1
+	rc=$?
+	check "parts (text): exit 0" test $rc -eq 0
+	check "parts (text): a name's control characters escaped (as ls -b)" grep -Fq 'a\tb\\c\033[31m' $tmp/p.txt
+	check "parts (text): no raw control character reaches the terminal" python3 -c \
+		"import sys; t = open(sys.argv[1], 'rb').read(); sys.exit(any(c < 32 and c != 10 or c == 127 for c in t))" $tmp/p.txt
+	check "parts (text): sizes in human units, type names, UTF-8 names" bash -c \
+		"grep -q '8 MiB .*Linux filesystem' $tmp/p.txt && grep -q 'Microsoft basic data *d$(printf '\303\274\360\237\230\200')x\$' $tmp/p.txt &&
+		 grep -q 'bit 60, bit 63' $tmp/p.txt && grep -q 'EFI system partition *EFI system\$' $tmp/p.txt"
+	"$gpuos" parts --json --device "emu:$W/mbr.img" --host > $tmp/m.json 2> $tmp/m.err
+	check "parts --json of a plain MBR: its primary partitions, types, the active flag" python3 $P check $W/mbr.img $tmp/m.json
+	check "parts --json of a plain MBR: as docs/json.md says" python3 tests/tools/check_json.py $tmp/m.json
+	"$gpuos" parts --json --device "emu:$W/gpt4k.img,lba=4096" --host > $tmp/p4.json 2>/dev/null
+	check "parts --json, 4096-byte LBAs: partition 1 at LBA 263, \"data\", ext4, as the GPT writer made it" jpart $tmp/p4.json \
+		"j['lba_bytes'] == 4096 and j['disk_guid'] == '00000000-0000-0000-0000-000000005678' and [(p['number'], p['first_lba'], p['last_lba'], p['name'], p['ext4'], p['unique_guid']) for p in j['partitions']] == [(1, 263, 263 + 5120 - 1, 'data', True, '00000000-0000-0000-0000-000000001234')]"
+	# no partition table: one volume, not an error
+	"$gpuos" parts --json --device "emu:$W/b4k.img" --host > $tmp/pn.json 2>/dev/null
+	rc=$?
+	check "parts --json without a partition table: exit 0, scheme none, the whole device holds ext4" bash -c \
+		"[ $rc -eq 0 ] && python3 tests/tools/check_json.py $tmp/pn.json > /dev/null && python3 -c \"import json, sys; j = json.load(open('$tmp/pn.json')); sys.exit(0 if j['scheme'] == 'none' and j['partitions'] == [] and j['whole_device_ext4'] is True and j['disk_bytes'] == $(stat -c %s $W/b4k.img) else 1)\""
+	truncate -s 4M $tmp/zero.img
+	"$gpuos" parts --device "emu:$tmp/zero.img" --host > $tmp/pz.txt 2>&1
+	rc=$?
+	check "parts (text) of zeros: exit 0, says there is no partition table and no ext2/3/4" bash -c \
+		"[ $rc -eq 0 ] && grep -q 'No partition table' $tmp/pz.txt && grep -q 'no ext2/3/4' $tmp/pz.txt"
+	# damaged tables (the offsets of UEFI table 5-5: header CRC at 0x10, checked over 92 bytes)
+	cp $W/parts.img $tmp/pbad.img
+	printf '\377' | dd of=$tmp/pbad.img bs=1 seek=$((512 + 0x30)) conv=notrunc status=none
+	"$gpuos" parts --json --device "emu:$tmp/pbad.img" --host > $tmp/pb.json 2> $tmp/pb.err
+	rc=$?
+	check "parts, primary GPT header damaged: the backup's table, backup_used, the CRC named, a note on stderr" bash -c \
+		"[ $rc -eq 0 ] && python3 $P check $W/parts.img $tmp/pb.json backup && grep -qi 'backup' $tmp/pb.err &&
+		 python3 -c \"import json, sys; j = json.load(open('$tmp/pb.json')); sys.exit(0 if j['backup_used'] and 'CRC' in j['primary_problem'] and j['header_lba'] == j['disk_lbas'] - 1 and len(j['partitions']) == 6 else 1)\""
+	printf '\377' | dd of=$tmp/pbad.img bs=1 seek=$(( ($(stat -c %s $tmp/pbad.img) / 512 - 1) * 512 + 0x30)) conv=notrunc status=none
+	check "sgdisk finds no valid GPT there either (it would create a new one)" bash -c \
+		"sgdisk -p $tmp/pbad.img 2>&1 | grep -q 'Creating new GPT entries'"
+	expect_fail "parts, both GPT headers damaged: corrupt, the CRC of each named" "corrupt GPT.*primary: GPT header CRC.*backup: GPT header CRC" "" \
+		"$gpuos" parts --device "emu:$tmp/pbad.img" --host
+	cp $W/parts.img $tmp/pent.img
+	printf '\377' | dd of=$tmp/pent.img bs=1 seek=$((1024 + 0x38)) conv=notrunc status=none
+	printf '\377' | dd of=$tmp/pent.img bs=1 seek=$(( ($(stat -c %s $tmp/pent.img) / 512 - 33) * 512 + 0x38)) conv=notrunc status=none
+	expect_fail "parts, both partition entry arrays damaged: corrupt, the entry array CRC named" "corrupt GPT.*entry array CRC" "" \
+		"$gpuos" parts --json --device "emu:$tmp/pent.img" --host
+	want_rc=2 expect_fail "parts PATH: a usage error (it takes no arguments)" "argument" "" "$gpuos" parts --device "emu:$W/parts.img" --host /
+	want_rc=2 expect_fail "parts --part 1: not an option of parts" "not an option of parts" "" "$gpuos" parts --device "emu:$W/parts.img" --part 1 --host
+	want_rc=2 expect_fail "parts without --device: a usage error" "device" "" "$gpuos" parts --host
+}
+
 # ---- GGUF ---------------------------------------------------------------------------------
 GD=(--device "emu:$W/gguf.img" --host)
 # gguf_vs LABEL WRITER_JSON|- HOSTFILE GPUOS_ARGS...: JSON against the writer and @huggingface/gguf
@@ -1008,6 +1078,7 @@ section "b4k: symlinks and path forms" paths b4k 1
 section "b4k: errors" errors b4k
 section "GGUF: the writer's hostile cases in ext4" gguf_hostile
 section "GPT: --part, damaged tables, 4096-byte LBAs" gpt
+section "gpuos parts: partition tables as the runtime read them" parts
 section "GGUF: the writer's valid cases in ext4" gguf_valid
 section "b1k: symlinks and path forms (resolution through 1 KiB-block directories)" paths b1k 0
 for i in b4k b1k no64 nocsum old1k; do

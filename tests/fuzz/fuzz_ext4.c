@@ -80,6 +80,8 @@ static void check_inode(const struct gpuos_ext4_inode *in, uint32_t ino)
 	CHECK(in->map <= GPUOS_EXT4_MAP_FAST_SYMLINK);
 	if (in->map == GPUOS_EXT4_MAP_FAST_SYMLINK)
 		CHECK(in->size < 60);
+	if (in->map == GPUOS_EXT4_MAP_INLINE) /* i_block and system.data hold every byte */
+		CHECK(in->size <= GPUOS_EXT4_INLINE_MIN + (uint64_t)in->inline_len);
 }
 
 /* Read, map and list the data of an inode. */

@@ -6,7 +6,7 @@
 # included) so that the data sits right after the metadata; an htree
 # directory indexed by e2fsck -D; a two-level extent tree from a sparse
 # file. Free blocks are zeroed and trailing zeros cut off (the harness
-# reads past the end of its input as zeros): the corpus stays under 100 KB.
+# reads past the end of its input as zeros): the corpus stays under 120 KB.
 # Usage (from the repository root): tests/fuzz/make_ext4_corpus.sh [OUT]
 # (default tests/fuzz/corpus_ext4). Needs mke2fs, debugfs, e2fsck, python3.
 set -eu
@@ -101,6 +101,16 @@ mk ext2 -t ext2 -I 128 -O '^resize_inode' </dev/null
 # inline data (files, directories and a symlink in the inode), 256-byte
 # inodes with extra fields and 32-bit checksums
 mk inline -t ext4 -I 256 -O "$base,inline_data" </dev/null
+
+# inline data past i_block: 100 bytes, 40 of them in the system.data xattr;
+# and a file whose i_size claims more than the inode holds (refused as
+# corrupt, never read as zeros)
+head -c 100 "$tmp/b" > "$tmp/c100"
+mk inline-ea -t ext4 -I 256 -O "$base,inline_data" <<EOF
+write $tmp/c100 c
+write $tmp/c100 big
+sif big size 0xffffffff
+EOF
 
 # an htree directory, indexed by e2fsck -D
 mke2fs -q -F -b 1024 -N 64 -I 128 -t ext4 -O "$base" "$tmp/htree.img" 128K 2>/dev/null

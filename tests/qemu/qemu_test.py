@@ -301,23 +301,6 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     # through at once) no less than 220 ms, so the limits are really in force.
     p.read("%s-b-read-1mib-throttled" % tag, b_img, B_LBA, rng.randint(0, 31) << 20, 1 << 20, device=b_dev,
            min_ms=(32 - 10) * 1000 // B_IOPS)
-    # Commands the slow controller cannot answer within a 20 ms timeout:
-    # QEMU answers the runtime's Aborts "not aborted", so the runtime resets
-    # B by itself (CC.EN, admin registers, Set Features, queues re-created;
-    # docs/design.md, "The life of a command"). Requests then in flight
-    # fail; every one is answered; the admin queue goes back to boot, whose
-    # shutdown deletes the queues.
-    def reset_check(text):
-        try:
-            got = json.loads(text)  # the top level: the controllers' own counters have "errors" too
-        except ValueError:
-            return "not one JSON object: %s" % text[:400]
-        if got.get("resets", 0) < 1 or got.get("aborts", 0) < 1 or got.get("errors", 0) < 1:
-            return "want aborts, resets and failed requests: %s" % text[:400]
-        return None
-    p.text("%s-b-timeouts-reset" % tag, ["gpuos", "bench", "--device", b_dev, "--timeout-ms", "20", "--threads", "16",
-                                         "--iters", "4", "--json"] + HEAP, rc=None, out=reset_check)
-    p.read("%s-b-read-after-reset" % tag, b_img, B_LBA, rng.randint(0, 15) << 20, 256 << 10, device=b_dev)
     add_file_tests(p, b_dev, tag, expect)
 
     # A service on A: 2 warps, 8 queue pairs; an error in the middle of a
@@ -350,6 +333,24 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
         p.read("%s-b-svc%d" % (tag, i), b_img, B_LBA, off, ln, socket=sb, bg=True)
     p.collect()
     p.service_stop("%s-b-service-stop" % tag, tag + "_b", sb)
+
+    # Commands the slow controller cannot answer within a 20 ms timeout:
+    # QEMU answers the runtime's Aborts "not aborted", so the runtime resets
+    # B by itself (CC.EN, admin registers, Set Features, queues re-created;
+    # docs/design.md, "The life of a command"). Requests then in flight
+    # fail; every one is answered; the admin queue goes back to boot, whose
+    # shutdown deletes the queues.
+    def reset_check(text):
+        try:
+            got = json.loads(text)  # the top level: the controllers' own counters have "errors" too
+        except ValueError:
+            return "not one JSON object: %s" % text[:400]
+        if got.get("resets", 0) < 1 or got.get("aborts", 0) < 1 or got.get("errors", 0) < 1:
+            return "want aborts, resets and failed requests: %s" % text[:400]
+        return None
+    p.text("%s-b-timeouts-reset" % tag, ["gpuos", "bench", "--device", b_dev, "--timeout-ms", "20", "--threads", "16",
+                                         "--iters", "4", "--json"] + HEAP, rc=None, out=reset_check)
+    p.read("%s-b-read-after-reset" % tag, b_img, B_LBA, rng.randint(0, 15) << 20, 256 << 10, device=b_dev)
 
 
 A_ID = {"lba_bytes": 512, "namespace_lbas": A_SIZE // 512, "mdts_bytes": 512 << 10, "io_queues": 64,

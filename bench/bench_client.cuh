@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A GPU client for measurements: each thread posts a request, waits for it,
-// and times it (include/gpuos/bench.h). Built into the runtime image so it
+// and times it (include/gpuos/bench.h). A client, so it lives with the
+// measurements; kernels/runtime.cu builds it into the runtime image so it
 // is loaded before the runtime spins (docs/platform.md: no module loads later).
 #include "gpuos/bench.h"
 #include "gpuos/gpuos.h"

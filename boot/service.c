@@ -1,0 +1,877 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The service (gpuos boot): one runtime behind a control socket, shared by
+ * the clients it admits, and the client's side of attaching to it. What a
+ * client can and cannot do, and how each promise is tested, is in
+ * docs/security.md.
+ *
+ * The control socket speaks one line per request:
+ *   attach  -> "ok heap_off=N heap_len=N shm_len=N share=K", with the shared
+ *              segment's descriptor (SCM_RIGHTS): the client maps it and owns
+ *              client share K of the heap until its connection closes
+ *   stats   -> one JSON line of runtime statistics
+ *   run ... -> an app, by the handler the caller gave (boot/cli/cmd_run.c)
+ *   stop    -> "ok", then a graceful stop (root and the service's uid only)
+ *
+ * The loop never blocks on a client: sockets are non-blocking, replies wait
+ * in a buffer per connection, and a client that leaves a line unfinished or
+ * a reply unread, or idles without a share, for client_timeout_ms is
+ * disconnected. Only a `run` holds the loop, while its app runs.
+ *
+ * A share comes back only when nothing can reach it any more: its handles
+ * are released (the RELEASE request), requests still in flight into it
+ * have finished, slots the client left behind are freed, and its bytes are
+ * zeroed for the next client.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuos/gpuos.h"
+#include "gpuos/host.h"
+
+#define SVC_MAX_CONN 64u
+#define SVC_LINE_MAX 8192u           /* one request line: a run carries its app and arguments */
+#define SVC_OUT_MAX (1u << 20)       /* replies waiting for a client that does not read */
+#define SVC_TICK_MS 200              /* timeouts and draining shares are looked at this often */
+#define SVC_DEFAULT_TIMEOUT_MS 10000u
+#define SVC_DEFAULT_MODE 0660u
+#define SVC_MAX_GROUPS 64
+
+enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING };
+
+struct svc_conn {
+	int fd;                  /* -1: unused */
+	struct gpuos_peer peer;
+	int privileged;          /* root or the service's own uid */
+	int share;               /* client share held, -1: none */
+	uint64_t t_active;       /* ms: when it last made progress */
+	char in[SVC_LINE_MAX];
+	size_t in_n;
+	char *out;               /* replies not yet written */
+	size_t out_n, out_off;
+};
+
+struct svc_share {
+	int state;               /* enum share_state */
+	uint32_t uid;            /* who holds it */
+	int release_posted;      /* draining: the RELEASE request is in the mailbox */
+	uint32_t release_slot;
+};
+
+struct gpuos_service {
+	struct gpuos_service_opts o;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int lfd;
+	uint32_t uid;            /* the service's own */
+	int has_group;
+	uint32_t group;
+	struct gpuos_sys *s;
+	int stopping;
+	struct svc_conn conn[SVC_MAX_CONN];
+	struct svc_share share[GPUOS_SERVICE_SHARES];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* ---- the socket file ---------------------------------------------------------------- */
+
+/* The default socket's directory: made by root, 0755, and refused when
+ * someone else could have put a socket of theirs in it. */
+static int socket_dir(const char *path, char *err, size_t errlen)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s (give --socket PATH in a directory of yours)", dir, strerror(errno));
+		return -errno;
+	}
+	if (lstat(dir, &st)) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	/* /tmp (sticky, anyone may create) is fine for a path given by hand;
+	 * a directory owned by another user, or writable by others without
+	 * the sticky bit, lets them replace our socket. */
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+		snprintf(err, errlen, "%s: not a directory owned by root or by us and closed to others: refusing "
+			 "to put the control socket there", dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* A live service on the path stays; a stale socket of ours or root's goes;
+ * anything else there is refused, never removed. */
+static int socket_clear(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a socket: refusing to replace it", path);
+		return -EEXIST;
+	}
+	fd = gpuos_service_connect(path, err, errlen);
+	if (fd >= 0) {
+		close(fd);
+		snprintf(err, errlen, "a gpuos service already runs at %s (gpuos stop --socket %s)", path, path);
+		return -EADDRINUSE;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s belongs to uid %u: refusing to remove it", path, (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if (unlink(path) && errno != ENOENT) {
+		snprintf(err, errlen, "remove the stale socket %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int group_of(const char *name, uint32_t *gid)
+{
+	char line[1024];
+	FILE *f;
+	/* /etc/group read directly: a static binary has no NSS to ask */
+	if (!name || !*name || !(f = fopen("/etc/group", "re")))
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2, *end;
+		unsigned long v;
+		if (!c1 || (size_t)(c1 - line) != strlen(name) || strncmp(line, name, strlen(name)))
+			continue;
+		c2 = strchr(c1 + 1, ':');
+		if (!c2)
+			break;
+		v = strtoul(c2 + 1, &end, 10);
+		fclose(f);
+		if (end == c2 + 1 || *end != ':' || v > UINT32_MAX)
+			return -EINVAL;
+		*gid = (uint32_t)v;
+		return 0;
+	}
+	fclose(f);
+	return -ENOENT;
+}
+
+int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_service **out, char *err, size_t errlen)
+{
+	struct gpuos_service *v;
+	struct sockaddr_un a;
+	const char *path = o->socket ? o->socket : GPUOS_DEFAULT_SOCKET;
+	mode_t old;
+	int r, i;
+
+	*out = NULL;
+	if (strlen(path) >= sizeof(a.sun_path) || !*path) {
+		snprintf(err, errlen, "socket path empty or too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	v->o = *o;
+	if (!v->o.mode)
+		v->o.mode = SVC_DEFAULT_MODE;
+	if (!v->o.client_timeout_ms)
+		v->o.client_timeout_ms = SVC_DEFAULT_TIMEOUT_MS;
+	snprintf(v->path, sizeof(v->path), "%s", path);
+	v->uid = (uint32_t)geteuid();
+	v->lfd = -1;
+	for (i = 0; i < (int)SVC_MAX_CONN; i++)
+		v->conn[i].fd = -1;
+	if (o->group) {
+		r = group_of(o->group, &v->group);
+		if (r) {
+			snprintf(err, errlen, "--group %s: no such group in /etc/group", o->group);
+			goto fail;
+		}
+		v->has_group = 1;
+	} else {
+		v->has_group = group_of("gpuos", &v->group) == 0;
+	}
+	r = o->socket ? 0 : socket_dir(path, err, errlen);
+	if (!r)
+		r = socket_clear(path, err, errlen);
+	if (r)
+		goto fail;
+	v->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path, path, strlen(path));
+	/* Born 0600: nobody connects before the mode and group are set. */
+	old = umask(0177);
+	r = v->lfd < 0 || bind(v->lfd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	umask(old);
+	if (!r && v->has_group && chown(path, (uid_t)-1, (gid_t)v->group))
+		r = -errno;
+	if (!r && chmod(path, (mode_t)(v->o.mode & 0777u)))
+		r = -errno;
+	if (!r && listen(v->lfd, 64))
+		r = -errno;
+	if (r) {
+		snprintf(err, errlen, "control socket %s: %s", path, strerror(-r));
+		if (v->lfd >= 0)
+			unlink(path);
+		goto fail;
+	}
+	*out = v;
+	return 0;
+fail:
+	if (v->lfd >= 0)
+		close(v->lfd);
+	free(v);
+	return r;
+}
+
+/* ---- connections ---------------------------------------------------------------------- */
+
+static int peer_in_group(struct gpuos_service *v, int fd, const struct gpuos_peer *p)
+{
+	gid_t g[SVC_MAX_GROUPS];
+	socklen_t len = sizeof(g);
+	unsigned i;
+	if (!v->has_group)
+		return 0;
+	if (p->gid == v->group)
+		return 1;
+	/* the peer's supplementary groups as they were at connect() */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len))
+		return 0;
+	for (i = 0; i < len / sizeof(g[0]); i++)
+		if (g[i] == v->group)
+			return 1;
+	return 0;
+}
+
+static void conn_close(struct gpuos_service *v, struct svc_conn *c)
+{
+	if (c->share >= 0) {
+		v->share[c->share].state = SHARE_DRAINING;
+		v->share[c->share].release_posted = 0;
+	}
+	close(c->fd);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->share = -1;
+}
+
+/* Write what is queued; 0, or -1 when the client is gone. */
+static int conn_flush(struct svc_conn *c)
+{
+	while (c->out_off < c->out_n) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_n - c->out_off, MSG_NOSIGNAL);
+		if (w < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		c->out_off += (size_t)w;
+		c->t_active = now_ms();
+	}
+	c->out_off = c->out_n = 0;
+	return 0;
+}
+
+/* Queue a reply; 0, or -1 when the client is gone or reads too little. */
+static int conn_send(struct svc_conn *c, const char *text)
+{
+	size_t n = strlen(text);
+	char *p;
+	if (c->out_n - c->out_off + n > SVC_OUT_MAX)
+		return -1;
+	p = realloc(c->out, c->out_n + n);
+	if (!p)
+		return -1;
+	c->out = p;
+	memcpy(c->out + c->out_n, text, n);
+	c->out_n += n;
+	return conn_flush(c);
+}
+
+static int conn_printf(struct svc_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int conn_printf(struct svc_conn *c, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	return conn_send(c, line);
+}
+
+static void accept_one(struct gpuos_service *v)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct svc_conn *c = NULL;
+	struct gpuos_peer p;
+	unsigned i;
+	int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		close(fd);
+		return;
+	}
+	p.uid = (uint32_t)cr.uid;
+	p.gid = (uint32_t)cr.gid;
+	p.pid = (uint32_t)cr.pid;
+	if (p.uid != 0 && p.uid != v->uid && !peer_in_group(v, fd, &p)) {
+		dprintf(fd, "err uid %u may not use this service (root, uid %u%s)\n", (unsigned)p.uid, (unsigned)v->uid,
+			v->has_group ? " and its group" : "");
+		close(fd);
+		return;
+	}
+	for (i = 0; i < SVC_MAX_CONN && !c; i++)
+		if (v->conn[i].fd < 0)
+			c = &v->conn[i];
+	/* All taken: an idle flood must not lock others out, so the longest
+	 * idle connection that holds nothing and owes nothing makes room. */
+	for (i = 0; i < SVC_MAX_CONN && !c; i++) {
+		struct svc_conn *x = &v->conn[i];
+		if (x->share < 0 && !x->in_n && !x->out_n && (!c || x->t_active < c->t_active))
+			c = x;
+	}
+	if (c && c->fd >= 0)
+		conn_close(v, c);
+	if (!c) {
+		dprintf(fd, "err too many connections (%u)\n", SVC_MAX_CONN);
+		close(fd);
+		return;
+	}
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->peer = p;
+	c->privileged = p.uid == 0 || p.uid == v->uid;
+	c->share = -1;
+	c->t_active = now_ms();
+}
+
+/* A free share for this peer: no uid but root and the service's may hold
+ * more than half of them, so no one user locks the others out. */
+static int share_take(struct gpuos_service *v, const struct svc_conn *c, char *why, size_t whylen)
+{
+	unsigned k, held = 0, freek = GPUOS_SERVICE_SHARES;
+	for (k = 0; k < GPUOS_SERVICE_SHARES; k++) {
+		if (v->share[k].state == SHARE_FREE)
+			freek = freek == GPUOS_SERVICE_SHARES ? k : freek;
+		else if (v->share[k].state == SHARE_HELD && v->share[k].uid == c->peer.uid)
+			held++;
+	}
+	if (!c->privileged && held >= GPUOS_SERVICE_SHARES / 2) {
+		snprintf(why, whylen, "uid %u holds %u of the %u client shares, as many as one user may",
+			 (unsigned)c->peer.uid, held, GPUOS_SERVICE_SHARES);
+		return -1;
+	}
+	if (freek == GPUOS_SERVICE_SHARES) {
+		snprintf(why, whylen, "all %u client shares in use", GPUOS_SERVICE_SHARES);
+		return -1;
+	}
+	v->share[freek].state = SHARE_HELD;
+	v->share[freek].uid = c->peer.uid;
+	return (int)freek;
+}
+
+static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
+{
+	const struct gpuos_shm_hdr *h = (const struct gpuos_shm_hdr *)((const char *)gpuos_sys_mbox(v->s) - GPUOS_SHM_MBOX_OFF);
+	char line[256], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov;
+	struct msghdr m;
+	struct cmsghdr *cm;
+	uint64_t rt, len, fdlen;
+	int fd = gpuos_sys_shm_fd(v->s);
+	struct stat st;
+
+	gpuos_sys_share(v->s, (uint32_t)k, &rt, &len);
+	fdlen = fstat(fd, &st) ? 0 : (uint64_t)st.st_size;
+	snprintf(line, sizeof(line), "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%d\n",
+		 (unsigned long long)(rt - h->rt_base), (unsigned long long)len, (unsigned long long)fdlen, k + 1);
+	memset(&m, 0, sizeof(m));
+	iov.iov_base = line;
+	iov.iov_len = strlen(line);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	/* Nothing else is queued (checked by the caller): one message, whole. */
+	return sendmsg(c->fd, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -1;
+}
+
+static void stats_line(struct gpuos_service *v, char *out, size_t len)
+{
+	struct gpuos_stats st;
+	gpuos_sys_stats(v->s, &st);
+	snprintf(out, len,
+		 "{\"requests\": %llu, \"bytes\": %llu, \"errors\": %llu, \"commands\": %llu, \"timeouts\": %llu, "
+		 "\"doorbells\": %llu, \"polls\": %llu, \"zero_copy\": %llu, \"strays\": %llu, "
+		 "\"aborts\": %llu, \"resets\": %llu, \"retries\": %llu, \"state\": %u}\n",
+		 (unsigned long long)st.requests, (unsigned long long)st.bytes, (unsigned long long)st.errors,
+		 (unsigned long long)st.commands, (unsigned long long)st.timeouts, (unsigned long long)st.doorbells,
+		 (unsigned long long)st.polls, (unsigned long long)st.zero_copy, (unsigned long long)st.strays,
+		 (unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.retries, st.state);
+}
+
+/* One request line; 0, or -1 when the connection must go. */
+static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *line)
+{
+	char why[256];
+	int k;
+
+	if (!strcmp(line, "attach")) {
+		if (gpuos_sys_mbox_device(v->s))
+			return conn_printf(c, "err this service's mailbox is in VRAM (gpuos boot --mbox-vram): it serves "
+					   "GPU apps (gpuos run --socket), not host clients\n");
+		if (c->share >= 0)
+			return conn_printf(c, "err already attached\n");
+		if (c->out_n)
+			return -1; /* a client that sends attach behind unread replies */
+		k = share_take(v, c, why, sizeof(why));
+		if (k < 0)
+			return conn_printf(c, "err %s\n", why);
+		c->share = k;
+		return send_attach(v, c, k);
+	}
+	if (!strcmp(line, "stats")) {
+		char js[1024];
+		stats_line(v, js, sizeof(js));
+		return conn_send(c, js);
+	}
+	if (!strncmp(line, "run ", 4)) {
+		char *reply;
+		int r;
+		if (!v->o.run)
+			return conn_printf(c, "err this service runs no apps\n");
+		k = share_take(v, c, why, sizeof(why));
+		if (k < 0)
+			return conn_printf(c, "err %s\n", why);
+		reply = v->o.run(v->o.run_ctx, v->s, &c->peer, (uint32_t)k, line);
+		/* The app's share is drained like a client's: handles it left open go. */
+		v->share[k].state = SHARE_DRAINING;
+		v->share[k].release_posted = 0;
+		r = conn_send(c, reply ? reply : "err out of memory\n");
+		free(reply);
+		return r;
+	}
+	if (!strcmp(line, "stop")) {
+		if (!c->privileged)
+			return conn_printf(c, "err only root and uid %u may stop this service\n", (unsigned)v->uid);
+		v->stopping = 1;
+		return conn_printf(c, "ok\n");
+	}
+	return conn_printf(c, "err unknown request\n");
+}
+
+static void conn_input(struct gpuos_service *v, struct svc_conn *c)
+{
+	ssize_t got = recv(c->fd, c->in + c->in_n, sizeof(c->in) - 1 - c->in_n, 0);
+	char *nl;
+
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (got <= 0) {
+		conn_close(v, c);
+		return;
+	}
+	c->in_n += (size_t)got;
+	c->in[c->in_n] = 0;
+	c->t_active = now_ms();
+	while ((nl = memchr(c->in, '\n', c->in_n))) {
+		size_t used = (size_t)(nl + 1 - c->in);
+		*nl = 0;
+		if (strlen(c->in) != used - 1 || serve_line(v, c, c->in)) { /* a NUL inside: not a client of ours */
+			conn_close(v, c);
+			return;
+		}
+		memmove(c->in, nl + 1, c->in_n - used);
+		c->in_n -= used;
+		c->in[c->in_n] = 0;
+	}
+	if (c->in_n >= sizeof(c->in) - 1) { /* a line too long */
+		conn_printf(c, "err request line longer than %u bytes\n", SVC_LINE_MAX - 1);
+		conn_close(v, c);
+	}
+}
+
+/* ---- giving shares back ---------------------------------------------------------------- */
+
+static int in_share(uint64_t a, uint64_t base, uint64_t len)
+{
+	return a >= base && a - base < len;
+}
+
+/* Move a draining share on: release its handles, wait for its requests in
+ * flight, free slots its client left, zero it. 1 when free again. */
+static int share_drain(struct gpuos_service *v, uint32_t k)
+{
+	struct svc_share *sh = &v->share[k];
+	struct gpuos_mbox *mb = gpuos_sys_mbox(v->s);
+	struct gpuos_mbox_slot *slots;
+	struct gpuos_result res;
+	uint64_t base, len;
+	char *p = gpuos_sys_share(v->s, k, &base, &len);
+	uint32_t i, busy = 0;
+
+	if (gpuos_sys_mbox_device(v->s)) {
+		/* No host access to a VRAM mailbox: apps run one at a time and
+		 * have finished; their open handles stay (docs/security.md). */
+		memset(p, 0, len);
+		sh->state = SHARE_FREE;
+		return 1;
+	}
+	slots = gpuos_mbox_slots(mb);
+	if (!sh->release_posted) {
+		struct gpuos_req rq;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = GPUOS_OP_RELEASE;
+		rq.arg = k + 1u;
+		if (gpuos_post(mb, &rq, &sh->release_slot) != GPUOS_ST_OK)
+			return 0; /* mailbox full: next tick */
+		sh->release_posted = 1;
+	}
+	if (sh->release_posted == 1) {
+		if (!gpuos_poll(mb, sh->release_slot, &res))
+			return 0;
+		sh->release_posted = 2;
+	}
+	for (i = 0; i < mb->nslots; i++) {
+		struct gpuos_mbox_slot *s = &slots[i];
+		/* Pairs with the runtime's release of DONE: its writes to the share are done. */
+		uint32_t st = gpuos_load_acquire_sys32(&s->state);
+		if (st == GPUOS_SLOT_FREE || !(in_share(s->dst, base, len) || in_share(s->arg, base, len) ||
+					       in_share(s->batch, base, len)))
+			continue;
+		if (st == GPUOS_SLOT_POSTED || st == GPUOS_SLOT_TAKEN)
+			busy++;
+		else /* CLAIMED or DONE: the client left it; the runtime no longer looks */
+			gpuos_store_release_sys32(&s->state, GPUOS_SLOT_FREE);
+	}
+	if (busy)
+		return 0;
+	memset(p, 0, len); /* the next client sees nothing of this one */
+	sh->state = SHARE_FREE;
+	return 1;
+}
+
+/* ---- the loop ------------------------------------------------------------------------- */
+
+int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const volatile int *stop, char *err,
+			size_t errlen)
+{
+	struct pollfd pf[SVC_MAX_CONN + 1];
+	int map[SVC_MAX_CONN + 1];
+	unsigned i, k;
+	int n, r;
+
+	v->s = s;
+	while (!v->stopping && !*stop) {
+		uint64_t t;
+		n = 0;
+		pf[n].fd = v->lfd;
+		pf[n].events = POLLIN;
+		map[n++] = -1;
+		for (i = 0; i < SVC_MAX_CONN; i++) {
+			if (v->conn[i].fd < 0)
+				continue;
+			pf[n].fd = v->conn[i].fd;
+			pf[n].events = (short)(POLLIN | (v->conn[i].out_n ? POLLOUT : 0));
+			map[n++] = (int)i;
+		}
+		if (poll(pf, (nfds_t)n, SVC_TICK_MS) < 0 && errno != EINTR) {
+			snprintf(err, errlen, "poll: %s", strerror(errno));
+			return -errno;
+		}
+		r = gpuos_sys_check(s, err, errlen);
+		if (r)
+			return r;
+		for (i = 0; i < (unsigned)n; i++) {
+			struct svc_conn *c;
+			if (!pf[i].revents)
+				continue;
+			if (map[i] < 0) {
+				accept_one(v);
+				continue;
+			}
+			c = &v->conn[map[i]];
+			if (c->fd < 0)
+				continue;
+			if ((pf[i].revents & POLLOUT) && conn_flush(c)) {
+				conn_close(v, c);
+				continue;
+			}
+			if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+				conn_input(v, c);
+		}
+		t = now_ms();
+		for (i = 0; i < SVC_MAX_CONN; i++) {
+			struct svc_conn *c = &v->conn[i];
+			int pending = c->in_n || c->out_n;
+			if (c->fd < 0 || t - c->t_active < v->o.client_timeout_ms)
+				continue;
+			/* A slow or silent client; an attached one idles as it likes. */
+			if (pending || c->share < 0)
+				conn_close(v, c);
+		}
+		for (k = 0; k < GPUOS_SERVICE_SHARES; k++)
+			if (v->share[k].state == SHARE_DRAINING)
+				share_drain(v, k);
+	}
+	return 0;
+}
+
+void gpuos_service_close(struct gpuos_service *v)
+{
+	unsigned i;
+	if (!v)
+		return;
+	for (i = 0; i < SVC_MAX_CONN; i++)
+		if (v->conn[i].fd >= 0) {
+			close(v->conn[i].fd);
+			free(v->conn[i].out);
+		}
+	if (v->lfd >= 0) {
+		close(v->lfd);
+		unlink(v->path);
+	}
+	free(v);
+}
+
+/* ---- the client's side ------------------------------------------------------------------ */
+
+int gpuos_service_connect(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path) || !*path) {
+		snprintf(err, errlen, "socket path empty or too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	/* A socket someone else put there is not our service. */
+	if (stat(path, &st) == 0 && st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s belongs to uid %u, neither root nor you: refusing to trust it", path,
+			 (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path, path, strlen(path));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+		close(fd);
+		snprintf(err, errlen, "no gpuos service at %s: %s", path, strerror(e));
+		return -e;
+	}
+	/* ... nor is a process of another user behind it. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || (cr.uid != 0 && cr.uid != geteuid())) {
+		close(fd);
+		snprintf(err, errlen, "the process at %s runs as uid %u, neither root nor you: refusing to trust it",
+			 path, (unsigned)cr.uid);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* Read one reply line (and a descriptor, when fd_out) within timeout_ms. */
+static int recv_line(int fd, char *reply, size_t len, int timeout_ms, int *fd_out)
+{
+	size_t n = 0;
+	if (fd_out)
+		*fd_out = -1;
+	while (n + 1 < len) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { .iov_base = reply + n, .iov_len = 1 };
+		struct msghdr m;
+		struct cmsghdr *cm;
+		ssize_t r;
+		int pr = poll(&pf, 1, timeout_ms);
+		if (pr == 0)
+			return -ETIMEDOUT;
+		if (pr < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+		if (r <= 0)
+			return -EIO;
+		for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+			    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+				int got;
+				memcpy(&got, CMSG_DATA(cm), sizeof(int));
+				if (fd_out && *fd_out < 0)
+					*fd_out = got;
+				else
+					close(got);
+			}
+		if (reply[n] == '\n')
+			break;
+		n++;
+	}
+	reply[n] = 0;
+	return 0;
+}
+
+int gpuos_service_call(int fd, const char *line, char *reply, size_t len, int timeout_ms)
+{
+	size_t n = strlen(line), off = 0;
+	while (off < n) {
+		ssize_t w = send(fd, line + off, n - off, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -EIO;
+		}
+		off += (size_t)w;
+	}
+	return recv_line(fd, reply, len, timeout_ms, NULL);
+}
+
+/* Parse "ok heap_off=N heap_len=N shm_len=N share=K" exactly. */
+static int parse_attach(const char *reply, uint64_t *off, uint64_t *len, uint64_t *shm_len, uint32_t *share)
+{
+	unsigned long long o, l, s;
+	unsigned k;
+	int used = -1;
+	if (sscanf(reply, "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%u%n", &o, &l, &s, &k, &used) != 4 ||
+	    used < 0 || reply[used])
+		return -1;
+	*off = o;
+	*len = l;
+	*shm_len = s;
+	*share = k;
+	return 0;
+}
+
+int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen)
+{
+	char reply[512];
+	const struct gpuos_shm_hdr *h;
+	const struct gpuos_mbox *mb;
+	uint64_t off, len, shm_len;
+	struct stat st;
+	int fd, sfd = -1, r;
+
+	memset(at, 0, sizeof(*at));
+	at->sock = -1;
+	fd = gpuos_service_connect(path, err, errlen);
+	if (fd < 0)
+		return fd;
+	r = send(fd, "attach\n", 7, MSG_NOSIGNAL) == 7 ? recv_line(fd, reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS, &sfd)
+							 : -EIO;
+	if (r || strncmp(reply, "ok ", 3)) {
+		snprintf(err, errlen, "service at %s refused to attach: %s", path,
+			 r == -ETIMEDOUT ? "no answer in time" : r ? "connection lost" : reply);
+		goto fail;
+	}
+	/* Every number from the service is checked before it is used, in an
+	 * order that cannot overflow. */
+	if (parse_attach(reply, &off, &len, &shm_len, &at->share) || sfd < 0 || fstat(sfd, &st) ||
+	    (uint64_t)st.st_size != shm_len || shm_len < GPUOS_SHM_MBOX_OFF + sizeof(struct gpuos_mbox) ||
+	    len == 0 || off > shm_len || len > shm_len - off) {
+		snprintf(err, errlen, "service at %s sent a malformed attach reply: %.200s", path, reply);
+		r = -EPROTO;
+		goto fail;
+	}
+	at->shm_len = shm_len;
+	at->shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+	if (at->shm == MAP_FAILED) {
+		at->shm = NULL;
+		snprintf(err, errlen, "map the service's shared memory: %s", strerror(errno));
+		r = -EIO;
+		goto fail;
+	}
+	close(sfd);
+	sfd = -1;
+	h = (const struct gpuos_shm_hdr *)at->shm;
+	mb = (const struct gpuos_mbox *)((const char *)at->shm + GPUOS_SHM_MBOX_OFF);
+	if (h->magic != GPUOS_SHM_MAGIC || h->version != GPUOS_ABI_VERSION || h->mbox_off != GPUOS_SHM_MBOX_OFF ||
+	    h->heap_off > shm_len || h->heap_len > shm_len - h->heap_off || off < h->heap_off ||
+	    len > h->heap_off + h->heap_len - off || mb->magic != GPUOS_MBOX_MAGIC || mb->version != GPUOS_ABI_VERSION ||
+	    mb->nslots == 0 || mb->nparts == 0 || mb->nparts > GPUOS_MBOX_MAX_PARTS || mb->nslots % mb->nparts ||
+	    mb->slots_off != sizeof(struct gpuos_mbox) ||
+	    gpuos_mbox_bytes(mb->nslots) > h->heap_off - GPUOS_SHM_MBOX_OFF ||
+	    mb->ring_off != sizeof(struct gpuos_mbox) + (uint64_t)mb->nslots * sizeof(struct gpuos_mbox_slot)) {
+		snprintf(err, errlen, "the service's shared memory has another layout (ABI %u, ours %u)", h->version,
+			 GPUOS_ABI_VERSION);
+		r = -EPROTO;
+		goto fail;
+	}
+	at->mb = (struct gpuos_mbox *)mb;
+	at->heap = (char *)at->shm + off;
+	at->heap_rt = h->rt_base + off;
+	at->heap_len = len;
+	at->sock = fd; /* held open: the service gives the share back when it closes */
+	return 0;
+fail:
+	if (at->shm)
+		munmap(at->shm, at->shm_len);
+	if (sfd >= 0)
+		close(sfd);
+	close(fd);
+	memset(at, 0, sizeof(*at));
+	at->sock = -1;
+	return r ? r : -EIO;
+}
+
+void gpuos_service_detach(struct gpuos_attached *at)
+{
+	if (at->shm)
+		munmap(at->shm, at->shm_len);
+	if (at->sock >= 0)
+		close(at->sock);
+	memset(at, 0, sizeof(*at));
+	at->sock = -1;
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The service against hostile local clients (docs/security.md): each
+# attack is refused or survived, and a well-behaved client keeps being
+# served. Host mode on the emulated controller.
+# Usage: tests/emu/service.sh BUILD_DIR
+set -u
+build=${1:-build}
+gpuos=$build/gpuos
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /tmp/gpuos-service-test.XXXXXX)
+chmod 755 "$tmp"
+svc=
+trap '[ -n "$svc" ] && kill -9 $svc 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0 fail=0 skip=0
+ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
+bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
+skipped() { skip=$((skip + 1)); echo "  skip $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+export GPUOS_QUIET_HOST=1
+client="python3 $here/../tools/hostile_client.py"
+
+for t in mke2fs python3; do
+	command -v $t > /dev/null || { echo "service: $t is missing (make deps)"; exit 1; }
+done
+[ -x "$gpuos" ] || { echo "service: $gpuos is missing (make BUILD=$build all)"; exit 1; }
+
+mkdir -p "$tmp/src/d"
+head -c $((8 << 20)) /dev/urandom > "$tmp/src/big.bin"
+echo one > "$tmp/src/d/one"
+mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/fs.img" 32M > /dev/null 2>&1 || { echo "service: mke2fs failed"; exit 1; }
+want=$(md5sum < "$tmp/src/big.bin" | cut -d' ' -f1)
+sock=$tmp/s.sock
+
+start() { # start ARGS...: a service on $sock
+	rm -f "$tmp/svc.out"
+	$gpuos boot --device "emu:$tmp/fs.img" --host --socket "$sock" "$@" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+	svc=$!
+	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+}
+stop() {
+	$gpuos stop --socket "$sock" 2>/dev/null
+	wait $svc 2>/dev/null
+	svc=
+}
+good_cat() { [ "$($gpuos cat --socket "$sock" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
+
+echo "== leftovers: a killed service leaves nothing that breaks the next boot"
+start
+kill -9 $svc; wait $svc 2>/dev/null; svc=
+check "a killed service's socket file is left" test -S "$sock"
+before=$(ls /dev/shm 2>/dev/null | wc -l)
+start
+check "the next boot finds it dead and serves" good_cat
+check "no segment in /dev/shm (the segment is a memfd)" test "$(ls /dev/shm 2>/dev/null | wc -l)" -eq "$before"
+$gpuos boot --device "emu:$tmp/fs.img" --host --socket "$sock" > /dev/null 2> "$tmp/err"; rc=$?
+check "a second service on a live socket: refused, exit 1" test $rc -eq 1 && grep -q "already runs" "$tmp/err"
+stop
+touch "$tmp/plain"
+$gpuos boot --device "emu:$tmp/fs.img" --host --socket "$tmp/plain" > /dev/null 2> "$tmp/err"; rc=$?
+check "a path that is not a socket is never replaced" test $rc -eq 1 -a -f "$tmp/plain" && grep -q "not a socket" "$tmp/err"
+
+echo "== clients that die holding handles"
+start --client-timeout-ms 2000
+for i in $(seq 1000); do
+	$gpuos cat --socket "$sock" /big.bin 2>/dev/null | head -c 10 > /dev/null
+done
+check "after 1000 clients killed mid-read, open/ls/cat still work" good_cat
+$gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1; rc=$?
+check "ls after them" test $rc -eq 0 && grep -q one "$tmp/out"
+$client hold-handles "$sock" 40 > "$tmp/out" 2>&1; rc=$?
+check "one client may hold 16 handles, not all 64 (the 17th: NOSPC)" test $rc -eq 0 && grep -qx "opened 16, then: NOSPC" "$tmp/out"
+check "and others still open files" good_cat
+
+echo "== clients that freeze the loop, and floods"
+# A baseline, then the same reads under attack: a reader that never
+# reads its replies, a line never finished, every connection slot held.
+# Medians of 7 timed reads (ms): alone, then under attack.
+timed_cats() {
+	local i t0 t1
+	for i in 1 2 3 4 5 6 7; do
+		t0=$(date +%s%N); good_cat || echo fail; t1=$(date +%s%N)
+		echo $(( (t1 - t0) / 1000000 ))
+	done | sort -n | sed -n 4p
+}
+base=$(timed_cats)
+$client silent-reader "$sock" > "$tmp/silent.out" 2>&1 &
+a1=$!
+$client partial-line "$sock" > "$tmp/partial.out" 2>&1 &
+a2=$!
+$client idle-flood "$sock" 80 > "$tmp/flood.out" 2>&1 &
+a3=$!
+sleep 0.5
+under=$(timed_cats)
+ok3=1; good_cat || ok3=0
+wait $a1; r1=$?
+wait $a2; r2=$?
+wait $a3; r3=$?
+check "a client that never reads its replies is disconnected" test $r1 -eq 0
+check "a line never finished: disconnected after the client timeout" test $r2 -eq 0
+check "an idle flood takes no slot from others: idle connections make room, all closed in time" test $r3 -eq 0
+check "a well-behaved client is served during the attacks" test $ok3 -eq 1
+echo "       cat of 8 MiB, median of 7: $base ms alone, $under ms under attack"
+check "its throughput drops by less than 20 %" test $((under * 100)) -le $((base * 125))
+stop
+
+echo "== who may connect, and what they may do"
+if [ "$(id -u)" -ne 0 ]; then
+	skipped "other users' clients (needs root to become uid 65534)"
+else
+	start
+	$client as-nobody connect "$sock" > "$tmp/out" 2>&1
+	check "uid 65534, socket mode 0660 (default): cannot connect" grep -q "Permission denied" "$tmp/out"
+	stop
+	start --socket-mode 0666 --client-timeout-ms 2000
+	$client as-nobody attach "$sock" > "$tmp/out" 2>&1
+	check "uid 65534 through a 0666 socket: refused by its credentials" grep -q "uid 65534 may not use this service" "$tmp/out"
+	stop
+	grp=$(getent group 65534 | cut -d: -f1)
+	start --socket-mode 0660 --group "$grp" --client-timeout-ms 2000
+	chgrp "$grp" "$tmp"; chmod 750 "$tmp"
+	$client as-nobody hoard "$sock" > "$tmp/out" 2>&1
+	check "a member of --group attaches, holds at most half the shares" grep -qx "attached 4, then: err uid 65534 holds 4 of the 8 client shares, as many as one user may" "$tmp/out"
+	$client as-nobody stop "$sock" > "$tmp/out" 2>&1
+	check "... and may not stop the service" grep -q "err only root and uid 0 may stop" "$tmp/out"
+	check "root still attaches beside it" good_cat
+	chmod 755 "$tmp"
+	stop
+	# A socket of another user is not a service to trust.
+	$client as-nobody fake-service "$tmp/fake.sock" good > /dev/null 2>&1 &
+	f=$!
+	for i in $(seq 50); do [ -S "$tmp/fake.sock" ] && break; sleep 0.1; done
+	$gpuos ls --socket "$tmp/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
+	check "a socket owned by another user: the client refuses it" test $rc -eq 1 && grep -q "neither root nor you" "$tmp/err"
+	kill $f 2>/dev/null; wait $f 2>/dev/null
+fi
+for kind in overflow nofd short garbage; do
+	rm -f "$tmp/fake.sock"
+	$client fake-service "$tmp/fake.sock" $kind > /dev/null 2>&1 &
+	f=$!
+	for i in $(seq 50); do [ -S "$tmp/fake.sock" ] && break; sleep 0.1; done
+	$gpuos ls --socket "$tmp/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
+	check "a fake service's $kind attach reply: refused cleanly (exit 1, no crash)" test $rc -eq 1 && grep -q "attach" "$tmp/err"
+	kill $f 2>/dev/null; wait $f 2>/dev/null
+done
+
+echo "service: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]

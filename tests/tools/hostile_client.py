@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Hostile local clients of a gpuos service, for tests/emu/service.sh.
+
+  hold-handles SOCK N     attach, open /d/one N times through the mailbox and
+                          never close; prints "opened K, then: STATUS"
+  silent-reader SOCK      send stats requests and never read a reply; exit 0
+                          when the service disconnects it
+  partial-line SOCK       send half a line; exit 0 when the service disconnects
+  idle-flood SOCK N       open N idle connections; exit 0 when the service has
+                          closed every one of them in time
+  as-nobody MODE ARGS     become uid/gid 65534 (root only), then MODE:
+      connect SOCK        print the error connect() gives
+      attach SOCK         print the service's reply to attach
+      hoard SOCK          attach until refused: "attached K, then: REPLY"
+      stop SOCK           print the reply to stop
+      fake-service PATH K as below, as that user
+  fake-service PATH KIND  listen on PATH and answer every attach with a
+                          hostile reply: good, overflow, nofd, short, garbage
+
+The mailbox is written the way include/gpuos/abi.h lays it out. Python has
+no atomics: hold-handles must be the only client posting (the test makes
+sure), and x86's ordered stores stand in for the release the ABI asks for.
+"""
+import mmap
+import os
+import socket
+import struct
+import sys
+import time
+
+OP_OPEN = 16
+SLOT_FREE, SLOT_CLAIMED, SLOT_POSTED, SLOT_DONE = 0, 1, 2, 4
+ST_NAMES = {0: "OK", 16: "NOSPC"}
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(20)
+    s.connect(path)
+    return s
+
+
+def recv_line(s, fds=False):
+    buf, got = b"", []
+    while not buf.endswith(b"\n"):
+        if fds:
+            data, fl, _, _ = socket.recv_fds(s, 1, 4)
+            got += fl
+        else:
+            data = s.recv(1)
+        if not data:
+            break
+        buf += data
+    return buf.decode(errors="replace").strip(), got
+
+
+def attach(path):
+    s = connect(path)
+    s.sendall(b"attach\n")
+    line, fds = recv_line(s, fds=True)
+    return s, line, fds
+
+
+class Mailbox:
+    def __init__(self, fd, heap_off):
+        self.m = mmap.mmap(fd, os.fstat(fd).st_size)
+        _, _, self.mbox, _, _, self.rt_base = struct.unpack_from("<IIQQQQ", self.m, 0)
+        self.nslots, self.nparts, self.slots_off = struct.unpack_from("<IIQ", self.m, self.mbox + 8)
+        self.ring_off, = struct.unpack_from("<Q", self.m, self.mbox + 0x20)
+        self.heap = heap_off
+
+    def call(self, op, arg=0, dst=0, length=0):
+        per = self.nslots // self.nparts
+        for i in range(self.nslots):
+            at = self.mbox + self.slots_off + 128 * i
+            if struct.unpack_from("<I", self.m, at)[0] == SLOT_FREE:
+                break
+        else:
+            return "FULL", 0
+        struct.pack_into("<I", self.m, at, SLOT_CLAIMED)
+        struct.pack_into("<HHIIQQQQQQ", self.m, at + 4, op, 0, 0, 0, 0, length, dst, arg, 0, 0)
+        struct.pack_into("<I", self.m, at, SLOT_POSTED)
+        p = i // per
+        cnt = self.mbox + 0x80 + 64 * p
+        pos = struct.unpack_from("<I", self.m, cnt)[0]
+        struct.pack_into("<I", self.m, cnt, (pos + 1) & 0xffffffff)
+        entry = ((((pos // per) + 1) & 0xffff) << 16) | (i - p * per)
+        struct.pack_into("<I", self.m, self.mbox + self.ring_off + 4 * (p * per + pos % per), entry)
+        t0 = time.time()
+        while struct.unpack_from("<I", self.m, at)[0] != SLOT_DONE:
+            if time.time() - t0 > 20:
+                return "no answer", 0
+            time.sleep(0.0005)
+        st, = struct.unpack_from("<I", self.m, at + 0x40)
+        res, = struct.unpack_from("<Q", self.m, at + 0x48)
+        struct.pack_into("<I", self.m, at, SLOT_FREE)
+        return ST_NAMES.get(st, "status %d" % st), res
+
+
+def hold_handles(path, n):
+    s, line, fds = attach(path)
+    off = int(line.split("heap_off=")[1].split()[0])
+    mb = Mailbox(fds[0], off)
+    path_at = off
+    mb.m[path_at:path_at + 8] = b"/d/one\0\0"
+    rt = mb.rt_base + path_at
+    opened = 0
+    for _ in range(n):
+        st, _ = mb.call(OP_OPEN, arg=rt, dst=rt + 4096, length=256)
+        if st != "OK":
+            print("opened %d, then: %s" % (opened, st))
+            return 0
+        opened += 1
+    print("opened %d, then: nothing refused" % opened)
+    return 0
+
+
+def wait_closed(s, secs):
+    s.settimeout(secs)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def silent_reader(path):
+    s = connect(path)
+    s.setblocking(False)
+    t0 = time.time()
+    while time.time() - t0 < 20:
+        try:
+            s.send(b"stats\n" * 64)
+        except BlockingIOError:
+            time.sleep(0.01)
+        except (BrokenPipeError, ConnectionResetError):
+            print("disconnected after %.1f s" % (time.time() - t0))
+            return 0
+    print("still connected after 20 s")
+    return 1
+
+
+def partial_line(path):
+    s = connect(path)
+    s.sendall(b"sta")
+    t0 = time.time()
+    if wait_closed(s, 15):
+        print("disconnected after %.1f s" % (time.time() - t0))
+        return 0
+    print("still connected after 15 s")
+    return 1
+
+
+def idle_flood(path, n):
+    conns = []
+    for _ in range(n):
+        try:
+            conns.append(connect(path))
+        except OSError as e:
+            print("connect: %s" % e)
+    left = [c for c in conns if not wait_closed(c, 0.01)]
+    t0 = time.time()
+    while left and time.time() - t0 < 15:
+        left = [c for c in left if not wait_closed(c, 0.2)]
+    print("%d connections, %d still open after %.1f s" % (len(conns), len(left), time.time() - t0))
+    return 0 if not left else 1
+
+
+def fake_service(path, kind):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(8)
+    fd = os.memfd_create("fake")
+    os.ftruncate(fd, 8192)
+    while True:
+        c, _ = ls.accept()
+        c.recv(64)
+        if kind in ("good", "overflow"):
+            off = 4096 if kind == "good" else (1 << 64) - 4096
+            socket.send_fds(c, [b"ok heap_off=%d heap_len=8192 shm_len=8192 share=1\n" % off], [fd])
+        elif kind == "nofd":
+            c.sendall(b"ok heap_off=4096 heap_len=4096 shm_len=8192 share=1\n")
+        elif kind == "short":
+            c.sendall(b"ok heap_off=4096\n")
+        else:
+            c.sendall(os.urandom(300).replace(b"\n", b"x") + b"\n")
+        c.close()
+
+
+def as_nobody(mode, args):
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+    path = args[0]
+    if mode == "connect":
+        try:
+            connect(path)
+            print("connected")
+        except OSError as e:
+            print("connect: %s" % e.strerror)
+        return 0
+    if mode == "attach":
+        try:
+            _, line, _ = attach(path)
+            print(line or "closed")
+        except OSError as e:
+            print("connect: %s" % e.strerror)
+        return 0
+    if mode == "hoard":
+        held, n = [], 0
+        while n < 16:
+            s, line, _ = attach(path)
+            if not line.startswith("ok "):
+                print("attached %d, then: %s" % (n, line))
+                return 0
+            held.append(s)
+            n += 1
+        print("attached %d, never refused" % n)
+        return 0
+    if mode == "stop":
+        s = connect(path)
+        s.sendall(b"stop\n")
+        print(recv_line(s)[0])
+        return 0
+    if mode == "fake-service":
+        return fake_service(path, args[1])
+    return 2
+
+
+def main():
+    a = sys.argv[1:]
+    if a[0] == "hold-handles":
+        return hold_handles(a[1], int(a[2]))
+    if a[0] == "silent-reader":
+        return silent_reader(a[1])
+    if a[0] == "partial-line":
+        return partial_line(a[1])
+    if a[0] == "idle-flood":
+        return idle_flood(a[1], int(a[2]))
+    if a[0] == "fake-service":
+        return fake_service(a[1], a[2])
+    if a[0] == "as-nobody":
+        return as_nobody(a[1], a[2:])
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
