@@ -57,7 +57,10 @@ def recv_line(s, fds=False):
 
 def attach(path):
     s = connect(path)
-    s.sendall(b"attach\n")
+    try:
+        s.sendall(b"attach\n")
+    except OSError:
+        pass  # a refused peer: the service may have answered and closed already
     line, fds = recv_line(s, fds=True)
     return s, line, fds
 
