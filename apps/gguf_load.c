@@ -413,7 +413,7 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 			w = 1;
 		sh->nitems = n;
 		sh->workers = w;
-		sh->share = (a->vram_len - META_BYTES) / w & ~4095ull;
+		sh->share = GPUOS_ALIGN_DOWN((a->vram_len - META_BYTES) / w, (uint64_t)4096);
 		sh->bytes = 0;
 		/* Publish the tensor list, handle and shares; pairs with the
 		 * other threads' acquire load of state. The handle travels in

@@ -454,7 +454,7 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 			goto unload;
 		}
 	} else {
-		uint64_t half = (rest / 2u) & ~4095ull;
+		uint64_t half = GPUOS_ALIGN_DOWN(rest / 2u, 4096u);
 		a->heap = heap_rt + rest_off;
 		a->heap_len = half;
 		a->vram = heap_rt + rest_off + half;

@@ -14,6 +14,7 @@
 #include "sys_plan.h"
 
 #define SHM_ALIGN  0x10000ull   /* the mailbox and the heap start on 64 KiB */
+#define SHARE_MIN  (1u << 20)   /* bytes of a client's share of the heap at least */
 
 static void notice(struct gpuos_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(struct gpuos_plan *p, const char *fmt, ...)
@@ -271,10 +272,10 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 		return -EINVAL;
 	}
 	if (in->opts->heap_shares > 1u) {
-		p->share_bytes = (p->heap_bytes / in->opts->heap_shares) & ~0xfffull;
-		if (p->share_bytes < (1u << 20)) {
-			snprintf(err, errlen, "a client heap of %llu MiB in %u shares leaves less than 1 MiB each",
-				 (unsigned long long)(p->heap_bytes >> 20), in->opts->heap_shares);
+		p->share_bytes = GPUOS_ALIGN_DOWN(p->heap_bytes / in->opts->heap_shares, 4096u);
+		if (p->share_bytes < SHARE_MIN) {
+			snprintf(err, errlen, "a client heap of %llu MiB in %u shares leaves less than %u MiB each",
+				 (unsigned long long)(p->heap_bytes >> 20), in->opts->heap_shares, SHARE_MIN >> 20);
 			return -EINVAL;
 		}
 	}

@@ -430,7 +430,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_warp_read(struct gpuos_mbox *mb, uint32_t h
 	uint64_t slice = (length + width - 1u) / width, mine_off, mine_len, n = 0, total = 0;
 	if (slice < (128u << 10))
 		slice = 128u << 10;
-	slice = (slice + 4095u) & ~4095ull;
+	slice = GPUOS_ALIGN_UP(slice, (uint64_t)4096);
 	mine_off = (uint64_t)lane * slice;
 	mine_len = mine_off < length ? (length - mine_off < slice ? length - mine_off : slice) : 0;
 	if (mine_len)

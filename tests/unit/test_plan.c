@@ -84,7 +84,7 @@ static void invariants(const struct gpuos_plan *p)
 	cr_assert(p->depth >= 2);
 	cr_assert(p->slots >= 1 && p->slots <= GPUOS_RT_MAX_SLOTS_PER_WARP);
 	cr_assert((uint64_t)p->slots <= (uint64_t)p->qpw * (p->depth - 1u));
-	cr_assert(p->xfer_bytes >= 4096u && p->xfer_bytes <= (2u << 20) && p->xfer_bytes % 4096u == 0);
+	cr_assert(p->xfer_bytes >= 4096u && p->xfer_bytes <= GPUOS_RT_MAX_XFER && p->xfer_bytes % 4096u == 0);
 	cr_assert(p->mbox_slots >= p->warps && p->mbox_slots % p->warps == 0);
 	cr_assert(p->mbox_slots / p->warps <= GPUOS_MBOX_MAX_PER_PART);
 	if (p->meta)
