@@ -269,16 +269,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
 		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
-	if (!q->dst || !gpuos_rt_registered(d, q->dst, q->length)) {
-		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+	if (!files_struct_dst(F, q, sizeof(*o), "destination shorter than struct gpuos_parts"))
 		return;
-	}
-	if (q->length < sizeof(*o) || (q->dst & 7u)) {
-		/* too short for the table (or misaligned): the reason still fits there */
-		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0,
-			    (q->dst & 7u) ? "destination not 8-byte aligned" : "destination shorter than struct gpuos_parts");
-		return;
-	}
 	r = find_table(F);
 	if (r == -EIO) {
 		files_reply_err(F, q, r, "cannot read the partition table", 0);
@@ -517,7 +509,6 @@ GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mre
 
 GPUOS_NOINLINE GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq *q)
 {
-	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_stat *o = (struct gpuos_stat *)(uintptr_t)q->dst;
 	const struct gpuos_ext4_inode *in;
 	uint64_t next = 0, total = 0;
@@ -528,10 +519,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq
 		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
-	if (!q->dst || q->length < sizeof(*o) || !gpuos_rt_registered(d, q->dst, q->length)) {
-		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+	if (!files_struct_dst(F, q, sizeof(*o), "destination shorter than struct gpuos_stat"))
 		return;
-	}
 	if (q->flags & GPUOS_STAT_HANDLE) {
 		struct rt_handle *hd = files_req_handle(F, q, (1u << H_FILE) | (1u << H_DIR) | (1u << H_MODEL));
 		if (!hd)
@@ -599,10 +588,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_readdir(struct rt_files *F, const struct m
 		files_reply(F, q, GPUOS_ST_NOTDIR, 0, 0, 0);
 		return;
 	}
-	if (!q->dst || q->length < sizeof(*o) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
-		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+	if (!files_struct_dst(F, q, sizeof(*o), "destination shorter than struct gpuos_dirent"))
 		return;
-	}
 	if (cookie == GPUOS_DIR_END) {
 		files_reply(F, q, GPUOS_ST_OK, 0, GPUOS_DIR_END, 0);
 		return;

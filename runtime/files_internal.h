@@ -198,6 +198,7 @@ GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *q, uint32_t st,
 GPUOS_HD void files_reply_err(struct rt_files *F, const struct mreq *q, int err, const char *what,
 			      const char *why);
 GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, uint32_t max);
+GPUOS_HD void *files_struct_dst(struct rt_files *F, const struct mreq *q, uint64_t min, const char *what);
 
 /* files_fs.c */
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q);

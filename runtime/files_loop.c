@@ -123,6 +123,27 @@ GPUOS_INLINE GPUOS_HD uint64_t region_left(const struct gpuos_rt_desc *d, uint64
 
 /* Copy the client's NUL-terminated string at q->arg (at most max bytes with
  * the NUL) into F->path. Returns a status. */
+/* The destination of an op that fills in a struct: registered, 8-byte aligned
+ * (a misaligned 8-byte store faults the GPU, and with it every client) and at
+ * least min bytes. On refusal the reply is sent, with the reason written into
+ * dst when it is registered, and 0 is returned. */
+GPUOS_HD void *files_struct_dst(struct rt_files *F, const struct mreq *q, uint64_t min, const char *what)
+{
+	if (!q->dst || !gpuos_rt_registered(F->d, q->dst, q->length)) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+		return 0;
+	}
+	if (q->dst & 7u) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, "destination not 8-byte aligned");
+		return 0;
+	}
+	if (q->length < min) {
+		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, what);
+		return 0;
+	}
+	return (void *)(uintptr_t)q->dst;
+}
+
 GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, uint32_t max)
 {
 	uint64_t left = region_left(F->d, q->arg);

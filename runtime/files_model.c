@@ -170,10 +170,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct
 
 	if (!hd)
 		return;
-	if (!q->dst || q->length < sizeof(*x) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
-		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
+	if (!files_struct_dst(F, q, sizeof(*x), "destination shorter than struct gpuos_gguf_export"))
 		return;
-	}
 	g = &F->model[hd->model];
 	t_bytes = (uint64_t)g->n_tensors * sizeof(struct gpuos_gguf_tensor);
 	k_bytes = (uint64_t)g->n_kv * sizeof(struct gpuos_gguf_kv);

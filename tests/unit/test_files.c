@@ -284,6 +284,19 @@ Test(files, errors_get_a_status_and_a_reason)
 	cr_assert_eq(open_path(&b, "/big.bin", &h, NULL), GPUOS_ST_OK);
 	cr_assert_eq(gpuos_read(b.mb, h, 0, 10, (void *)(uintptr_t)8, NULL), GPUOS_ST_BAD_DST);
 	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	/* a struct written at a misaligned address would fault the GPU: refused, with the reason */
+	{
+		uint64_t cookie = 0;
+		uint32_t n = 0, d;
+		cr_assert_eq(gpuos_stat_path(b.mb, put(&b, 0, "/big.bin"), 0,
+					     (struct gpuos_stat *)RT(&b, DATA + 4), 4096, 0), GPUOS_ST_BAD_DST);
+		cr_assert(strstr(b.heap + DATA + 4, "aligned") != NULL, "reason: %s", b.heap + DATA + 4);
+		cr_assert_eq(open_path(&b, "/dir", &d, NULL), GPUOS_ST_OK);
+		cr_assert_eq(gpuos_readdir(b.mb, d, &cookie, (struct gpuos_dirent *)RT(&b, DATA + 1), 16, &n),
+			     GPUOS_ST_BAD_DST);
+		cr_assert_eq(gpuos_fstat(b.mb, d, (struct gpuos_stat *)RT(&b, DATA + 2), 4096, 0), GPUOS_ST_BAD_DST);
+		cr_assert_eq(gpuos_close(b.mb, d), GPUOS_ST_OK);
+	}
 	cr_assert_eq(gpuos_read(b.mb, h, 0, 10, RT(&b, DATA), NULL), GPUOS_ST_BAD_HANDLE);
 	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_BAD_HANDLE);
 	/* the handle table fills up and refuses; closing makes room */
