@@ -228,8 +228,8 @@ static inline GPUOS_HD void add_spec(struct gpuos_mbox *mb, uint32_t h, char *me
 /* ---- work -------------------------------------------------------------------------- */
 
 /* Load item t into buf (share bytes) and hash it there. */
-static inline GPUOS_HD void load_one(struct gpuos_mbox *mb, uint32_t h, struct item *t, uint8_t *buf, uint64_t share,
-				     uint64_t *bytes)
+static inline GPUOS_HD void load_one(struct gpuos_app_args *a, struct gpuos_mbox *mb, uint32_t h, struct item *t,
+				     uint8_t *buf, uint64_t share, uint64_t *bytes)
 {
 	struct sha256_ctx c;
 	uint64_t off = 0, got, i;
@@ -250,6 +250,7 @@ static inline GPUOS_HD void load_one(struct gpuos_mbox *mb, uint32_t h, struct i
 		sha256_update(&c, buf, len);
 		off += len;
 		*bytes += len;
+		gpuos_app_progress_add(a, len);
 		if (t->size == 0)
 			break;
 	}
@@ -415,6 +416,13 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 		sh->workers = w;
 		sh->share = GPUOS_ALIGN_DOWN((a->vram_len - META_BYTES) / w, (uint64_t)4096);
 		sh->bytes = 0;
+		{
+			uint64_t total = 0;
+			for (i = 0; i < n; i++)
+				if (it[i].result == R_PENDING)
+					total += it[i].size;
+			gpuos_app_progress_total(a, total);
+		}
 		/* Publish the tensor list, handle and shares; pairs with the
 		 * other threads' acquire load of state. The handle travels in
 		 * rsvd[0]. */
@@ -433,7 +441,7 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 		uint8_t *buf = (uint8_t *)meta + META_BYTES + (uint64_t)tid * sh->share;
 		for (i = tid; i < sh->nitems; i += sh->workers)
 			if (it[i].result == R_PENDING)
-				load_one(mb, h, &it[i], buf, sh->share, &bytes);
+				load_one(a, mb, h, &it[i], buf, sh->share, &bytes);
 		if (bytes)
 			gpuos_fetch_add_relaxed_sys64(&sh->bytes, bytes);
 	}

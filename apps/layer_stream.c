@@ -296,6 +296,13 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	}
 	sh->nlayers = nl;
 	sh->slot_bytes = slot;
+	{
+		uint64_t total = 0;
+		uint32_t k;
+		for (k = 0; k < ne; k++)
+			total += ents[k].size;
+		gpuos_app_progress_total(a, total);
+	}
 	return 0;
 }
 
@@ -426,6 +433,7 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 			st = gpuos_model_load_tensors(mb, h, lidx, dst, L->n, &got);
 			L->t_load1 = gpuos_now_ns();
 			L->bytes = got;
+			gpuos_app_progress_add(a, got);
 			if (st == GPUOS_ST_OK && got != want)
 				st = GPUOS_ST_BAD_RANGE;
 			L->st = st;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpuos/app.h"
@@ -238,23 +239,61 @@ int app_check(const struct app_run *o, char *err, size_t errlen)
 	}
 }
 
+/* ---- progress while the app runs --------------------------------------------- */
+
+struct watch {
+	struct gpuos_sys *s;
+	const struct app_run *o;
+	const struct gpuos_app_args *a;
+	uint64_t bytes0; /* the runtime's bytes at the launch */
+};
+
+#define WATCH_NS 10000000L /* between two looks; the caller's bar limits its own rate */
+
+/* Relaxed loads: the app's counters and the runtime's are only displayed. */
+static void watch_report(const struct watch *w)
+{
+	uint64_t total = __atomic_load_n(&w->a->progress_total, __ATOMIC_RELAXED);
+	uint64_t done;
+	if (total) {
+		done = __atomic_load_n(&w->a->progress_done, __ATOMIC_RELAXED);
+	} else {
+		struct gpuos_stats st;
+		gpuos_sys_stats(w->s, &st);
+		done = st.bytes - w->bytes0;
+	}
+	w->o->progress(w->o->progress_ctx, done, total);
+}
+
+static void watch_sleep(void)
+{
+	struct timespec ts = {0, WATCH_NS};
+	nanosleep(&ts, NULL);
+}
+
 /* ---- host mode ---------------------------------------------------------------- */
 
 struct host_thread {
 	host_entry_fn fn;
 	struct gpuos_app_args *a;
 	uint32_t tid, n;
+	uint32_t *running; /* threads not yet returned, shared by all */
 };
 
 static void *host_thread_main(void *p)
 {
 	struct host_thread *t = (struct host_thread *)p;
 	t->fn(t->a, t->tid, t->n);
+	/* Release: after the app's work; pairs with the watcher's acquire load,
+	 * which only decides when to stop displaying (the joins order the rest). */
+	__atomic_sub_fetch(t->running, 1u, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-static int run_host(host_entry_fn fn, struct gpuos_app_args *a, uint32_t n, char *err, size_t errlen)
+static int run_host(host_entry_fn fn, struct gpuos_app_args *a, uint32_t n, const struct watch *w, char *err,
+		    size_t errlen)
 {
+	uint32_t running = n;
 	pthread_t *th = calloc(n, sizeof(pthread_t));
 	struct host_thread *ht = calloc(n, sizeof(struct host_thread));
 	pthread_attr_t attr;
@@ -273,6 +312,7 @@ static int run_host(host_entry_fn fn, struct gpuos_app_args *a, uint32_t n, char
 		ht[i].a = a;
 		ht[i].tid = i;
 		ht[i].n = n;
+		ht[i].running = &running;
 		if (pthread_create(&th[i], &attr, host_thread_main, &ht[i])) {
 			/* The threads already started may wait for this one: the
 			 * app is told it has fewer, which only apps that count
@@ -284,6 +324,11 @@ static int run_host(host_entry_fn fn, struct gpuos_app_args *a, uint32_t n, char
 		started++;
 	}
 	pthread_attr_destroy(&attr);
+	__atomic_sub_fetch(&running, n - started, __ATOMIC_RELAXED);
+	while (w && __atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
+		watch_report(w);
+		watch_sleep();
+	}
 	for (i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	free(th);
@@ -324,6 +369,7 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 	int on_gpu = info->gpu && !app_is_host_variant(o->image);
 	struct gpuos_app_args *a = (struct gpuos_app_args *)(heap + ARGS_OFF);
 	struct gpuos_stats before, after;
+	struct watch w;
 	uint64_t *argv_rt = (uint64_t *)(heap + ARGV_OFF);
 	uint64_t str_bytes = 0, hdr, out_off, rest_off, rest;
 	unsigned grid, block;
@@ -464,9 +510,17 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 
 	/* 3. Run. */
 	stats_now(s, !on_gpu, &before);
+	w.s = s;
+	w.o = o;
+	w.a = a;
+	w.bytes0 = before.bytes;
 	if (on_gpu) {
 		/* The launch orders the host's writes of the heap before the kernel's reads. */
 		r = gpuos_sys_app_launch(s, app, heap_rt + ARGS_OFF, grid, block, err, errlen);
+		while (!r && o->progress && gpuos_sys_app_running(s, app)) {
+			watch_report(&w);
+			watch_sleep();
+		}
 		if (!r)
 			r = gpuos_sys_app_wait(s, app, err, errlen);
 		if (r) {
@@ -478,7 +532,7 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 		if (r)
 			return r;
 	} else {
-		r = run_host(fn, a, grid * block, err, errlen);
+		r = run_host(fn, a, grid * block, o->progress ? &w : NULL, err, errlen);
 		dlclose(handle);
 		handle = NULL;
 		if (r)

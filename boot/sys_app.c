@@ -145,6 +145,12 @@ int gpuos_sys_app_wait(struct gpuos_sys *s, struct gpuos_app *a, char *err, size
 	return gpuos_gpu_wait(s->gpu, GPUOS_STREAM_CLIENT, err, errlen);
 }
 
+int gpuos_sys_app_running(struct gpuos_sys *s, struct gpuos_app *a)
+{
+	(void)a;
+	return gpuos_gpu_running(s->gpu, GPUOS_STREAM_CLIENT);
+}
+
 int gpuos_sys_app_unload(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen)
 {
 	int r;

@@ -20,7 +20,8 @@
 #
 # The runtime runs on the GPU when there is one (gpuos picks it), otherwise on
 # CPU threads (host mode); GPUOS_DEMO_HOST=1 forces host mode. A progress bar
-# when stdout is a terminal, plain lines otherwise. Any failure stops the demo
+# when stdout is a terminal (the apps' own bars from gpuos run beneath it),
+# plain lines otherwise. Any failure stops the demo
 # with a message and a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,19 @@ done_step() { # N TEXT
 say() {
 	bar_clear
 	printf '%s\n' "$@"
+}
+# run_app OUT ARGS...: gpuos run ARGS with the app's report in OUT. On a
+# terminal its progress bar and statistics (stderr) show live below the step's
+# line; otherwise both go to OUT.
+run_app() {
+	local out=$1
+	shift
+	if [ "$tty" = 1 ]; then
+		printf '\n'
+		"$g" run "$@" > "$out"
+	else
+		"$g" run "$@" > "$out" 2>&1
+	fi
 }
 now() { date +%s.%N; }
 secs() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
@@ -167,8 +181,8 @@ say "    tensor types: $types; listing equals the writer's: $same"
 step 5 "streaming every layer into two VRAM slots (layer_stream)"
 t0=$(now)
 rc=0
-"$g" run --device "$dev" "${run_opts[@]}" "$build/apps/layer_stream.cubin" "${stream_geom[@]}" \
-	-- /models/demo.gguf > "$dir/stream.txt" 2>&1 || rc=$?
+run_app "$dir/stream.txt" --device "$dev" "${run_opts[@]}" "$build/apps/layer_stream.cubin" "${stream_geom[@]}" \
+	-- /models/demo.gguf || rc=$?
 t_stream=$(secs "$t0" "$(now)")
 [ "$rc" = 0 ] || die "layer_stream exited $rc: $(tail -n 5 "$dir/stream.txt")"
 done_step 5 "streaming every layer into two VRAM slots (layer_stream)"
@@ -214,8 +228,8 @@ done
 specs+=("layer:1=$l1")
 t0=$(now)
 rc=0
-"$g" run --device "$dev" "${run_opts[@]}" "$build/apps/gguf_load.cubin" "${load_geom[@]}" \
-	-- /models/demo.gguf "${specs[@]}" > "$dir/load.txt" 2>&1 || rc=$?
+run_app "$dir/load.txt" --device "$dev" "${run_opts[@]}" "$build/apps/gguf_load.cubin" "${load_geom[@]}" \
+	-- /models/demo.gguf "${specs[@]}" || rc=$?
 t_load=$(secs "$t0" "$(now)")
 done_step 6 "loading tensors and a whole layer, verified by SHA-256 (gguf_load)"
 say "    gpuos run gguf_load.cubin ${load_geom[*]} -- /models/demo.gguf NAME=SHA256 ... layer:1=SHA256,... (${t_load} s)"

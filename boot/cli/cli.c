@@ -98,11 +98,21 @@ static double mono_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+#define PROGRESS_MIN_BYTES (16u << 20) /* a known total below this: no bar */
+#define PROGRESS_DELAY_S 0.3          /* no bar for work that ends sooner */
+
 void cli_progress_begin(struct cli_progress *p, uint64_t total)
 {
 	memset(p, 0, sizeof(*p));
-	p->on = total >= (16u << 20) && isatty(2);
+	p->on = total >= PROGRESS_MIN_BYTES && isatty(2);
 	p->total = total;
+	p->t0 = mono_s();
+}
+
+void cli_progress_begin_open(struct cli_progress *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->on = isatty(2);
 	p->t0 = mono_s();
 }
 
@@ -113,17 +123,22 @@ void cli_progress_update(struct cli_progress *p, uint64_t done)
 	if (!p->on)
 		return;
 	now = mono_s();
-	if (now - p->last < 0.1 && done < p->total)
+	/* Nothing for work that ends within PROGRESS_DELAY_S, then ten a second. */
+	if (now - p->t0 < PROGRESS_DELAY_S || (now - p->last < 0.1 && (!p->total || done < p->total)))
 		return;
 	p->last = now;
+	p->shown = 1;
 	rate = now > p->t0 ? (double)done / (now - p->t0) : 0;
-	fprintf(stderr, "\r%3u%%  %s of %s  %.2f GB/s  ", (unsigned)(done * 100u / (p->total ? p->total : 1)),
-		cli_human(a, sizeof(a), done), cli_human(b, sizeof(b), p->total), rate / 1e9);
+	if (p->total)
+		fprintf(stderr, "\r%3u%%  %s of %s  %.2f GB/s  ", (unsigned)(done * 100u / p->total),
+			cli_human(a, sizeof(a), done), cli_human(b, sizeof(b), p->total), rate / 1e9);
+	else
+		fprintf(stderr, "\r%s  %.2f GB/s  ", cli_human(a, sizeof(a), done), rate / 1e9);
 }
 
 void cli_progress_end(struct cli_progress *p)
 {
-	if (p->on)
+	if (p->on && p->shown)
 		fputs("\r\033[K", stderr);
 	p->on = 0;
 }

@@ -69,14 +69,16 @@ int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out);
  * (powers of 1024, one decimal unless whole). Returns buf. */
 const char *cli_human(char *buf, size_t len, uint64_t bytes);
 
-/* A progress bar on stderr for long reads: only when stderr is a terminal
- * and the total is at least 16 MiB; quiet otherwise (pipes, logs, tests). */
+/* A progress bar on stderr for long reads and loads: only when stderr is a
+ * terminal, the work lasts more than a moment, and a known total is at least
+ * 16 MiB; quiet otherwise (pipes, logs, tests). */
 struct cli_progress {
-	int on;
-	uint64_t total;
+	int on, shown;
+	uint64_t total;          /* 0: not known (bytes and rate, no percentage) */
 	double t0, last;         /* seconds (CLOCK_MONOTONIC) */
 };
 void cli_progress_begin(struct cli_progress *p, uint64_t total);
+void cli_progress_begin_open(struct cli_progress *p);           /* total not known yet: set p->total later */
 void cli_progress_update(struct cli_progress *p, uint64_t done); /* at most 10 times a second */
 void cli_progress_end(struct cli_progress *p);                  /* clears the line */
 

@@ -256,6 +256,14 @@ char *service_run_app(void *ctx, struct gpuos_sys *s, const struct gpuos_peer *w
 
 /* The app's output on stdout (as it wrote it: a pipe gets just that);
  * the run's status and statistics on stderr. */
+/* The app's progress, or the runtime's bytes while the app says nothing. */
+static void run_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct cli_progress *bar = (struct cli_progress *)ctx;
+	bar->total = total;
+	cli_progress_update(bar, done);
+}
+
 static void print_result(const struct app_result *res, const char *where)
 {
 	size_t n = strlen(res->out);
@@ -383,6 +391,7 @@ out:
 int cmd_run(int argc, char **argv)
 {
 	struct cli c;
+	struct cli_progress bar;
 	struct app_run o;
 	struct app_result res;
 	struct gpuos_sys *s;
@@ -446,7 +455,11 @@ int cmd_run(int argc, char **argv)
 		return GPUOS_EXIT_FAIL;
 	}
 	heap = (char *)gpuos_sys_heap(s, &heap_rt, &heap_len);
+	cli_progress_begin_open(&bar);
+	o.progress = run_progress;
+	o.progress_ctx = &bar;
 	r = app_run(s, heap, heap_rt, heap_len, &o, &res, err, sizeof(err));
+	cli_progress_end(&bar);
 	if (r) {
 		cli_err("run", "%s", err);
 		rc = GPUOS_EXIT_FAIL;

@@ -30,6 +30,7 @@
 #define GPUOS_APP_H
 
 #include "gpuos/abi.h"
+#include "gpuos/port.h"
 
 #if defined(__CUDACC__)
 #define GPUOS_APP_ABI_NOTE                                                                      \
@@ -82,10 +83,27 @@ struct gpuos_app_args {
 	uint32_t status;       /* 0x50 exit status, written by the app (0: success); starts 0 */
 	uint32_t on_gpu;       /* 0x54 1: a GPU launch; 0: the host-mode variant */
 	uint64_t scratch;      /* 0x58 64 zeroed bytes (in vram) for the app's own counters and flags */
-	uint64_t rsvd[4];      /* 0x60 .. 0x7f */
+	uint64_t progress_done;  /* 0x60 bytes moved so far: gpuos_app_progress_add */
+	uint64_t progress_total; /* 0x68 bytes the app will move, 0 unknown: gpuos_app_progress_total */
+	uint64_t rsvd[2];        /* 0x70 .. 0x7f */
 };
 static_assert(sizeof(struct gpuos_app_args) == 128, "app args size");
 static_assert(offsetof(struct gpuos_app_args, status) == 0x50, "app args status");
+
+/* Progress for the bar of `gpuos run` (on stderr, when it is a terminal):
+ * the app says once how many bytes it will move, and each thread adds what
+ * it has moved. Relaxed and system scope: the host only displays them while
+ * the app runs; nothing else is ordered by them. An app that says nothing
+ * gets a bar of the runtime's bytes without a percentage. */
+GPUOS_INLINE GPUOS_HD void gpuos_app_progress_total(struct gpuos_app_args *a, uint64_t bytes)
+{
+	gpuos_store_relaxed_sys64(&a->progress_total, bytes);
+}
+
+GPUOS_INLINE GPUOS_HD void gpuos_app_progress_add(struct gpuos_app_args *a, uint64_t bytes)
+{
+	gpuos_fetch_add_relaxed_sys64(&a->progress_done, bytes);
+}
 
 #if defined(__CUDACC__)
 #define GPUOS_APP_ENTRY(name)                                                            \

@@ -211,6 +211,8 @@ int gpuos_sys_app_launch(struct gpuos_sys *s, struct gpuos_app *a, uint64_t arg,
 /* Wait for the launch to end. 0, or -EIO when the kernel failed (a fault
  * leaves the GPU context unusable: shut down next). */
 int gpuos_sys_app_wait(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen);
+/* 1 while the launch runs (0 once it ended, failed or not). */
+int gpuos_sys_app_running(struct gpuos_sys *s, struct gpuos_app *a);
 /* Unload (parked) and free a; NULL is a no-op. 0 or what park/resume return. */
 int gpuos_sys_app_unload(struct gpuos_sys *s, struct gpuos_app *a, char *err, size_t errlen);
 
@@ -381,6 +383,11 @@ struct app_run {
 	char **argv;
 	int sm;                 /* check the cubin against this compute capability (90) instead of
 	                         * the GPU's; 0: the GPU's, no check in host mode */
+	/* Called about 10 times a second while the app runs (NULL: never), with
+	 * the bytes the app says it moved of total, or, when it says nothing
+	 * (total 0), the runtime's bytes since the launch. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 };
 
 struct app_result {

@@ -116,6 +116,21 @@ check "missing file: exit 2, says NOENT" test "$rc" -eq 2 -a "$(grep -c 'nothing
 run "$tmp/o" iops -- /models/text.gguf
 check "a file under 4 KiB: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'smaller than 4 KiB' "$tmp/o")" -eq 1
 
+echo "== a progress bar on stderr when it is a terminal, none otherwise"
+# 200 ms a command makes the load last a couple of seconds; script(1) gives
+# the run a terminal.
+script -qec "GPUOS_QUIET_HOST=1 timeout 60 $gpuos run --device emu:$img,latency_us=200000 --host \
+	$apps/layer_stream.cubin -- /models/m.gguf > $tmp/bar.out" /dev/null > "$tmp/bar.tty" 2>&1
+tr '\r' '\n' < "$tmp/bar.tty" > "$tmp/bar.lines"
+check "on a terminal: the app's bytes of its total, with a rate" \
+	grep -Eq '^ *[0-9]+%  [0-9.]+ [KMG]?i?B of [0-9.]+ MiB  [0-9.]+ GB/s' "$tmp/bar.lines"
+check "on a terminal: the bar reaches 100 % and is cleared before the statistics" \
+	test "$(grep -c '^100%' "$tmp/bar.lines")" -ge 1 -a "$(grep -c $'^\033\\[Kexit status 0' "$tmp/bar.lines")" -eq 1
+check "on a terminal: stdout (a file) holds the report, no bar" \
+	test "$(grep -c $'\r' "$tmp/bar.out")" -eq 0 -a "$(grep -Ec '^ +[0-9]+ +9 +[0-9]+ ' "$tmp/bar.out")" -eq 3
+run "$tmp/o" layer_stream --grid 1 --block 3 -- /models/m.gguf
+check "through a pipe: no bar" test "$rc" -eq 0 -a "$(grep -c $'\r' "$tmp/o")" -eq 0
+
 echo
 echo "apps_model: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
