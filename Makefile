@@ -133,6 +133,7 @@ test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/files.sh $(BUILD)
 	$(Q)bash tests/emu/cli_hostile.sh $(BUILD)
 	$(Q)bash tests/emu/service.sh $(BUILD)
+	$(Q)bash tests/emu/root.sh $(BUILD)
 	$(Q)bash tests/emu/install.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:

@@ -210,6 +210,8 @@ static int desc_meta(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, si
 		return 0;
 	d->meta = 1;
 	d->part = s->opts.part;
+	if (s->opts.root) /* checked by the plan: absolute and short enough */
+		snprintf(d->root, sizeof(d->root), "%s", s->opts.root);
 	for (m = 0; m < p->nctrl; m++)
 		desc_queue(&d->queue[p->nq + m], &s->sq[p->nq + m], &s->cq[p->nq + m],
 			   gpuos_nvme_sq_db_rt(&s->nvme[m], qid), gpuos_nvme_cq_db_rt(&s->nvme[m], qid), qid, p->depth, m);

@@ -34,6 +34,21 @@ int gpuos_plan_check(const struct gpuos_boot_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "--warps %u: at most %u", warps, GPUOS_RT_MAX_WARPS);
 		return -EINVAL;
 	}
+	if (o->root) {
+		if (o->root[0] != '/') {
+			snprintf(err, errlen, "--root %s: give a path from the file system's root (/...)", o->root);
+			return -EINVAL;
+		}
+		if (strlen(o->root) >= GPUOS_RT_ROOT_MAX) {
+			snprintf(err, errlen, "--root: a path of at most %u bytes", GPUOS_RT_ROOT_MAX - 1u);
+			return -EINVAL;
+		}
+		if (o->allow_raw) {
+			snprintf(err, errlen, "--root confines clients to a directory; --allow-raw would let them read "
+				 "the whole device: give one or the other");
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

@@ -156,6 +156,26 @@ GPUOS_NOINLINE GPUOS_HD static int files_part(struct rt_files *F)
 	return -1;
 }
 
+/* The --root directory (desc root), resolved from the file system's root
+ * without following a symlink at its end: 0 and F->root_ino, or an error of
+ * gpuos_ext4_lookup_at (-ENOTDIR: not a directory). */
+GPUOS_HD static int mount_root(struct rt_files *F)
+{
+	const char *root = F->d->root;
+	int r;
+	F->root_ino = GPUOS_EXT4_ROOT_INO;
+	if (!root[0])
+		return 0;
+	r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, root, GPUOS_EXT4_LOOKUP_NOFOLLOW,
+				 &F->ino);
+	if (r)
+		return r;
+	if (F->ino.type != GPUOS_EXT4_FT_DIR)
+		return -ENOTDIR;
+	F->root_ino = F->ino.ino;
+	return 0;
+}
+
 /* Find the file system (GPT, then ext4: docs/design.md, "Files and models")
  * and mount it. */
 GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
@@ -226,6 +246,17 @@ GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 	if (r) {
 		mount_fail(F, status_of(r), r == -EOPNOTSUPP ? "unsupported file system" : "not a usable ext2/3/4 file system",
 			   F->fs.why);
+		return;
+	}
+	r = mount_root(F);
+	if (r) {
+		if (r == -EIO) {
+			mount_fail(F, GPUOS_ST_IO, "cannot read the --root directory", F->fs.why);
+			F->mounted = 0;
+			return;
+		}
+		mount_fail(F, status_of(r), "the --root directory",
+			   r == -ENOTDIR ? "not a directory" : r == -ENOENT ? "no such directory" : F->fs.why);
 		return;
 	}
 	F->mounted = 1;
@@ -353,7 +384,7 @@ GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 	}
 	if (!need_fs(F, q))
 		return 0;
-	r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, F->path,
+	r = gpuos_ext4_lookup_at(&F->fs, F->root_ino, F->root_ino, F->path,
 				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, &F->ino);
 	if (r) {
 		files_reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);

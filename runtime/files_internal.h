@@ -54,6 +54,7 @@ struct rt_files {
 	uint32_t rec_gen[GPUOS_RT_MAX_CTRL];
 	uint64_t part_off;          /* byte offset of the mounted file system */
 	uint64_t part_lba;          /* the same in device LBAs (0: no partition table) */
+	uint32_t root_ino;          /* where paths start: the --root directory (at mount) */
 	uint32_t gpt_parsed;        /* gpt and parts hold the table (gpt_rc: the parser's result) */
 	int32_t gpt_rc;
 	const struct gpuos_rt_desc *d;

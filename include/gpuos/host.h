@@ -42,6 +42,9 @@ struct gpuos_boot_opts {
 	int host_mode;            /* run the runtime on CPU threads even with a GPU */
 	int require_gpu;          /* fail, rather than run on CPU threads, when no GPU can be used */
 	int allow_raw;            /* READ_RAW allowed */
+	const char *root;         /* clients see only this directory of the file system, as "/"
+	                           * (NULL or "/": all of it); absolute, under GPUOS_RT_ROOT_MAX
+	                           * bytes; refused with allow_raw, which would read around it */
 	int force;                /* pci: skip safety refusals */
 	int quiet;                /* no notices on stderr */
 	int sim_vram;             /* host mode, tests: VRAM buffers become the controller's "device

@@ -16,6 +16,7 @@ GPUOS_EXTERN_C_BEGIN
 
 #define GPUOS_RT_MAX_QUEUES  256u
 #define GPUOS_RT_MAX_REGIONS 64u
+#define GPUOS_RT_ROOT_MAX 256u  /* bytes of the --root path, with its NUL */
 #define GPUOS_RT_MAX_WARPS   256u
 #define GPUOS_RT_MAX_SLOTS_PER_WARP 256u /* in-flight commands per warp (CIDs) */
 #define GPUOS_RT_MAX_REQS_PER_WARP  64u  /* requests a warp works on at once */
@@ -119,6 +120,10 @@ struct gpuos_rt_desc {
 	                        * is share k + 1; handles are counted and released per share */
 	uint64_t share_base;   /* runtime address of share 1 */
 	uint64_t share_len;
+	/* --root: the directory every path starts from and ".." and symlinks
+	 * stop at (gpuos_ext4_lookup_at), as a path from the file system's root;
+	 * "" is the file system's root. Resolved by the metadata warp at mount. */
+	char root[GPUOS_RT_ROOT_MAX];
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* + the metadata warp's */
 };
 

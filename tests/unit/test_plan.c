@@ -350,6 +350,31 @@ Test(plan, refuses_too_many_warps)
 	cr_assert_eq(gpuos_plan_check(&f.o, f.err, sizeof(f.err)), 0);
 }
 
+Test(plan, checks_the_root)
+{
+	struct fx f;
+	char longer[GPUOS_RT_ROOT_MAX + 1];
+	fx_init(&f, 1);
+	f.o.root = "/models";
+	cr_assert_eq(gpuos_plan_check(&f.o, f.err, sizeof(f.err)), 0, "%s", f.err);
+	f.o.root = "models";
+	cr_assert_eq(gpuos_plan_check(&f.o, f.err, sizeof(f.err)), -EINVAL);
+	cr_assert_str_eq(f.err, "--root models: give a path from the file system's root (/...)");
+	memset(longer, 'a', sizeof(longer) - 1);
+	longer[0] = '/';
+	longer[GPUOS_RT_ROOT_MAX - 1] = 0; /* 255 bytes: fits with its NUL */
+	f.o.root = longer;
+	cr_assert_eq(gpuos_plan_check(&f.o, f.err, sizeof(f.err)), 0, "%s", f.err);
+	longer[GPUOS_RT_ROOT_MAX - 1] = 'a';
+	longer[GPUOS_RT_ROOT_MAX] = 0;
+	cr_assert_eq(gpuos_plan_check(&f.o, f.err, sizeof(f.err)), -EINVAL);
+	cr_assert_str_eq(f.err, "--root: a path of at most 255 bytes");
+	f.o.root = "/models";
+	f.o.allow_raw = 1;
+	cr_assert_eq(gpuos_plan_check(&f.o, f.err, sizeof(f.err)), -EINVAL);
+	cr_assert(strstr(f.err, "--allow-raw") != NULL, "%s", f.err);
+}
+
 Test(plan, refuses_a_depth_below_2)
 {
 	struct fx f;
