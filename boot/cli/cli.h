@@ -14,6 +14,11 @@
 #define GPUOS_EXIT_FAIL  1   /* the operation failed: a device error, no such file, ... */
 #define GPUOS_EXIT_USAGE 2   /* the command line: an unknown option, a bad value, a missing argument */
 
+/* What gpuos bench does unless told: cmd_bench.c runs with these, and its
+ * --help (options.c) says them. */
+#define BENCH_ITERS 1000u /* requests per thread */
+#define BENCH_BYTES 4096u /* bytes per request */
+
 struct cli {
 	struct gpuos_boot_opts boot;
 	const char *socket;      /* --socket PATH: use a running service */
@@ -84,6 +89,28 @@ void cli_progress_end(struct cli_progress *p);                  /* clears the li
 
 /* Write all n bytes to fd (retrying short writes); 0 or -errno. */
 int cli_write_all(int fd, const char *p, size_t n);
+
+/* cat and read: len bytes from byte off (of the file behind handle, or of
+ * the device for GPUOS_OP_READ_RAW) through several requests in flight, each
+ * into its own chunk of client memory [buf, buf + buf_len), written to fd in
+ * order, with a progress bar. 0, or -1 with where it stopped set; nothing is
+ * left in flight either way. */
+struct cli_stream {
+	struct gpuos_mbox *mb;
+	uint16_t op;             /* GPUOS_OP_READ or GPUOS_OP_READ_RAW */
+	uint32_t handle;         /* READ: the open file */
+	uint64_t off, len;
+	char *buf;               /* client memory: host mapping, */
+	uint64_t buf_rt, buf_len; /* its runtime address and size */
+	int fd;
+	/* out */
+	uint64_t done;           /* bytes written to fd */
+	uint32_t st;             /* a failed read's status: GPUOS_ST_OK for a short one */
+	uint16_t nvme;           /* its NVMe status */
+	uint64_t want, got;      /* its bytes asked and read */
+	int write_err;           /* -errno of a failed write to fd; 0: a read failed */
+};
+int cli_stream(struct cli_stream *s);
 
 /* Print "gpuos CMD: MESSAGE" on stderr, MESSAGE escaped as cli_put_escaped
  * does (it may carry names from the disk or the command line). */

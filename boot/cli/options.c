@@ -17,7 +17,7 @@ enum {
 	OPT_SOCKET, OPT_PART, OPT_OFFSET, OPT_LENGTH, OPT_WARPS, OPT_QUEUES, OPT_DEPTH, OPT_SLOTS, OPT_XFER_KIB,
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
-	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS,
+	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT,
 };
 
 /* How an option's value is read. */
@@ -29,7 +29,7 @@ static const struct cli_option {
 	int kind;          /* V_* */
 	uint64_t min, max; /* V_COUNT, V_SIZE */
 	const char *arg;   /* its value in the help */
-	const char *help;
+	const char *help;  /* option_help adds the limit and default it knows */
 } options[] = {
 	{ "device", OPT_DEVICE, V_TEXT, 0, 0, "DEV",
 	  "the device: emu:IMAGE[,k=v...], null[:SIZE], gpu-null, pci:DDDD:BB:DD.F[+...][,stripe=KiB]" },
@@ -40,13 +40,15 @@ static const struct cli_option {
 	{ "offset", OPT_OFFSET, V_SIZE, 0, ~0ull, "BYTES", "first byte of the device to read" },
 	{ "length", OPT_LENGTH, V_SIZE, 0, ~0ull, "BYTES", "bytes to read" },
 	{ "allow-raw", OPT_ALLOW_RAW, V_NONE, 0, 0, NULL, "allow reads of raw device bytes (clients otherwise see files only)" },
+	{ "root", OPT_ROOT, V_TEXT, 0, 0, "DIR",
+	  "clients see only DIR of the file system, as / (.. and symlinks stop there; not with --allow-raw)" },
 	{ "entry", OPT_ENTRY, V_TEXT, 0, 0, "NAME", "the app's entry point (default: its only one)" },
 	{ "grid", OPT_GRID, V_COUNT, 1, 1u << 30, "G", "blocks of the app's launch" },
 	{ "block", OPT_BLOCK, V_COUNT, 1, 1024, "B", "threads per block of the app's launch" },
 	{ "arch", OPT_ARCH, V_TEXT, 0, 0, "sm_XY", "the GPU architecture to check the image against" },
 	{ "threads", OPT_THREADS, V_COUNT, 1, 1u << 20, "T", "client threads (GPU threads on a GPU; default 1)" },
-	{ "iters", OPT_ITERS, V_COUNT, 1, 1u << 30, "N", "requests per thread (default 1000)" },
-	{ "bytes", OPT_BYTES, V_SIZE, 1, 16u << 20, "BYTES", "bytes per request, up to 16M (default 4K)" },
+	{ "iters", OPT_ITERS, V_COUNT, 1, 1u << 30, "N", "requests per thread" },
+	{ "bytes", OPT_BYTES, V_SIZE, 1, 16u << 20, "BYTES", "bytes per request" },
 	{ "op", OPT_OP, V_TEXT, 0, 0, "read|nop", "what each request does (default read)" },
 	{ "stages", OPT_STAGES, V_NONE, 0, 0, NULL, "median time of each stage of a request" },
 	/* the runtime's own (commands that boot one) */
@@ -84,20 +86,20 @@ const struct cli_command cli_commands[] = {
 	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
-	  "device socket allow-raw mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps " RT_OPTS },
+	  "device socket allow-raw root mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps " RT_OPTS },
 	{ "stop", cmd_stop, "", "stop a running service", "socket" },
 	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
 	  "device socket json " RT_OPTS },
-	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part json " RT_OPTS },
+	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part root json " RT_OPTS },
 	{ "stat", cmd_stat, "--device DEV PATH", "inode, mode, size and extents of a file",
-	  "device socket part json " RT_OPTS },
-	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part output " RT_OPTS },
+	  "device socket part root json " RT_OPTS },
+	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part root output " RT_OPTS },
 	{ "gguf", cmd_gguf, "--device DEV PATH|@BYTEOFFSET", "a GGUF model's header, KVs and tensors",
-	  "device socket part json " RT_OPTS },
+	  "device socket part root json " RT_OPTS },
 	{ "image", cmd_image, "APP.cubin", "inspect an app image: architecture, ABI, entries", "json arch" },
 	{ "run", cmd_run, "--device DEV APP.cubin|APP.so [-- ARGS...]",
 	  "run an app (APP.so, or --host: its host-mode variant); its output on stdout, the run's on stderr",
-	  "device socket part entry grid block arch vram-mib " RT_OPTS },
+	  "device socket part root entry grid block arch vram-mib " RT_OPTS },
 	{ "bench", cmd_bench, "--device DEV", "requests/s and latency through the whole path",
 	  "device threads iters bytes op stages json " RT_OPTS },
 	{ NULL, NULL, NULL, NULL, NULL },
@@ -138,6 +140,45 @@ static const struct cli_option *option_named(const char *name)
 	return NULL;
 }
 
+/* v as the command line would give it: decimal, or for a size with the
+ * largest suffix that leaves a whole number ("4K", "16M"). */
+static const char *value_text(char *buf, size_t len, const struct cli_option *o, uint64_t v)
+{
+	static const char suffix[] = " KMGT";
+	unsigned u = 0;
+	while (o->kind == V_SIZE && v && u + 1 < sizeof(suffix) - 1 && (v & 1023u) == 0) {
+		v >>= 10;
+		u++;
+	}
+	snprintf(buf, len, "%llu%.*s", (unsigned long long)v, u ? 1 : 0, suffix + u);
+	return buf;
+}
+
+/* The value an option has when not given, from the constant the command
+ * runs with; 0: none to say (or its help says it in words). */
+static uint64_t option_default(const struct cli_option *o)
+{
+	switch (o->id) {
+	case OPT_ITERS: return BENCH_ITERS;
+	case OPT_BYTES: return BENCH_BYTES;
+	default: return 0;
+	}
+}
+
+/* o's line of the help: its text, then "(up to MAX, default DFLT)": the
+ * limit of a size that has one (the table's max) and the default. */
+static void option_help(FILE *f, const struct cli_option *o)
+{
+	uint64_t dflt = option_default(o);
+	char v[24], note[64] = "";
+	if (o->kind == V_SIZE && o->max != ~0ull)
+		snprintf(note, sizeof(note), "up to %s", value_text(v, sizeof(v), o, o->max));
+	if (dflt)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), "%sdefault %s", *note ? ", " : "",
+			 value_text(v, sizeof(v), o, dflt));
+	fprintf(f, "%s%s%s%s\n", o->help, *note ? " (" : "", note, *note ? ")" : "");
+}
+
 void cli_help(FILE *f, const struct cli_command *c)
 {
 	size_t i;
@@ -154,7 +195,8 @@ void cli_help(FILE *f, const struct cli_command *c)
 		}
 		snprintf(left, sizeof(left), "%s--%s%s%s", o->id < 256 ? (o->id == OPT_DEVICE ? "-d, " : "-o, ") : "    ",
 			 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(f, "  %-26s %s\n", left, o->help);
+		fprintf(f, "  %-26s ", left);
+		option_help(f, o);
 	}
 	(void)rt;
 	fprintf(f, "  %-26s %s\n\n", "    --help", "this help");
@@ -270,6 +312,7 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_CLIENT_TIMEOUT_MS: c->client_timeout_ms = (uint32_t)v; break;
 	case OPT_APPS: c->apps_dir = val; break;
 	case OPT_ALLOW_HOST_APPS: c->allow_host_apps = 1; break;
+	case OPT_ROOT: c->boot.root = val; break;
 	}
 	return 0;
 }
