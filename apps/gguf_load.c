@@ -380,16 +380,8 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 			why[0] = 0;
 			st = gpuos_model_open(mb, argv[0], 0, &h, 0, why, 256);
 			if (st != GPUOS_ST_OK) {
-				rs(&r, "gguf_load: ");
-				rs(&r, argv[0]);
-				rs(&r, ": ");
-				rs(&r, stname(st));
-				if (why[0]) {
-					rs(&r, " (");
-					rs(&r, why);
-					rs(&r, ")");
-				}
-				bad = "\n";
+				ropen_failed(&r, "gguf_load", argv[0], st, why);
+				bad = ""; /* the whole line is written */
 			}
 		}
 		if (bad) {

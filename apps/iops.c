@@ -184,16 +184,7 @@ GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t 
 			why[0] = 0;
 			st = gpuos_open(mb, p.path, 0, &h, &size, why, 256);
 			if (st != GPUOS_ST_OK) {
-				rs(&r, "iops: ");
-				rs(&r, p.path);
-				rs(&r, ": ");
-				rs(&r, stname(st));
-				if (why[0]) {
-					rs(&r, " (");
-					rs(&r, why);
-					rs(&r, ")");
-				}
-				rs(&r, "\n");
+				ropen_failed(&r, "iops", p.path, st, why);
 			} else if (size < IO_BYTES) {
 				rs(&r, "iops: ");
 				rs(&r, p.path);

@@ -211,16 +211,7 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	why[0] = 0;
 	st = gpuos_model_open(mb, argv[0], 0, &h, &ntens, why, 256);
 	if (st != GPUOS_ST_OK) {
-		rs(r, "layer_stream: ");
-		rs(r, argv[0]);
-		rs(r, ": ");
-		rs(r, stname(st));
-		if (why[0]) {
-			rs(r, " (");
-			rs(r, why);
-			rs(r, ")");
-		}
-		rs(r, "\n");
+		ropen_failed(r, "layer_stream", argv[0], st, why);
 		return -1;
 	}
 	*handle = h;

@@ -2,7 +2,8 @@
 /*
  * apps/report.h - the text of an app's report (gpuos_app_args.out), built
  * without printf (it runs on a GPU lane or a host thread): strings,
- * decimals, fixed-point ratios, hex; short names of request statuses.
+ * decimals, fixed-point ratios, hex; short names of request statuses and
+ * the line for a failed open.
  */
 #ifndef GPUOS_APPS_REPORT_H
 #define GPUOS_APPS_REPORT_H
@@ -111,6 +112,24 @@ static inline GPUOS_HD const char *stname(uint32_t st)
 	case GPUOS_ST_NAMETOOLONG: return "NAMETOOLONG";
 	default: return "error";
 	}
+}
+
+/* "app: path: STATUS (why)\n", an app's line for a file or model it could
+ * not open; why is the runtime's reason, left out when empty. */
+static inline GPUOS_HD void ropen_failed(struct rep *r, const char *app, const char *path, uint32_t st,
+					 const char *why)
+{
+	rs(r, app);
+	rs(r, ": ");
+	rs(r, path);
+	rs(r, ": ");
+	rs(r, stname(st));
+	if (why[0]) {
+		rs(r, " (");
+		rs(r, why);
+		rs(r, ")");
+	}
+	rs(r, "\n");
 }
 
 #endif /* GPUOS_APPS_REPORT_H */

@@ -266,57 +266,49 @@ int gpuos_nvme_set_queues(struct gpuos_nvme_dev *d, uint32_t want, char *err, si
 	return 0;
 }
 
-int gpuos_nvme_create_qpair(struct gpuos_nvme_dev *d, uint32_t qid, uint32_t depth, uint64_t sq_iova,
-			    uint64_t cq_iova, char *err, size_t errlen)
+/* One create/delete I/O queue command for queue qid; its step in err is
+ * "<what> <qid>". */
+static int queue_cmd(struct gpuos_nvme_dev *d, uint8_t opc, const char *what, uint32_t qid, uint64_t prp1,
+		     uint32_t cdw10, uint32_t cdw11, char *err, size_t errlen)
 {
 	struct gpuos_nvme_sqe cmd;
 	char step[64];
-	int r;
 
 	memset(&cmd, 0, sizeof(cmd));
-	cmd.opc = GPUOS_NVME_ADMIN_CREATE_CQ;
-	cmd.prp1 = cq_iova;
-	cmd.cdw10 = ((depth - 1u) << 16) | qid;
-	cmd.cdw11 = GPUOS_NVME_CREATE_Q_PC; /* polled: no interrupts */
-	snprintf(step, sizeof(step), "create I/O CQ %u", qid);
-	r = gpuos_nvme_admin(d, &cmd, NULL, step, err, errlen);
+	cmd.opc = opc;
+	cmd.prp1 = prp1;
+	cmd.cdw10 = cdw10;
+	cmd.cdw11 = cdw11;
+	snprintf(step, sizeof(step), "%s %u", what, qid);
+	return gpuos_nvme_admin(d, &cmd, NULL, step, err, errlen);
+}
+
+int gpuos_nvme_create_qpair(struct gpuos_nvme_dev *d, uint32_t qid, uint32_t depth, uint64_t sq_iova,
+			    uint64_t cq_iova, char *err, size_t errlen)
+{
+	uint32_t size_qid = ((depth - 1u) << 16) | qid; /* QSIZE (0's based), QID */
+	int r;
+
+	/* CDW11 leaves IEN clear: polled, no interrupts; the SQ's names its CQ */
+	r = queue_cmd(d, GPUOS_NVME_ADMIN_CREATE_CQ, "create I/O CQ", qid, cq_iova, size_qid, GPUOS_NVME_CREATE_Q_PC,
+		      err, errlen);
 	if (r)
 		return r;
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opc = GPUOS_NVME_ADMIN_CREATE_SQ;
-	cmd.prp1 = sq_iova;
-	cmd.cdw10 = ((depth - 1u) << 16) | qid;
-	cmd.cdw11 = (qid << 16) | GPUOS_NVME_CREATE_Q_PC;
-	snprintf(step, sizeof(step), "create I/O SQ %u", qid);
-	r = gpuos_nvme_admin(d, &cmd, NULL, step, err, errlen);
+	r = queue_cmd(d, GPUOS_NVME_ADMIN_CREATE_SQ, "create I/O SQ", qid, sq_iova, size_qid,
+		      (qid << 16) | GPUOS_NVME_CREATE_Q_PC, err, errlen);
 	if (r) {
 		char e2[8];
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.opc = GPUOS_NVME_ADMIN_DELETE_CQ;
-		cmd.cdw10 = qid;
-		gpuos_nvme_admin(d, &cmd, NULL, "delete I/O CQ", e2, sizeof(e2));
+		queue_cmd(d, GPUOS_NVME_ADMIN_DELETE_CQ, "delete I/O CQ", qid, 0, qid, 0, e2, sizeof(e2));
 	}
 	return r;
 }
 
 int gpuos_nvme_delete_qpair(struct gpuos_nvme_dev *d, uint32_t qid, char *err, size_t errlen)
 {
-	struct gpuos_nvme_sqe cmd;
-	char step[64];
-	int r;
-
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opc = GPUOS_NVME_ADMIN_DELETE_SQ;
-	cmd.cdw10 = qid;
-	snprintf(step, sizeof(step), "delete I/O SQ %u", qid);
-	r = gpuos_nvme_admin(d, &cmd, NULL, step, err, errlen);
+	int r = queue_cmd(d, GPUOS_NVME_ADMIN_DELETE_SQ, "delete I/O SQ", qid, 0, qid, 0, err, errlen);
 	if (r)
 		return r;
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opc = GPUOS_NVME_ADMIN_DELETE_CQ;
-	cmd.cdw10 = qid;
-	snprintf(step, sizeof(step), "delete I/O CQ %u", qid);
-	return gpuos_nvme_admin(d, &cmd, NULL, step, err, errlen);
+	return queue_cmd(d, GPUOS_NVME_ADMIN_DELETE_CQ, "delete I/O CQ", qid, 0, qid, 0, err, errlen);
 }
 
 int gpuos_nvme_shutdown(struct gpuos_nvme_dev *d, char *err, size_t errlen)

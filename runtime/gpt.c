@@ -195,6 +195,23 @@ static GPUOS_HD void mbr_scan(const uint8_t *s, struct mbr_scan *m)
 	}
 }
 
+/* Count a used partition of LBAs [first, last] and give it the next slot of
+ * g->parts, zeroed but for its range; NULL where the table is full (it is
+ * still counted, so the caller can say -ENOSPC). */
+static GPUOS_HD struct gpuos_gpt_part *take_part(struct gpuos_gpt *g, uint64_t first, uint64_t last)
+{
+	struct gpuos_gpt_part *pt;
+
+	g->n_used++;
+	if (g->n_parts >= g->part_cap)
+		return NULL;
+	pt = &g->parts[g->n_parts++];
+	gpuos_mem_set(pt, 0, sizeof(*pt));
+	pt->first_lba = first;
+	pt->last_lba = last;
+	return pt;
+}
+
 static GPUOS_HD int mbr_parts(struct gpuos_gpt *g, const uint8_t *s)
 {
 	uint32_t i;
@@ -212,13 +229,9 @@ static GPUOS_HD int mbr_parts(struct gpuos_gpt *g, const uint8_t *s)
 			g->n_skipped++;
 			continue;
 		}
-		g->n_used++;
-		if (g->n_parts >= g->part_cap)
+		pt = take_part(g, start, start + count - 1);
+		if (!pt)
 			continue;
-		pt = &g->parts[g->n_parts++];
-		gpuos_mem_set(pt, 0, sizeof(*pt));
-		pt->first_lba = start;
-		pt->last_lba = start + count - 1;
 		pt->attributes = r[offsetof(struct gpuos_mbr_part, boot_indicator)];
 		pt->index = i;
 		pt->mbr_type = type;
@@ -336,13 +349,9 @@ static GPUOS_HD int read_entries(struct gpuos_gpt *g, struct gpuos_gpt_parser *p
 				g->n_skipped++;
 				continue;
 			}
-			g->n_used++;
-			if (g->n_parts >= g->part_cap)
+			pt = take_part(g, first, last);
+			if (!pt)
 				continue;
-			pt = &g->parts[g->n_parts++];
-			gpuos_mem_set(pt, 0, sizeof(*pt));
-			pt->first_lba = first;
-			pt->last_lba = last;
 			pt->attributes = gpuos_le64(e + ENT(attributes));
 			gpuos_mem_copy(pt->type_guid, e + ENT(type_guid), 16);
 			gpuos_mem_copy(pt->unique_guid, e + ENT(unique_guid), 16);

@@ -18,28 +18,12 @@ set -eu
 
 driver=vfio-pci
 force=0
-usage() {
-	echo "usage: $0 [--uio] [--force] DDDD:BB:DD.F..." >&2
-	exit 2
-}
-die() {
-	echo "vfio-bind: $*" >&2
-	exit 1
-}
-
-[ $# -gt 0 ] || usage
-devs=""
-for a in "$@"; do
-	case "$a" in
-	--uio) driver=uio_pci_generic ;;
-	--force) force=1 ;;
-	-h | --help) usage ;;
-	-*) usage ;;
-	*) devs="$devs $a" ;;
-	esac
-done
-[ -n "$devs" ] || usage
-[ "$(id -u)" -eq 0 ] || die "binding drivers needs root"
+prog=vfio-bind
+usage_args="[--uio] [--force] DDDD:BB:DD.F..."
+takes_uio=1
+# shellcheck source=scripts/vfio-lib.sh
+. "$(dirname "$0")/vfio-lib.sh"
+read_args "$@"
 
 # Is /sys/block/$1 a namespace of controller $2 (directly, or the namespace
 # head of an NVMe subsystem one of whose controllers it is)?
@@ -74,9 +58,9 @@ blockdevs() {
 # One line saying why controller $1 is in use, or nothing.
 in_use() {
 	blockdevs "$1" | while read -r name sys; do
-		dev=$(cat "/sys/block/$sys/dev")
+		devno=$(cat "/sys/block/$sys/dev")
 		# mountinfo: id parent maj:min root mountpoint ... - fstype source ...
-		m=$(awk -v d="$dev" -v s="/dev/$name" '{src=""; for (i = 7; i < NF; i++) if ($i == "-") { src = $(i + 2); break }
+		m=$(awk -v d="$devno" -v s="/dev/$name" '{src=""; for (i = 7; i < NF; i++) if ($i == "-") { src = $(i + 2); break }
 			if ($3 == d || src == s) { print $5; exit }}' /proc/self/mountinfo)
 		if [ -n "$m" ]; then
 			[ "$m" = / ] && echo "$name is mounted at / (the root file system)" || echo "$name is mounted at $m"
@@ -93,41 +77,13 @@ in_use() {
 	return 0 # a status here would end the script under set -e in $(in_use)
 }
 
-# A process holding node $1 (or mapping BAR files of controller $2).
-user_of() {
-	for p in /proc/[0-9]*; do
-		[ "${p#/proc/}" = "$$" ] && continue
-		for f in "$p"/fd/*; do
-			[ "$(readlink "$f" 2>/dev/null)" = "$1" ] && { echo "process ${p#/proc/} ($(cat "$p/comm" 2>/dev/null))"; return; }
-		done
-		if grep -q "/$2/resource" "$p/maps" 2>/dev/null; then
-			echo "process ${p#/proc/} ($(cat "$p/comm" 2>/dev/null))"
-			return
-		fi
-	done
-	return 0
-}
-
-node_of() { # the vfio group or uio node of controller $1 bound to driver $2
-	case "$2" in
-	vfio-pci) g=$(readlink "/sys/bus/pci/devices/$1/iommu_group" 2>/dev/null) && echo "/dev/vfio/${g##*/}" ;;
-	uio_pci_generic) for u in "/sys/bus/pci/devices/$1/uio/"uio*; do [ -e "$u" ] && echo "/dev/${u##*/}"; done ;;
-	esac
-	return 0
-}
-
 rc=0
 for bdf in $devs; do
-	case "$bdf" in ????:??:??.?) ;; ??:??.?) bdf="0000:$bdf" ;; *) die "$bdf: expected DDDD:BB:DD.F" ;; esac
-	bdf=$(echo "$bdf" | tr 'A-F' 'a-f')
-	dev=/sys/bus/pci/devices/$bdf
-	[ -e "$dev" ] || die "$bdf: no such PCI device"
+	find_ctrl "$bdf"
 	class=$(cat "$dev/class")
 	if [ "$class" != 0x010802 ] && [ $force -eq 0 ]; then
 		die "$bdf is not an NVMe controller (class $class); --force binds it anyway"
 	fi
-	cur=""
-	[ -e "$dev/driver" ] && cur=$(basename "$(readlink "$dev/driver")")
 	if [ "$cur" = "$driver" ]; then
 		echo "$bdf: already bound to $driver"
 		continue
@@ -152,13 +108,7 @@ for bdf in $devs; do
 		modprobe vfio_iommu_type1 2>/dev/null || die "modprobe vfio_iommu_type1 failed"
 	fi
 	nss=$(blockdevs "$bdf" | awk '$1 == $2 { printf "%s%s", sep, $1; sep = ", " }')
-	echo "$driver" > "$dev/driver_override"
-	if [ -n "$cur" ]; then
-		echo "$bdf" > "$dev/driver/unbind"
-	fi
-	echo "$bdf" > /sys/bus/pci/drivers_probe 2>/dev/null || true
-	now=""
-	[ -e "$dev/driver" ] && now=$(basename "$(readlink "$dev/driver")")
+	rebind "$driver"
 	if [ "$now" != "$driver" ]; then
 		echo "vfio-bind: $bdf: $driver did not take it (dmesg says why)" >&2
 		rc=1

@@ -158,6 +158,88 @@ int cli_write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* ---- cat and read: reads in flight, written out in order ------------------------ */
+
+#define STREAM_PIPELINE 8u          /* requests in flight */
+#define STREAM_CHUNK_MAX (4u << 20) /* bytes a request at most */
+#define STREAM_ALIGN 4096u          /* each request's destination starts a page */
+
+/* Wait for the requests still in flight after the one at head, so that
+ * none lands in client memory after the command has let it go. */
+static void stream_drain(struct gpuos_mbox *mb, const uint32_t *slot, unsigned head, unsigned inflight)
+{
+	struct gpuos_result res;
+	while (--inflight) {
+		head = (head + 1) % STREAM_PIPELINE;
+		gpuos_wait(mb, slot[head], 0, &res);
+	}
+}
+
+int cli_stream(struct cli_stream *s)
+{
+	uint64_t chunk = GPUOS_ALIGN_DOWN(GPUOS_MIN(s->buf_len / STREAM_PIPELINE, (uint64_t)STREAM_CHUNK_MAX),
+					  (uint64_t)STREAM_ALIGN);
+	uint64_t posted = 0, len_of[STREAM_PIPELINE];
+	uint32_t slot[STREAM_PIPELINE];
+	unsigned head = 0, inflight = 0;
+	struct cli_progress prog;
+	int r = 0;
+
+	s->done = 0;
+	s->st = GPUOS_ST_OK;
+	s->nvme = 0;
+	s->write_err = 0;
+	if (!chunk) {
+		s->st = GPUOS_ST_NOSPC; /* less client memory than a page a request */
+		return -1;
+	}
+	cli_progress_begin(&prog, s->len);
+	while (s->done < s->len) {
+		struct gpuos_result res;
+		uint32_t st;
+		while (inflight < STREAM_PIPELINE && posted < s->len) {
+			unsigned i = (head + inflight) % STREAM_PIPELINE;
+			struct gpuos_req rq;
+			memset(&rq, 0, sizeof(rq));
+			rq.opcode = s->op;
+			rq.handle = s->handle;
+			rq.offset = s->off + posted;
+			rq.length = GPUOS_MIN(s->len - posted, chunk);
+			rq.dst = s->buf_rt + (uint64_t)i * chunk;
+			if (gpuos_post(s->mb, &rq, &slot[i]) != GPUOS_ST_OK)
+				break; /* mailbox full: collect first */
+			len_of[i] = rq.length;
+			posted += rq.length;
+			inflight++;
+		}
+		if (inflight == 0) {
+			gpuos_pause();
+			continue;
+		}
+		st = gpuos_wait(s->mb, slot[head], 0, &res);
+		if (st != GPUOS_ST_OK || res.result != len_of[head]) {
+			s->st = st;
+			s->nvme = res.nvme_status;
+			s->want = len_of[head];
+			s->got = st == GPUOS_ST_OK ? res.result : 0;
+			r = -1;
+		} else {
+			s->write_err = cli_write_all(s->fd, s->buf + (uint64_t)head * chunk, len_of[head]);
+			r = s->write_err ? -1 : 0;
+		}
+		if (r) {
+			stream_drain(s->mb, slot, head, inflight);
+			break;
+		}
+		s->done += len_of[head];
+		cli_progress_update(&prog, s->done);
+		head = (head + 1) % STREAM_PIPELINE;
+		inflight--;
+	}
+	cli_progress_end(&prog);
+	return r;
+}
+
 void cli_ctrl_json(struct json *j, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st)
 {
 	json_obj(j, NULL);

@@ -386,18 +386,13 @@ out:
 
 /* ---- cat ------------------------------------------------------------------------ */
 
-
-#define CAT_PIPELINE 8u
-
 int cmd_cat(int argc, char **argv)
 {
 	struct files f;
-	uint64_t size, posted = 0, done = 0, chunk;
-	uint32_t h, slot[CAT_PIPELINE];
-	uint64_t len_of[CAT_PIPELINE];
-	unsigned head = 0, inflight = 0;
-	int fd = 1, rc = 0, r;
-	struct cli_progress prog;
+	struct cli_stream s;
+	uint64_t size;
+	uint32_t h;
+	int fd = 1, rc = 0;
 
 	if ((rc = files_begin(&f, "cat", argc, argv)))
 		return files_end(&f, rc);
@@ -407,69 +402,31 @@ int cmd_cat(int argc, char **argv)
 		gpuos_close(f.cl.mb, h);
 		return files_end(&f, rc);
 	}
-	chunk = GPUOS_MIN(f.buf_len / CAT_PIPELINE, (uint64_t)(4u << 20)) & ~4095ull;
-	cli_progress_begin(&prog, size);
-	/* Several reads in flight, written out in order. */
-	while (done < size) {
-		while (inflight < CAT_PIPELINE && posted < size) {
-			unsigned i = (head + inflight) % CAT_PIPELINE;
-			struct gpuos_req rq;
-			memset(&rq, 0, sizeof(rq));
-			rq.opcode = GPUOS_OP_READ;
-			rq.handle = h;
-			rq.offset = posted;
-			rq.length = GPUOS_MIN(size - posted, chunk);
-			rq.dst = f.buf_rt + (uint64_t)i * chunk;
-			if (gpuos_post(f.cl.mb, &rq, &slot[i]) != GPUOS_ST_OK)
-				break;
-			len_of[i] = rq.length;
-			posted += rq.length;
-			inflight++;
-		}
-		if (inflight == 0) {
-			gpuos_pause();
-			continue;
-		}
-		{
-			struct gpuos_result res;
-			uint32_t st = gpuos_wait(f.cl.mb, slot[head], 0, &res);
-			if (st != GPUOS_ST_OK || res.result != len_of[head]) {
-				char d[256];
-				if (st == GPUOS_ST_OK)
-					snprintf(d, sizeof(d), "short read at byte %llu (%llu of %llu bytes)",
-						 (unsigned long long)done, (unsigned long long)res.result,
-						 (unsigned long long)len_of[head]);
-				else
-					describe_status(d, sizeof(d), st, res.nvme_status);
-				if (st == GPUOS_ST_ISDIR)
-					cli_err("cat", "%s: %s", f.path, d);
-				else
-					cli_err("cat", "%s: bytes %llu..%llu: %s", f.path, (unsigned long long)done,
-						(unsigned long long)(done + len_of[head]), d);
-				rc = GPUOS_EXIT_FAIL;
-				while (--inflight) {
-					head = (head + 1) % CAT_PIPELINE;
-					gpuos_wait(f.cl.mb, slot[head], 0, &res);
-				}
-				break;
-			}
-			r = cli_write_all(fd, f.buf_h + (uint64_t)head * chunk, len_of[head]);
-			if (r) {
-				cli_err("cat", "write %s: %s", f.c.out ? f.c.out : "stdout", strerror(-r));
-				rc = GPUOS_EXIT_FAIL;
-				while (--inflight) {
-					head = (head + 1) % CAT_PIPELINE;
-					gpuos_wait(f.cl.mb, slot[head], 0, &res);
-				}
-				break;
-			}
-			done += len_of[head];
-			cli_progress_update(&prog, done);
-			head = (head + 1) % CAT_PIPELINE;
-			inflight--;
-		}
+	memset(&s, 0, sizeof(s));
+	s.mb = f.cl.mb;
+	s.op = GPUOS_OP_READ;
+	s.handle = h;
+	s.len = size;
+	s.buf = f.buf_h;
+	s.buf_rt = f.buf_rt;
+	s.buf_len = f.buf_len;
+	s.fd = fd;
+	if (cli_stream(&s)) {
+		char d[256];
+		if (s.st == GPUOS_ST_OK)
+			snprintf(d, sizeof(d), "short read at byte %llu (%llu of %llu bytes)", (unsigned long long)s.done,
+				 (unsigned long long)s.got, (unsigned long long)s.want);
+		else
+			describe_status(d, sizeof(d), s.st, s.nvme);
+		if (s.write_err)
+			cli_err("cat", "write %s: %s", f.c.out ? f.c.out : "stdout", strerror(-s.write_err));
+		else if (s.st == GPUOS_ST_ISDIR)
+			cli_err("cat", "%s: %s", f.path, d);
+		else
+			cli_err("cat", "%s: bytes %llu..%llu: %s", f.path, (unsigned long long)s.done,
+				(unsigned long long)(s.done + s.want), d);
+		rc = GPUOS_EXIT_FAIL;
 	}
-	cli_progress_end(&prog);
 	if (fd != 1 && close(fd) && !rc) {
 		cli_err("cat", "close %s: %s", f.c.out, strerror(errno));
 		rc = GPUOS_EXIT_FAIL;

@@ -3,7 +3,7 @@
  * gpuos read --device DEV --allow-raw --offset BYTES --length BYTES [-o FILE]
  * Bytes of the device through the whole path: this process posts READ_RAW
  * requests into the mailbox, the runtime reads through its queues, the bytes
- * land in the client heap, we write them out. Several requests in flight.
+ * land in the client heap, cli_stream writes them out, several in flight.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +13,6 @@
 
 #include "cli.h"
 #include "gpuos/nvme.h"
-
-#define READ_PIPELINE 8u
-
 
 /* "range past the end (NVMe status 0x281 Unrecovered Read Error)" */
 void describe_status(char *buf, size_t len, uint32_t st, uint16_t nvme)
@@ -33,12 +30,8 @@ int cmd_read(int argc, char **argv)
 	struct cli c;
 	struct client cl;
 	char err[512];
-	uint64_t chunk, done = 0, posted = 0;
-	uint32_t slot[READ_PIPELINE];
-	uint64_t len_of[READ_PIPELINE];
-	unsigned head = 0, inflight = 0;
+	struct cli_stream s;
 	int fd = 1, rc = 0, r;
-	struct cli_progress prog;
 
 	if (cli_parse(&c, "read", argc, argv))
 		return GPUOS_EXIT_USAGE;
@@ -67,67 +60,31 @@ int cmd_read(int argc, char **argv)
 		client_close(&cl, err, sizeof(err));
 		return rc;
 	}
-	chunk = cl.heap_len / READ_PIPELINE;
-	if (chunk > (4u << 20))
-		chunk = 4u << 20;
-	chunk &= ~63ull;
-	cli_progress_begin(&prog, c.length);
-	while (done < c.length) {
-		/* Keep READ_PIPELINE requests in flight; collect in order. */
-		while (inflight < READ_PIPELINE && posted < c.length) {
-			unsigned i = (head + inflight) % READ_PIPELINE;
-			struct gpuos_req rq;
-			uint64_t n = c.length - posted < chunk ? c.length - posted : chunk;
-			memset(&rq, 0, sizeof(rq));
-			rq.opcode = GPUOS_OP_READ_RAW;
-			rq.offset = c.offset + posted;
-			rq.length = n;
-			rq.dst = cl.heap_rt + (uint64_t)i * chunk;
-			if (gpuos_post(cl.mb, &rq, &slot[i]) != GPUOS_ST_OK)
-				break; /* mailbox full: collect first */
-			len_of[i] = n;
-			posted += n;
-			inflight++;
+	memset(&s, 0, sizeof(s));
+	s.mb = cl.mb;
+	s.op = GPUOS_OP_READ_RAW;
+	s.off = c.offset;
+	s.len = c.length;
+	s.buf = cl.heap;
+	s.buf_rt = cl.heap_rt;
+	s.buf_len = cl.heap_len;
+	s.fd = fd;
+	if (cli_stream(&s)) {
+		char why[256];
+		if (s.write_err)
+			cli_err("read", "write %s: %s", c.out ? c.out : "stdout", strerror(-s.write_err));
+		else {
+			if (s.st == GPUOS_ST_OK)
+				snprintf(why, sizeof(why), "short read (%llu of %llu bytes)", (unsigned long long)s.got,
+					 (unsigned long long)s.want);
+			else
+				describe_status(why, sizeof(why), s.st, s.nvme);
+			cli_err("read", "bytes %llu..%llu of the device: %s%s", (unsigned long long)(c.offset + s.done),
+				(unsigned long long)(c.offset + s.done + s.want), why,
+				c.out && s.done ? " (the output holds only the bytes before)" : "");
 		}
-		if (inflight == 0) {
-			gpuos_pause();
-			continue;
-		}
-		{
-			struct gpuos_result res;
-			uint32_t st = gpuos_wait(cl.mb, slot[head], 0, &res);
-			if (st != GPUOS_ST_OK || res.result != len_of[head]) {
-				char why[256];
-				describe_status(why, sizeof(why), st, res.nvme_status);
-				cli_err("read", "bytes %llu..%llu of the device: %s%s",
-					(unsigned long long)(c.offset + done),
-					(unsigned long long)(c.offset + done + len_of[head]), why,
-					c.out && done ? " (the output holds only the bytes before)" : "");
-				rc = GPUOS_EXIT_FAIL;
-				/* Collect what is still in flight before the heap goes away. */
-				while (--inflight) {
-					head = (head + 1) % READ_PIPELINE;
-					gpuos_wait(cl.mb, slot[head], 0, &res);
-				}
-				break;
-			}
-			r = cli_write_all(fd, cl.heap + (uint64_t)head * chunk, len_of[head]);
-			if (r) {
-				cli_err("read", "write %s: %s", c.out ? c.out : "stdout", strerror(-r));
-				rc = GPUOS_EXIT_FAIL;
-				while (--inflight) {
-					head = (head + 1) % READ_PIPELINE;
-					gpuos_wait(cl.mb, slot[head], 0, &res);
-				}
-				break;
-			}
-			done += len_of[head];
-			cli_progress_update(&prog, done);
-			head = (head + 1) % READ_PIPELINE;
-			inflight--;
-		}
+		rc = GPUOS_EXIT_FAIL;
 	}
-	cli_progress_end(&prog);
 	if (fd != 1 && close(fd) && !rc) {
 		cli_err("read", "close %s: %s", c.out, strerror(errno));
 		rc = GPUOS_EXIT_FAIL;

@@ -164,19 +164,35 @@ static int sgl_push(struct emu_sgl *sgl, uint8_t *ptr, size_t len, int device)
 	return 0;
 }
 
-/* Add [iova, iova+len) to the list; a page may straddle two adjacent regions. */
+/* The start of [iova, iova+len) in host memory: its pointer, how many of
+ * its bytes lie in that one region (a buffer may straddle adjacent regions)
+ * and the region. NULL, with the DMA fault counted, where no region holds
+ * iova. Caller holds e->rlock. */
+static const struct emu_region *region_span(struct gpuos_emu *e, uint64_t iova, size_t len, uint8_t **ptr,
+					     size_t *n)
+{
+	int i = region_find(e, iova);
+	if (i < 0) {
+		emu_dma_fault(e, iova);
+		return NULL;
+	}
+	const struct emu_region *r = &e->reg[i];
+	uint64_t in = r->len - (iova - r->iova);
+	*ptr = r->ptr + (iova - r->iova);
+	*n = len < in ? len : (size_t)in;
+	return r;
+}
+
+/* Add [iova, iova+len) to the list. */
 static uint16_t sgl_add(struct gpuos_emu *e, struct emu_sgl *sgl, uint64_t iova, size_t len)
 {
 	while (len) {
-		int i = region_find(e, iova);
-		if (i < 0) {
-			emu_dma_fault(e, iova);
+		uint8_t *p;
+		size_t n;
+		const struct emu_region *r = region_span(e, iova, len, &p, &n);
+		if (!r)
 			return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
-		}
-		const struct emu_region *r = &e->reg[i];
-		uint64_t in = r->len - (iova - r->iova);
-		size_t n = len < in ? len : (size_t)in;
-		if (sgl_push(sgl, r->ptr + (iova - r->iova), n, r->kind == GPUOS_EMU_REGION_DEVICE))
+		if (sgl_push(sgl, p, n, r->kind == GPUOS_EMU_REGION_DEVICE))
 			return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
 		iova += n;
 		len -= n;
@@ -190,19 +206,16 @@ static uint16_t dma_read(struct gpuos_emu *e, uint64_t iova, void *buf, size_t n
 	uint8_t *dst = buf;
 
 	while (n) {
-		int i = region_find(e, iova);
-		if (i < 0) {
-			emu_dma_fault(e, iova);
+		uint8_t *p;
+		size_t k;
+		const struct emu_region *r = region_span(e, iova, n, &p, &k);
+		if (!r)
 			return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
-		}
-		const struct emu_region *r = &e->reg[i];
-		uint64_t in = r->len - (iova - r->iova);
-		size_t k = n < in ? n : (size_t)in;
 		if (r->kind == GPUOS_EMU_REGION_DEVICE) {
-			if (e->env.dev_copy(e->env.ctx, dst, r->ptr + (iova - r->iova), k, 0))
+			if (e->env.dev_copy(e->env.ctx, dst, p, k, 0))
 				return ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_DATA_XFER_ERROR, 0);
 		} else {
-			memcpy(dst, r->ptr + (iova - r->iova), k);
+			memcpy(dst, p, k);
 		}
 		dst += k;
 		iova += k;

@@ -574,7 +574,7 @@ def make_initrd(build, run, plan):
     shutil.copy(os.path.join(HERE, "init"), os.path.join(root, "init"))
     shutil.copy(os.path.join(build, "gpuos-static"), os.path.join(root, "bin", "gpuos"))
     shutil.copy(os.path.join(HERE, "guest.sh"), os.path.join(root, "test", "guest.sh"))
-    for s in ("vfio-bind.sh", "vfio-unbind.sh"):
+    for s in ("vfio-bind.sh", "vfio-unbind.sh", "vfio-lib.sh"):
         shutil.copy(os.path.join(REPO, "scripts", s), os.path.join(root, "test", s))
     with open(os.path.join(root, "test", "plan.sh"), "w") as f:
         f.write(plan.script())

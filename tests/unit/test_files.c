@@ -24,22 +24,7 @@
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
 
-static char dir[512];
-
-static void images(void)
-{
-	char cmd[1200], ok[600];
-	const char *d = getenv("GPUOS_FILES_DIR");
-	snprintf(dir, sizeof(dir), "%s", d ? d : "build/files-img");
-	snprintf(ok, sizeof(ok), "%s/ok", dir);
-	if (access(ok, F_OK) == 0)
-		return;
-	/* Criterion runs tests in parallel processes: one builds, the others wait. */
-	snprintf(cmd, sizeof(cmd), "flock '%s.lock' sh -c 'test -e \"$1/ok\" || sh tests/tools/files_images.sh \"$1\"' sh '%s' >/dev/null 2>&1",
-		 dir, dir);
-	if (system(cmd) != 0 || access(ok, F_OK) != 0)
-		cr_skip("cannot build the test images (mke2fs, sgdisk, python3): see tests/tools/files_images.sh");
-}
+#include "booted.h"
 
 static unsigned char *slurp(const char *rel, size_t *len)
 {
@@ -67,46 +52,23 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-struct booted {
-	struct gpuos_sys *sys;
-	struct gpuos_mbox *mb;
-	char *heap;
-	uint64_t heap_rt, heap_len;
-};
-
 static uint32_t timeout_ms = 2000; /* the runtime's command timeout */
 
 static void boot_img(struct booted *b, const char *img, const char *emu_opts, uint32_t warps, uint32_t part,
 		     int allow_raw)
 {
 	struct gpuos_boot_opts o;
-	char dev[1024], err[512];
-	int r;
+	char dev[1024];
 	gpuos_boot_opts_default(&o);
 	snprintf(dev, sizeof(dev), "emu:%s/%s%s%s", dir, img, *emu_opts ? "," : "", emu_opts);
 	o.device = dev;
 	o.warps = warps;
 	o.queues = warps * 2;
-	o.host_mode = getenv("GPUOS_TEST_GPU") ? 0 : 1;
 	o.allow_raw = allow_raw;
-	o.quiet = 1;
 	o.heap_bytes = 48u << 20;
 	o.part = part;
 	o.timeout_ms = timeout_ms;
-	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
-	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
-	/* the GPU suite must not pass on CPU threads (issue 13) */
-	cr_assert(!getenv("GPUOS_TEST_GPU") || gpuos_sys_info(b->sys)->gpu,
-		  "GPUOS_TEST_GPU is set but the runtime runs on CPU threads (no GPU opened)");
-	b->mb = gpuos_sys_mbox(b->sys);
-	b->heap = (char *)gpuos_sys_heap(b->sys, &b->heap_rt, &b->heap_len);
-}
-
-static void shut(struct booted *b)
-{
-	char err[512];
-	int r = gpuos_shutdown(b->sys, err, sizeof(err));
-	cr_assert_eq(r, 0, "shutdown: %s", err);
+	booted_start(b, &o);
 }
 
 /* A string placed in the heap at byte off; its runtime-space address. */

@@ -22,51 +22,17 @@
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
 
-static char dir[512];
-
-static void images(void)
-{
-	char cmd[1200], ok[600];
-	const char *d = getenv("GPUOS_FILES_DIR");
-	snprintf(dir, sizeof(dir), "%s", d ? d : "build/files-img");
-	snprintf(ok, sizeof(ok), "%s/ok", dir);
-	if (access(ok, F_OK) == 0)
-		return;
-	/* as test_files.c: one process builds, the others wait */
-	snprintf(cmd, sizeof(cmd), "flock '%s.lock' sh -c 'test -e \"$1/ok\" || sh tests/tools/files_images.sh \"$1\"' sh '%s' >/dev/null 2>&1",
-		 dir, dir);
-	if (system(cmd) != 0 || access(ok, F_OK) != 0)
-		cr_skip("cannot build the test images (mke2fs, sgdisk, python3): see tests/tools/files_images.sh");
-}
-
-struct booted {
-	struct gpuos_sys *sys;
-	struct gpuos_mbox *mb;
-	char *heap;
-	uint64_t heap_rt, heap_len;
-};
+#include "booted.h"
 
 static void boot_img(struct booted *b, const char *img)
 {
 	struct gpuos_boot_opts o;
-	char dev[1024], err[512];
+	char dev[1024];
 	gpuos_boot_opts_default(&o);
 	snprintf(dev, sizeof(dev), "emu:%s/%s", dir, img);
 	o.device = dev;
-	o.host_mode = getenv("GPUOS_TEST_GPU") ? 0 : 1;
-	o.quiet = 1;
 	o.heap_bytes = 8u << 20;
-	cr_assert_eq(gpuos_boot(&o, &b->sys, err, sizeof(err)), 0, "boot %s: %s", dev, err);
-	cr_assert(!getenv("GPUOS_TEST_GPU") || gpuos_sys_info(b->sys)->gpu,
-		  "GPUOS_TEST_GPU is set but the runtime runs on CPU threads (no GPU opened)");
-	b->mb = gpuos_sys_mbox(b->sys);
-	b->heap = (char *)gpuos_sys_heap(b->sys, &b->heap_rt, &b->heap_len);
-}
-
-static void shut(struct booted *b)
-{
-	char err[512];
-	cr_assert_eq(gpuos_shutdown(b->sys, err, sizeof(err)), 0, "shutdown: %s", err);
+	booted_start(b, &o);
 }
 
 #define RT(b, off) ((struct gpuos_parts *)(uintptr_t)((b)->heap_rt + (off)))

@@ -19,15 +19,11 @@
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
 
+#include "booted.h" /* GPUOS_TEST_GPU=1 runs the same scenarios with the runtime on the GPU */
+
 #define IMG_BYTES (32u << 20)
 
 static char img_path[256];
-
-/* GPUOS_TEST_GPU=1 runs the same scenarios with the runtime on the GPU. */
-static int host_mode(void)
-{
-	return getenv("GPUOS_TEST_GPU") ? 0 : 1;
-}
 static unsigned char *img;
 
 static uint64_t rng_next(uint64_t *s)
@@ -72,13 +68,6 @@ static long first_diff(const void *a, const void *b, size_t n)
 	return -1;
 }
 
-struct booted {
-	struct gpuos_sys *sys;
-	struct gpuos_mbox *mb;
-	char *heap;
-	uint64_t heap_rt, heap_len;
-};
-
 static int sim_vram;
 static int no_zero_copy;
 
@@ -86,35 +75,19 @@ static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, ui
 		      uint32_t timeout_ms, uint32_t mbox_slots)
 {
 	struct gpuos_boot_opts o;
-	char dev[512], err[512];
-	int r;
+	char dev[512];
 	gpuos_boot_opts_default(&o);
 	snprintf(dev, sizeof(dev), "emu:%s%s%s", img_path, emu_opts && *emu_opts ? "," : "", emu_opts ? emu_opts : "");
 	o.device = dev;
 	o.warps = warps;
 	o.queues = queues;
-	o.host_mode = host_mode();
 	o.allow_raw = 1;
-	o.quiet = 1;
 	o.timeout_ms = timeout_ms;
 	o.mbox_slots = mbox_slots;
 	o.heap_bytes = 16u << 20;
 	o.sim_vram = sim_vram;
 	o.no_zero_copy = no_zero_copy;
-	r = gpuos_boot(&o, &b->sys, err, sizeof(err));
-	cr_assert_eq(r, 0, "boot %s: %s", dev, err);
-	/* the GPU suite must not pass on CPU threads (issue 13) */
-	cr_assert(host_mode() || gpuos_sys_info(b->sys)->gpu,
-		  "GPUOS_TEST_GPU is set but the runtime runs on CPU threads (no GPU opened)");
-	b->mb = gpuos_sys_mbox(b->sys);
-	b->heap = (char *)gpuos_sys_heap(b->sys, &b->heap_rt, &b->heap_len);
-}
-
-static void shut(struct booted *b)
-{
-	char err[512];
-	int r = gpuos_shutdown(b->sys, err, sizeof(err));
-	cr_assert_eq(r, 0, "shutdown: %s", err);
+	booted_start(b, &o);
 }
 
 static uint32_t read_at(struct booted *b, uint64_t off, uint64_t len, uint64_t heap_off, uint64_t *got)
@@ -355,18 +328,14 @@ Test(runtime, malformed_requests_get_a_status)
 Test(runtime, raw_reads_need_allow_raw)
 {
 	struct gpuos_boot_opts o;
-	struct gpuos_sys *sys;
-	char dev[512], err[512];
-	uint64_t rt;
+	struct booted b;
+	char dev[512];
 	gpuos_boot_opts_default(&o);
 	snprintf(dev, sizeof(dev), "emu:%s", img_path);
-	o.device = dev;
-	o.host_mode = host_mode();
-	o.quiet = 1;
-	cr_assert_eq(gpuos_boot(&o, &sys, err, sizeof(err)), 0, "%s", err);
-	gpuos_sys_heap(sys, &rt, NULL);
-	cr_assert_eq(gpuos_read_raw(gpuos_sys_mbox(sys), 0, 10, (void *)(uintptr_t)rt, NULL), GPUOS_ST_DENIED);
-	cr_assert_eq(gpuos_shutdown(sys, err, sizeof(err)), 0, "%s", err);
+	o.device = dev; /* and not allow_raw */
+	booted_start(&b, &o);
+	cr_assert_eq(gpuos_read_raw(b.mb, 0, 10, (void *)(uintptr_t)b.heap_rt, NULL), GPUOS_ST_DENIED);
+	shut(&b);
 }
 
 Test(runtime, mailbox_full_refuses_then_serves_everything)
