@@ -14,6 +14,10 @@ pass=0 fail=0
 ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
 bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+# says RC WANT PATTERN FILE: the exit status was WANT and FILE has a line
+# matching PATTERN (says_line: a line that is PATTERN)
+says() { [ "$1" -eq "$2" ] && grep -q -- "$3" "$4"; }
+says_line() { [ "$1" -eq "$2" ] && grep -qx -- "$3" "$4"; }
 export GPUOS_QUIET_HOST=1
 
 for f in "$gpuos" "$sha" "$build/apps/sha256.so"; do
@@ -82,22 +86,22 @@ check "a missing file among others: the others still hashed, exit 1" \
 $gpuos run "$sha" --device "$dev" -- /sub > "$tmp/out" 2>/dev/null; rc=$?
 check "a directory: exit 1 and a message" test $rc -eq 1 -a -n "$(grep '^sha256: /sub' "$tmp/out")"
 $gpuos run "$sha" --device "$dev" > "$tmp/out" 2>/dev/null; rc=$?
-check "no path: usage, exit 2" test $rc -eq 2 && grep -q "usage" "$tmp/out"
+check "no path: usage, exit 2" says $rc 2 "usage" "$tmp/out"
 
 echo "== gpuos run's errors"
 $gpuos run "$tmp/missing.cubin" --device "$dev" 2> "$tmp/err"; rc=$?
 check "missing image: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos run "$sha" --device "$dev" --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "unknown entry: exit 1, names the entries" test $rc -eq 1 && grep -q "no entry nosuch (entries: sha256)" "$tmp/err"
+check "unknown entry: exit 1, names the entries" says $rc 1 "no entry nosuch (entries: sha256)" "$tmp/err"
 $gpuos run "$sha" --device "$dev" --block 2048 -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "--block 2048: a usage error, exit 2, one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos run "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "no --device: exit 2" test $rc -eq 2 && grep -q -- "--device" "$tmp/err"
+check "no --device: exit 2" says $rc 2 "--device" "$tmp/err"
 $gpuos run "$sha" "$sha" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
 check "two images: exit 2" test $rc -eq 2
 cp "$sha" "$tmp/lonely.cubin"
 $gpuos run "$tmp/lonely.cubin" --device "$dev" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "no GPU and no .so beside the cubin: exit 1, says so" test $rc -eq 1 && grep -q "no host-mode variant .*lonely.so" "$tmp/err"
+check "no GPU and no .so beside the cubin: exit 1, says so" says $rc 1 "no host-mode variant .*lonely.so" "$tmp/err"
 $gpuos run "$sha" --device "emu:$tmp/missing.img" -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "bad device: exit 1" test $rc -eq 1
 head -c 1000 "$sha" > "$tmp/trunc.cubin"
@@ -146,35 +150,47 @@ sock=$tmp/gpuos.sock
 mkdir -m 755 "$tmp/apps"
 cp "$sha" "$build/apps/sha256.so" "$tmp/apps/"
 chmod 644 "$tmp/apps/"*
-$gpuos boot --device "$dev" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
-svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+# start_svc ARGS...: a service on $sock, ready. svc.out is emptied first:
+# the background shell truncates it only when it gets to run, and the last
+# service's "ready" must not be taken for this one's.
+start_svc() {
+	: > "$tmp/svc.out"
+	$gpuos boot --device "$dev" --host --socket "$sock" "$@" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+	svc=$!
+	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+}
+start_svc
 $gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "a service without --apps runs no app: exit 1, says so" test $rc -eq 1 && grep -q "runs no apps" "$tmp/err"
+check "a service without --apps runs no app: exit 1, says so" says $rc 1 "runs no apps" "$tmp/err"
 $gpuos stop --socket "$sock"
 wait $svc
-$gpuos boot --device "$dev" --host --socket "$sock" --apps "$tmp/apps" > "$tmp/svc.out" 2> "$tmp/svc.err" &
-svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+start_svc --apps "$tmp/apps"
 $gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "host code without --allow-host-apps: refused, exit 1, says why" test $rc -eq 1 && grep -q "allow-host-apps" "$tmp/err"
+check "host code without --allow-host-apps: refused, exit 1, says why" says $rc 1 "allow-host-apps" "$tmp/err"
 $gpuos stop --socket "$sock"
 wait $svc
 chmod 777 "$tmp/apps"
 $gpuos boot --device "$dev" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > /dev/null 2> "$tmp/err"; rc=$?
-check "--apps DIR that others can write: refused at boot, exit 2" test $rc -eq 2 && grep -q "writable by no one else" "$tmp/err"
+check "--apps DIR that others can write: refused at boot, exit 2" says $rc 2 "writable by no one else" "$tmp/err"
 chmod 755 "$tmp/apps"
-$gpuos boot --device "$dev" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > "$tmp/svc.out" 2> "$tmp/svc.err" &
-svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+start_svc --apps "$tmp/apps" --allow-host-apps
 $gpuos run --socket "$sock" "$sha" -- /one > /dev/null 2> "$tmp/err"; rc=$?
-check "a path, not an app's name: refused by the client, exit 2" test $rc -eq 2 && grep -q "not a path" "$tmp/err"
+check "a path, not an app's name: refused by the client, exit 2" says $rc 2 "not a path" "$tmp/err"
+chmod g+w "$tmp/apps/sha256.so"
+$gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "the .so beside a cubin that others can write: refused, exit 1" says $rc 1 "sha256.so (its host-mode variant) is writable by others" "$tmp/err"
+chmod g-w "$tmp/apps/sha256.so"
+ln -sf /bin/true "$tmp/apps/link.so"
+cp "$sha" "$tmp/apps/link.cubin"
+$gpuos run --socket "$sock" link.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
+check "a symlink as the .so beside a cubin: refused, exit 1" says $rc 1 "no app link.so (its host-mode variant)" "$tmp/err"
+rm -f "$tmp/apps/link.so" "$tmp/apps/link.cubin"
 $gpuos run --socket "$sock" sha256.cubin -- /sub/deeper/big "/sub/name with spaces" > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "sha256 through the service" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
 check "an argument with spaces reaches the app" grep -q "  /sub/name with spaces$" "$tmp/out"
 check "the service's statistics for the run" grep -Eq "^runtime: [1-9][0-9]* requests, $((3 * (1 << 20) + 4097 + 12)) bytes, 0 errors" "$tmp/err"
 $gpuos run --socket "$sock" sha256.cubin -- /nope > "$tmp/out" 2>/dev/null; rc=$?
-check "missing file through the service: exit 1 and the message" test $rc -eq 1 && grep -q "no such file" "$tmp/out"
+check "missing file through the service: exit 1 and the message" says $rc 1 "no such file" "$tmp/out"
 $gpuos run --socket "$sock" sha256.cubin --entry nosuch -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "unknown entry through the service: exit 1" test $rc -eq 1
 $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > /dev/null 2>&1

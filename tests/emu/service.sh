@@ -17,6 +17,10 @@ ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
 bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
 skipped() { skip=$((skip + 1)); echo "  skip $1"; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+# says RC WANT PATTERN FILE: the exit status was WANT and FILE has a line
+# matching PATTERN (says_line: a line that is PATTERN)
+says() { [ "$1" -eq "$2" ] && grep -q -- "$3" "$4"; }
+says_line() { [ "$1" -eq "$2" ] && grep -qx -- "$3" "$4"; }
 export GPUOS_QUIET_HOST=1
 client="python3 $here/../tools/hostile_client.py"
 
@@ -54,11 +58,12 @@ start
 check "the next boot finds it dead and serves" good_cat
 check "no segment in /dev/shm (the segment is a memfd)" test "$(ls /dev/shm 2>/dev/null | wc -l)" -eq "$before"
 $gpuos boot --device "emu:$tmp/fs.img" --host --socket "$sock" > /dev/null 2> "$tmp/err"; rc=$?
-check "a second service on a live socket: refused, exit 1" test $rc -eq 1 && grep -q "already runs" "$tmp/err"
+check "a second service on a live socket: refused, exit 1" says $rc 1 "already runs" "$tmp/err"
 stop
 touch "$tmp/plain"
 $gpuos boot --device "emu:$tmp/fs.img" --host --socket "$tmp/plain" > /dev/null 2> "$tmp/err"; rc=$?
-check "a path that is not a socket is never replaced" test $rc -eq 1 -a -f "$tmp/plain" && grep -q "not a socket" "$tmp/err"
+check "a path that is not a socket: refused, exit 1" says $rc 1 "not a socket" "$tmp/err"
+check "a path that is not a socket is never replaced" test -f "$tmp/plain"
 
 echo "== clients that die holding handles"
 start --client-timeout-ms 2000
@@ -67,9 +72,9 @@ for i in $(seq 1000); do
 done
 check "after 1000 clients killed mid-read, open/ls/cat still work" good_cat
 $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1; rc=$?
-check "ls after them" test $rc -eq 0 && grep -q one "$tmp/out"
+check "ls after them" says $rc 0 one "$tmp/out"
 $client hold-handles "$sock" 40 > "$tmp/out" 2>&1; rc=$?
-check "one client may hold 16 handles, not all 64 (the 17th: NOSPC)" test $rc -eq 0 && grep -qx "opened 16, then: NOSPC" "$tmp/out"
+check "one client may hold 16 handles, not all 64 (the 17th: NOSPC)" says_line $rc 0 "opened 16, then: NOSPC" "$tmp/out"
 check "and others still open files" good_cat
 
 echo "== clients that freeze the loop, and floods"
@@ -126,12 +131,15 @@ else
 	check "root still attaches beside it" good_cat
 	chmod 755 "$tmp"
 	stop
-	# A socket of another user is not a service to trust.
-	$client as-nobody fake-service "$tmp/fake.sock" good > /dev/null 2>&1 &
+	# A socket of another user is not a service to trust (made in a folder
+	# that user may write).
+	mkdir "$tmp/nobody"; chown 65534:65534 "$tmp/nobody"; chmod 755 "$tmp"
+	$client as-nobody fake-service "$tmp/nobody/fake.sock" good > /dev/null 2>&1 &
 	f=$!
-	for i in $(seq 50); do [ -S "$tmp/fake.sock" ] && break; sleep 0.1; done
-	$gpuos ls --socket "$tmp/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
-	check "a socket owned by another user: the client refuses it" test $rc -eq 1 && grep -q "neither root nor you" "$tmp/err"
+	for i in $(seq 50); do [ -S "$tmp/nobody/fake.sock" ] && break; sleep 0.1; done
+	check "(the other user's fake service listens)" test -S "$tmp/nobody/fake.sock"
+	$gpuos ls --socket "$tmp/nobody/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
+	check "a socket owned by another user: the client refuses it" says $rc 1 "neither root nor you" "$tmp/err"
 	kill $f 2>/dev/null; wait $f 2>/dev/null
 fi
 for kind in overflow nofd short garbage; do
@@ -140,7 +148,7 @@ for kind in overflow nofd short garbage; do
 	f=$!
 	for i in $(seq 50); do [ -S "$tmp/fake.sock" ] && break; sleep 0.1; done
 	$gpuos ls --socket "$tmp/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
-	check "a fake service's $kind attach reply: refused cleanly (exit 1, no crash)" test $rc -eq 1 && grep -q "attach" "$tmp/err"
+	check "a fake service's $kind attach reply: refused cleanly (exit 1, no crash)" says $rc 1 "attach" "$tmp/err"
 	kill $f 2>/dev/null; wait $f 2>/dev/null
 done
 
