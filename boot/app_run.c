@@ -57,7 +57,7 @@ static void stem(const char *path, char *buf, size_t len)
 
 /* "build/apps/sha256.cubin" -> "build/apps/sha256.so"; a name without a
  * slash gets "./" (dlopen would search the library path otherwise). */
-static void so_beside(const char *path, char *buf, size_t len)
+void app_host_variant_of(const char *path, char *buf, size_t len)
 {
 	const char *b = strrchr(path, '/');
 	const char *dot = strrchr(b ? b + 1 : path, '.');
@@ -439,7 +439,7 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 			}
 		} else {
 			free(buf);
-			so_beside(o->image, so, sizeof(so));
+			app_host_variant_of(o->image, so, sizeof(so));
 			if (access(so, F_OK)) {
 				snprintf(err, errlen, "no GPU runtime here (host mode) and no host-mode variant %s beside %s "
 					 "(make builds both)", so, o->image);

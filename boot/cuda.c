@@ -6,12 +6,14 @@
  * cudaGetDriverEntryPointByVersion. On a machine without the driver every
  * entry point fails cleanly and gpuos runs in host mode.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -57,6 +59,50 @@ static int entry(const char *sym, void **fn)
 	enum cudaDriverEntryPointQueryResult q;
 	cudaError_t e = cudaGetDriverEntryPointByVersion(sym, fn, 12000, cudaEnableDefault, &q);
 	return (e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn) ? 0 : -ENOSYS;
+}
+
+/* A live MPS daemon process: its name (cut to 15 bytes by the kernel)
+ * begins "nvidia-cuda-mps" and it is not a zombie (a daemon that quit stays
+ * one where nothing reaps it, as in containers). From /proc/PID/stat:
+ * "PID (COMM) STATE ...". */
+static int mps_daemon_alive(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		char path[64], stat[128];
+		const char *close;
+		FILE *f;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(stat, sizeof(stat), f) && (close = strrchr(stat, ')')) && strstr(stat, " (nvidia-cuda-mps") &&
+		    close[1] == ' ' && close[2] != 'Z' && close[2] != 'X')
+			found = 1;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+int gpuos_gpu_mps(char *dir, size_t len)
+{
+	const char *d = getenv("CUDA_MPS_PIPE_DIRECTORY");
+	char control[4200];
+	struct stat st;
+	if (!d || !*d)
+		d = "/tmp/nvidia-mps";
+	snprintf(dir, len, "%s", d);
+	snprintf(control, sizeof(control), "%s/control", d);
+	if (stat(control, &st) || !(S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return 0;
+	return mps_daemon_alive();
 }
 
 int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)

@@ -71,3 +71,9 @@ int gpuos_gpu_module_launch(struct gpuos_gpu *g, struct gpuos_gpu_module *m, int
 	snprintf(why, whylen, "no CUDA in this build");
 	return -ENODEV;
 }
+int gpuos_gpu_mps(char *dir, size_t len)
+{
+	if (len)
+		dir[0] = 0;
+	return 0;
+}

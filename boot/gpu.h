@@ -31,6 +31,12 @@ struct gpuos_gpu;
 int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen);
 void gpuos_gpu_close(struct gpuos_gpu *g);
 const char *gpuos_gpu_name(const struct gpuos_gpu *g);
+/* 1 if an MPS control daemon serves this machine (its pipe directory,
+ * CUDA_MPS_PIPE_DIRECTORY or /tmp/nvidia-mps, holds its control endpoint and
+ * the daemon process lives), with that directory in dir; else 0. A context
+ * created while it runs is an MPS client: only then do kernels of other
+ * processes run beside the runtime's (docs/platform.md). Needs no GPU. */
+int gpuos_gpu_mps(char *dir, size_t len);
 int gpuos_gpu_sm(const struct gpuos_gpu *g);       /* e.g. 90 */
 int gpuos_gpu_sm_count(const struct gpuos_gpu *g);
 

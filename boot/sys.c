@@ -77,6 +77,7 @@ static void fill_info(struct gpuos_sys *s)
 	i->io_queues = s->io_queues;
 	i->gpu = s->gpu != NULL;
 	snprintf(i->gpu_name, sizeof(i->gpu_name), "%s", s->gpu ? gpuos_gpu_name(s->gpu) : "none (host mode)");
+	i->mps = s->gpu ? gpuos_gpu_mps(i->mps_dir, sizeof(i->mps_dir)) : 0;
 	i->nctrl = s->nctrl;
 	i->stripe_bytes = s->nctrl > 1 ? s->dev.stripe_lbas * a->lba_bytes : 0;
 	for (m = 0; m < s->nctrl; m++) {

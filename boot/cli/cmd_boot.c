@@ -95,6 +95,12 @@ static void say_serving(const struct cli *c, struct gpuos_sys *s)
 	fprintf(stderr, "gpuos: serving %s (%s), %u warps x %u queues of %u, runtime on %s%s\n", c->boot.device,
 		in->model, in->warps, in->queues_used / in->warps, in->depth, in->gpu ? in->gpu_name : "CPU threads (host mode)",
 		gpuos_sys_mbox_device(s) ? ", mailbox in VRAM (GPU apps only)" : "");
+	/* Kernels of other processes run beside the runtime only under MPS. */
+	if (in->gpu)
+		fprintf(stderr, in->mps ? "gpuos: MPS runs (%s): kernels of other processes can run beside the runtime\n"
+					: "gpuos: MPS does not run (no daemon at %s): kernels of other processes would never run "
+					  "beside the runtime (scripts/mps-start.sh, then boot again)\n",
+			in->mps_dir);
 }
 
 int cmd_boot(int argc, char **argv)

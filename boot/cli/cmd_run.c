@@ -110,13 +110,32 @@ static int field_num(const char *line, const char *key, unsigned long long *v)
 	return end == p + n ? 0 : -1;
 }
 
+/* A file the service may load code from: a regular file (no symlink) of
+ * root or the service's user that no one else can write. 0, or -ENOENT and
+ * -EPERM with why. */
+static int trusted_file(const char *path, const char *name, char *why, size_t whylen)
+{
+	struct stat st;
+	if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "no app %s in the service's apps directory", name);
+		return -ENOENT;
+	}
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		snprintf(why, whylen, "app %s is writable by others or belongs to another user: refused", name);
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* The app a run request names: a plain file name in the service's apps
- * directory, a regular file (no symlink) of root or the service's user that
- * no one else can write, and a .so only where host apps are allowed. */
+ * directory, a trusted file, and a .so only where host apps are allowed.
+ * A runtime in host mode runs the .so beside a cubin: that one is checked
+ * the same way. */
 static int resolve_app(const struct service_apps *a, int on_gpu, const char *name, char *path, size_t len,
 		       char *why, size_t whylen)
 {
-	struct stat st;
+	char so[4096], so_name[4096 + 8];
+	int r;
 	if (!a->dir) {
 		snprintf(why, whylen, "this service runs no apps (gpuos boot --apps DIR)");
 		return -EPERM;
@@ -126,19 +145,19 @@ static int resolve_app(const struct service_apps *a, int on_gpu, const char *nam
 		snprintf(why, whylen, "name an app of the service's apps directory, not a path");
 		return -EINVAL;
 	}
-	if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
-		snprintf(why, whylen, "no app %s in the service's apps directory", name);
-		return -ENOENT;
-	}
-	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		snprintf(why, whylen, "app %s is writable by others or belongs to another user: refused", name);
-		return -EPERM;
-	}
+	r = trusted_file(path, name, why, whylen);
+	if (r)
+		return r;
 	/* A host-mode runtime runs the .so beside a cubin: code in this process. */
 	if ((app_is_host_variant(path) || !on_gpu) && !a->allow_host) {
 		snprintf(why, whylen, "%s would run as host code in the service's process (a .so, or a runtime in "
 			 "host mode): the service runs that only with --allow-host-apps", name);
 		return -EPERM;
+	}
+	if (!on_gpu && !app_is_host_variant(path)) {
+		app_host_variant_of(path, so, sizeof(so));
+		snprintf(so_name, sizeof(so_name), "%s (its host-mode variant)", strrchr(so, '/') + 1);
+		return trusted_file(so, so_name, why, whylen);
 	}
 	return 0;
 }

@@ -107,6 +107,9 @@ struct gpuos_info {
 	uint32_t xfer_bytes;
 	int gpu;                   /* 1: the runtime runs on the GPU */
 	char gpu_name[128];
+	int mps;                   /* 1: an MPS daemon ran when the runtime's context was made
+	                            * (kernels of other processes can run beside it) */
+	char mps_dir[108];         /* its pipe directory */
 	uint32_t nctrl;            /* controllers (1, or an array's members) */
 	uint32_t stripe_bytes;     /* an array's chunk size (nctrl > 1), else 0 */
 	struct gpuos_ctrl_info ctrl[GPUOS_MAX_CTRL];
@@ -403,6 +406,9 @@ struct app_result {
 
 /* 1 if path names a host-mode variant (ends in .so). */
 int app_is_host_variant(const char *path);
+/* The host-mode variant a runtime in host mode runs for a cubin: the .so
+ * beside it ("dir/app.cubin" -> "dir/app.so", "app.cubin" -> "./app.so"). */
+void app_host_variant_of(const char *cubin, char *buf, size_t len);
 
 /* Checks that need no runtime: a cubin is inspected (ABI note, entry,
  * block against its declared limit, and the architecture when o->sm is

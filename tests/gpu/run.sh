@@ -144,6 +144,52 @@ w16 executed; res $? "bench W = 16 on emu:null: the controller executed every co
 w16 timeouts; res $? "bench W = 16 on emu:null: no request timed out or failed"
 rm -f /dev/shm/gpuos-w16.json
 
+step "--root on the GPU: paths stay inside (the metadata warp resolves them)"
+got=$(timeout 60 "$g" cat --device "emu:$fi/ext4.img" --root /dir /sub/deep.txt 2>/dev/null)
+[ "$got" = "$(cat "$fi/src/dir/sub/deep.txt")" ]; res $? "cat --root /dir /sub/deep.txt gives the file"
+timeout 60 "$g" cat --device "emu:$fi/ext4.img" --root /dir /../big.bin > /dev/shm/gpuos-root.out 2> /dev/shm/gpuos-root.err
+rc=$?
+[ $rc -eq 1 ] && [ ! -s /dev/shm/gpuos-root.out ] && grep -q 'no such file' /dev/shm/gpuos-root.err
+res $? "cat --root /dir /../big.bin: no such file, nothing read"
+rm -f /dev/shm/gpuos-root.out /dev/shm/gpuos-root.err
+
+step "gpuos run's progress bar with the GPU runtime (a terminal through script(1); 200 ms a command)"
+if command -v script > /dev/null; then
+	mkdir -p /dev/shm/gpuos-bar/src
+	python3 tests/tools/gguf_writer.py --case demo /dev/shm/gpuos-bar/src/m.gguf --seed 3 --layers 3 > /dev/null
+	mke2fs -q -F -t ext4 -b 4096 -d /dev/shm/gpuos-bar/src /dev/shm/gpuos-bar/fs.img 96M > /dev/null 2>&1
+	script -qec "timeout 120 $g run --device emu:/dev/shm/gpuos-bar/fs.img,latency_us=200000 $build/apps/layer_stream.cubin -- /m.gguf > /dev/shm/gpuos-bar/out" /dev/null > /dev/shm/gpuos-bar/tty 2>&1
+	tr '\r' '\n' < /dev/shm/gpuos-bar/tty | grep -Eq '^ *[0-9]+%  .* of .*  [0-9.]+ GB/s' && grep -q '^total ' /dev/shm/gpuos-bar/out
+	res $? "a bar with the app's percentage on the terminal, the report on stdout"
+	rm -rf /dev/shm/gpuos-bar
+else
+	echo "-- no script(1) here: the bar is checked by make test only"
+fi
+
+step "MPS: gpuos boot says whether kernels of other processes can run beside the runtime"
+if command -v nvidia-cuda-mps-control > /dev/null; then
+	mps=/dev/shm/gpuos-mps
+	svc_banner() { # boot a service, stop it, print its stderr
+		timeout 60 "$g" boot --device "emu:$fi/ext4.img" --socket $mps.sock > /dev/null 2> $mps.err &
+		local pid=$! i
+		for i in $(seq 100); do grep -q 'MPS' $mps.err 2>/dev/null && break; sleep 0.2; done
+		timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
+		wait $pid
+		cat $mps.err
+	}
+	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log sh scripts/mps-start.sh; rc=$?
+	res $rc "scripts/mps-start.sh starts the daemon"
+	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe svc_banner > $mps.out 2>&1
+	grep -q '^gpuos: MPS runs' $mps.out; res $? "under MPS: gpuos boot says so"
+	grep MPS $mps.out
+	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe sh scripts/mps-stop.sh; res $? "scripts/mps-stop.sh stops it"
+	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe svc_banner > $mps.out 2>&1
+	grep -q '^gpuos: MPS does not run' $mps.out; res $? "without MPS: gpuos boot says so"
+	rm -rf $mps $mps.sock $mps.err $mps.out
+else
+	echo "-- no nvidia-cuda-mps-control on this machine"
+fi
+
 if command -v compute-sanitizer >/dev/null; then
 	# compute-sanitizer serialises kernels: the loopback controller and GPU
 	# client kernels never run beside the runtime under it, so only runs
