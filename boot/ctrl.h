@@ -53,6 +53,9 @@ struct gpuos_ctrl_ops {
 	int loopback;
 	/* 1: the device string may list several controllers, "A+B+..." (pci:) */
 	int lists;
+	/* 1: map pins the pages it maps (VFIO): a mapped range cannot take
+	 * fresh pages later (a service's client areas, boot/sys_mem.c) */
+	int pins;
 };
 
 /* One controller of the device: its registers, and what reports say of it. */

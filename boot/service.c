@@ -6,9 +6,11 @@
  * docs/security.md.
  *
  * The control socket speaks one line per request:
- *   attach  -> "ok heap_off=N heap_len=N shm_len=N share=K", with the shared
- *              segment's descriptor (SCM_RIGHTS): the client maps it and owns
- *              client share K of the heap until its connection closes
+ *   attach  -> "ok heap_off=N heap_len=N shm_len=N share=K rt=N", with the
+ *              descriptor of the client's own area (SCM_RIGHTS): its mailbox
+ *              at 0, its share at heap_off, shm_len bytes in all, at runtime
+ *              address rt; the client maps that alone and owns share K
+ *              until its connection closes
  *   stats   -> one JSON line of runtime statistics
  *   run ... -> an app, by the handler the caller gave (boot/cli/cmd_run.c)
  *   stop    -> "ok", then a graceful stop (root and the service's uid only)
@@ -39,6 +41,7 @@
 
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
+#include "gpuos/rt.h"
 
 #define SVC_MAX_CONN 64u
 #define SVC_LINE_MAX 8192u           /* one request line: a run carries its app and arguments */
@@ -48,7 +51,7 @@
 #define SVC_DEFAULT_MODE 0660u
 #define SVC_MAX_GROUPS 64
 
-enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING };
+enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING, SHARE_RETIRED /* its area could not be renewed */ };
 
 struct svc_conn {
 	int fd;                  /* -1: unused */
@@ -65,6 +68,7 @@ struct svc_conn {
 struct svc_share {
 	int state;               /* enum share_state */
 	uint32_t uid;            /* who holds it */
+	int renewed;             /* draining: its area has fresh memory */
 	int release_posted;      /* draining: the RELEASE request is in the mailbox */
 	uint32_t release_slot;
 };
@@ -279,8 +283,10 @@ static int peer_in_group(struct gpuos_service *v, int fd, const struct gpuos_pee
 static void conn_close(struct gpuos_service *v, struct svc_conn *c)
 {
 	if (c->share >= 0) {
+		gpuos_sys_client_close(v->s, (uint32_t)c->share); /* takes nothing more from its mailbox */
 		v->share[c->share].state = SHARE_DRAINING;
 		v->share[c->share].release_posted = 0;
+		v->share[c->share].renewed = 0;
 	}
 	close(c->fd);
 	free(c->out);
@@ -404,21 +410,44 @@ static int share_take(struct gpuos_service *v, const struct svc_conn *c, char *w
 	return (int)freek;
 }
 
+/* What client k may do: its credentials for the file permission checks,
+ * and raw reads for root and the service's own uid (where the runtime
+ * allows them at all). */
+static void admit(struct gpuos_service *v, const struct svc_conn *c, int k)
+{
+	struct gpuos_rt_client who;
+	gid_t g[SVC_MAX_GROUPS];
+	socklen_t len = sizeof(g);
+	unsigned i, n = 0;
+
+	memset(&who, 0, sizeof(who));
+	who.uid = c->peer.uid;
+	who.gid = c->peer.gid;
+	if (!getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len))
+		n = len / sizeof(g[0]);
+	for (i = 0; i < n && who.ngroups < GPUOS_RT_CLIENT_GROUPS; i++)
+		who.groups[who.ngroups++] = g[i];
+	who.flags = (c->privileged ? GPUOS_RT_CLIENT_RAW : 0) | (v->o.no_perms ? 0 : GPUOS_RT_CLIENT_PERMS);
+	gpuos_sys_client_admit(v->s, (uint32_t)k, &who);
+}
+
+/* "ok heap_off=N heap_len=N shm_len=N share=K rt=N" with the memfd of the
+ * client's own area (its mailbox at 0, its share at heap_off): all it maps. */
 static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 {
-	const struct gpuos_shm_hdr *h = (const struct gpuos_shm_hdr *)((const char *)gpuos_sys_mbox(v->s) - GPUOS_SHM_MBOX_OFF);
 	char line[256], cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov;
 	struct msghdr m;
 	struct cmsghdr *cm;
-	uint64_t rt, len, fdlen;
-	int fd = gpuos_sys_shm_fd(v->s);
-	struct stat st;
+	uint64_t rt, len, share_off;
+	int fd = gpuos_sys_client_area(v->s, (uint32_t)k, &rt, &len, &share_off);
 
-	gpuos_sys_share(v->s, (uint32_t)k, &rt, &len);
-	fdlen = fstat(fd, &st) ? 0 : (uint64_t)st.st_size;
-	snprintf(line, sizeof(line), "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%d\n",
-		 (unsigned long long)(rt - h->rt_base), (unsigned long long)len, (unsigned long long)fdlen, k + 1);
+	if (fd < 0)
+		return -1;
+	admit(v, c, k);
+	snprintf(line, sizeof(line), "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%d rt=%llu\n",
+		 (unsigned long long)share_off, (unsigned long long)(len - share_off), (unsigned long long)len, k + 1,
+		 (unsigned long long)rt);
 	memset(&m, 0, sizeof(m));
 	iov.iov_base = line;
 	iov.iov_len = strlen(line);
@@ -486,6 +515,7 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		/* The app's share is drained like a client's: handles it left open go. */
 		v->share[k].state = SHARE_DRAINING;
 		v->share[k].release_posted = 0;
+		v->share[k].renewed = 0;
 		r = conn_send(c, reply ? reply : "err out of memory\n");
 		free(reply);
 		return r;
@@ -548,7 +578,18 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	uint64_t base, len;
 	char *p = gpuos_sys_share(v->s, k, &base, &len);
 	uint32_t i, busy = 0;
+	char why[256];
 
+	/* First the client's own area: fresh memory, after the runtime has
+	 * finished what it took from it. */
+	if (!sh->renewed) {
+		if (gpuos_sys_client_renew(v->s, k, why, sizeof(why))) {
+			fprintf(stderr, "gpuos: client share %u is not given out again: %s\n", k + 1u, why);
+			sh->state = SHARE_RETIRED;
+			return 0;
+		}
+		sh->renewed = 1;
+	}
 	if (gpuos_sys_mbox_device(v->s)) {
 		/* No host access to a VRAM mailbox: apps run one at a time and
 		 * have finished; their open handles stay (docs/security.md). */
@@ -779,28 +820,30 @@ int gpuos_service_call(int fd, const char *line, char *reply, size_t len, int ti
 	return recv_line(fd, reply, len, timeout_ms, NULL);
 }
 
-/* Parse "ok heap_off=N heap_len=N shm_len=N share=K" exactly. */
-static int parse_attach(const char *reply, uint64_t *off, uint64_t *len, uint64_t *shm_len, uint32_t *share)
+/* Parse "ok heap_off=N heap_len=N shm_len=N share=K rt=N" exactly. */
+static int parse_attach(const char *reply, uint64_t *off, uint64_t *len, uint64_t *shm_len, uint32_t *share,
+			uint64_t *rt)
 {
-	unsigned long long o, l, s;
+	unsigned long long o, l, s, a;
 	unsigned k;
 	int used = -1;
-	if (sscanf(reply, "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%u%n", &o, &l, &s, &k, &used) != 4 ||
+	if (sscanf(reply, "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%u rt=%llu%n", &o, &l, &s, &k, &a,
+		   &used) != 5 ||
 	    used < 0 || reply[used])
 		return -1;
 	*off = o;
 	*len = l;
 	*shm_len = s;
 	*share = k;
+	*rt = a;
 	return 0;
 }
 
 int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen)
 {
 	char reply[512];
-	const struct gpuos_shm_hdr *h;
 	const struct gpuos_mbox *mb;
-	uint64_t off, len, shm_len;
+	uint64_t off, len, shm_len, rt;
 	struct stat st;
 	int fd, sfd = -1, r;
 
@@ -818,9 +861,9 @@ int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err,
 	}
 	/* Every number from the service is checked before it is used, in an
 	 * order that cannot overflow. */
-	if (parse_attach(reply, &off, &len, &shm_len, &at->share) || sfd < 0 || fstat(sfd, &st) ||
-	    (uint64_t)st.st_size != shm_len || shm_len < GPUOS_SHM_MBOX_OFF + sizeof(struct gpuos_mbox) ||
-	    len == 0 || off > shm_len || len > shm_len - off) {
+	if (parse_attach(reply, &off, &len, &shm_len, &at->share, &rt) || sfd < 0 || fstat(sfd, &st) ||
+	    (uint64_t)st.st_size != shm_len || off < sizeof(struct gpuos_mbox) || len == 0 || off > shm_len ||
+	    len > shm_len - off || rt + shm_len < rt) {
 		snprintf(err, errlen, "service at %s sent a malformed attach reply: %.200s", path, reply);
 		r = -EPROTO;
 		goto fail;
@@ -835,23 +878,20 @@ int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err,
 	}
 	close(sfd);
 	sfd = -1;
-	h = (const struct gpuos_shm_hdr *)at->shm;
-	mb = (const struct gpuos_mbox *)((const char *)at->shm + GPUOS_SHM_MBOX_OFF);
-	if (h->magic != GPUOS_SHM_MAGIC || h->version != GPUOS_ABI_VERSION || h->mbox_off != GPUOS_SHM_MBOX_OFF ||
-	    h->heap_off > shm_len || h->heap_len > shm_len - h->heap_off || off < h->heap_off ||
-	    len > h->heap_off + h->heap_len - off || mb->magic != GPUOS_MBOX_MAGIC || mb->version != GPUOS_ABI_VERSION ||
-	    mb->nslots == 0 || mb->nparts == 0 || mb->nparts > GPUOS_MBOX_MAX_PARTS || mb->nslots % mb->nparts ||
-	    mb->slots_off != sizeof(struct gpuos_mbox) ||
-	    gpuos_mbox_bytes(mb->nslots) > h->heap_off - GPUOS_SHM_MBOX_OFF ||
+	/* The client's own area: its mailbox, then its share at off. */
+	mb = (const struct gpuos_mbox *)at->shm;
+	if (mb->magic != GPUOS_MBOX_MAGIC || mb->version != GPUOS_ABI_VERSION || mb->nslots == 0 || mb->nparts == 0 ||
+	    mb->nparts > GPUOS_MBOX_MAX_PARTS || mb->nslots % mb->nparts || mb->slots_off != sizeof(struct gpuos_mbox) ||
+	    gpuos_mbox_bytes(mb->nslots) > off ||
 	    mb->ring_off != sizeof(struct gpuos_mbox) + (uint64_t)mb->nslots * sizeof(struct gpuos_mbox_slot)) {
-		snprintf(err, errlen, "the service's shared memory has another layout (ABI %u, ours %u)", h->version,
+		snprintf(err, errlen, "the service's client memory has another layout (ABI %u, ours %u)", mb->version,
 			 GPUOS_ABI_VERSION);
 		r = -EPROTO;
 		goto fail;
 	}
 	at->mb = (struct gpuos_mbox *)mb;
 	at->heap = (char *)at->shm + off;
-	at->heap_rt = h->rt_base + off;
+	at->heap_rt = rt + off;
 	at->heap_len = len;
 	at->sock = fd; /* held open: the service gives the share back when it closes */
 	return 0;

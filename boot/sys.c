@@ -368,14 +368,25 @@ void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len
 void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, uint64_t *len)
 {
 	uint64_t heap_rt, n = s->opts.heap_shares > 1u ? s->opts.heap_shares : 1u;
+	uint64_t at = (uint64_t)k * s->plan.share_bytes + s->plan.cmbox_bytes; /* past a client's mailbox */
 	char *heap = gpuos_sys_heap(s, &heap_rt, NULL);
 	if (k >= n)
 		return NULL;
 	if (rt_addr)
-		*rt_addr = heap_rt + k * s->plan.share_bytes;
+		*rt_addr = heap_rt + at;
 	if (len)
-		*len = s->plan.share_bytes;
-	return heap + k * s->plan.share_bytes;
+		*len = s->plan.share_bytes - s->plan.cmbox_bytes;
+	return heap + at;
+}
+
+int gpuos_sys_client_area(const struct gpuos_sys *s, uint32_t k, uint64_t *rt, uint64_t *len, uint64_t *share_off)
+{
+	if (k >= s->plan.nclients)
+		return -1;
+	*rt = s->desc->share_base + (uint64_t)k * s->plan.share_bytes;
+	*len = s->plan.share_bytes;
+	*share_off = s->plan.cmbox_bytes;
+	return s->area_fd[k];
 }
 
 uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s)
@@ -390,7 +401,4 @@ uint64_t gpuos_sys_dev_heap(const struct gpuos_sys *s, uint64_t *len)
 	return s->dev_heap.rt;
 }
 
-int gpuos_sys_shm_fd(const struct gpuos_sys *s)
-{
-	return s->shm_fd;
-}
+

@@ -87,6 +87,10 @@ static void desc_regions(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 		d->nshares = s->opts.heap_shares;
 		d->share_base = d->region[0].base;
 		d->share_len = s->plan.share_bytes;
+		d->nclients = s->plan.nclients;
+		d->cmbox_nslots = s->plan.cmbox_slots;
+		d->cmbox_bytes = s->plan.cmbox_bytes;
+		d->clients = s->ctl.rt + s->plan.clients_off;
 	}
 	/* Zero copy into the heap where the controller can map it (the
 	 * emulator; VFIO pins it); otherwise reads into it bounce. */

@@ -63,6 +63,9 @@ struct gpuos_sys {
 	size_t shm_len;
 	uint64_t shm_rt;              /* runtime-space address of the segment */
 	int shm_registered;
+	int area_fd[GPUOS_RT_MAX_CLIENTS]; /* a service's client areas (share k): a memfd each, mapped over
+	                              * the segment's pages there, so a client maps its own only */
+	uint32_t area_epoch[GPUOS_RT_MAX_CLIENTS];
 	uint64_t heap_iova;           /* the client heap as the controller sees it (heap_mapped) */
 	int heap_mapped;
 	/* host mode */

@@ -121,6 +121,42 @@ static int shm_map(struct gpuos_sys *s, int fd, char *err, size_t errlen)
 	return 0;
 }
 
+/* The header of a mailbox of n slots in nparts partitions (slots FREE and
+ * rings empty: zero pages). */
+static void mbox_header(struct gpuos_mbox *mb, uint32_t n, uint32_t nparts)
+{
+	mb->magic = GPUOS_MBOX_MAGIC;
+	mb->version = GPUOS_ABI_VERSION;
+	mb->nslots = n;
+	mb->nparts = nparts;
+	mb->slots_off = sizeof(struct gpuos_mbox);
+	mb->ring_off = sizeof(struct gpuos_mbox) + (uint64_t)n * sizeof(struct gpuos_mbox_slot);
+}
+
+/* Client area k (share k + 1): fresh memory from a new memfd, mapped over
+ * what was there, with an empty mailbox. A client that kept the old one
+ * mapped sees nothing of the next. */
+static int area_map(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
+{
+	const struct gpuos_plan *p = &s->plan;
+	char *at = (char *)s->shm + p->heap_off + (uint64_t)k * p->share_bytes;
+	int fd = memfd_create("gpuos-client", MFD_CLOEXEC), r;
+	if (fd < 0 || ftruncate(fd, (off_t)p->share_bytes) ||
+	    mmap(at, p->share_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | (s->gpu ? MAP_POPULATE : 0), fd,
+		 0) == MAP_FAILED) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "memory of client area %u: %s", k + 1u, strerror(-r));
+		return r;
+	}
+	if (s->area_fd[k] > 0)
+		close(s->area_fd[k]);
+	s->area_fd[k] = fd;
+	mbox_header((struct gpuos_mbox *)at, p->cmbox_slots, p->warps);
+	return 0;
+}
+
 /* The segment's header and the mailbox's, as clients find them. */
 static void shm_headers(struct gpuos_sys *s)
 {
@@ -135,16 +171,12 @@ static void shm_headers(struct gpuos_sys *s)
 	h->heap_len = p->heap_bytes;
 	h->rt_base = s->shm_rt;
 	mb = (struct gpuos_mbox *)((char *)s->shm + h->mbox_off);
-	mb->magic = GPUOS_MBOX_MAGIC;
-	mb->version = GPUOS_ABI_VERSION;
-	mb->nslots = p->mbox_slots;
-	mb->nparts = p->warps;
-	mb->slots_off = sizeof(struct gpuos_mbox);
-	mb->ring_off = sizeof(struct gpuos_mbox) + (uint64_t)p->mbox_slots * sizeof(struct gpuos_mbox_slot);
+	mbox_header(mb, p->mbox_slots, p->warps);
 }
 
 int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	uint32_t k;
 	int fd, r;
 
 	s->shm_len = s->plan.shm_bytes;
@@ -152,6 +184,8 @@ int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen)
 	if (fd < 0)
 		return fd;
 	r = shm_map(s, fd, err, errlen);
+	for (k = 0; !r && k < s->plan.nclients; k++)
+		r = area_map(s, k, err, errlen);
 	if (r)
 		return r;
 	if (s->gpu) {
@@ -165,6 +199,82 @@ int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen)
 		s->shm_rt = (uint64_t)(uintptr_t)s->shm;
 	}
 	shm_headers(s);
+	return 0;
+}
+
+/* ---- a service's clients ----------------------------------------------------------- */
+
+static struct gpuos_rt_client *clients_table(struct gpuos_sys *s)
+{
+	return (struct gpuos_rt_client *)((char *)s->ctl.host + s->plan.clients_off);
+}
+
+void gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_rt_client *c)
+{
+	struct gpuos_rt_client *t = clients_table(s) + k;
+	uint32_t epoch = t->epoch;
+	if (k >= s->plan.nclients)
+		return;
+	*t = *c;
+	t->epoch = epoch;
+	/* The client learns of its area only after this (the attach reply
+	 * goes out through a system call), so the runtime reads these rights
+	 * for any request of it. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k)
+{
+	struct gpuos_rt_client *t = clients_table(s) + k;
+	if (k >= s->plan.nclients || gpuos_rt_epoch_closed(s->area_epoch[k]))
+		return;
+	t->flags = 0; /* no rights until the next admit */
+	/* Pairs with the service warps' acquire load of the epoch (rt.c,
+	 * intake_clients): they take nothing more from this mailbox. */
+	__atomic_store_n(&t->epoch, ++s->area_epoch[k], __ATOMIC_RELEASE);
+}
+
+int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
+{
+	struct gpuos_rt_client *t = clients_table(s) + k;
+	uint64_t rt = 0;
+	int r, r2;
+
+	if (k >= s->plan.nclients)
+		return -EINVAL;
+	gpuos_sys_client_close(s, k);
+	if (s->heap_mapped && s->ctrl->ops->pins) {
+		snprintf(err, errlen, "the controller pins the client heap (VFIO): client area %u cannot take fresh memory",
+			 k + 1u);
+		return -EOPNOTSUPP;
+	}
+	/* Parked, the runtime has finished everything it took from the old
+	 * mailbox (the epoch is closed: it took nothing after) and reads no
+	 * client memory. On a GPU the old pages are pinned: unregister, map
+	 * fresh ones, register again. */
+	r = gpuos_park(s, err, errlen);
+	if (r)
+		return r;
+	if (s->shm_registered) {
+		gpuos_gpu_host_unregister(s->gpu, s->shm);
+		s->shm_registered = 0;
+	}
+	r = area_map(s, k, err, errlen);
+	if (s->gpu) {
+		r2 = gpuos_gpu_host_register(s->gpu, s->shm, s->shm_len, &rt);
+		if (r2 || rt != s->shm_rt) {
+			snprintf(err, errlen, "register the shared segment again: %s",
+				 r2 ? strerror(-r2) : "the GPU maps it at another address");
+			return r2 ? r2 : -EIO;
+		}
+		s->shm_registered = 1;
+	}
+	r2 = gpuos_resume(s, err, errlen);
+	if (r || r2)
+		return r ? r : r2;
+	/* Publishes the fresh, empty mailbox; pairs with the service warps'
+	 * acquire load of the epoch (rt.c, intake_clients). */
+	__atomic_store_n(&t->epoch, ++s->area_epoch[k], __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -222,6 +332,7 @@ static void free_dma(struct gpuos_sys *s, struct gpuos_dma *d)
 
 void gpuos_sys_free_shm(struct gpuos_sys *s)
 {
+	uint32_t k;
 	if (!s->shm)
 		return;
 	if (s->heap_mapped)
@@ -230,6 +341,9 @@ void gpuos_sys_free_shm(struct gpuos_sys *s)
 		gpuos_gpu_host_unregister(s->gpu, s->shm);
 	munmap(s->shm, s->shm_len);
 	close(s->shm_fd);
+	for (k = 0; k < s->plan.nclients; k++)
+		if (s->area_fd[k] > 0)
+			close(s->area_fd[k]);
 }
 
 void gpuos_sys_free_mem(struct gpuos_sys *s)

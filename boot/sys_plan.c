@@ -15,6 +15,7 @@
 
 #define SHM_ALIGN  0x10000ull   /* the mailbox and the heap start on 64 KiB */
 #define SHARE_MIN  (1u << 20)   /* bytes of a client's share of the heap at least */
+#define CLIENT_MBOX_SLOTS 256u  /* slots of a service client's own mailbox */
 
 static void notice(struct gpuos_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(struct gpuos_plan *p, const char *fmt, ...)
@@ -249,14 +250,24 @@ static void plan_mailbox(const struct gpuos_plan_in *in, struct gpuos_plan *p)
 	n -= n % w;
 	if (n / w > GPUOS_MBOX_MAX_PER_PART)
 		n = GPUOS_MBOX_MAX_PER_PART * w;
-	if (p->meta && n > GPUOS_RT_META_MAX_SLOTS)
-		n = GPUOS_RT_META_MAX_SLOTS - GPUOS_RT_META_MAX_SLOTS % w;
+	if (n > GPUOS_RT_MBOX_MAX_SLOTS)
+		n = GPUOS_RT_MBOX_MAX_SLOTS - GPUOS_RT_MBOX_MAX_SLOTS % w;
 	p->mbox_slots = n;
 }
 
 /* What boot allocates, in bytes. */
 static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *err, size_t errlen)
 {
+	if (in->opts->heap_shares > GPUOS_RT_MAX_CLIENTS) {
+		snprintf(err, errlen, "%u client shares: at most %u", in->opts->heap_shares, GPUOS_RT_MAX_CLIENTS);
+		return -EINVAL;
+	}
+	if (in->opts->heap_shares > 1u) {
+		/* a client's mailbox: CLIENT_MBOX_SLOTS, or one slot per warp at least */
+		p->nclients = in->opts->heap_shares;
+		p->cmbox_slots = GPUOS_MAX(CLIENT_MBOX_SLOTS - CLIENT_MBOX_SLOTS % p->warps, p->warps);
+		p->cmbox_bytes = GPUOS_ALIGN_UP(gpuos_mbox_bytes(p->cmbox_slots), 4096u);
+	}
 	uint64_t heap = in->opts->heap_bytes ? in->opts->heap_bytes : 64ull << 20;
 	uint64_t cmds = (uint64_t)p->warps * p->slots;
 
@@ -268,8 +279,11 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 		p->meta_bounce_bytes = p->xfer_bytes;
 		p->meta_prp_bytes = 4096u;
 	}
-	/* statistics: one line per service warp and one for the metadata warp */
+	/* statistics: one line per service warp and one for the metadata warp;
+	 * then what each client of a service may do */
 	p->ctl_bytes = sizeof(struct gpuos_rt_ctl) + ((uint64_t)p->warps + 1u) * sizeof(struct gpuos_rt_stats);
+	p->clients_off = GPUOS_ALIGN_UP(p->ctl_bytes, 64u);
+	p->ctl_bytes = p->clients_off + (uint64_t)p->nclients * sizeof(struct gpuos_rt_client);
 	p->mbox_bytes = gpuos_mbox_bytes(p->mbox_slots);
 	p->heap_off = GPUOS_SHM_MBOX_OFF + GPUOS_ALIGN_UP(p->mbox_bytes, SHM_ALIGN);
 	/* the segment's length is an off_t (ftruncate) */
@@ -282,13 +296,9 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 	p->shm_bytes = p->heap_off + p->heap_bytes;
 	/* a service's clients each get a share, on pages of their own */
 	p->share_bytes = p->heap_bytes;
-	if (in->opts->heap_shares > GPUOS_MAX_SHARES) {
-		snprintf(err, errlen, "%u client shares: at most %u", in->opts->heap_shares, GPUOS_MAX_SHARES);
-		return -EINVAL;
-	}
 	if (in->opts->heap_shares > 1u) {
 		p->share_bytes = GPUOS_ALIGN_DOWN(p->heap_bytes / in->opts->heap_shares, 4096u);
-		if (p->share_bytes < SHARE_MIN) {
+		if (p->share_bytes < p->cmbox_bytes + SHARE_MIN) {
 			snprintf(err, errlen, "a client heap of %llu MiB in %u shares leaves less than %u MiB each",
 				 (unsigned long long)(p->heap_bytes >> 20), in->opts->heap_shares, SHARE_MIN >> 20);
 			return -EINVAL;

@@ -86,6 +86,12 @@ struct gpuos_plan {
 	uint64_t heap_off;             /* the heap's offset in the segment, 64 KiB aligned */
 	uint64_t heap_bytes;           /* rounded up to 64 KiB */
 	uint64_t share_bytes;          /* one client share of the heap (heap_shares), 4 KiB aligned */
+	/* A service's clients (heap_shares > 1): one per share, whose first
+	 * cmbox_bytes hold the client's own mailbox (include/gpuos/rt.h) */
+	uint32_t nclients;
+	uint32_t cmbox_slots;
+	uint64_t cmbox_bytes;
+	uint64_t clients_off;          /* struct gpuos_rt_client[nclients] in the control block */
 	uint64_t shm_bytes;            /* the whole segment */
 	uint32_t nnotices;             /* notice[0..nnotices) */
 	uint32_t ask_notices;          /* of them, step 2's: notice[0..ask_notices) */

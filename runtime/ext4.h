@@ -47,6 +47,7 @@
  *                an invalid argument (an inode number out of range, ...)
  *   -EOPNOTSUPP  a feature or inode kind this parser does not read
  *   -ENOENT, -ENOTDIR, -EISDIR, -ELOOP, -ENAMETOOLONG   path resolution
+ *   -EACCES      path resolution with credentials: a directory not searchable
  *   -ERANGE      a caller's buffer is too small (readlink)
  *   -EOVERFLOW   a logical block or offset beyond what ext4 can address
  *   -EIO         the io failed (or a read went past its end)
@@ -58,6 +59,8 @@
 #include "meta_io.h"
 
 GPUOS_EXTERN_C_BEGIN
+
+struct gpuos_rt_client;   /* gpuos/rt.h: a client's uid, gid and groups */
 
 /* ---- constants -------------------------------------------------------------- */
 
@@ -86,6 +89,11 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_EXT4_LOOKUP_NOFOLLOW  (1u << 0) /* do not follow a symlink in the last
 					       * component (lstat); a trailing slash
 					       * still follows it, as POSIX says */
+
+/* Access gpuos_ext4_permission() checks for: the rwx bits of a mode. */
+#define GPUOS_EXT4_MAY_READ   4u
+#define GPUOS_EXT4_MAY_WRITE  2u
+#define GPUOS_EXT4_MAY_EXEC   1u  /* execute a file, search a directory */
 
 /* File types: the values of the ext4 directory entry file_type byte. */
 #define GPUOS_EXT4_FT_UNKNOWN  0u
@@ -310,6 +318,29 @@ GPUOS_HD int gpuos_ext4_lookup(struct gpuos_ext4 *fs, const char *path, uint32_t
 GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
 				  const char *path, uint32_t flags,
 				  struct gpuos_ext4_inode *out);
+
+/*
+ * gpuos_ext4_lookup_at() as a client with credentials cred: every directory
+ * searched on the way (".", ".." and those that symlinks lead through
+ * included) needs search permission (gpuos_ext4_permission()); the inode
+ * found needs none. cred NULL: no checks. Returns what gpuos_ext4_lookup_at()
+ * does, and -EACCES (a directory cred may not search; fs->bad is its inode).
+ */
+GPUOS_HD int gpuos_ext4_lookup_as(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
+				  const char *path, uint32_t flags,
+				  const struct gpuos_rt_client *cred,
+				  struct gpuos_ext4_inode *out);
+
+/*
+ * May credentials cred access inode in as want (GPUOS_EXT4_MAY_* bits)
+ * asks? POSIX mode bits, without ACLs: uid 0 may read, write and search
+ * anything, and execute a file with some x bit; anyone else gets the owner's
+ * bits if cred->uid is in->uid, else the group's if cred->gid or one of
+ * cred->groups is in->gid, else the others'. cred NULL: everything. Pure: it
+ * reads only its arguments, not the disk. Returns 0 or -EACCES.
+ */
+GPUOS_HD int gpuos_ext4_permission(const struct gpuos_ext4_inode *in,
+				   const struct gpuos_rt_client *cred, uint32_t want);
 
 /*
  * Map logical block lblk of an extent- or block-mapped inode: *pblk, and in

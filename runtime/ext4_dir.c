@@ -2,10 +2,12 @@
 /*
  * runtime/ext4_dir.c - directories (ext4.h): entries of linear and htree
  * directories and of inline ones (gpuos_ext4_readdir), name lookup in a
- * directory, symlinks (gpuos_ext4_readlink) and path resolution
- * (gpuos_ext4_lookup, gpuos_ext4_lookup_at).
+ * directory, symlinks (gpuos_ext4_readlink), permissions against a
+ * client's credentials (gpuos_ext4_permission) and path resolution
+ * (gpuos_ext4_lookup, gpuos_ext4_lookup_at, gpuos_ext4_lookup_as).
  */
 #include "ext4_internal.h"
+#include "gpuos/rt.h"
 
 /* ---- directories ---------------------------------------------------------------- */
 
@@ -322,6 +324,47 @@ static GPUOS_HD int dir_find(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 	return fail(fs, -ENOENT, "no such file or directory", dir->ino);
 }
 
+/* ---- permissions -------------------------------------------------------------------- */
+
+/* i_mode's permission bits: rwx of the owner (bits 8:6), the group (5:3) and
+ * the others (2:0), in the order of GPUOS_EXT4_MAY_*. */
+#define MODE_OWNER_SHIFT 6u
+#define MODE_GROUP_SHIFT 3u
+#define MODE_RWX         7u
+#define MODE_ANY_EXEC    0111u
+
+GPUOS_HD int gpuos_ext4_permission(const struct gpuos_ext4_inode *in,
+				   const struct gpuos_rt_client *cred, uint32_t want)
+{
+	uint32_t mode = in->mode, bits, i, n;
+	int member;
+
+	if (!cred)
+		return 0;
+	want &= MODE_RWX;
+	if (cred->uid == 0) {
+		/* root passes the bits, but executes only a file someone may
+		 * execute (the kernel's generic_permission()) */
+		if ((want & GPUOS_EXT4_MAY_EXEC) && in->type != GPUOS_EXT4_FT_DIR &&
+		    !(mode & MODE_ANY_EXEC))
+			return -EACCES;
+		return 0;
+	}
+	if (cred->uid == in->uid) {
+		bits = mode >> MODE_OWNER_SHIFT;
+	} else {
+		/* the table is the service's, but a count past groups[] must not read past it */
+		n = GPUOS_MIN(cred->ngroups, GPUOS_RT_CLIENT_GROUPS);
+		member = cred->gid == in->gid;
+		for (i = 0; i < n && !member; i++)
+			member = cred->groups[i] == in->gid;
+		bits = member ? mode >> MODE_GROUP_SHIFT : mode;
+	}
+	/* only the first class that matches counts: an owner without r is
+	 * refused even when the others have it (POSIX) */
+	return (want & ~bits & MODE_RWX) ? -EACCES : 0;
+}
+
 /* ---- symlinks and paths ------------------------------------------------------------ */
 
 GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_readlink(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
@@ -364,8 +407,9 @@ GPUOS_HD int gpuos_ext4_lookup(struct gpuos_ext4 *fs, const char *path, uint32_t
  * the bytes just before pos (the rest of the path, if any, starts with '/'),
  * so "target/rest" is again [pos, END) without moving the rest.
  */
-GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_as(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
 				  const char *path, uint32_t flags,
+				  const struct gpuos_rt_client *cred,
 				  struct gpuos_ext4_inode *out)
 {
 	const uint32_t END = GPUOS_EXT4_PATH_BUF;
@@ -410,6 +454,11 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t
 			return fail(fs, -ENAMETOOLONG, "file name too long", len);
 		if (cur->type != GPUOS_EXT4_FT_DIR)
 			return fail(fs, -ENOTDIR, "not a directory", cur->ino);
+		/* every component, "." and ".." too, is a search of cur (the
+		 * kernel's may_lookup()); after a symlink cur is the link's
+		 * directory or root, so those are checked here as well */
+		if (gpuos_ext4_permission(cur, cred, GPUOS_EXT4_MAY_EXEC))
+			return fail(fs, -EACCES, "permission denied", cur->ino);
 
 		if (len == 1 && name[0] == '.') {
 			pos = e;
@@ -474,7 +523,18 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t
 	return 0;
 }
 
+GPUOS_HD int gpuos_ext4_lookup_at(struct gpuos_ext4 *fs, uint32_t root, uint32_t dir,
+				  const char *path, uint32_t flags,
+				  struct gpuos_ext4_inode *out)
+{
+	return gpuos_ext4_lookup_as(fs, root, dir, path, flags, 0, out);
+}
+
 /* Private to this file (the GPU image is one translation unit). */
 #undef INLINE_POS_DOT
 #undef INLINE_POS_DOTDOT
 #undef INLINE_DOTDOT_SIZE
+#undef MODE_OWNER_SHIFT
+#undef MODE_GROUP_SHIFT
+#undef MODE_RWX
+#undef MODE_ANY_EXEC

@@ -76,6 +76,13 @@ GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d);
 GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpuos_rt_desc *d, uint32_t h,
 						 uint32_t kind_mask);
 
+/* Client m (gpuos_rt_ms_client) may use handle hd: a client only its own
+ * (handle numbers can be guessed); the service's own mailbox any. */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_handle_owned(const struct rt_handle *hd, uint32_t m)
+{
+	return m == 0 || hd->share == m;
+}
+
 /* Slot index (1-based) of handle number h, for request tables; 0 if none. */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_rt_handle_index(uint32_t h)
 {

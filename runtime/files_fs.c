@@ -372,8 +372,9 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
 }
 
 /* Resolve the request's path (q->arg) into F->ino, following a symlink in
- * the last component unless q->flags has GPUOS_OPEN_NOFOLLOW. Returns 1, or
- * 0 after replying with why not. */
+ * the last component unless q->flags has GPUOS_OPEN_NOFOLLOW, as the
+ * request's client (files_cred: every directory on the way must be
+ * searchable, else DENIED). Returns 1, or 0 after replying with why not. */
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 {
 	uint32_t st = files_take_string(F, q, GPUOS_PATH_MAX);
@@ -384,8 +385,9 @@ GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 	}
 	if (!need_fs(F, q))
 		return 0;
-	r = gpuos_ext4_lookup_at(&F->fs, F->root_ino, F->root_ino, F->path,
-				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, &F->ino);
+	r = gpuos_ext4_lookup_as(&F->fs, F->root_ino, F->root_ino, F->path,
+				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, files_cred(F, q),
+				 &F->ino);
 	if (r) {
 		files_reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
 		return 0;
@@ -393,12 +395,40 @@ GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 	return 1;
 }
 
-/* The client share that made request q (1-based), 0: none. A request's path
- * (else its reason buffer) lies in the memory of the client that posted it
- * (abi.h, "Clients of a service"). */
+/* files_lookup_req, then read permission on what it found, as open(2) for
+ * reading asks (a directory too: READDIR reads through the handle). Returns
+ * 1, or 0 after replying with why not. */
+GPUOS_HD int files_lookup_read(struct rt_files *F, const struct mreq *q)
+{
+	if (!files_lookup_req(F, q))
+		return 0;
+	if (gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ)) {
+		files_reply_err(F, q, -EACCES, 0, 0);
+		return 0;
+	}
+	return 1;
+}
+
+GPUOS_HD const struct gpuos_rt_client *files_cred(const struct rt_files *F, const struct mreq *q)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	uint32_t m = gpuos_rt_ms_client(q->ms);
+	const struct gpuos_rt_client *c;
+	if (m == 0 || m > d->nclients || !d->clients)
+		return 0;
+	c = (const struct gpuos_rt_client *)(uintptr_t)d->clients + (m - 1u);
+	return (c->flags & GPUOS_RT_CLIENT_PERMS) ? c : 0;
+}
+
+/* The client share that made request q (1-based), 0: none. A client of a
+ * service posts to its own mailbox, which names it. Otherwise (the
+ * service's own mailbox: apps it runs in a share) its path, else its reason
+ * buffer, lies in that share (abi.h, "Clients of a service"). */
 GPUOS_HD static uint32_t req_share(const struct gpuos_rt_desc *d, const struct mreq *q)
 {
 	uint64_t a = q->arg ? q->arg : (q->length ? q->dst : 0), k;
+	if (gpuos_rt_ms_client(q->ms))
+		return gpuos_rt_ms_client(q->ms);
 	if (!d->nshares || !d->share_len || a < d->share_base)
 		return 0;
 	k = (a - d->share_base) / d->share_len;
@@ -514,7 +544,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_open(struct rt_files *F, const struct mreq
 		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
-	if (!files_lookup_req(F, q) || (slot = files_open_inode(F, q, 0)) < 0)
+	if (!files_lookup_read(F, q) || (slot = files_open_inode(F, q, 0)) < 0)
 		return;
 	files_reply(F, q, GPUOS_ST_OK, handle_number(&F->h[slot], (uint32_t)slot), F->h[slot].size, 0);
 }
@@ -531,7 +561,7 @@ GPUOS_HD static void free_handle(struct rt_files *F, uint32_t i)
 GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask)
 {
 	const struct rt_handle *hd = gpuos_rt_handle(F->d, q->handle, mask);
-	if (!hd) {
+	if (!hd || !gpuos_rt_handle_owned(hd, gpuos_rt_ms_client(q->ms))) {
 		files_reply(F, q, GPUOS_ST_BAD_HANDLE, 0, 0, 0);
 		return 0;
 	}
@@ -658,7 +688,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_read_meta(struct rt_files *F, const struct
 		return;
 	}
 	len = GPUOS_MIN(len, hd->size - q->offset);
-	if (!q->dst || !gpuos_rt_registered(F->d, q->dst, len)) {
+	if (!q->dst || !files_req_mem(F, q, q->dst, len)) {
 		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -696,6 +726,10 @@ GPUOS_NOINLINE GPUOS_HD void files_op_close(struct rt_files *F, const struct mre
 GPUOS_NOINLINE GPUOS_HD void files_op_release(struct rt_files *F, const struct mreq *q)
 {
 	uint32_t i, n = 0;
+	if (gpuos_rt_ms_client(q->ms)) { /* the service warps refuse it first */
+		files_reply(F, q, GPUOS_ST_DENIED, 0, 0, "only the service releases a share");
+		return;
+	}
 	if (q->arg == 0 || q->arg > F->d->nshares) {
 		files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "no such client share");
 		return;

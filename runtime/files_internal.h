@@ -118,6 +118,20 @@ GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
 {
 	return (uint32_t *)(uintptr_t)(d->files + off_ring());
 }
+/* Its length: every slot of every mailbox, each in it at most once until
+ * its DONE, so it never overruns. */
+GPUOS_INLINE GPUOS_HD uint32_t meta_ring_len(const struct gpuos_rt_desc *d)
+{
+	return d->mbox_nslots + d->nclients * d->cmbox_nslots;
+}
+/* An entry: ms (24 bits) and the lap of its position (8 bits). The entry
+ * at a position's index is either this lap's or the one before, so 8 bits
+ * tell them apart. */
+#define META_MS_MASK 0xffffffu
+GPUOS_INLINE GPUOS_HD uint32_t meta_entry(uint32_t pos, uint32_t n, uint32_t ms)
+{
+	return ((((pos / n) + 1u) & 0xffu) << 24) | ms;
+}
 
 /* The files region is device memory used by GPU threads only (or by host
  * threads in host mode): device scope orders it. */
@@ -157,6 +171,7 @@ GPUOS_INLINE GPUOS_HD uint32_t status_of(int err)
 {
 	switch (err) {
 	case -ENOENT: return GPUOS_ST_NOENT;
+	case -EACCES: return GPUOS_ST_DENIED;
 	case -ENOTDIR: return GPUOS_ST_NOTDIR;
 	case -ELOOP: return GPUOS_ST_LOOP;
 	case -EISDIR: return GPUOS_ST_ISDIR;
@@ -185,6 +200,13 @@ GPUOS_INLINE GPUOS_HD uint32_t handle_number(const struct rt_handle *hd, uint32_
 	return (hd->gen << 8) | (slot + 1u);
 }
 
+/* [p, p + len) is memory request q may name: registered, and in its
+ * client's share when a client of a service posted it (rt.h). */
+GPUOS_INLINE GPUOS_HD int files_req_mem(const struct rt_files *F, const struct mreq *q, uint64_t p, uint64_t len)
+{
+	return gpuos_rt_registered(F->d, p, len) && gpuos_rt_client_mem(F->d, gpuos_rt_ms_client(q->ms), p, len);
+}
+
 /* ---- calls between the sources ----------------------------------------------------- */
 
 /* files_io.c */
@@ -203,6 +225,12 @@ GPUOS_HD void *files_struct_dst(struct rt_files *F, const struct mreq *q, uint64
 
 /* files_fs.c */
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q);
+/* files_lookup_req, then read permission on the inode (OPEN, GGUF_OPEN). */
+GPUOS_HD int files_lookup_read(struct rt_files *F, const struct mreq *q);
+/* The credentials ext4 mode bits are checked against for request q: its
+ * client's (a client mailbox of a service run without --no-perms), or NULL:
+ * no checks (the service's own mailbox, a local runtime). */
+GPUOS_HD const struct gpuos_rt_client *files_cred(const struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_alloc_handle(struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map);
 GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask);

@@ -12,7 +12,7 @@ GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
 {
 	if (!d->meta)
 		return 0;
-	return off_ring() + gpuos_align_line((uint64_t)d->mbox_nslots * sizeof(uint32_t));
+	return off_ring() + gpuos_align_line((uint64_t)meta_ring_len(d) * sizeof(uint32_t));
 }
 
 /* ---- the service warps' side ------------------------------------------------------ */
@@ -20,12 +20,11 @@ GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
 GPUOS_NOINLINE GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms)
 {
 	struct rt_files *F = files_of(d);
-	uint32_t n = d->mbox_nslots;
+	uint32_t n = meta_ring_len(d);
 	uint32_t pos = gpuos_fetch_add_relaxed_dev32(&F->posted, 1u); /* a position */
 	/* Publish the TAKEN slot with the entry; pairs with the metadata warp's
-	 * acquire load of it. The ring cannot overrun: each mailbox slot is in it
-	 * at most once until its DONE, and there are n of them. */
-	gpuos_store_release_dev32(&meta_ring(d)[pos % n], gpuos_mbox_ring_entry(pos, n, ms));
+	 * acquire load of it. */
+	gpuos_store_release_dev32(&meta_ring(d)[pos % n], meta_entry(pos, n, ms));
 }
 
 GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d)
@@ -50,7 +49,7 @@ GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *
 	int dev = (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
 	uint64_t batch = s->batch;
 
-	if (st != GPUOS_ST_OK && q->dst && q->length && gpuos_rt_registered(d, q->dst, GPUOS_MIN(q->length, (uint64_t)WHY_MAX))) {
+	if (st != GPUOS_ST_OK && q->dst && q->length && files_req_mem(F, q, q->dst, GPUOS_MIN(q->length, (uint64_t)WHY_MAX))) {
 		struct sbuf sb;
 		sb.p = F->why;
 		sb.n = 0;
@@ -129,7 +128,7 @@ GPUOS_INLINE GPUOS_HD uint64_t region_left(const struct gpuos_rt_desc *d, uint64
  * dst when it is registered, and 0 is returned. */
 GPUOS_HD void *files_struct_dst(struct rt_files *F, const struct mreq *q, uint64_t min, const char *what)
 {
-	if (!q->dst || !gpuos_rt_registered(F->d, q->dst, q->length)) {
+	if (!q->dst || !files_req_mem(F, q, q->dst, q->length)) {
 		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return 0;
 	}
@@ -148,7 +147,11 @@ GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, ui
 {
 	uint64_t left = region_left(F->d, q->arg);
 	const char *p = (const char *)(uintptr_t)q->arg;
-	uint32_t i;
+	uint32_t m = gpuos_rt_ms_client(q->ms), i;
+	if (m) { /* a client's string ends in its share */
+		uint64_t end = gpuos_rt_mbox_of(F->d, m) + F->d->share_len;
+		left = gpuos_rt_client_mem(F->d, m, q->arg, 1) ? GPUOS_MIN(left, end - q->arg) : 0;
+	}
 	if (!q->arg || !left)
 		return GPUOS_ST_BAD_DST;
 	for (i = 0; i < max && i < left; i++) {
@@ -162,7 +165,7 @@ GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, ui
 GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint32_t cmd)
 {
 	const struct gpuos_rt_desc *d = F->d;
-	struct gpuos_mbox_slot *s = (struct gpuos_mbox_slot *)(uintptr_t)(d->mbox + sizeof(struct gpuos_mbox)) + ms;
+	struct gpuos_mbox_slot *s = gpuos_rt_slot(d, ms);
 	struct mreq q;
 
 	q.s = s;
@@ -200,7 +203,7 @@ GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint3
 GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 {
 	struct rt_files *F = files_of(d);
-	uint32_t n = d->mbox_nslots, idle = 0, iter = 0, cmd = GPUOS_RT_CMD_RUN;
+	uint32_t n = meta_ring_len(d), idle = 0, iter = 0, cmd = GPUOS_RT_CMD_RUN;
 
 	if (gpuos_lane_id() != 0 || !d->meta)
 		return;
@@ -232,8 +235,8 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 		files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
 		/* Pairs with the service warps' release store of the entry. */
 		e = gpuos_load_acquire_dev32(&meta_ring(d)[pos % n]);
-		if ((e >> 16) == (((pos / n) + 1u) & 0xffffu) && (e & 0xffffu) < n) {
-			serve(F, e & 0xffffu, cmd);
+		if ((e & ~META_MS_MASK) == (meta_entry(pos, n, 0) & ~META_MS_MASK)) {
+			serve(F, e & META_MS_MASK, cmd);
 			F->consumed = pos + 1u;
 			idle = 0;
 			continue;

@@ -79,7 +79,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 		hd->next = 0;
 		hd->model = -1;
 	} else {
-		if (!files_lookup_req(F, q)) /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
+		if (!files_lookup_read(F, q)) /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
 			return;
 		if (F->ino.type == GPUOS_EXT4_FT_DIR) {
 			files_reply(F, q, GPUOS_ST_ISDIR, 0, 0, 0);
@@ -226,7 +226,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_tensor(struct rt_files *F, const stru
 	if (!hd)
 		return;
 	g = &F->model[hd->model];
-	if (!q->dst || q->length < sizeof(struct gpuos_gguf_tensor) || !gpuos_rt_registered(F->d, q->dst, q->length)) {
+	if (!q->dst || q->length < sizeof(struct gpuos_gguf_tensor) || !files_req_mem(F, q, q->dst, q->length)) {
 		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}
@@ -245,7 +245,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_layer(struct rt_files *F, const struc
 	int r;
 	if (!hd)
 		return;
-	if (q->length && (!q->dst || (q->dst & 3u) || !gpuos_rt_registered(F->d, q->dst, q->length))) {
+	if (q->length && (!q->dst || (q->dst & 3u) || !files_req_mem(F, q, q->dst, q->length))) {
 		files_reply(F, q, GPUOS_ST_BAD_DST, 0, 0, 0);
 		return;
 	}

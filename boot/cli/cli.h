@@ -38,6 +38,7 @@ struct cli {
 	uint32_t client_timeout_ms;
 	const char *apps_dir;    /* boot: --apps DIR */
 	int allow_host_apps;
+	int no_perms;            /* boot --no-perms */
 	/* positional arguments */
 	int argc;
 	char **argv;

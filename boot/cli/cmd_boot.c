@@ -62,6 +62,7 @@ static int service_opts(struct cli *c, struct gpuos_service_opts *o, struct serv
 	o->socket = c->socket;
 	o->group = c->group;
 	o->client_timeout_ms = c->client_timeout_ms;
+	o->no_perms = c->no_perms;
 	if (socket_mode(c->socket_mode, &o->mode))
 		return -1;
 	if (c->allow_host_apps && !c->apps_dir) {

@@ -17,7 +17,7 @@ enum {
 	OPT_SOCKET, OPT_PART, OPT_OFFSET, OPT_LENGTH, OPT_WARPS, OPT_QUEUES, OPT_DEPTH, OPT_SLOTS, OPT_XFER_KIB,
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
-	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT,
+	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT, OPT_NO_PERMS,
 };
 
 /* How an option's value is read. */
@@ -40,6 +40,8 @@ static const struct cli_option {
 	{ "offset", OPT_OFFSET, V_SIZE, 0, ~0ull, "BYTES", "first byte of the device to read" },
 	{ "length", OPT_LENGTH, V_SIZE, 0, ~0ull, "BYTES", "bytes to read" },
 	{ "allow-raw", OPT_ALLOW_RAW, V_NONE, 0, 0, NULL, "allow reads of raw device bytes (clients otherwise see files only)" },
+	{ "no-perms", OPT_NO_PERMS, V_NONE, 0, 0, NULL,
+	  "serve every client's files whatever their ext4 mode bits (else checked against the client's uid and groups)" },
 	{ "root", OPT_ROOT, V_TEXT, 0, 0, "DIR",
 	  "clients see only DIR of the file system, as / (.. and symlinks stop there; not with --allow-raw)" },
 	{ "entry", OPT_ENTRY, V_TEXT, 0, 0, "NAME", "the app's entry point (default: its only one)" },
@@ -86,7 +88,7 @@ const struct cli_command cli_commands[] = {
 	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
-	  "device socket allow-raw root mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps " RT_OPTS },
+	  "device socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps " RT_OPTS },
 	{ "stop", cmd_stop, "", "stop a running service", "socket" },
 	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
 	  "device socket json " RT_OPTS },
@@ -313,6 +315,7 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_APPS: c->apps_dir = val; break;
 	case OPT_ALLOW_HOST_APPS: c->allow_host_apps = 1; break;
 	case OPT_ROOT: c->boot.root = val; break;
+	case OPT_NO_PERMS: c->no_perms = 1; break;
 	}
 	return 0;
 }

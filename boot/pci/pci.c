@@ -967,4 +967,5 @@ const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops = {
 	.free = pci_free,
 	.describe = pci_describe,
 	.lists = 1,
+	.pins = 1,
 };

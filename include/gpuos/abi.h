@@ -77,10 +77,14 @@ GPUOS_EXTERN_C_BEGIN
  * handle is in device memory); the others by the runtime's metadata warp.
  *
  * Clients of a service (docs/security.md): the service splits client memory
- * in shares, one per connection. A handle belongs to the share that held
- * the request's path (or its reason buffer): at most GPUOS_MAX_HANDLES_PER_SHARE
- * each, so one client cannot take every handle; RELEASE closes all of share
- * N's (1-based), which the service posts when that client's connection ends.
+ * in shares, one per connection, and each client posts to a mailbox of its
+ * own at the start of its share (include/gpuos/rt.h); its requests may name
+ * only the rest of its share, and handles it opened. A handle belongs to
+ * the client that opened it (for the service's own mailbox: the share that
+ * held the request's path, or its reason buffer): at most
+ * GPUOS_MAX_HANDLES_PER_SHARE each, so one client cannot take every handle;
+ * RELEASE closes all of share N's (1-based), which only the service posts,
+ * when that client's connection ends.
  */
 enum gpuos_op {
 	GPUOS_OP_NOP = 0,        /* completes at once; measures the mailbox path */

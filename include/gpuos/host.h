@@ -177,13 +177,32 @@ int gpuos_sys_launch_client(struct gpuos_sys *s, const char *entry, uint64_t arg
 			    unsigned block, char *err, size_t errlen);
 int gpuos_sys_wait_client(struct gpuos_sys *s, char *err, size_t errlen);
 
-/* The shared segment (header, mailbox, client heap: struct gpuos_shm_hdr),
- * an unnamed memfd: a service passes it to the clients it admits. */
-int gpuos_sys_shm_fd(const struct gpuos_sys *s);
-
-/* Client share k (0-based) of heap_shares: its host address, and its
- * runtime address and length; NULL when k is out of range. */
+/* Client share k (0-based) of heap_shares: the memory its requests may
+ * name, its host address, and its runtime address and length; NULL when k
+ * is out of range. In a runtime with client areas (heap_shares > 1) that is
+ * the area past the client's mailbox. */
 void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, uint64_t *len);
+
+/* A service's client areas (docs/security.md, "Isolation between
+ * clients"): area k (0-based) holds client k + 1's own mailbox, then its
+ * share. Its memfd (what the client maps, and all it maps), its runtime
+ * address and length, and where the share starts in it. -1 when k is out of
+ * range or the runtime has no client areas. */
+int gpuos_sys_client_area(const struct gpuos_sys *s, uint32_t k, uint64_t *rt, uint64_t *len, uint64_t *share_off);
+/* Client k's rights from now on: its peer credentials (uid, gid, groups)
+ * and GPUOS_RT_CLIENT_* flags, written before the client learns of its
+ * area. */
+struct gpuos_rt_client;
+void gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_rt_client *c);
+/* Client k left: its rights go, and the runtime takes nothing more from
+ * its mailbox. */
+void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k);
+/* Then (it closes k first if need be): the runtime parked, so that what it
+ * took is finished, fresh memory for the area (the old memfd's pages stay
+ * with whoever still maps them, and reach nothing), the runtime resumed and
+ * told to take from the new ring. 0, or -errno with why (the area must not
+ * be given out again). */
+int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen);
 
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
@@ -258,6 +277,7 @@ struct gpuos_service_opts {
 	const char *group;        /* a group whose members may connect (NULL: "gpuos" if it exists) */
 	uint32_t client_timeout_ms; /* disconnect a client that leaves a request unfinished or a
 	                           * reply unread, or idles with no share, this long (0: 10 s) */
+	int no_perms;             /* 1: ext4 mode bits are not checked against clients' credentials */
 	/* A `run` request: the app runs in client share `share` (gpuos_sys_share);
 	 * returns the reply line with its '\n' (malloc'ed), or NULL. */
 	char *(*run)(void *ctx, struct gpuos_sys *s, const struct gpuos_peer *who, uint32_t share,

@@ -27,9 +27,40 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_MAX_XFER_KIB 2048
 #define GPUOS_RT_MAX_XFER    (GPUOS_RT_MAX_XFER_KIB * 1024u)
 /* Mailbox slots at most with a metadata warp: its ring names them in 16 bits. */
-#define GPUOS_RT_META_MAX_SLOTS 65535
+#define GPUOS_RT_MBOX_MAX_SLOTS 65535 /* slots of one mailbox: 16 bits of ms (gpuos_rt_ms_client) */
 
 /* flags */
+/* A service's clients (docs/security.md, "Isolation between clients"):
+ * client m (1..nclients) posts to a mailbox of its own, at the start of its
+ * own area, and its requests may name only the memory of its share. What
+ * each may do beyond that is in a table only the service writes. */
+#define GPUOS_RT_MAX_CLIENTS 31u      /* with the service's own mailbox, one lane each in a probe */
+#define GPUOS_RT_CLIENT_GROUPS 16u    /* supplementary groups checked against a file's gid */
+#define GPUOS_RT_CLIENT_RAW   (1u << 0) /* may READ_RAW (needs GPUOS_RT_ALLOW_RAW too) */
+#define GPUOS_RT_CLIENT_PERMS (1u << 1) /* ext4 mode bits are checked against uid, gid and groups */
+#define GPUOS_RT_CLIENT_QUOTA 16u     /* of a warp's GPUOS_RT_MAX_REQS_PER_WARP, one client holds at most */
+struct gpuos_rt_client {
+	uint32_t flags;        /* 0x00 GPUOS_RT_CLIENT_*; 0 while no client is attached */
+	uint32_t uid;          /* 0x04 the peer's credentials (SO_PEERCRED) */
+	uint32_t gid;          /* 0x08 */
+	uint32_t ngroups;      /* 0x0c of groups[] */
+	uint32_t epoch;        /* 0x10 written (release) by the service: odd, the area is closed (its
+	                        *      client left: take nothing more); even and new, a fresh mailbox
+	                        *      (take from its ring's position 0) */
+	uint32_t rsvd14[3];
+	uint32_t groups[GPUOS_RT_CLIENT_GROUPS]; /* 0x20 */
+};
+static_assert(sizeof(struct gpuos_rt_client) == 96, "rt client size");
+
+/* A request's mailbox slot as the runtime names it (ms): the client in the
+ * top 16 bits (0: the service's own mailbox, d->mbox), the slot of that
+ * mailbox below. */
+#define GPUOS_RT_MS_CLIENT_SHIFT 16u
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_rt_ms_client(uint32_t ms)
+{
+	return ms >> GPUOS_RT_MS_CLIENT_SHIFT;
+}
+
 #define GPUOS_RT_ALLOW_RAW   (1u << 0)  /* READ_RAW allowed */
 #define GPUOS_RT_ALLOW_WRITE (1u << 1)
 #define GPUOS_RT_MBOX_DEVICE (1u << 2)  /* the mailbox has GPUOS_MBOX_F_DEVICE */
@@ -125,6 +156,15 @@ struct gpuos_rt_desc {
 	 * "" is the file system's root. Resolved by the metadata warp at mount. */
 	char root[GPUOS_RT_ROOT_MAX];
 	struct gpuos_rt_queue queue[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* + the metadata warp's */
+	/* Client mailboxes (a service; 0 clients otherwise): nclients ==
+	 * nshares, and share m is client m's area: its mailbox (cmbox_nslots
+	 * slots in nwarps partitions) in the first cmbox_bytes, then the memory
+	 * its requests may name, to the share's end (gpuos_rt_client_mem).
+	 * Last, so that the rest keeps its layout (the loop reads queue[]). */
+	uint32_t nclients;
+	uint32_t cmbox_nslots;
+	uint64_t cmbox_bytes;  /* the mailbox's part of an area, 4 KiB aligned */
+	uint64_t clients;      /* struct gpuos_rt_client[nclients], host memory only the service writes */
 };
 
 /* What the runtime needs to recover a controller by itself (docs/design.md,
@@ -192,6 +232,42 @@ GPUOS_INLINE GPUOS_HD int gpuos_rt_region_of(const struct gpuos_rt_desc *d, uint
 			return (int)i;
 	}
 	return -1;
+}
+
+/* The mailbox of client m (1..nclients), or the service's own for m = 0. */
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_rt_mbox_of(const struct gpuos_rt_desc *d, uint32_t m)
+{
+	return m ? d->share_base + (uint64_t)(m - 1u) * d->share_len : d->mbox;
+}
+
+/* Slot ms (gpuos_rt_ms_client) of its mailbox. The layout is the
+ * runtime's own (slots right after the header): a client's header is never
+ * trusted. */
+GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *gpuos_rt_slot(const struct gpuos_rt_desc *d, uint32_t ms)
+{
+	return (struct gpuos_mbox_slot *)(uintptr_t)(gpuos_rt_mbox_of(d, gpuos_rt_ms_client(ms)) +
+						      sizeof(struct gpuos_mbox)) +
+	       (ms & ((1u << GPUOS_RT_MS_CLIENT_SHIFT) - 1u));
+}
+
+/* An odd epoch: client m's area is closed (struct gpuos_rt_client). */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_epoch_closed(uint32_t epoch)
+{
+	return epoch & 1u;
+}
+
+/* 1 if [p, p + len) is memory a request of client m may name: its share
+ * past its mailbox. Client 0 (the service's own mailbox) may name any
+ * registered memory. */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_in_share(uint64_t area, uint64_t cmbox_bytes, uint64_t share_len, uint64_t p,
+					      uint64_t len)
+{
+	uint64_t lo = area + cmbox_bytes, hi = area + share_len;
+	return p >= lo && p <= hi && len <= hi - p;
+}
+GPUOS_INLINE GPUOS_HD int gpuos_rt_client_mem(const struct gpuos_rt_desc *d, uint32_t m, uint64_t p, uint64_t len)
+{
+	return m == 0 || gpuos_rt_in_share(gpuos_rt_mbox_of(d, m), d->cmbox_bytes, d->share_len, p, len);
 }
 
 GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)

@@ -32,6 +32,10 @@ done
 mkdir -p "$tmp/src/d"
 head -c $((8 << 20)) /dev/urandom > "$tmp/src/big.bin"
 echo one > "$tmp/src/d/one"
+# for the permission checks: root's files, one only root may read, one in a
+# folder only root may search
+echo private > "$tmp/src/private.txt"; chmod 600 "$tmp/src/private.txt"
+mkdir "$tmp/src/locked"; echo inner > "$tmp/src/locked/inner.txt"; chmod 700 "$tmp/src/locked"
 mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/fs.img" 32M > /dev/null 2>&1 || { echo "service: mke2fs failed"; exit 1; }
 want=$(md5sum < "$tmp/src/big.bin" | cut -d' ' -f1)
 sock=$tmp/s.sock
@@ -75,6 +79,23 @@ $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1; rc=$?
 check "ls after them" says $rc 0 one "$tmp/out"
 $client hold-handles "$sock" 40 > "$tmp/out" 2>&1; rc=$?
 check "one client may hold 16 handles, not all 64 (the 17th: NOSPC)" says_line $rc 0 "opened 16, then: NOSPC" "$tmp/out"
+check "and others still open files" good_cat
+
+echo "== isolation between clients (each maps its own area: its mailbox and its share)"
+$client isolation "$sock" > "$tmp/iso" 2>&1
+sed 's/^/       /' "$tmp/iso"
+iso() { grep -qx -- "$1" "$tmp/iso"; }
+check "both open a file through their own mailboxes" iso "B opens the file: OK"
+check "a read into another client's share: BAD_DST" iso "A reads into B's share: BAD_DST"
+check "a read into another client's mailbox: BAD_DST" iso "A reads into B's mailbox: BAD_DST"
+check "a read into its own mailbox: BAD_DST" iso "A reads into its own mailbox: BAD_DST"
+check "a path in another client's share: BAD_DST" iso "A opens a path in B's share: BAD_DST"
+check "another client's handle: BAD_HANDLE" iso "A reads through B's handle: BAD_HANDLE"
+check "RELEASE of another share: DENIED (the service's alone)" iso "A releases B's share: DENIED"
+check "raw bytes on a service without --allow-raw: DENIED" iso "A reads raw bytes: DENIED"
+check "its own reads still work" iso "A reads its own file: OK"
+check "a client that left and kept its mapping sees nothing of the next" iso "A's old mapping sees the next client's data: no"
+check "the next client of that share is served" iso "the next client of A's share opens the file: OK"
 check "and others still open files" good_cat
 
 echo "== clients that freeze the loop, and floods"
@@ -129,6 +150,29 @@ else
 	$client as-nobody stop "$sock" > "$tmp/out" 2>&1
 	check "... and may not stop the service" grep -q "err only root and uid 0 may stop" "$tmp/out"
 	check "root still attaches beside it" good_cat
+	# Files as the client's credentials allow (ext4 mode bits, checked by
+	# the metadata warp against the peer's uid, gid and groups).
+	nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$@"; }
+	got=$(nobody $gpuos cat --socket "$sock" /d/one 2> "$tmp/err"); rc=$?
+	check "uid 65534 reads a file others may read" test $rc -eq 0 -a "$got" = one
+	nobody $gpuos cat --socket "$sock" /private.txt > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "uid 65534, a file of mode 0600 (root's): permission denied, exit 1, nothing read" says $rc 1 "permission denied" "$tmp/err"
+	check "(nothing of it on stdout)" test ! -s "$tmp/out"
+	nobody $gpuos cat --socket "$sock" /locked/inner.txt > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "uid 65534, a file in a folder of mode 0700: permission denied" says $rc 1 "permission denied" "$tmp/err"
+	nobody $gpuos ls --socket "$sock" /locked > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "uid 65534 lists a folder of mode 0700: permission denied" says $rc 1 "permission denied" "$tmp/err"
+	check "root reads the 0600 file" test "$($gpuos cat --socket "$sock" /private.txt 2>/dev/null)" = private
+	nobody $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "uid 65534 asks for raw bytes: denied (only root and the service's uid)" says $rc 1 "denied" "$tmp/err"
+	stop
+	start --socket-mode 0660 --group "$grp" --client-timeout-ms 2000 --no-perms --allow-raw
+	got=$(nobody $gpuos cat --socket "$sock" /private.txt 2> "$tmp/err"); rc=$?
+	check "--no-perms: uid 65534 reads the 0600 file" test $rc -eq 0 -a "$got" = private
+	nobody $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "--allow-raw: uid 65534 still may not read raw bytes" says $rc 1 "denied" "$tmp/err"
+	$gpuos read --socket "$sock" --allow-raw --offset 1024 --length 4096 > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "--allow-raw: root reads raw bytes (the superblock's magic at 0x38)" test $rc -eq 0 -a "$(od -An -tx1 -j56 -N2 "$tmp/out" | tr -d ' ')" = 53ef
 	chmod 755 "$tmp"
 	stop
 	# A socket of another user is not a service to trust (made in a folder

@@ -9,6 +9,10 @@
   partial-line SOCK       send half a line; exit 0 when the service disconnects
   idle-flood SOCK N       open N idle connections; exit 0 when the service has
                           closed every one of them in time
+  isolation SOCK [FILE]   two clients A and B (FILE: /d/one): A names B's memory, B's
+                          handle, RELEASE of B's share; then A leaves but
+                          keeps its mapping and a new client writes its
+                          share: one line per attempt, "what: STATUS"
   as-nobody MODE ARGS     become uid/gid 65534 (root only), then MODE:
       connect SOCK        print the error connect() gives
       attach SOCK         print the service's reply to attach
@@ -29,9 +33,9 @@ import struct
 import sys
 import time
 
-OP_OPEN = 16
+OP_READ_RAW, OP_OPEN, OP_READ, OP_RELEASE = 1, 16, 19, 21
 SLOT_FREE, SLOT_CLAIMED, SLOT_POSTED, SLOT_DONE = 0, 1, 2, 4
-ST_NAMES = {0: "OK", 16: "NOSPC"}
+ST_NAMES = {0: "OK", 3: "BAD_DST", 9: "DENIED", 15: "BAD_HANDLE", 16: "NOSPC"}
 
 
 def connect(path):
@@ -66,14 +70,24 @@ def attach(path):
 
 
 class Mailbox:
-    def __init__(self, fd, heap_off):
-        self.m = mmap.mmap(fd, os.fstat(fd).st_size)
-        _, _, self.mbox, _, _, self.rt_base = struct.unpack_from("<IIQQQQ", self.m, 0)
+    """A client's own area, as attach gives it: its mailbox at 0, its share
+    at heap_off; rt is the area's runtime address."""
+
+    def __init__(self, line, fd):
+        f = dict(kv.split("=") for kv in line.split()[1:])
+        self.heap, self.rt, self.share = int(f["heap_off"]), int(f["rt"]), int(f["share"])
+        self.size = os.fstat(fd).st_size
+        self.m = mmap.mmap(fd, self.size)
+        self.mbox = 0
         self.nslots, self.nparts, self.slots_off = struct.unpack_from("<IIQ", self.m, self.mbox + 8)
         self.ring_off, = struct.unpack_from("<Q", self.m, self.mbox + 0x20)
-        self.heap = heap_off
 
-    def call(self, op, arg=0, dst=0, length=0):
+    def put(self, at, data):
+        """data at byte `at` of the share; its runtime address"""
+        self.m[self.heap + at:self.heap + at + len(data)] = data
+        return self.rt + self.heap + at
+
+    def call(self, op, arg=0, dst=0, length=0, handle=0, offset=0):
         per = self.nslots // self.nparts
         for i in range(self.nslots):
             at = self.mbox + self.slots_off + 128 * i
@@ -82,7 +96,7 @@ class Mailbox:
         else:
             return "FULL", 0
         struct.pack_into("<I", self.m, at, SLOT_CLAIMED)
-        struct.pack_into("<HHIIQQQQQQ", self.m, at + 4, op, 0, 0, 0, 0, length, dst, arg, 0, 0)
+        struct.pack_into("<HHIIQQQQQQ", self.m, at + 4, op, 0, handle, 0, offset, length, dst, arg, 0, 0)
         struct.pack_into("<I", self.m, at, SLOT_POSTED)
         p = i // per
         cnt = self.mbox + 0x80 + 64 * p
@@ -103,11 +117,8 @@ class Mailbox:
 
 def hold_handles(path, n):
     s, line, fds = attach(path)
-    off = int(line.split("heap_off=")[1].split()[0])
-    mb = Mailbox(fds[0], off)
-    path_at = off
-    mb.m[path_at:path_at + 8] = b"/d/one\0\0"
-    rt = mb.rt_base + path_at
+    mb = Mailbox(line, fds[0])
+    rt = mb.put(0, b"/d/one\0\0")
     opened = 0
     for _ in range(n):
         st, _ = mb.call(OP_OPEN, arg=rt, dst=rt + 4096, length=256)
@@ -116,6 +127,46 @@ def hold_handles(path, n):
             return 0
         opened += 1
     print("opened %d, then: nothing refused" % opened)
+    return 0
+
+
+def isolation(path, name="/d/one"):
+    f = name.encode() + b"\0"
+    sa, la, fa = attach(path)
+    sb, lb, fb = attach(path)
+    a, b = Mailbox(la, fa[0]), Mailbox(lb, fb[0])
+    print("areas: %d and %d bytes, shares %d and %d" % (a.size, b.size, a.share, b.share))
+    pa, pb = a.put(0, f), b.put(0, f)
+    st, hb = b.call(OP_OPEN, arg=pb, dst=pb + 4096, length=256)
+    print("B opens the file: %s" % st)
+    st, ha = a.call(OP_OPEN, arg=pa, dst=pa + 4096, length=256)
+    print("A opens the file: %s" % st)
+    print("A reads into B's share: %s" % a.call(OP_READ, handle=ha, dst=pb + 8192, length=4)[0])
+    print("A reads into B's mailbox: %s" % a.call(OP_READ, handle=ha, dst=b.rt, length=4)[0])
+    print("A reads into its own mailbox: %s" % a.call(OP_READ, handle=ha, dst=a.rt + 128, length=4)[0])
+    print("A opens a path in B's share: %s" % a.call(OP_OPEN, arg=pb, dst=pa + 4096, length=256)[0])
+    print("A reads through B's handle: %s" % a.call(OP_READ, handle=hb, dst=pa + 8192, length=4)[0])
+    print("A releases B's share: %s" % a.call(OP_RELEASE, arg=b.share)[0])
+    print("A reads raw bytes: %s" % a.call(OP_READ_RAW, dst=pa + 8192, length=512)[0])
+    print("A reads its own file: %s" % a.call(OP_READ, handle=ha, dst=pa + 8192, length=4)[0])
+    # A leaves, keeping its mapping; the next client of its share writes there
+    sa.close()
+    time.sleep(1.0)
+    for _ in range(50):
+        sc, lc, fc = attach(path)
+        c = Mailbox(lc, fc[0])
+        if c.share == a.share:
+            break
+        sc.close()
+        time.sleep(0.1)
+    else:
+        print("A's share never came back")
+        return 0
+    c.put(0, b"SECRET-OF-C")
+    seen = a.m.find(b"SECRET-OF-C") >= 0
+    print("A's old mapping sees the next client's data: %s" % ("yes" if seen else "no"))
+    st, hc = c.call(OP_OPEN, arg=c.put(64, f), dst=c.rt + c.heap + 4096, length=256)
+    print("the next client of A's share opens the file: %s" % st)
     return 0
 
 
@@ -188,9 +239,9 @@ def fake_service(path, kind):
         c.recv(64)
         if kind in ("good", "overflow"):
             off = 4096 if kind == "good" else (1 << 64) - 4096
-            socket.send_fds(c, [b"ok heap_off=%d heap_len=8192 shm_len=8192 share=1\n" % off], [fd])
+            socket.send_fds(c, [b"ok heap_off=%d heap_len=8192 shm_len=8192 share=1 rt=4096\n" % off], [fd])
         elif kind == "nofd":
-            c.sendall(b"ok heap_off=4096 heap_len=4096 shm_len=8192 share=1\n")
+            c.sendall(b"ok heap_off=4096 heap_len=4096 shm_len=8192 share=1 rt=4096\n")
         elif kind == "short":
             c.sendall(b"ok heap_off=4096\n")
         else:
@@ -250,6 +301,8 @@ def main():
         return idle_flood(a[1], int(a[2]))
     if a[0] == "fake-service":
         return fake_service(a[1], a[2])
+    if a[0] == "isolation":
+        return isolation(*a[1:3])
     if a[0] == "as-nobody":
         return as_nobody(a[1], a[2:])
     print(__doc__)

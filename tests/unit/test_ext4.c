@@ -36,6 +36,7 @@
 
 #include "../../runtime/crc.h"
 #include "../../runtime/ext4.h"
+#include "gpuos/rt.h"
 
 #define ENV_DIR "GPUOS_EXT4_TEST_DIR"
 
@@ -193,6 +194,13 @@ static const char PRELUDE[] =
 	"  printf MID | dd of=$1/tind bs=1 seek=307200 conv=notrunc status=none\n"
 	"  printf TAIL | dd of=$1/tind bs=1 seek=$((70*1048576-100)) conv=notrunc status=none\n"
 	"}\n"
+	/* owners and modes, which mke2fs -d copies from the source tree: one
+	 * "path mode uid gid" a line on stdin */
+	"owners() {\n"
+	"  while read p m u g; do\n"
+	"    printf 'sif %s mode %s\\nsif %s uid %s\\nsif %s gid %s\\n' $p $m $p $u $p $g\n"
+	"  done | debugfs -w -f - $1 >/dev/null 2>&1\n"
+	"}\n"
 	"manyfiles() {\n"
 	"  mkdir -p $1\n"
 	"  python3 -c \"import sys\n"
@@ -268,6 +276,32 @@ static const struct recipe RECIPES[] = {
 	{"encrypt", "mkdir -p $W/src; printf secret > $W/src/s; printf plain > $W/src/p;"
 		    " mke2fs -q -F -t ext4 -O encrypt -d $W/src $IMG 8M;"
 		    " debugfs -w -R 'sif /s flags 0x80800' $IMG >/dev/null 2>&1"},
+	{"perms", "mkdir -p $W/src/f $W/src/d/closed $W/src/d/xonly $W/src/d/grp $W/src/d/ok;"
+		  " for f in owner group other nobody split exec big; do echo $f > $W/src/f/$f; done;"
+		  " for d in closed xonly grp; do echo in > $W/src/d/$d/inner; done;"
+		  " ln -s ../closed/inner $W/src/d/ok/up; ln -s /d/closed/inner $W/src/d/abs;"
+		  " ln -s /closed/inner $W/src/d/rootabs; ln -s d/closed/inner $W/src/link;"
+		  " ln -s d/closed $W/src/dirlink;"
+		  " mke2fs -q -F -t ext4 -b 1024 -d $W/src $IMG 8M;"
+		  " owners $IMG <<EOF\n"
+		  "/ 040755 0 0\n"
+		  "/f 040755 0 0\n"
+		  "/f/owner 0100400 1000 2000\n"
+		  "/f/group 0100040 1000 2000\n"
+		  "/f/other 0100004 1000 2000\n"
+		  "/f/nobody 0100000 1000 2000\n"
+		  "/f/split 0100047 1000 2000\n"
+		  "/f/exec 0100701 1000 2000\n"
+		  "/f/big 0100640 70000 70001\n"
+		  "/d 040755 0 0\n"
+		  "/d/closed 040600 1000 2000\n"
+		  "/d/closed/inner 0100644 1000 2000\n"
+		  "/d/xonly 040711 1000 2000\n"
+		  "/d/xonly/inner 0100644 1000 2000\n"
+		  "/d/grp 040750 1000 2000\n"
+		  "/d/grp/inner 0100644 1000 2000\n"
+		  "/d/ok 040755 0 0\n"
+		  "EOF"},
 	{"jdev", "mkdir -p $W/src; mke2fs -q -F -O journal_dev -b 4096 $IMG 8M"},
 };
 
@@ -1229,6 +1263,259 @@ Test(ext4, journal_device_refused, .timeout = 60)
 	img_open(&im, "jdev");
 	cr_assert_eq(img_mount(&im, 0), -EOPNOTSUPP);
 	cr_assert(strstr(im.fs->why, "journal_dev"), "why: %s", im.fs->why);
+	img_close(&im);
+}
+
+/* ---- permissions ---------------------------------------------------------------------- */
+
+/* Credentials of a client: uid, gid, then ngroups supplementary groups. */
+static struct gpuos_rt_client client(uint32_t uid, uint32_t gid, uint32_t ngroups, ...)
+{
+	struct gpuos_rt_client c;
+	va_list ap;
+	uint32_t i;
+
+	memset(&c, 0, sizeof(c));
+	c.flags = GPUOS_RT_CLIENT_PERMS;
+	c.uid = uid;
+	c.gid = gid;
+	c.ngroups = ngroups;
+	va_start(ap, ngroups);
+	for (i = 0; i < ngroups && i < GPUOS_RT_CLIENT_GROUPS; i++)
+		c.groups[i] = va_arg(ap, uint32_t);
+	va_end(ap);
+	return c;
+}
+
+/* The inode at path, checked to have the owner and mode the recipe gave it
+ * (debugfs sif fails silently). */
+static void perm_inode(struct img *im, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
+		       struct gpuos_ext4_inode *in)
+{
+	lookup_ok(im, path, GPUOS_EXT4_LOOKUP_NOFOLLOW, in);
+	cr_assert_eq(in->mode, mode, "%s: mode %o, the recipe says %o", path, in->mode, mode);
+	cr_assert_eq(in->uid, uid, "%s: uid %u, the recipe says %u", path, in->uid, uid);
+	cr_assert_eq(in->gid, gid, "%s: gid %u, the recipe says %u", path, in->gid, gid);
+}
+
+/* Short names for the tests' many checks. */
+enum { MAY_R = GPUOS_EXT4_MAY_READ, MAY_W = GPUOS_EXT4_MAY_WRITE, MAY_X = GPUOS_EXT4_MAY_EXEC };
+
+static int lookup_as(struct img *im, uint32_t root, const char *path, uint32_t flags,
+		     const struct gpuos_rt_client *cred)
+{
+	struct gpuos_ext4_inode in;
+
+	return gpuos_ext4_lookup_as(im->fs, root, root, path, flags, cred, &in);
+}
+
+Test(ext4, perm_owner_group_other_bits, .timeout = 60)
+{
+	struct img im;
+	struct gpuos_ext4_inode in;
+	struct gpuos_rt_client owner = client(1000, 1, 0), group = client(3000, 2000, 0),
+			       other = client(3000, 3000, 0);
+
+	img_mounted(&im, "perms");
+	perm_inode(&im, "/f/owner", 0100400, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_W), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_X), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R | MAY_W), -EACCES, "all of want, not any");
+	cr_assert_eq(gpuos_ext4_permission(&in, &group, MAY_R), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_R), -EACCES);
+
+	perm_inode(&im, "/f/group", 0100040, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &group, MAY_R), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &group, MAY_W), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_R), -EACCES);
+
+	perm_inode(&im, "/f/other", 0100004, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R), -EACCES, "the owner's bits, not the others'");
+	cr_assert_eq(gpuos_ext4_permission(&in, &group, MAY_R), -EACCES, "the group's bits, not the others'");
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_R), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_X), -EACCES);
+
+	perm_inode(&im, "/f/nobody", 0100000, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, 0), 0, "nothing wanted, nothing refused");
+
+	/* ---rwxrwx: the first class that matches decides */
+	perm_inode(&im, "/f/split", 0100047, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &group, MAY_R), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &group, MAY_X), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_R | MAY_W | MAY_X), 0);
+
+	/* directories: x is search, r is listing */
+	perm_inode(&im, "/d/xonly", 040711, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_X), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &other, MAY_R), -EACCES);
+	cr_assert_eq(gpuos_ext4_permission(&in, &owner, MAY_R | MAY_W | MAY_X), 0);
+	img_close(&im);
+}
+
+Test(ext4, perm_supplementary_groups, .timeout = 60)
+{
+	struct img im;
+	struct gpuos_ext4_inode in;
+	struct gpuos_rt_client c;
+
+	img_mounted(&im, "perms");
+	perm_inode(&im, "/f/group", 0100040, 1000, 2000, &in);
+	c = client(3000, 3000, 3, 10u, 11u, 2000u);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), 0, "the last of three groups");
+	c.ngroups = 2;
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), -EACCES, "groups past ngroups do not count");
+	c = client(3000, 3000, 0);
+	c.ngroups = 1000;
+	c.groups[GPUOS_RT_CLIENT_GROUPS - 1] = 2000;
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), 0, "an ngroups past the table reads 16 of them");
+
+	/* a group member that is also the owner gets the owner's bits */
+	perm_inode(&im, "/f/split", 0100047, 1000, 2000, &in);
+	c = client(1000, 2000, 1, 2000u);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), -EACCES);
+	c = client(3000, 3000, 1, 2000u);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_X), -EACCES, "the group's bits, not the others'");
+
+	/* a directory searchable through a supplementary group only */
+	perm_inode(&im, "/d/grp", 040750, 1000, 2000, &in);
+	c = client(3000, 3000, 1, 2000u);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/grp/inner", 0, &c), 0);
+	c = client(3000, 3000, 1, 2001u);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/grp/inner", 0, &c), -EACCES);
+	img_close(&im);
+}
+
+Test(ext4, perm_root, .timeout = 60)
+{
+	struct img im;
+	struct gpuos_ext4_inode in;
+	struct gpuos_rt_client root = client(0, 0, 0), user = client(3000, 3000, 0);
+
+	img_mounted(&im, "perms");
+	perm_inode(&im, "/f/nobody", 0100000, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &root, MAY_R | MAY_W), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &root, MAY_X), -EACCES, "no x bit: root may not execute");
+	perm_inode(&im, "/f/exec", 0100701, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &root, MAY_X), 0, "some x bit: root may execute");
+	cr_assert_eq(gpuos_ext4_permission(&in, &user, MAY_X), 0);
+	perm_inode(&im, "/d/closed", 040600, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, &root, MAY_R | MAY_X), 0, "root searches any directory");
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/inner", 0, &root), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/link", 0, &root), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/inner", 0, &user), -EACCES);
+	img_close(&im);
+}
+
+Test(ext4, perm_uid_gid_32bit, .timeout = 60)
+{
+	struct img im;
+	struct gpuos_ext4_inode in;
+	struct gpuos_rt_client c;
+
+	img_mounted(&im, "perms");
+	/* 70000 = 0x11170: 0x1170 in i_uid, 1 in l_i_uid_high */
+	perm_inode(&im, "/f/big", 0100640, 70000, 70001, &in);
+	c = client(70000, 5, 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R | MAY_W), 0);
+	c = client(70000 & 0xffffu, 5, 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), -EACCES, "the low half alone is another user");
+	c = client(5, 70001, 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), 0);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_W), -EACCES);
+	c = client(5, 70001 & 0xffffu, 1, 70001u & 0xffffu);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), -EACCES, "the low half alone is another group");
+	c = client(5, 5, 1, 70001u);
+	cr_assert_eq(gpuos_ext4_permission(&in, &c, MAY_R), 0);
+	img_close(&im);
+}
+
+Test(ext4, perm_lookup_search_denied, .timeout = 60)
+{
+	struct img im;
+	struct gpuos_ext4_inode in, closed;
+	struct gpuos_rt_client owner = client(1000, 2000, 0), other = client(3000, 3000, 0);
+
+	img_mounted(&im, "perms");
+	perm_inode(&im, "/d/closed", 040600, 1000, 2000, &closed);
+	/* rw- on a directory: its owner may not search it either */
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/inner", 0, &owner), -EACCES);
+	cr_assert_eq(im.fs->bad, closed.ino, "the directory refused");
+	cr_assert(im.fs->why && strstr(im.fs->why, "permission denied"));
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/inner", 0, &other), -EACCES);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/nonexistent", 0, &other), -EACCES,
+		     "refused before the name is looked for");
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/.", 0, &other), -EACCES);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/..", 0, &other), -EACCES);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/../ok", 0, &other), -EACCES);
+	/* the last component needs no permission of its own (stat) */
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed", 0, &other), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/closed/", 0, &other), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/f/nobody", 0, &other), 0);
+	/* search without read */
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/xonly/inner", 0, &other), 0);
+	/* relative paths start at the directory given, and it is searched */
+	cr_assert_eq(gpuos_ext4_lookup_as(im.fs, GPUOS_EXT4_ROOT_INO, closed.ino, "inner", 0, &other, &in),
+		     -EACCES);
+	cr_assert_eq(gpuos_ext4_lookup_as(im.fs, GPUOS_EXT4_ROOT_INO, closed.ino, "inner", 0, NULL, &in), 0);
+	/* the same file system, other credentials: nothing sticks between calls */
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/grp/inner", 0, &owner), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/grp/inner", 0, &other), -EACCES);
+	img_close(&im);
+}
+
+Test(ext4, perm_lookup_through_symlinks, .timeout = 60)
+{
+	struct img im;
+	struct gpuos_ext4_inode in, d;
+	struct gpuos_rt_client other = client(3000, 3000, 0), root = client(0, 0, 0);
+
+	img_mounted(&im, "perms");
+	/* each link's own directory is searchable; its target's is not */
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/link", 0, &other), -EACCES, "relative");
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/ok/up", 0, &other), -EACCES, "relative, ..");
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/abs", 0, &other), -EACCES, "absolute");
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/dirlink/inner", 0, &other), -EACCES,
+		     "through a link to the directory");
+	/* a link that is not followed, or that ends at the closed directory itself */
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/link", GPUOS_EXT4_LOOKUP_NOFOLLOW, &other), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/dirlink", 0, &other), 0);
+	cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, "/d/ok/up", 0, &root), 0);
+
+	/* --root: absolute targets start at the root given, and are checked there */
+	perm_inode(&im, "/d", 040755, 0, 0, &d);
+	cr_assert_eq(lookup_as(&im, d.ino, "/rootabs", 0, &other), -EACCES);
+	cr_assert_eq(lookup_as(&im, d.ino, "/rootabs", 0, &root), 0);
+	cr_assert_eq(lookup_as(&im, d.ino, "/rootabs", 0, NULL), 0);
+	cr_assert_eq(lookup_as(&im, d.ino, "/ok/up", 0, &other), -EACCES);
+	cr_assert_eq(lookup_as(&im, d.ino, "/xonly/../../xonly/inner", 0, &other), 0, "'..' stops at root");
+	cr_assert_eq(gpuos_ext4_lookup_as(im.fs, d.ino, d.ino, "/abs", 0, &root, &in), -ENOENT,
+		     "/d/closed/inner is not inside root /d: checks do not change what is found");
+	img_close(&im);
+}
+
+Test(ext4, perm_null_cred_allows_all, .timeout = 60)
+{
+	static const char *const paths[] = {"/d/closed/inner", "/d/closed/.", "/d/closed/..", "/link",
+					    "/d/ok/up", "/d/abs", "/dirlink/inner", "/d/grp/inner"};
+	struct img im;
+	struct gpuos_ext4_inode in, got;
+	struct gpuos_rt_client off = client(3000, 3000, 0);
+	size_t i;
+
+	img_mounted(&im, "perms");
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		lookup_ok(&im, paths[i], 0, &in);
+		cr_assert_eq(gpuos_ext4_lookup_as(im.fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, paths[i], 0,
+						  NULL, &got), 0, "%s", paths[i]);
+		cr_assert_eq(got.ino, in.ino, "%s: the same inode as without credentials", paths[i]);
+		cr_assert_eq(lookup_as(&im, GPUOS_EXT4_ROOT_INO, paths[i], 0, &off), -EACCES, "%s", paths[i]);
+	}
+	perm_inode(&im, "/f/nobody", 0100000, 1000, 2000, &in);
+	cr_assert_eq(gpuos_ext4_permission(&in, NULL, MAY_R | MAY_W | MAY_X), 0);
 	img_close(&im);
 }
 
