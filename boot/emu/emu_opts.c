@@ -182,6 +182,13 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 
 /* ---- parser ---- */
 
+/* A number as the command line takes one (boot/cli): decimal, or hex
+ * after 0x; never octal ("010" is ten). */
+static unsigned long long dec_or_hex(const char *s, char **end)
+{
+	return strtoull(s, end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10);
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
@@ -189,7 +196,7 @@ static int parse_u64(const char *s, uint64_t *out)
 	if (!*s || *s == '-' || isspace((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
+	unsigned long long v = dec_or_hex(s, &end);
 	if (errno || *end)
 		return -EINVAL;
 	*out = v;
@@ -253,7 +260,7 @@ static int parse_bytes(const char *s, uint64_t *out)
 	if (!n || num[0] == '-')
 		return -EINVAL;
 	errno = 0;
-	unsigned long long v = strtoull(num, &end, 0);
+	unsigned long long v = dec_or_hex(num, &end);
 	if (errno || *end || (shift && v > (UINT64_MAX >> shift)))
 		return -EINVAL;
 	*out = (uint64_t)v << shift;

@@ -1996,6 +1996,20 @@ Test(emu_opts, parse_null_and_worker_default)
 	cr_assert_eq(o.start_enabled, 1);
 }
 
+Test(emu_opts, numbers_are_decimal_or_hex_never_octal)
+{
+	struct gpuos_emu_opts o;
+	char err[256];
+
+	cr_assert_eq(gpuos_emu_parse("x.img,latency_us=010,size=010K", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.latency_us, 10, "010 is ten, not eight");
+	cr_assert_eq(o.null_bytes, 10ull << 10, "010K is ten KiB");
+	cr_assert_eq(gpuos_emu_parse("x.img,latency_us=0x10", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.latency_us, 16);
+	cr_assert_neq(gpuos_emu_parse("x.img,latency_us=09x", &o, err, sizeof(err)), 0);
+	cr_assert_neq(gpuos_emu_parse("x.img,latency_us=0b1", &o, err, sizeof(err)), 0);
+}
+
 Test(emu_opts, parse_errors_name_the_key)
 {
 	static const struct { const char *args, *key; } t[] = {
