@@ -79,6 +79,21 @@ static int host_open(const char *path, const char *entry, void **handle, host_en
 	void *h;
 
 	so_path(path, p, sizeof(p));
+	/* The ABI first, from the file: loading runs the library's code. */
+	{
+		uint32_t v;
+		char why[256];
+		int r = gpuos_image_so_abi(p, &v, why, sizeof(why));
+		if (r) {
+			snprintf(err, errlen, "%s: %s", path, why);
+			return r;
+		}
+		if (v != GPUOS_ABI_VERSION) {
+			snprintf(err, errlen, "%s is built for gpuos ABI %u, this runtime speaks %u", path, v,
+				 GPUOS_ABI_VERSION);
+			return -EPROTO;
+		}
+	}
 	h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(err, errlen, "cannot open the host-mode variant: %s", dlerror());

@@ -726,6 +726,86 @@ int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, cha
 	return r;
 }
 
+/* The machine this program runs on, as ELF names it. */
+static unsigned host_machine(void)
+{
+#if defined(__x86_64__)
+	return EM_X86_64;
+#elif defined(__aarch64__)
+	return EM_AARCH64;
+#else
+	return EM_NONE;
+#endif
+}
+
+/* A host-mode variant's gpuos_abi_version, from the file's dynamic symbol
+ * table: in an ET_DYN of this machine, 4 bytes at the symbol's address in
+ * the section that holds it, read without loading the library. */
+static int so_abi(struct ctx *c, uint32_t *abi)
+{
+	GElf_Ehdr eh;
+	Elf_Scn *scn = NULL;
+
+	if (!gelf_getehdr(c->elf, &eh))
+		return fail(c, -ENOEXEC, "not an ELF file: %s", elf_errmsg(-1));
+	if (eh.e_type != ET_DYN || eh.e_machine != host_machine())
+		return fail(c, -ENOEXEC, "not a shared library for this machine (ELF type %u, machine %s)",
+			    (unsigned)eh.e_type, machine_name(eh.e_machine));
+	while ((scn = elf_nextscn(c->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i, n;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? d->d_size / sh.sh_entsize : 0;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym, *y = gelf_getsym(d, (int)i, &sym);
+			const char *name = y ? elf_strptr(c->elf, sh.sh_link, y->st_name) : NULL;
+			Elf_Scn *in;
+			GElf_Shdr ish;
+			if (!name || strcmp(name, GPUOS_APP_ABI_SYMBOL) || y->st_shndx == SHN_UNDEF)
+				continue;
+			in = elf_getscn(c->elf, y->st_shndx);
+			if (y->st_size != 4 || !in || !gelf_getshdr(in, &ish) || ish.sh_type != SHT_PROGBITS ||
+			    y->st_value < ish.sh_addr || y->st_value - ish.sh_addr > ish.sh_size - 4 || ish.sh_size < 4 ||
+			    ish.sh_offset > c->len || y->st_value - ish.sh_addr > c->len - ish.sh_offset - 4)
+				return fail(c, -EPROTO, "malformed ABI note: %s is not 4 bytes of the file",
+					    GPUOS_APP_ABI_SYMBOL);
+			*abi = rd32(c->buf + ish.sh_offset + (y->st_value - ish.sh_addr));
+			return 0;
+		}
+	}
+	return fail(c, -EPROTO, "no gpuos ABI note (GPUOS_APP_ABI_NOTE; symbol %s)", GPUOS_APP_ABI_SYMBOL);
+}
+
+int gpuos_image_so_abi(const char *path, uint32_t *abi, char *err, size_t errlen)
+{
+	struct ctx c;
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	memset(&c, 0, sizeof(c));
+	c.err = err;
+	c.errlen = errlen;
+	r = gpuos_image_read_file(path, &buf, &len, err, errlen);
+	if (r)
+		return r;
+	c.buf = buf;
+	c.len = len;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		r = fail(&c, -EINVAL, "libelf: %s", elf_errmsg(-1));
+	else if (len < SELFMAG || memcmp(buf, ELFMAG, SELFMAG) || !(c.elf = elf_memory((char *)buf, len)))
+		r = fail(&c, -ENOEXEC, "not an ELF file");
+	else
+		r = so_abi(&c, abi);
+	if (c.elf)
+		elf_end(c.elf);
+	free(buf);
+	return r;
+}
+
 int gpuos_image_check_arch(const struct gpuos_image_info *info, int sm_major, int sm_minor, char *err, size_t errlen)
 {
 	unsigned maj = info->sm_major, min = info->sm_minor;

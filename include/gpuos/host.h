@@ -371,6 +371,11 @@ int gpuos_image_inspect(const void *buf, size_t len, struct gpuos_image_info *ou
 int gpuos_image_read_file(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen);
 
 int gpuos_image_inspect_file(const char *path, struct gpuos_image_info *out, char *err, size_t errlen);
+/* A host-mode variant (APP.so): its gpuos ABI version, read from the file
+ * without loading it (a library's constructors run at dlopen). 0; -ENOEXEC
+ * (not a shared library of this machine), -EPROTO (no or a malformed ABI
+ * note) with why. */
+int gpuos_image_so_abi(const char *path, uint32_t *abi, char *err, size_t errlen);
 
 /* Release what gpuos_image_inspect() allocated; *info is zeroed. */
 void gpuos_image_info_free(struct gpuos_image_info *info);

@@ -142,6 +142,23 @@ CU
 else
 	echo "  skip (no nvcc): wrong-architecture and ABI-note images"
 fi
+# A host-mode variant's ABI is read from the file before it is loaded: a
+# library's constructor runs at dlopen.
+for v in 999 none; do
+	{
+		echo "#include <stdio.h>"
+		echo "__attribute__((constructor)) static void ran(void) { FILE *f = fopen(\"$tmp/ctor-$v\", \"w\"); if (f) fclose(f); }"
+		[ $v = none ] || echo "__attribute__((used)) const unsigned int gpuos_abi_version = $v;"
+		echo "void evil(void *a) { (void)a; }"
+	} > "$tmp/evil-$v.c"
+	cc -shared -fPIC -o "$tmp/evil-$v.so" "$tmp/evil-$v.c"
+	$gpuos run "$tmp/evil-$v.so" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
+	check "a .so of ABI $v: refused, exit 1, says why" says $rc 1 "ABI" "$tmp/err"
+	check "... and its constructor never ran" test ! -e "$tmp/ctor-$v"
+done
+printf 'not an ELF' > "$tmp/junk.so"
+$gpuos run "$tmp/junk.so" --device "$dev" > /dev/null 2> "$tmp/err"; rc=$?
+check "a .so that is not ELF: refused, exit 1" says $rc 1 "not an ELF" "$tmp/err"
 
 echo "== through a service (gpuos run --socket)"
 # A client names an app of the service's --apps directory; in host mode
