@@ -118,11 +118,11 @@ struct rt_warp {
 	 * is none. */
 	uint32_t nclients;      /* d->nclients */
 	uint32_t mdev;          /* mbox_dev(d) */
-	uint64_t mbox0;         /* d->mbox */
-	uint64_t ring0;         /* its rings */
-	uint64_t cbase, clen;   /* d->share_base, d->share_len: client m's mailbox at cbase + (m - 1) * clen */
+	uint64_t ring0;         /* the service's mailbox's rings */
+	uint64_t clen;          /* d->share_len */
 	uint64_t cmbytes;       /* d->cmbox_bytes */
 	uint64_t cring;         /* a client mailbox's rings, from its start */
+	uint64_t mbox[GPUOS_RT_MAX_CLIENTS + 1]; /* gpuos_rt_mbox_of(d, m): a load, not a branch, per slot */
 	uint32_t cper;          /* slots of a client mailbox's partition (set at each start) */
 	uint32_t rr_client;     /* the client a probe's intake starts from: round robin */
 	struct rt_intake cin[GPUOS_RT_MAX_CLIENTS]; /* client m's at [m - 1] */
@@ -275,7 +275,7 @@ GPUOS_INLINE GPUOS_HD int mbox_dev(const struct gpuos_rt_desc *d)
  * copies (struct rt_warp). */
 GPUOS_INLINE GPUOS_HD uint64_t rt_mbox(const struct rt_warp *W, uint32_t m)
 {
-	return m ? W->cbase + (uint64_t)(m - 1u) * W->clen : W->mbox0;
+	return W->mbox[m];
 }
 GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *rt_slot(const struct rt_warp *W, uint32_t ms)
 {
@@ -1631,10 +1631,10 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		W->cper = d->cmbox_nslots / d->nwarps;
 		W->nclients = d->nclients;
 		W->mdev = (uint32_t)mbox_dev(d);
-		W->mbox0 = d->mbox;
 		W->ring0 = d->mbox + sizeof(struct gpuos_mbox) + (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot);
-		W->cbase = d->share_base;
 		W->clen = d->share_len;
+		for (uint32_t m = 0; m <= d->nclients && m <= GPUOS_RT_MAX_CLIENTS; m++)
+			W->mbox[m] = gpuos_rt_mbox_of(d, m);
 		W->cmbytes = d->cmbox_bytes;
 		W->cring = sizeof(struct gpuos_mbox) + (uint64_t)d->cmbox_nslots * sizeof(struct gpuos_mbox_slot);
 		W->qpm = W->qpw / d->nctrl;
