@@ -93,8 +93,10 @@ static void desc_regions(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 		d->clients = s->ctl.rt + s->plan.clients_off;
 	}
 	/* Zero copy into the heap where the controller can map it (the
-	 * emulator; VFIO pins it); otherwise reads into it bounce. */
-	if (!s->opts.no_zero_copy && s->ctrl->ops->map &&
+	 * emulator; VFIO pins it); otherwise reads into it bounce. Not where
+	 * the controller pins it and a service's client areas must take fresh
+	 * pages when their clients leave (gpuos_sys_client_renew). */
+	if (!s->opts.no_zero_copy && s->ctrl->ops->map && !(s->plan.nclients && s->ctrl->ops->pins) &&
 	    s->ctrl->ops->map(s->ctrl, (char *)s->shm + h->heap_off, h->heap_len, 0, &s->heap_iova) == 0) {
 		s->heap_mapped = 1;
 		d->region[0].iova = s->heap_iova;
