@@ -137,7 +137,7 @@ GPUOS_HD static int holds_ext(struct rt_files *F, uint64_t start)
 	uint16_t magic = 0;
 
 	return start < ns_bytes && ns_bytes - start > 1024u + 58u &&
-	       files_dev_bytes(F, start + 1024u + 56u, 2, &magic) == 0 && magic == GPUOS_EXT4_MAGIC;
+	       files_dev_bytes(F, start + GPUOS_EXT4_MAGIC_OFFSET, 2, &magic) == 0 && magic == GPUOS_EXT4_MAGIC;
 }
 
 /* The index in F->parts of the file tools' partition: --part N (d->part),
