@@ -217,10 +217,11 @@ void gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_
 		return;
 	*t = *c;
 	t->epoch = epoch;
-	/* The client learns of its area only after this (the attach reply
-	 * goes out through a system call), so the runtime reads these rights
-	 * for any request of it. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Flags last, with release: the credentials before them. The client
+	 * learns of its area only after this (the attach reply goes out
+	 * through a system call, which orders it), so the runtime reads these
+	 * rights for any request of it. */
+	__atomic_store_n(&t->flags, c->flags, __ATOMIC_RELEASE);
 }
 
 void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k)
