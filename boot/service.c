@@ -262,19 +262,24 @@ fail:
 
 /* ---- connections ---------------------------------------------------------------------- */
 
+/* The peer's supplementary groups as they were at connect(), at most
+ * SVC_MAX_GROUPS of them, into g; how many (0 where the kernel says none). */
+static unsigned peer_groups(int fd, gid_t g[SVC_MAX_GROUPS])
+{
+	socklen_t len = SVC_MAX_GROUPS * sizeof(gid_t);
+	return getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) ? 0 : (unsigned)(len / sizeof(gid_t));
+}
+
 static int peer_in_group(struct gpuos_service *v, int fd, const struct gpuos_peer *p)
 {
 	gid_t g[SVC_MAX_GROUPS];
-	socklen_t len = sizeof(g);
-	unsigned i;
+	unsigned i, n;
 	if (!v->has_group)
 		return 0;
 	if (p->gid == v->group)
 		return 1;
-	/* the peer's supplementary groups as they were at connect() */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len))
-		return 0;
-	for (i = 0; i < len / sizeof(g[0]); i++)
+	n = peer_groups(fd, g);
+	for (i = 0; i < n; i++)
 		if (g[i] == v->group)
 			return 1;
 	return 0;
@@ -417,14 +422,11 @@ static void admit(struct gpuos_service *v, const struct svc_conn *c, int k)
 {
 	struct gpuos_rt_client who;
 	gid_t g[SVC_MAX_GROUPS];
-	socklen_t len = sizeof(g);
-	unsigned i, n = 0;
+	unsigned i, n = peer_groups(c->fd, g);
 
 	memset(&who, 0, sizeof(who));
 	who.uid = c->peer.uid;
 	who.gid = c->peer.gid;
-	if (!getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len))
-		n = len / sizeof(g[0]);
 	for (i = 0; i < n && who.ngroups < GPUOS_RT_CLIENT_GROUPS; i++)
 		who.groups[who.ngroups++] = g[i];
 	who.flags = (c->privileged ? GPUOS_RT_CLIENT_RAW : 0) | (v->o.no_perms ? 0 : GPUOS_RT_CLIENT_PERMS);
