@@ -99,6 +99,17 @@ $(BUILD)/apps/%.so: apps/%.c
 	@$(if $(Q),echo "  CCLD    $< (host-mode variant)")
 	$(Q)$(CC) $(CFLAGS) -MF $@.d -fPIC -shared -Wl,--no-undefined -o $@ $<
 
+# A GPU client in a process of its own (bench/xproc_client.cu): its kernels
+# post to a service's GPU client area; against a host-mode service CPU
+# threads do, so the service suite runs it here too.
+XPROC_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(subst sm_,,$(a)),code=$(a))
+$(BUILD)/bench/xproc-client: bench/xproc_client.cu $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $< (xproc-client)")
+	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(BUILD)/libgpuos.a \
+		$(BUILD)/boot/cuda.o $(LDLIBS_HOST)
+all: $(BUILD)/bench/xproc-client
+
 # Host mode only, no CUDA at all, statically linked: for guests and initramfs.
 $(BUILD)/static/%.o: %.c
 	@mkdir -p $(dir $@)

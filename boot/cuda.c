@@ -603,6 +603,158 @@ int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len)
 	return cudaStreamSynchronize(s) == cudaSuccess ? 0 : -EIO;
 }
 
+/* ---- VRAM for other processes (the Driver API's virtual memory management) ---- */
+
+static void vmm_prop(int dev, CUmemAllocationProp *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p->location.id = dev;
+	p->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+static int vmm_access(uint64_t va, size_t len, int dev)
+{
+	CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+	CUmemAccessDesc a;
+	memset(&a, 0, sizeof(a));
+	a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.location.id = dev;
+	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	if (entry("cuMemSetAccess", (void **)&set_access))
+		return -ENOSYS;
+	return set_access((CUdeviceptr)va, len, &a, 1) == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+size_t gpuos_gpu_vmm_granularity(struct gpuos_gpu *g)
+{
+	CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+	CUmemAllocationProp p;
+	size_t n = 0;
+	vmm_prop(g->dev, &p);
+	if (entry("cuMemGetAllocationGranularity", (void **)&gran) ||
+	    gran(&n, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+		return 0;
+	return n;
+}
+
+int gpuos_gpu_vmm_reserve(struct gpuos_gpu *g, size_t len, uint64_t *va)
+{
+	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUdeviceptr p = 0;
+	(void)g;
+	if (entry("cuMemAddressReserve", (void **)&reserve))
+		return -ENOSYS;
+	if (reserve(&p, len, 0, 0, 0) != CUDA_SUCCESS)
+		return -ENOMEM;
+	*va = (uint64_t)p;
+	return 0;
+}
+
+void gpuos_gpu_vmm_unreserve(struct gpuos_gpu *g, uint64_t va, size_t len)
+{
+	CUresult (*release)(CUdeviceptr, size_t);
+	(void)g;
+	if (!entry("cuMemAddressFree", (void **)&release))
+		release((CUdeviceptr)va, len);
+}
+
+int gpuos_gpu_vmm_map_new(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t *handle, int *fd)
+{
+	CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+	CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*exp)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+	CUresult (*release)(CUmemGenericAllocationHandle);
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp p;
+	int f = -1;
+
+	if (entry("cuMemCreate", (void **)&create) || entry("cuMemMap", (void **)&map) ||
+	    entry("cuMemExportToShareableHandle", (void **)&exp) || entry("cuMemRelease", (void **)&release))
+		return -ENOSYS;
+	vmm_prop(g->dev, &p);
+	if (create(&h, len, &p, 0) != CUDA_SUCCESS)
+		return -ENOMEM;
+	if (map((CUdeviceptr)va, len, 0, h, 0) != CUDA_SUCCESS) {
+		release(h);
+		return -EIO;
+	}
+	if (vmm_access(va, len, g->dev) || exp(&f, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS) {
+		gpuos_gpu_vmm_unmap(g, va, len, (uint64_t)h);
+		return -EIO;
+	}
+	*handle = (uint64_t)h;
+	*fd = f;
+	return 0;
+}
+
+void gpuos_gpu_vmm_unmap(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t handle)
+{
+	CUresult (*unmap)(CUdeviceptr, size_t);
+	CUresult (*release)(CUmemGenericAllocationHandle);
+	(void)g;
+	if (!entry("cuMemUnmap", (void **)&unmap))
+		unmap((CUdeviceptr)va, len);
+	/* The allocation itself lives on while another process maps it. */
+	if (!entry("cuMemRelease", (void **)&release))
+		release((CUmemGenericAllocationHandle)handle);
+}
+
+int gpuos_gpu_vmm_import(int fd, size_t len, uint64_t *va, uint64_t *handle, void *head, size_t head_len,
+			 char *why, size_t whylen)
+{
+	CUresult (*import)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
+	CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*release)(CUmemGenericAllocationHandle);
+	CUmemGenericAllocationHandle h;
+	int dev = 0;
+	uint64_t p = 0;
+	CUresult r;
+
+	/* The CUDA runtime's primary context, current on this thread. */
+	if (cudaFree(0) != cudaSuccess || cudaGetDevice(&dev) != cudaSuccess) {
+		snprintf(why, whylen, "no CUDA device to map the service's memory on");
+		return -ENODEV;
+	}
+	if (entry("cuMemImportFromShareableHandle", (void **)&import) || entry("cuMemMap", (void **)&map) ||
+	    entry("cuMemRelease", (void **)&release)) {
+		snprintf(why, whylen, "this CUDA driver lacks virtual memory management (cuMemImportFromShareableHandle)");
+		return -ENOSYS;
+	}
+	r = import(&h, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, whylen, "import the service's GPU memory (cuMemImportFromShareableHandle): error %d%s",
+			 (int)r, r == CUDA_ERROR_INVALID_DEVICE ? ": it lives on another GPU" : "");
+		return -EIO;
+	}
+	if (gpuos_gpu_vmm_reserve(NULL, len, &p)) {
+		release(h);
+		snprintf(why, whylen, "reserve %zu bytes of GPU address space", len);
+		return -ENOMEM;
+	}
+	if (map((CUdeviceptr)p, len, 0, h, 0) != CUDA_SUCCESS || vmm_access(p, len, dev)) {
+		gpuos_gpu_vmm_unimport(p, len, (uint64_t)h);
+		snprintf(why, whylen, "map the service's GPU memory (%zu bytes): the area is smaller, or another GPU's",
+			 len);
+		return -EIO;
+	}
+	if (head_len > len || cudaMemcpy(head, (const void *)(uintptr_t)p, head_len, cudaMemcpyDeviceToHost) != cudaSuccess) {
+		gpuos_gpu_vmm_unimport(p, len, (uint64_t)h);
+		snprintf(why, whylen, "read the service's GPU memory");
+		return -EIO;
+	}
+	*va = p;
+	*handle = (uint64_t)h;
+	return 0;
+}
+
+void gpuos_gpu_vmm_unimport(uint64_t va, size_t len, uint64_t handle)
+{
+	gpuos_gpu_vmm_unmap(NULL, va, len, handle);
+	gpuos_gpu_vmm_unreserve(NULL, va, len);
+}
+
 static const char *cu_err(struct gpuos_gpu *g, CUresult r)
 {
 	const char *s = NULL;

@@ -31,6 +31,19 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev) { (void)g; (void)dev;
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device) { (void)g; (void)dst; (void)src; (void)len; (void)to_device; return -ENODEV; }
 void gpuos_gpu_thread_init(struct gpuos_gpu *g) { (void)g; }
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len) { (void)g; (void)dev; (void)v; (void)len; return -ENODEV; }
+size_t gpuos_gpu_vmm_granularity(struct gpuos_gpu *g) { (void)g; return 0; }
+int gpuos_gpu_vmm_reserve(struct gpuos_gpu *g, size_t len, uint64_t *va) { (void)g; (void)len; (void)va; return -ENODEV; }
+void gpuos_gpu_vmm_unreserve(struct gpuos_gpu *g, uint64_t va, size_t len) { (void)g; (void)va; (void)len; }
+int gpuos_gpu_vmm_map_new(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t *handle, int *fd) { (void)g; (void)va; (void)len; (void)handle; (void)fd; return -ENODEV; }
+void gpuos_gpu_vmm_unmap(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t handle) { (void)g; (void)va; (void)len; (void)handle; }
+int gpuos_gpu_vmm_import(int fd, size_t len, uint64_t *va, uint64_t *handle, void *head, size_t head_len,
+			 char *why, size_t whylen)
+{
+	(void)fd; (void)len; (void)va; (void)handle; (void)head; (void)head_len;
+	snprintf(why, whylen, "this gpuos binary is built without CUDA: it cannot map GPU memory");
+	return -ENODEV;
+}
+void gpuos_gpu_vmm_unimport(uint64_t va, size_t len, uint64_t handle) { (void)va; (void)len; (void)handle; }
 int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size_t whylen) { (void)g; (void)image; (void)why; (void)whylen; return -ENODEV; }
 int gpuos_gpu_dma_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len) { (void)g; (void)dst; (void)src; (void)len; return -ENODEV; }
 int gpuos_gpu_dma_gather(struct gpuos_gpu *g, void *dst, const void *src, size_t len) { (void)g; (void)dst; (void)src; (void)len; return -ENODEV; }

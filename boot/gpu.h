@@ -66,6 +66,27 @@ int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, 
  * that its first copy creates nothing while a kernel spins. */
 void gpuos_gpu_thread_init(struct gpuos_gpu *g);
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len);
+/* VRAM another process can map (a service's GPU clients): an address
+ * range reserved once, each piece of it backed by an allocation of its own
+ * that exports as a file descriptor (the Driver API's virtual memory
+ * management). A piece is renewed by unmapping its allocation and mapping a
+ * fresh one at the same address: a process that imported the old one keeps
+ * it, and reaches nothing of the new. None of these synchronise with a
+ * kernel that spins (measured on the H100 beside a persistent kernel, under
+ * MPS: docs/platform.md). len: a multiple of gpuos_gpu_vmm_granularity. */
+size_t gpuos_gpu_vmm_granularity(struct gpuos_gpu *g);
+int gpuos_gpu_vmm_reserve(struct gpuos_gpu *g, size_t len, uint64_t *va);
+void gpuos_gpu_vmm_unreserve(struct gpuos_gpu *g, uint64_t va, size_t len);
+/* Back [va, va + len) with a fresh allocation, readable and writable by
+ * this GPU; *handle is it, *fd its descriptor for another process. */
+int gpuos_gpu_vmm_map_new(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t *handle, int *fd);
+void gpuos_gpu_vmm_unmap(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t handle);
+/* The other side, in a client process (its current device, the CUDA
+ * runtime's primary context): map what fd names, len bytes, at *va, and
+ * copy its first head_len bytes into head. */
+int gpuos_gpu_vmm_import(int fd, size_t len, uint64_t *va, uint64_t *handle, void *head, size_t head_len,
+			 char *why, size_t whylen);
+void gpuos_gpu_vmm_unimport(uint64_t va, size_t len, uint64_t handle);
 /* Load the runtime image now (once), while no kernel spins, so that its
  * kernels (the DMA gather kernel among them) can be launched later. */
 int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size_t whylen);

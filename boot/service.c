@@ -11,6 +11,12 @@
  *              at 0, its share at heap_off, shm_len bytes in all, at runtime
  *              address rt; the client maps that alone and owns share K
  *              until its connection closes
+ *   attach gpu -> the same with " mem=vram" (or " mem=host" in host mode,
+ *              where host memory stands in for VRAM): an area for a GPU
+ *              client, whose kernels post to its mailbox at device scope;
+ *              the descriptor is one cuMemImportFromShareableHandle takes.
+ *              Only a service that has such areas (gpuos boot --gpu-clients)
+ *              and, on a GPU, runs under MPS gives them out
  *   stats   -> one JSON line of runtime statistics
  *   run ... -> an app, by the handler the caller gave (boot/cli/cmd_run.c)
  *   stop    -> "ok", then a graceful stop (root and the service's uid only)
@@ -42,6 +48,7 @@
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
 #include "gpuos/rt.h"
+#include "gpu.h"
 
 #define SVC_MAX_CONN 64u
 #define SVC_LINE_MAX 8192u           /* one request line: a run carries its app and arguments */
@@ -83,7 +90,8 @@ struct gpuos_service {
 	struct gpuos_sys *s;
 	int stopping;
 	struct svc_conn conn[SVC_MAX_CONN];
-	struct svc_share share[GPUOS_SERVICE_SHARES];
+	struct svc_share share[GPUOS_RT_MAX_CLIENTS]; /* host clients' [0, SHARES), GPU clients' after */
+	uint32_t nshares;        /* GPUOS_SERVICE_SHARES + the runtime's GPU client areas */
 };
 
 static uint64_t now_ms(void)
@@ -390,24 +398,28 @@ static void accept_one(struct gpuos_service *v)
 	c->t_active = now_ms();
 }
 
-/* A free share for this peer: no uid but root and the service's may hold
- * more than half of them, so no one user locks the others out. */
-static int share_take(struct gpuos_service *v, const struct svc_conn *c, char *why, size_t whylen)
+/* A free share of the kind asked for (a host client's, or a GPU
+ * client's) for this peer: no uid but root and the service's may hold
+ * more than half of a kind (at least one), so no one user locks the
+ * others out. */
+static int share_take(struct gpuos_service *v, const struct svc_conn *c, int gpu, char *why, size_t whylen)
 {
-	unsigned k, held = 0, freek = GPUOS_SERVICE_SHARES;
-	for (k = 0; k < GPUOS_SERVICE_SHARES; k++) {
+	unsigned lo = gpu ? GPUOS_SERVICE_SHARES : 0, hi = gpu ? v->nshares : GPUOS_SERVICE_SHARES;
+	unsigned k, held = 0, freek = hi, n = hi - lo;
+	const char *kind = gpu ? "GPU client areas" : "client shares";
+	for (k = lo; k < hi; k++) {
 		if (v->share[k].state == SHARE_FREE)
-			freek = freek == GPUOS_SERVICE_SHARES ? k : freek;
+			freek = freek == hi ? k : freek;
 		else if (v->share[k].state == SHARE_HELD && v->share[k].uid == c->peer.uid)
 			held++;
 	}
-	if (!c->privileged && held >= GPUOS_SERVICE_SHARES / 2) {
-		snprintf(why, whylen, "uid %u holds %u of the %u client shares, as many as one user may",
-			 (unsigned)c->peer.uid, held, GPUOS_SERVICE_SHARES);
+	if (!c->privileged && held >= (n / 2 ? n / 2 : 1)) {
+		snprintf(why, whylen, "uid %u holds %u of the %u %s, as many as one user may", (unsigned)c->peer.uid,
+			 held, n, kind);
 		return -1;
 	}
-	if (freek == GPUOS_SERVICE_SHARES) {
-		snprintf(why, whylen, "all %u client shares in use", GPUOS_SERVICE_SHARES);
+	if (freek == hi) {
+		snprintf(why, whylen, "all %u %s in use", n, kind);
 		return -1;
 	}
 	v->share[freek].state = SHARE_HELD;
@@ -433,8 +445,9 @@ static void admit(struct gpuos_service *v, const struct svc_conn *c, int k)
 	gpuos_sys_client_admit(v->s, (uint32_t)k, &who);
 }
 
-/* "ok heap_off=N heap_len=N shm_len=N share=K rt=N" with the memfd of the
- * client's own area (its mailbox at 0, its share at heap_off): all it maps. */
+/* "ok heap_off=N heap_len=N shm_len=N share=K rt=N[ mem=vram|host]" with
+ * the descriptor of the client's own area (its mailbox at 0, its share at
+ * heap_off): all it maps. */
 static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 {
 	char line[256], cbuf[CMSG_SPACE(sizeof(int))];
@@ -447,9 +460,10 @@ static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 	if (fd < 0)
 		return -1;
 	admit(v, c, k);
-	snprintf(line, sizeof(line), "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%d rt=%llu\n",
+	snprintf(line, sizeof(line), "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%d rt=%llu%s\n",
 		 (unsigned long long)share_off, (unsigned long long)(len - share_off), (unsigned long long)len, k + 1,
-		 (unsigned long long)rt);
+		 (unsigned long long)rt,
+		 !gpuos_sys_client_gpu(v->s, (uint32_t)k) ? "" : gpuos_sys_gpu_sm(v->s) ? " mem=vram" : " mem=host");
 	memset(&m, 0, sizeof(m));
 	iov.iov_base = line;
 	iov.iov_len = strlen(line);
@@ -486,15 +500,23 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 	char why[256];
 	int k;
 
-	if (!strcmp(line, "attach")) {
-		if (gpuos_sys_mbox_device(v->s))
+	if (!strcmp(line, "attach") || !strcmp(line, "attach gpu")) {
+		int gpu = line[6] != 0;
+		if (gpuos_sys_mbox_device(v->s) && !gpu)
 			return conn_printf(c, "err this service's mailbox is in VRAM (gpuos boot --mbox-vram): it serves "
 					   "GPU apps (gpuos run --socket), not host clients\n");
+		if (gpu && v->nshares == GPUOS_SERVICE_SHARES)
+			return conn_printf(c, "err this service has no GPU client areas (gpuos boot --gpu-clients N)\n");
+		/* A client's kernels run beside the runtime's only under MPS,
+		 * which the runtime's own context must have joined at boot. */
+		if (gpu && gpuos_sys_gpu_sm(v->s) && !gpuos_sys_info(v->s)->mps)
+			return conn_printf(c, "err GPU clients need MPS, and this service booted without it "
+					   "(scripts/mps-start.sh, then boot the service again)\n");
 		if (c->share >= 0)
 			return conn_printf(c, "err already attached\n");
 		if (c->out_n)
 			return -1; /* a client that sends attach behind unread replies */
-		k = share_take(v, c, why, sizeof(why));
+		k = share_take(v, c, gpu, why, sizeof(why));
 		if (k < 0)
 			return conn_printf(c, "err %s\n", why);
 		c->share = k;
@@ -510,7 +532,7 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		int r;
 		if (!v->o.run)
 			return conn_printf(c, "err this service runs no apps\n");
-		k = share_take(v, c, why, sizeof(why));
+		k = share_take(v, c, 0, why, sizeof(why));
 		if (k < 0)
 			return conn_printf(c, "err %s\n", why);
 		reply = v->o.run(v->o.run_ctx, v->s, &c->peer, (uint32_t)k, line);
@@ -577,7 +599,7 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	struct gpuos_mbox *mb = gpuos_sys_mbox(v->s);
 	struct gpuos_mbox_slot *slots;
 	struct gpuos_result res;
-	uint64_t base, len;
+	uint64_t base = 0, len = 0;
 	char *p = gpuos_sys_share(v->s, k, &base, &len);
 	uint32_t i, busy = 0;
 	char why[256];
@@ -592,7 +614,9 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 		}
 		sh->renewed = 1;
 	}
-	if (gpuos_sys_mbox_device(v->s)) {
+	if (gpuos_sys_client_gpu(v->s, k))
+		p = NULL; /* renewed is zeroed; the service's own mailbox never names it */
+	else if (gpuos_sys_mbox_device(v->s)) {
 		/* No host access to a VRAM mailbox: apps run one at a time and
 		 * have finished; their open handles stay (docs/security.md). */
 		memset(p, 0, len);
@@ -614,7 +638,7 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 			return 0;
 		sh->release_posted = 2;
 	}
-	for (i = 0; i < mb->nslots; i++) {
+	for (i = 0; p && i < mb->nslots; i++) {
 		struct gpuos_mbox_slot *s = &slots[i];
 		/* Pairs with the runtime's release of DONE: its writes to the share are done. */
 		uint32_t st = gpuos_load_acquire_sys32(&s->state);
@@ -628,7 +652,8 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	}
 	if (busy)
 		return 0;
-	memset(p, 0, len); /* the next client sees nothing of this one */
+	if (p)
+		memset(p, 0, len); /* the next client sees nothing of this one */
 	sh->state = SHARE_FREE;
 	return 1;
 }
@@ -644,6 +669,7 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 	int n, r;
 
 	v->s = s;
+	v->nshares = GPUOS_SERVICE_SHARES + gpuos_sys_gpu_clients(s);
 	while (!v->stopping && !*stop) {
 		uint64_t t;
 		n = 0;
@@ -692,7 +718,7 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 			if (pending || c->share < 0)
 				conn_close(v, c);
 		}
-		for (k = 0; k < GPUOS_SERVICE_SHARES; k++)
+		for (k = 0; k < v->nshares; k++)
 			if (v->share[k].state == SHARE_DRAINING)
 				share_drain(v, k);
 	}
@@ -822,16 +848,21 @@ int gpuos_service_call(int fd, const char *line, char *reply, size_t len, int ti
 	return recv_line(fd, reply, len, timeout_ms, NULL);
 }
 
-/* Parse "ok heap_off=N heap_len=N shm_len=N share=K rt=N" exactly. */
-static int parse_attach(const char *reply, uint64_t *off, uint64_t *len, uint64_t *shm_len, uint32_t *share,
-			uint64_t *rt)
+/* Parse "ok heap_off=N heap_len=N shm_len=N share=K rt=N" exactly, and
+ * after it " mem=vram" or " mem=host" where a GPU client asked (*vram). */
+static int parse_attach(const char *reply, int gpu, uint64_t *off, uint64_t *len, uint64_t *shm_len,
+			uint32_t *share, uint64_t *rt, int *vram)
 {
 	unsigned long long o, l, s, a;
 	unsigned k;
 	int used = -1;
 	if (sscanf(reply, "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%u rt=%llu%n", &o, &l, &s, &k, &a,
 		   &used) != 5 ||
-	    used < 0 || reply[used])
+	    used < 0)
+		return -1;
+	reply += used;
+	*vram = !strcmp(reply, " mem=vram");
+	if (gpu ? !*vram && strcmp(reply, " mem=host") : reply[0] != 0)
 		return -1;
 	*off = o;
 	*len = l;
@@ -841,21 +872,70 @@ static int parse_attach(const char *reply, uint64_t *off, uint64_t *len, uint64_
 	return 0;
 }
 
-int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen)
+/* The area's own header, as the service wrote it: the layout this build
+ * posts by, and device scope exactly where a GPU client asked. */
+static int area_header_ok(const struct gpuos_mbox *mb, uint64_t off, int gpu)
+{
+	return mb->magic == GPUOS_MBOX_MAGIC && mb->version == GPUOS_ABI_VERSION && mb->nslots != 0 &&
+	       mb->nparts != 0 && mb->nparts <= GPUOS_MBOX_MAX_PARTS && mb->nslots % mb->nparts == 0 &&
+	       mb->nslots / mb->nparts <= GPUOS_MBOX_MAX_PER_PART && mb->slots_off == sizeof(struct gpuos_mbox) &&
+	       gpuos_mbox_bytes(mb->nslots) <= off &&
+	       mb->ring_off == sizeof(struct gpuos_mbox) + (uint64_t)mb->nslots * sizeof(struct gpuos_mbox_slot) &&
+	       (mb->flags == GPUOS_MBOX_F_DEVICE) == (gpu != 0) && (mb->flags & ~GPUOS_MBOX_F_DEVICE) == 0;
+}
+
+/* Map the area sfd names: host memory with mmap, VRAM through the Driver
+ * API (its header copied out to check). */
+static int area_map_client(struct gpuos_attached *at, int sfd, int vram, uint64_t off, struct gpuos_mbox *hdr,
+			   char *err, size_t errlen)
+{
+	struct stat st;
+	if (vram) {
+		uint64_t va = 0, h = 0;
+		int r = gpuos_gpu_vmm_import(sfd, at->shm_len, &va, &h, hdr, sizeof(*hdr), err, errlen);
+		if (r)
+			return r;
+		at->shm = (void *)(uintptr_t)va;
+		at->vram = 1;
+		at->vram_handle = h;
+		return 0;
+	}
+	if (fstat(sfd, &st) || (uint64_t)st.st_size != at->shm_len || at->shm_len < off) {
+		snprintf(err, errlen, "the service's client memory is not the size it said");
+		return -EPROTO;
+	}
+	at->shm = mmap(NULL, at->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+	if (at->shm == MAP_FAILED) {
+		at->shm = NULL;
+		snprintf(err, errlen, "map the service's shared memory: %s", strerror(errno));
+		return -EIO;
+	}
+	memcpy(hdr, at->shm, sizeof(*hdr));
+	return 0;
+}
+
+static int attach(const char *path, int gpu, struct gpuos_attached *at, char *err, size_t errlen)
 {
 	char reply[512];
-	const struct gpuos_mbox *mb;
+	struct gpuos_mbox *hdr = malloc(sizeof(*hdr)); /* 16 KiB: off the stack */
 	uint64_t off, len, shm_len, rt;
-	struct stat st;
-	int fd, sfd = -1, r;
+	int fd, sfd = -1, r, vram = 0;
+	const char *req = gpu ? "attach gpu\n" : "attach\n";
 
 	memset(at, 0, sizeof(*at));
 	at->sock = -1;
+	if (!hdr) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	fd = gpuos_service_connect(path, err, errlen);
-	if (fd < 0)
+	if (fd < 0) {
+		free(hdr);
 		return fd;
-	r = send(fd, "attach\n", 7, MSG_NOSIGNAL) == 7 ? recv_line(fd, reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS, &sfd)
-							 : -EIO;
+	}
+	r = send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)
+		    ? recv_line(fd, reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS, &sfd)
+		    : -EIO;
 	if (r || strncmp(reply, "ok ", 3)) {
 		snprintf(err, errlen, "service at %s refused to attach: %s", path,
 			 r == -ETIMEDOUT ? "no answer in time" : r ? "connection lost" : reply);
@@ -863,54 +943,56 @@ int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err,
 	}
 	/* Every number from the service is checked before it is used, in an
 	 * order that cannot overflow. */
-	if (parse_attach(reply, &off, &len, &shm_len, &at->share, &rt) || sfd < 0 || fstat(sfd, &st) ||
-	    (uint64_t)st.st_size != shm_len || off < sizeof(struct gpuos_mbox) || len == 0 || off > shm_len ||
-	    len > shm_len - off || rt + shm_len < rt) {
+	if (parse_attach(reply, gpu, &off, &len, &shm_len, &at->share, &rt, &vram) || sfd < 0 ||
+	    off < sizeof(struct gpuos_mbox) || len == 0 || off > shm_len || len > shm_len - off || rt + shm_len < rt) {
 		snprintf(err, errlen, "service at %s sent a malformed attach reply: %.200s", path, reply);
 		r = -EPROTO;
 		goto fail;
 	}
 	at->shm_len = shm_len;
-	at->shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
-	if (at->shm == MAP_FAILED) {
-		at->shm = NULL;
-		snprintf(err, errlen, "map the service's shared memory: %s", strerror(errno));
-		r = -EIO;
+	r = area_map_client(at, sfd, vram, off, hdr, err, errlen);
+	if (r)
 		goto fail;
-	}
 	close(sfd);
 	sfd = -1;
 	/* The client's own area: its mailbox, then its share at off. */
-	mb = (const struct gpuos_mbox *)at->shm;
-	if (mb->magic != GPUOS_MBOX_MAGIC || mb->version != GPUOS_ABI_VERSION || mb->nslots == 0 || mb->nparts == 0 ||
-	    mb->nparts > GPUOS_MBOX_MAX_PARTS || mb->nslots % mb->nparts || mb->slots_off != sizeof(struct gpuos_mbox) ||
-	    gpuos_mbox_bytes(mb->nslots) > off ||
-	    mb->ring_off != sizeof(struct gpuos_mbox) + (uint64_t)mb->nslots * sizeof(struct gpuos_mbox_slot)) {
-		snprintf(err, errlen, "the service's client memory has another layout (ABI %u, ours %u)", mb->version,
+	if (!area_header_ok(hdr, off, gpu)) {
+		snprintf(err, errlen, "the service's client memory has another layout (ABI %u, ours %u)", hdr->version,
 			 GPUOS_ABI_VERSION);
 		r = -EPROTO;
 		goto fail;
 	}
-	at->mb = (struct gpuos_mbox *)mb;
+	at->mb = (struct gpuos_mbox *)at->shm;
 	at->heap = (char *)at->shm + off;
 	at->heap_rt = rt + off;
 	at->heap_len = len;
 	at->sock = fd; /* held open: the service gives the share back when it closes */
+	free(hdr);
 	return 0;
 fail:
-	if (at->shm)
-		munmap(at->shm, at->shm_len);
 	if (sfd >= 0)
 		close(sfd);
 	close(fd);
-	memset(at, 0, sizeof(*at));
-	at->sock = -1;
+	gpuos_service_detach(at);
+	free(hdr);
 	return r ? r : -EIO;
+}
+
+int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen)
+{
+	return attach(path, 0, at, err, errlen);
+}
+
+int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *err, size_t errlen)
+{
+	return attach(path, 1, at, err, errlen);
 }
 
 void gpuos_service_detach(struct gpuos_attached *at)
 {
-	if (at->shm)
+	if (at->shm && at->vram)
+		gpuos_gpu_vmm_unimport((uint64_t)(uintptr_t)at->shm, at->shm_len, at->vram_handle);
+	else if (at->shm)
 		munmap(at->shm, at->shm_len);
 	if (at->sock >= 0)
 		close(at->sock);

@@ -381,12 +381,24 @@ void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, 
 
 int gpuos_sys_client_area(const struct gpuos_sys *s, uint32_t k, uint64_t *rt, uint64_t *len, uint64_t *share_off)
 {
+	uint32_t nhost = s->plan.nclients - s->plan.ngpu_clients;
 	if (k >= s->plan.nclients)
 		return -1;
-	*rt = s->desc->share_base + (uint64_t)k * s->plan.share_bytes;
-	*len = s->plan.share_bytes;
+	*rt = k < nhost ? s->desc->share_base + (uint64_t)k * s->plan.share_bytes
+			: s->garea_rt + (uint64_t)(k - nhost) * s->plan.gpu_area_bytes;
+	*len = k < nhost ? s->plan.share_bytes : s->plan.gpu_area_bytes;
 	*share_off = s->plan.cmbox_bytes;
 	return s->area_fd[k];
+}
+
+int gpuos_sys_client_gpu(const struct gpuos_sys *s, uint32_t k)
+{
+	return k < s->plan.nclients && k >= s->plan.nclients - s->plan.ngpu_clients;
+}
+
+uint32_t gpuos_sys_gpu_clients(const struct gpuos_sys *s)
+{
+	return s->plan.ngpu_clients;
 }
 
 uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s)

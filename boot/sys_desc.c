@@ -84,7 +84,7 @@ static void desc_regions(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 	d->region[0].base = s->shm_rt + h->heap_off;
 	d->region[0].len = h->heap_len;
 	if (s->opts.heap_shares > 1u) {
-		d->nshares = s->opts.heap_shares;
+		d->nshares = s->plan.nclients;
 		d->share_base = d->region[0].base;
 		d->share_len = s->plan.share_bytes;
 		d->nclients = s->plan.nclients;
@@ -111,6 +111,16 @@ static void desc_regions(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 			d->region[1].flags |= GPUOS_RT_REGION_DMA;
 		}
 		d->nregions = 2;
+	}
+	/* The GPU clients' areas (VRAM on a GPU): reads into them bounce. */
+	if (s->plan.ngpu_clients) {
+		struct gpuos_rt_region *g = &d->region[d->nregions++];
+		d->ngpu_clients = s->plan.ngpu_clients;
+		d->gpu_area_base = s->garea_rt;
+		d->gpu_area_len = s->plan.gpu_area_bytes;
+		g->base = s->garea_rt;
+		g->len = (uint64_t)s->plan.ngpu_clients * s->plan.gpu_area_bytes;
+		g->flags = s->gpu ? GPUOS_RT_REGION_VRAM : 0;
 	}
 }
 

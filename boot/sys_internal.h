@@ -66,6 +66,13 @@ struct gpuos_sys {
 	int area_fd[GPUOS_RT_MAX_CLIENTS]; /* a service's client areas (share k): a memfd each, mapped over
 	                              * the segment's pages there, so a client maps its own only */
 	uint32_t area_epoch[GPUOS_RT_MAX_CLIENTS];
+	/* GPU clients' areas (plan.ngpu_clients, after the host clients'): on a
+	 * GPU each is a VRAM allocation of its own mapped into one reserved
+	 * range, area_fd its exported descriptor (gpuos_gpu_vmm_*); in host
+	 * mode a memfd each, mapped into one reserved host range. */
+	uint64_t garea_rt;            /* runtime-space address of the first */
+	void *garea;                  /* host mode: the same range */
+	uint64_t garea_handle[GPUOS_RT_MAX_CLIENTS]; /* on a GPU: area k's allocation, at [k] */
 	uint64_t heap_iova;           /* the client heap as the controller sees it (heap_mapped) */
 	int heap_mapped;
 	/* host mode */

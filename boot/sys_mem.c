@@ -157,6 +157,110 @@ static int area_map(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- GPU clients' areas ------------------------------------------------------------ */
+
+static uint32_t nhost_areas(const struct gpuos_sys *s)
+{
+	return s->plan.nclients - s->plan.ngpu_clients;
+}
+
+/* GPU client area k (k >= nhost_areas): fresh memory at its place, zeroed,
+ * with an empty mailbox whose clients post at device scope. */
+static int garea_map(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
+{
+	const struct gpuos_plan *p = &s->plan;
+	uint64_t off = (uint64_t)(k - nhost_areas(s)) * p->gpu_area_bytes, h = 0;
+	struct gpuos_mbox hdr;
+	int fd = -1, r;
+
+	memset(&hdr, 0, sizeof(hdr));
+	mbox_header(&hdr, p->cmbox_slots, p->warps);
+	hdr.flags = GPUOS_MBOX_F_DEVICE;
+	if (!s->gpu) {
+		char *at = (char *)s->garea + off;
+		fd = memfd_create("gpuos-gpu-client", MFD_CLOEXEC);
+		r = fd < 0 || ftruncate(fd, (off_t)p->gpu_area_bytes) ||
+			    mmap(at, p->gpu_area_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED
+			    ? -errno
+			    : 0;
+		if (!r)
+			memcpy(at, &hdr, sizeof(hdr));
+	} else {
+		if (s->garea_handle[k]) {
+			gpuos_gpu_vmm_unmap(s->gpu, s->garea_rt + off, p->gpu_area_bytes, s->garea_handle[k]);
+			s->garea_handle[k] = 0;
+		}
+		r = gpuos_gpu_vmm_map_new(s->gpu, s->garea_rt + off, p->gpu_area_bytes, &h, &fd);
+		if (!r)
+			s->garea_handle[k] = h;
+		if (!r)
+			r = gpuos_gpu_memset(s->gpu, s->garea_rt + off, 0, p->gpu_area_bytes);
+		if (!r)
+			r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)(s->garea_rt + off), &hdr, sizeof(hdr), 1);
+	}
+	if (r) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "memory of GPU client area %u: %s", k + 1u, strerror(-r));
+		return r;
+	}
+	if (s->area_fd[k] > 0)
+		close(s->area_fd[k]);
+	s->area_fd[k] = fd;
+	return 0;
+}
+
+/* One address range for all GPU clients' areas, each then mapped. */
+static int make_gareas(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	const struct gpuos_plan *p = &s->plan;
+	uint64_t len = (uint64_t)p->ngpu_clients * p->gpu_area_bytes;
+	uint32_t k;
+	int r = 0;
+
+	if (!p->ngpu_clients)
+		return 0;
+	if (s->gpu) {
+		size_t g = gpuos_gpu_vmm_granularity(s->gpu);
+		if (!g || p->gpu_area_bytes % g) {
+			snprintf(err, errlen, "GPU client areas: this GPU maps VRAM for other processes in pieces of %zu "
+				 "bytes, not %llu", g, (unsigned long long)p->gpu_area_bytes);
+			return -EOPNOTSUPP;
+		}
+		r = gpuos_gpu_vmm_reserve(s->gpu, len, &s->garea_rt);
+	} else {
+		s->garea = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		r = s->garea == MAP_FAILED ? -errno : 0;
+		if (r)
+			s->garea = NULL;
+		s->garea_rt = (uint64_t)(uintptr_t)s->garea;
+	}
+	if (r) {
+		snprintf(err, errlen, "address space for %u GPU client areas: %s", p->ngpu_clients, strerror(-r));
+		return r;
+	}
+	for (k = nhost_areas(s); !r && k < p->nclients; k++)
+		r = garea_map(s, k, err, errlen);
+	return r;
+}
+
+static void free_gareas(struct gpuos_sys *s)
+{
+	const struct gpuos_plan *p = &s->plan;
+	uint64_t len = (uint64_t)p->ngpu_clients * p->gpu_area_bytes;
+	uint32_t k;
+	for (k = nhost_areas(s); k < p->nclients && s->gpu; k++)
+		if (s->garea_handle[k])
+			gpuos_gpu_vmm_unmap(s->gpu, s->garea_rt + (uint64_t)(k - nhost_areas(s)) * p->gpu_area_bytes,
+					    p->gpu_area_bytes, s->garea_handle[k]);
+	if (s->gpu && s->garea_rt)
+		gpuos_gpu_vmm_unreserve(s->gpu, s->garea_rt, len);
+	if (s->garea)
+		munmap(s->garea, len);
+	s->garea = NULL;
+	s->garea_rt = 0;
+}
+
 /* The segment's header and the mailbox's, as clients find them. */
 static void shm_headers(struct gpuos_sys *s)
 {
@@ -184,8 +288,10 @@ int gpuos_sys_make_shm(struct gpuos_sys *s, char *err, size_t errlen)
 	if (fd < 0)
 		return fd;
 	r = shm_map(s, fd, err, errlen);
-	for (k = 0; !r && k < s->plan.nclients; k++)
+	for (k = 0; !r && k < nhost_areas(s); k++)
 		r = area_map(s, k, err, errlen);
+	if (!r)
+		r = make_gareas(s, err, errlen);
 	if (r)
 		return r;
 	if (s->gpu) {
@@ -244,6 +350,20 @@ int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t er
 	if (k >= s->plan.nclients)
 		return -EINVAL;
 	gpuos_sys_client_close(s, k);
+	if (k >= nhost_areas(s)) {
+		/* Parked, the runtime reads nothing of the area while its
+		 * memory changes under the same addresses. */
+		r = gpuos_park(s, err, errlen);
+		if (r)
+			return r;
+		r = garea_map(s, k, err, errlen);
+		r2 = gpuos_resume(s, err, errlen);
+		if (r || r2)
+			return r ? r : r2;
+		/* Publishes the fresh, empty mailbox (as below). */
+		__atomic_store_n(&t->epoch, ++s->area_epoch[k], __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (s->heap_mapped && s->ctrl->ops->pins) {
 		snprintf(err, errlen, "the controller pins the client heap (VFIO): client area %u cannot take fresh memory",
 			 k + 1u);
@@ -342,6 +462,7 @@ void gpuos_sys_free_shm(struct gpuos_sys *s)
 		gpuos_gpu_host_unregister(s->gpu, s->shm);
 	munmap(s->shm, s->shm_len);
 	close(s->shm_fd);
+	free_gareas(s);
 	for (k = 0; k < s->plan.nclients; k++)
 		if (s->area_fd[k] > 0)
 			close(s->area_fd[k]);

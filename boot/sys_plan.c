@@ -268,6 +268,27 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 		p->cmbox_slots = GPUOS_MAX(CLIENT_MBOX_SLOTS - CLIENT_MBOX_SLOTS % p->warps, p->warps);
 		p->cmbox_bytes = GPUOS_ALIGN_UP(gpuos_mbox_bytes(p->cmbox_slots), 4096u);
 	}
+	if (in->opts->gpu_clients) {
+		uint64_t area = in->opts->gpu_area_bytes ? in->opts->gpu_area_bytes : GPUOS_GPU_AREA_DEFAULT;
+		if (in->opts->mbox_vram) {
+			snprintf(err, errlen, "GPU clients post to areas of their own: not with the mailbox in VRAM "
+				 "(which serves apps the service runs)");
+			return -EINVAL;
+		}
+		if (in->opts->heap_shares <= 1u || in->opts->gpu_clients > GPUOS_RT_MAX_CLIENTS - p->nclients) {
+			snprintf(err, errlen, "%u GPU clients: a service has room for %u beside its %u host clients",
+				 in->opts->gpu_clients, GPUOS_RT_MAX_CLIENTS - p->nclients, p->nclients);
+			return -EINVAL;
+		}
+		if (area > (1ull << 40) || area < p->cmbox_bytes + SHARE_MIN) {
+			snprintf(err, errlen, "a GPU client's area of %llu bytes: give %u MiB to 1 TiB",
+				 (unsigned long long)area, (unsigned)((p->cmbox_bytes + SHARE_MIN + (1u << 20) - 1u) >> 20));
+			return -EINVAL;
+		}
+		p->ngpu_clients = in->opts->gpu_clients;
+		p->gpu_area_bytes = GPUOS_ALIGN_UP(area, GPUOS_GPU_AREA_ALIGN);
+		p->nclients += p->ngpu_clients;
+	}
 	uint64_t heap = in->opts->heap_bytes ? in->opts->heap_bytes : 64ull << 20;
 	uint64_t cmds = (uint64_t)p->warps * p->slots;
 

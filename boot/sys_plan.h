@@ -92,6 +92,8 @@ struct gpuos_plan {
 	uint32_t cmbox_slots;
 	uint64_t cmbox_bytes;
 	uint64_t clients_off;          /* struct gpuos_rt_client[nclients] in the control block */
+	uint32_t ngpu_clients;         /* of nclients, the last ones: areas in VRAM (gpu_clients) */
+	uint64_t gpu_area_bytes;       /* each such area */
 	uint64_t shm_bytes;            /* the whole segment */
 	uint32_t nnotices;             /* notice[0..nnotices) */
 	uint32_t ask_notices;          /* of them, step 2's: notice[0..ask_notices) */

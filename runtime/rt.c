@@ -119,7 +119,9 @@ struct rt_warp {
 	uint32_t nclients;      /* d->nclients */
 	uint32_t mdev;          /* mbox_dev(d) */
 	uint64_t ring0;         /* the service's mailbox's rings */
+	uint32_t nhost;         /* clients with areas in host memory: gpuos_rt_gpu_client beyond */
 	uint64_t clen;          /* d->share_len */
+	uint64_t glen;          /* d->gpu_area_len */
 	uint64_t cmbytes;       /* d->cmbox_bytes */
 	uint64_t cring;         /* a client mailbox's rings, from its start */
 	uint64_t mbox[GPUOS_RT_MAX_CLIENTS + 1]; /* gpuos_rt_mbox_of(d, m): a load, not a branch, per slot */
@@ -233,6 +235,9 @@ int gpuos_rt_desc_check(const struct gpuos_rt_desc *d, const char **why)
 				 d->cmbox_nslots > GPUOS_RT_MBOX_MAX_SLOTS ||
 				 d->cmbox_bytes < gpuos_mbox_bytes(d->cmbox_nslots) || d->cmbox_bytes >= d->share_len))
 		w = "client mailboxes do not fit their shares";
+	else if (d->ngpu_clients > d->nclients ||
+		 (d->ngpu_clients && (!d->gpu_area_base || d->cmbox_bytes >= d->gpu_area_len)))
+		w = "GPU client areas out of range, or too small for their mailboxes";
 	else if (d->meta && (d->files_bytes < gpuos_rt_files_bytes(d) || !d->files || !meta_queues(d)))
 		w = "files region or metadata queues missing";
 	if (why)
@@ -265,7 +270,8 @@ GPUOS_NOINLINE GPUOS_HD static void publish_stats(const struct gpuos_rt_desc *d,
 }
 
 /* Device scope is enough only when every client is a thread of this GPU:
- * a service's client mailboxes are in host memory. */
+ * a service's client mailboxes are in host memory (its GPU clients' in
+ * VRAM, where system scope orders as well). */
 GPUOS_INLINE GPUOS_HD int mbox_dev(const struct gpuos_rt_desc *d)
 {
 	return (d->flags & GPUOS_RT_MBOX_DEVICE) != 0 && d->nclients == 0;
@@ -285,7 +291,7 @@ GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *rt_slot(const struct rt_warp *W, u
 GPUOS_INLINE GPUOS_HD int rt_client_mem(const struct rt_warp *W, uint32_t ms, uint64_t p, uint64_t len)
 {
 	uint32_t m = gpuos_rt_ms_client(ms);
-	return m == 0 || gpuos_rt_in_share(rt_mbox(W, m), W->cmbytes, W->clen, p, len);
+	return m == 0 || gpuos_rt_in_share(rt_mbox(W, m), W->cmbytes, m > W->nhost ? W->glen : W->clen, p, len);
 }
 
 /* Stage stamps of a request (abi.h enum gpuos_trace_stage), in builds with
@@ -768,7 +774,7 @@ GPUOS_INLINE GPUOS_HD int intake_mbox(const struct gpuos_rt_desc *d, uint32_t w,
 GPUOS_NOINLINE GPUOS_HD static int intake_clients(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
 						  uint32_t cmd)
 {
-	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width(), nc = d->nclients, first, taken = 0;
+	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width(), nc = W->nclients, first, taken = 0;
 
 	for (first = 0; first < nc; first += width) {
 		uint32_t m = 1u + (W->rr_client + first + lane) % nc, mask;
@@ -1632,7 +1638,9 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		W->nclients = d->nclients;
 		W->mdev = (uint32_t)mbox_dev(d);
 		W->ring0 = d->mbox + sizeof(struct gpuos_mbox) + (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot);
+		W->nhost = d->nclients - d->ngpu_clients;
 		W->clen = d->share_len;
+		W->glen = d->gpu_area_len;
 		for (uint32_t m = 0; m <= d->nclients && m <= GPUOS_RT_MAX_CLIENTS; m++)
 			W->mbox[m] = gpuos_rt_mbox_of(d, m);
 		W->cmbytes = d->cmbox_bytes;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpuos/rt.h"
 
 enum {
 	OPT_DEVICE = 'd',
@@ -18,6 +19,7 @@ enum {
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
 	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT, OPT_NO_PERMS,
+	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB,
 };
 
 /* How an option's value is read. */
@@ -76,6 +78,10 @@ static const struct cli_option {
 	  "disconnect a client stuck mid-request, not reading, or idle without a share (default 10000)" },
 	{ "apps", OPT_APPS, V_TEXT, 0, 0, "DIR", "run requests name apps in DIR (root-owned); without it, none run" },
 	{ "allow-host-apps", OPT_ALLOW_HOST_APPS, V_NONE, 0, 0, NULL, "also run host-mode apps (.so: code in this process)" },
+	{ "gpu-clients", OPT_GPU_CLIENTS, V_COUNT, 0, GPUOS_RT_MAX_CLIENTS - GPUOS_SERVICE_SHARES, "N",
+	  "areas in VRAM for N GPU clients (kernels of other processes, under MPS; default 0)" },
+	{ "gpu-client-mib", OPT_GPU_CLIENT_MIB, V_COUNT, 2, 1u << 20, "N",
+	  "each GPU client's area (its mailbox and share), MiB, rounded up to 2 (default 64)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -88,7 +94,8 @@ const struct cli_command cli_commands[] = {
 	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
-	  "device socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps " RT_OPTS },
+	  "device socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps "
+	  "gpu-clients gpu-client-mib " RT_OPTS },
 	{ "stop", cmd_stop, "", "stop a running service", "socket" },
 	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
 	  "device socket json " RT_OPTS },
@@ -308,6 +315,8 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_HEAP_MIB: c->boot.heap_bytes = v << 20; break;
 	case OPT_VRAM_MIB: c->boot.dev_heap_bytes = v << 20; break;
 	case OPT_MBOX_VRAM: c->boot.mbox_vram = 1; break;
+	case OPT_GPU_CLIENTS: c->boot.gpu_clients = (uint32_t)v; break;
+	case OPT_GPU_CLIENT_MIB: c->boot.gpu_area_bytes = v << 20; break;
 	case OPT_FORCE: c->boot.force = 1; break;
 	case OPT_SOCKET_MODE: c->socket_mode = val; break;
 	case OPT_GROUP: c->group = val; break;

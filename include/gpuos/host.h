@@ -56,7 +56,15 @@ struct gpuos_boot_opts {
 	                           * ext2/3/4 (or the whole device without a table), N = partition N */
 	int no_zero_copy;         /* reads always go through the bounce buffers, even into client
 	                           * memory the controller can reach (to measure or rule out zero copy) */
+	uint32_t gpu_clients;     /* a service's GPU clients (with heap_shares > 1): areas of their
+	                           * own (mailbox and share) in VRAM, which kernels of other
+	                           * processes map and post to (docs/security.md); in host mode
+	                           * host memory that stands in for it */
+	uint64_t gpu_area_bytes;  /* each one's area (0: GPUOS_GPU_AREA_DEFAULT), rounded up to
+	                           * GPUOS_GPU_AREA_ALIGN */
 };
+#define GPUOS_GPU_AREA_DEFAULT (64ull << 20)
+#define GPUOS_GPU_AREA_ALIGN   (2ull << 20) /* the H100's VRAM allocation granularity */
 
 #define GPUOS_MAX_CTRL 16   /* controllers of an array */
 
@@ -189,6 +197,13 @@ void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, 
  * address and length, and where the share starts in it. -1 when k is out of
  * range or the runtime has no client areas. */
 int gpuos_sys_client_area(const struct gpuos_sys *s, uint32_t k, uint64_t *rt, uint64_t *len, uint64_t *share_off);
+/* GPU clients (gpu_clients): areas heap_shares .. heap_shares + gpu_clients
+ * - 1. On a GPU such an area is VRAM and its descriptor one that
+ * cuMemImportFromShareableHandle takes; in host mode it is a memfd. Either
+ * way its mailbox has GPUOS_MBOX_F_DEVICE. gpuos_sys_client_gpu: 1 if area
+ * k is one. */
+int gpuos_sys_client_gpu(const struct gpuos_sys *s, uint32_t k);
+uint32_t gpuos_sys_gpu_clients(const struct gpuos_sys *s);
 /* Client k's rights from now on: its peer credentials (uid, gid, groups)
  * and GPUOS_RT_CLIENT_* flags, written before the client learns of its
  * area. */
@@ -310,8 +325,17 @@ struct gpuos_attached {
 	int sock;                 /* the connection, held open while attached */
 	void *shm;
 	uint64_t shm_len;
+	int vram;                 /* the area is VRAM (a GPU client's): mb and heap are device pointers */
+	uint64_t vram_handle;     /* its allocation, as imported */
 };
 int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
+/* A GPU client's attach: an area whose mailbox this process's kernels post
+ * to (device scope) and whose share they name as destinations (heap_rt +
+ * offset, in the runtime's address space; heap is the same bytes here). On
+ * a GPU the area is VRAM, mapped on the current device (the CUDA runtime's
+ * primary context): mb and heap are device pointers. A service in host mode
+ * gives host memory that stands in for it (vram 0), mapped as attach does. */
+int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
 void gpuos_service_detach(struct gpuos_attached *at);
 
 /* ---- app images (ELF cubins), inspected before they are loaded ------------------

@@ -165,6 +165,14 @@ struct gpuos_rt_desc {
 	uint32_t cmbox_nslots;
 	uint64_t cmbox_bytes;  /* the mailbox's part of an area, 4 KiB aligned */
 	uint64_t clients;      /* struct gpuos_rt_client[nclients], host memory only the service writes */
+	/* GPU clients (kernels of other processes, docs/security.md): the
+	 * last ngpu_clients of the nclients have their areas in VRAM, at
+	 * gpu_area_base + i * gpu_area_len, laid out as the others, their
+	 * mailboxes with GPUOS_MBOX_F_DEVICE. */
+	uint32_t ngpu_clients;
+	uint32_t rsvd_gc;
+	uint64_t gpu_area_base;
+	uint64_t gpu_area_len;
 };
 
 /* What the runtime needs to recover a controller by itself (docs/design.md,
@@ -234,10 +242,24 @@ GPUOS_INLINE GPUOS_HD int gpuos_rt_region_of(const struct gpuos_rt_desc *d, uint
 	return -1;
 }
 
+/* Client m's area: its mailbox, then its share. Clients 1..nclients -
+ * ngpu_clients are in the host's client heap (share m), the rest in VRAM. */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_gpu_client(const struct gpuos_rt_desc *d, uint32_t m)
+{
+	return m > d->nclients - d->ngpu_clients;
+}
+GPUOS_INLINE GPUOS_HD uint64_t gpuos_rt_area_len(const struct gpuos_rt_desc *d, uint32_t m)
+{
+	return gpuos_rt_gpu_client(d, m) ? d->gpu_area_len : d->share_len;
+}
 /* The mailbox of client m (1..nclients), or the service's own for m = 0. */
 GPUOS_INLINE GPUOS_HD uint64_t gpuos_rt_mbox_of(const struct gpuos_rt_desc *d, uint32_t m)
 {
-	return m ? d->share_base + (uint64_t)(m - 1u) * d->share_len : d->mbox;
+	uint32_t nhost = d->nclients - d->ngpu_clients;
+	if (!m)
+		return d->mbox;
+	return m <= nhost ? d->share_base + (uint64_t)(m - 1u) * d->share_len
+			  : d->gpu_area_base + (uint64_t)(m - 1u - nhost) * d->gpu_area_len;
 }
 
 /* Slot ms (gpuos_rt_ms_client) of its mailbox. The layout is the
@@ -267,7 +289,7 @@ GPUOS_INLINE GPUOS_HD int gpuos_rt_in_share(uint64_t area, uint64_t cmbox_bytes,
 }
 GPUOS_INLINE GPUOS_HD int gpuos_rt_client_mem(const struct gpuos_rt_desc *d, uint32_t m, uint64_t p, uint64_t len)
 {
-	return m == 0 || gpuos_rt_in_share(gpuos_rt_mbox_of(d, m), d->cmbox_bytes, d->share_len, p, len);
+	return m == 0 || gpuos_rt_in_share(gpuos_rt_mbox_of(d, m), d->cmbox_bytes, gpuos_rt_area_len(d, m), p, len);
 }
 
 GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)

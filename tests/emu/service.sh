@@ -196,5 +196,50 @@ for kind in overflow nofd short garbage; do
 	kill $f 2>/dev/null; wait $f 2>/dev/null
 done
 
+echo "== GPU clients in other processes (host mode: host memory stands in for their VRAM areas)"
+xc=$build/bench/xproc-client
+start
+$xc --socket "$sock" --mode rtt --iters 10 > /dev/null 2> "$tmp/err"; rc=$?
+check "a service without GPU client areas refuses a GPU attach" says $rc 1 "no GPU client areas" "$tmp/err"
+stop
+start --allow-raw --gpu-clients 3 --gpu-client-mib 4
+$client isolation "$sock" /d/one mixed > "$tmp/isox" 2>&1
+sed 's/^/       /' "$tmp/isox"
+isox() { grep -qx -- "$1" "$tmp/isox"; }
+check "GPU client A, host client B: each opens through its own mailbox" isox "A opens the file: OK"
+check "a GPU client's read into a host client's share: BAD_DST" isox "A reads into B's share: BAD_DST"
+check "a GPU client's read into a host client's mailbox: BAD_DST" isox "A reads into B's mailbox: BAD_DST"
+check "a GPU client's read into its own mailbox: BAD_DST" isox "A reads into its own mailbox: BAD_DST"
+check "a GPU client's path in another's share: BAD_DST" isox "A opens a path in B's share: BAD_DST"
+check "a GPU client with another's handle: BAD_HANDLE" isox "A reads through B's handle: BAD_HANDLE"
+check "a GPU client's RELEASE: DENIED" isox "A releases B's share: DENIED"
+check "a GPU client that left and kept its mapping sees nothing of the next" isox "A's old mapping sees the next client's data: no"
+check "the next GPU client of that area is served" isox "the next client of A's share opens the file: OK"
+# Two client processes post at once (and a host client beside them); each
+# compares every byte it read with the image.
+rm -f "$tmp/go"
+$xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 32 --go "$tmp/go" > "$tmp/xc1" 2>&1 &
+x1=$!
+$xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 32 --go "$tmp/go" > "$tmp/xc2" 2>&1 &
+x2=$!
+sleep 1
+$xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 32 --go "$tmp/go" > "$tmp/xc3" 2>&1 &
+x3=$!
+sleep 1
+$xc --socket "$sock" --mode rtt --iters 10 > /dev/null 2> "$tmp/err"; rc=$?
+check "a fourth GPU client while three areas are held: refused" says $rc 1 "all 3 GPU client areas in use" "$tmp/err"
+touch "$tmp/go"
+good_cat; cat_rc=$?
+wait $x1; r1=$?; wait $x2; r2=$?; wait $x3; r3=$?
+sed 's/^/       /' "$tmp/xc1" "$tmp/xc2" "$tmp/xc3"
+check "three GPU client processes at once: every byte each read matches the device" \
+	test $r1 -eq 0 -a $r2 -eq 0 -a $r3 -eq 0
+check "each in an area of its own" test "$(grep -ho '"share": [0-9]*' "$tmp/xc1" "$tmp/xc2" "$tmp/xc3" | sort -u | wc -l)" -eq 3
+check "a host client beside them is served" test $cat_rc -eq 0
+n=0
+for i in $(seq 8); do $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 2 --iters 8 > /dev/null 2>&1 && n=$((n + 1)); done
+check "8 GPU clients one after another through 3 areas (renewed each time): all served" test $n -eq 8
+stop
+
 echo "service: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

@@ -9,10 +9,14 @@
   partial-line SOCK       send half a line; exit 0 when the service disconnects
   idle-flood SOCK N       open N idle connections; exit 0 when the service has
                           closed every one of them in time
-  isolation SOCK [FILE]   two clients A and B (FILE: /d/one): A names B's memory, B's
-                          handle, RELEASE of B's share; then A leaves but
-                          keeps its mapping and a new client writes its
-                          share: one line per attempt, "what: STATUS"
+  isolation SOCK [FILE [KIND]]  two clients A and B (FILE: /d/one): A names B's
+                          memory, B's handle, RELEASE of B's share; then A
+                          leaves but keeps its mapping and a new client (of
+                          A's kind) writes its share: one line per attempt,
+                          "what: STATUS". KIND: host (both attach as host
+                          clients, the default), gpu (both as GPU clients: a
+                          host-mode service's stand-in areas), mixed (A a GPU
+                          client, B a host client)
   as-nobody MODE ARGS     become uid/gid 65534 (root only), then MODE:
       connect SOCK        print the error connect() gives
       attach SOCK         print the service's reply to attach
@@ -59,10 +63,10 @@ def recv_line(s, fds=False):
     return buf.decode(errors="replace").strip(), got
 
 
-def attach(path):
+def attach(path, gpu=False):
     s = connect(path)
     try:
-        s.sendall(b"attach\n")
+        s.sendall(b"attach gpu\n" if gpu else b"attach\n")
     except OSError:
         pass  # a refused peer: the service may have answered and closed already
     line, fds = recv_line(s, fds=True)
@@ -76,6 +80,8 @@ class Mailbox:
     def __init__(self, line, fd):
         f = dict(kv.split("=") for kv in line.split()[1:])
         self.heap, self.rt, self.share = int(f["heap_off"]), int(f["rt"]), int(f["share"])
+        if f.get("mem", "host") != "host":
+            raise SystemExit("a GPU client's area in VRAM: not for Python (%s)" % line)
         self.size = os.fstat(fd).st_size
         self.m = mmap.mmap(fd, self.size)
         self.mbox = 0
@@ -130,10 +136,11 @@ def hold_handles(path, n):
     return 0
 
 
-def isolation(path, name="/d/one"):
+def isolation(path, name="/d/one", kind="host"):
     f = name.encode() + b"\0"
-    sa, la, fa = attach(path)
-    sb, lb, fb = attach(path)
+    ga, gb = kind in ("gpu", "mixed"), kind == "gpu"
+    sa, la, fa = attach(path, ga)
+    sb, lb, fb = attach(path, gb)
     a, b = Mailbox(la, fa[0]), Mailbox(lb, fb[0])
     print("areas: %d and %d bytes, shares %d and %d" % (a.size, b.size, a.share, b.share))
     pa, pb = a.put(0, f), b.put(0, f)
@@ -153,7 +160,7 @@ def isolation(path, name="/d/one"):
     sa.close()
     time.sleep(1.0)
     for _ in range(50):
-        sc, lc, fc = attach(path)
+        sc, lc, fc = attach(path, ga)
         c = Mailbox(lc, fc[0])
         if c.share == a.share:
             break
@@ -302,7 +309,7 @@ def main():
     if a[0] == "fake-service":
         return fake_service(a[1], a[2])
     if a[0] == "isolation":
-        return isolation(*a[1:3])
+        return isolation(*a[1:4])
     if a[0] == "as-nobody":
         return as_nobody(a[1], a[2:])
     print(__doc__)
