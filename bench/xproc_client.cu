@@ -40,6 +40,10 @@ struct xc_args {
 	uint64_t span;          // device bytes offsets are drawn from
 	uint32_t op, bytes, iters, nthreads, seed, distinct; // distinct: request (t, i) lands at its own place
 	uint32_t *lat;          // [nthreads * iters] ns, or NULL
+	uint32_t *to_done;      // [nthreads * iters] ns from the post to the runtime's DONE (its
+	                        // clock is the same GPU's %globaltimer), or NULL
+	uint32_t *to_taken;     // the same to its TAKEN stamp (0 unless the runtime is built with
+	                        // GPUOS_TRACE), or NULL
 	uint32_t *errors;       // requests that failed
 };
 
@@ -76,9 +80,27 @@ __host__ __device__ static void xc_work(const struct xc_args *a, uint32_t t)
 		t0 = gpuos_now_ns();
 		while (gpuos_post(a->mb, &rq, &slot) == GPUOS_ST_FULL)
 			gpuos_backoff(&spins);
-		st = gpuos_wait(a->mb, slot, XC_TIMEOUT_NS, &res);
-		if (a->lat)
-			a->lat[(uint64_t)t * a->iters + i] = (uint32_t)GPUOS_MIN(gpuos_now_ns() - t0, 0xffffffffull);
+		spins = 0;
+		st = GPUOS_ST_OK;
+		while (!gpuos_poll_keep(a->mb, slot, &res)) {
+			gpuos_backoff(&spins);
+			if ((spins & 63u) == 0 && gpuos_now_ns() - t0 > XC_TIMEOUT_NS) {
+				st = GPUOS_ST_TIMEOUT; // the slot stays the runtime's
+				break;
+			}
+		}
+		if (st == GPUOS_ST_OK) {
+			const struct gpuos_mbox_slot *sl = &gpuos_mbox_slots(a->mb)[slot];
+			uint64_t t1 = gpuos_now_ns(), td = sl->t_done_ns, tt = sl->t_trace_ns[GPUOS_TRACE_TAKEN];
+			gpuos_release(a->mb, slot);
+			st = res.status;
+			if (a->lat)
+				a->lat[(uint64_t)t * a->iters + i] = (uint32_t)GPUOS_MIN(t1 - t0, 0xffffffffull);
+			if (a->to_done)
+				a->to_done[(uint64_t)t * a->iters + i] = td > t0 ? (uint32_t)GPUOS_MIN(td - t0, 0xffffffffull) : 0;
+			if (a->to_taken)
+				a->to_taken[(uint64_t)t * a->iters + i] = tt > t0 ? (uint32_t)GPUOS_MIN(tt - t0, 0xffffffffull) : 0;
+		}
 		if (st != GPUOS_ST_OK || (read && res.result != a->bytes))
 			errs++;
 		if (st == GPUOS_ST_TIMEOUT)
@@ -260,7 +282,9 @@ int main(int argc, char **argv)
 	}
 	a.errors = (uint32_t *)xc_alloc(at.vram, sizeof(uint32_t));
 	a.lat = (uint32_t *)xc_alloc(at.vram, n * sizeof(uint32_t));
-	if (!a.errors || !a.lat) {
+	a.to_done = (uint32_t *)xc_alloc(at.vram, n * sizeof(uint32_t));
+	a.to_taken = (uint32_t *)xc_alloc(at.vram, n * sizeof(uint32_t));
+	if (!a.errors || !a.lat || !a.to_done || !a.to_taken) {
 		fprintf(stderr, "xproc-client: out of memory\n");
 		gpuos_service_detach(&at);
 		return 1;
@@ -274,8 +298,9 @@ int main(int argc, char **argv)
 	}
 	t1 = now_s();
 	{
-		uint32_t errors = 0, *lat = (uint32_t *)malloc(n * sizeof(uint32_t));
-		if (!lat || xc_fetch(at.vram, &errors, a.errors, sizeof(errors)) || xc_fetch(at.vram, lat, a.lat, n * 4)) {
+		uint32_t errors = 0, *lat = (uint32_t *)malloc(n * sizeof(uint32_t)), *td = (uint32_t *)malloc(n * 4), *tt = (uint32_t *)malloc(n * 4);
+		if (!lat || !td || !tt || xc_fetch(at.vram, tt, a.to_taken, n * 4) || xc_fetch(at.vram, &errors, a.errors, sizeof(errors)) || xc_fetch(at.vram, lat, a.lat, n * 4) ||
+		    xc_fetch(at.vram, td, a.to_done, n * 4)) {
 			fprintf(stderr, "xproc-client: could not read the results back\n");
 			gpuos_service_detach(&at);
 			return 1;
@@ -283,15 +308,19 @@ int main(int argc, char **argv)
 		if (a.op == GPUOS_OP_READ_RAW && !rc)
 			bad = xc_compare(&at, &a, img, err, sizeof(err));
 		qsort(lat, n, sizeof(uint32_t), cmp_u32);
+		qsort(td, n, sizeof(uint32_t), cmp_u32);
+		qsort(tt, n, sizeof(uint32_t), cmp_u32);
 		printf("{\"mode\": \"%s\", \"mem\": \"%s\", \"share\": %u, \"pid\": %d, \"threads\": %u, \"requests\": %llu, "
 		       "\"errors\": %u, \"mismatched\": %llu, \"t_start\": %.6f, \"t_end\": %.6f, \"req_per_s\": %.0f, "
-		       "\"p50_ns\": %u, \"p99_ns\": %u}\n",
+		       "\"p50_ns\": %u, \"p99_ns\": %u, \"to_done_p50_ns\": %u, \"to_taken_p50_ns\": %u}\n",
 		       mode, at.vram ? "vram" : "host", at.share, (int)getpid(), threads, (unsigned long long)n, errors,
 		       (unsigned long long)bad, t0, t1, (double)n / (t1 - t0), lat[n / 2],
-		       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1]);
+		       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], td[n / 2], tt[n / 2]);
 		if (errors || bad)
 			rc = 1;
 		free(lat);
+		free(td);
+		free(tt);
 	}
 	gpuos_service_detach(&at);
 	return rc;

@@ -430,7 +430,7 @@ static int share_take(struct gpuos_service *v, const struct svc_conn *c, int gpu
 /* What client k may do: its credentials for the file permission checks,
  * and raw reads for root and the service's own uid (where the runtime
  * allows them at all). */
-static void admit(struct gpuos_service *v, const struct svc_conn *c, int k)
+static int admit(struct gpuos_service *v, const struct svc_conn *c, int k)
 {
 	struct gpuos_rt_client who;
 	gid_t g[SVC_MAX_GROUPS];
@@ -442,7 +442,7 @@ static void admit(struct gpuos_service *v, const struct svc_conn *c, int k)
 	for (i = 0; i < n && who.ngroups < GPUOS_RT_CLIENT_GROUPS; i++)
 		who.groups[who.ngroups++] = g[i];
 	who.flags = (c->privileged ? GPUOS_RT_CLIENT_RAW : 0) | (v->o.no_perms ? 0 : GPUOS_RT_CLIENT_PERMS);
-	gpuos_sys_client_admit(v->s, (uint32_t)k, &who);
+	return gpuos_sys_client_admit(v->s, (uint32_t)k, &who);
 }
 
 /* "ok heap_off=N heap_len=N shm_len=N share=K rt=N[ mem=vram|host]" with
@@ -457,9 +457,8 @@ static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 	uint64_t rt, len, share_off;
 	int fd = gpuos_sys_client_area(v->s, (uint32_t)k, &rt, &len, &share_off);
 
-	if (fd < 0)
+	if (fd < 0 || admit(v, c, k))
 		return -1;
-	admit(v, c, k);
 	snprintf(line, sizeof(line), "ok heap_off=%llu heap_len=%llu shm_len=%llu share=%d rt=%llu%s\n",
 		 (unsigned long long)share_off, (unsigned long long)(len - share_off), (unsigned long long)len, k + 1,
 		 (unsigned long long)rt,

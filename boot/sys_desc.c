@@ -67,6 +67,12 @@ static int desc_control(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err,
 	r = gpuos_sys_alloc_rt(s, 64, GPUOS_MEM_VRAM, &s->cmd, "the runtime's command word", err, errlen);
 	if (!r)
 		d->cmd = s->cmd.rt;
+	/* Zero, as the control block's: every door closed, every epoch 0. */
+	if (!r && s->plan.nclients)
+		r = gpuos_sys_alloc_rt(s, sizeof(struct gpuos_rt_doors), GPUOS_MEM_VRAM, &s->doors, "the clients' doors", err,
+				       errlen);
+	if (!r && s->doors.len)
+		r = gpuos_gpu_memset(s->gpu, s->doors.rt, 0, s->doors.len) ? -EIO : 0;
 	return r;
 }
 
@@ -91,6 +97,7 @@ static void desc_regions(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 		d->cmbox_nslots = s->plan.cmbox_slots;
 		d->cmbox_bytes = s->plan.cmbox_bytes;
 		d->clients = s->ctl.rt + s->plan.clients_off;
+		d->doors = s->doors.len ? s->doors.rt : s->ctl.rt + s->plan.doors_off;
 	}
 	/* Zero copy into the heap where the controller can map it (the
 	 * emulator; VFIO pins it); otherwise reads into it bounce. Not where

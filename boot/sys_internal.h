@@ -53,6 +53,8 @@ struct gpuos_sys {
 	struct gpuos_dma sq[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL], cq[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL];
 	struct gpuos_dma bounce, prp, ctl, state, mbox_dev, dev_heap;
 	struct gpuos_dma cmd;        /* on the GPU: the VRAM copy of ctl->cmd the runtime polls */
+	struct gpuos_dma doors;      /* on the GPU: the VRAM copy of the clients' doors (rt.h) */
+	uint32_t doors_open;         /* struct gpuos_rt_doors' open, as published */
 	struct gpuos_dma files, meta_bounce, meta_prp;
 	struct gpuos_dma admin;      /* struct gpuos_rt_admin per controller: the runtime's recovery */
 	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];

@@ -315,19 +315,33 @@ static struct gpuos_rt_client *clients_table(struct gpuos_sys *s)
 	return (struct gpuos_rt_client *)((char *)s->ctl.host + s->plan.clients_off);
 }
 
-void gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_rt_client *c)
+/* The doors (struct gpuos_rt_doors) as they stand: area k's epoch, then
+ * which are open, each with release (pairs with the service warps' acquire
+ * loads, rt.c intake_clients); on a GPU then copied whole to the VRAM copy
+ * they read. A copy the warps see torn is harmless: a door closes together
+ * with an odd epoch, and opens (admit) only after the renewal that
+ * published the area's even one. */
+static int doors_publish(struct gpuos_sys *s, uint32_t k)
+{
+	struct gpuos_rt_doors *h = (struct gpuos_rt_doors *)((char *)s->ctl.host + s->plan.doors_off);
+	__atomic_store_n(&h->epoch[k], s->area_epoch[k], __ATOMIC_RELEASE);
+	__atomic_store_n(&h->open, s->doors_open, __ATOMIC_RELEASE);
+	return s->doors.len ? gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->doors.rt, h, sizeof(*h), 1) : 0;
+}
+
+int gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_rt_client *c)
 {
 	struct gpuos_rt_client *t = clients_table(s) + k;
-	uint32_t epoch = t->epoch;
-	if (k >= s->plan.nclients)
-		return;
+	if (k >= s->plan.nclients || gpuos_rt_epoch_closed(s->area_epoch[k]))
+		return -EINVAL;
 	*t = *c;
-	t->epoch = epoch;
-	/* Flags last, with release: the credentials before them. The client
-	 * learns of its area only after this (the attach reply goes out
-	 * through a system call, which orders it), so the runtime reads these
-	 * rights for any request of it. */
+	/* Flags last, with release: the credentials before them; then the
+	 * door, after them. The client learns of its area only after this
+	 * (the attach reply goes out through a system call, which orders it),
+	 * so the runtime reads these rights for any request of it. */
 	__atomic_store_n(&t->flags, c->flags, __ATOMIC_RELEASE);
+	s->doors_open |= 1u << k;
+	return doors_publish(s, k);
 }
 
 void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k)
@@ -336,14 +350,16 @@ void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k)
 	if (k >= s->plan.nclients || gpuos_rt_epoch_closed(s->area_epoch[k]))
 		return;
 	t->flags = 0; /* no rights until the next admit */
-	/* Pairs with the service warps' acquire load of the epoch (rt.c,
-	 * intake_clients): they take nothing more from this mailbox. */
-	__atomic_store_n(&t->epoch, ++s->area_epoch[k], __ATOMIC_RELEASE);
+	/* The service warps take nothing more from this mailbox. A failed
+	 * copy leaves the door open to requests a client that left can no
+	 * longer post: the renewal (which parks first) tries again. */
+	s->doors_open &= ~(1u << k);
+	++s->area_epoch[k];
+	doors_publish(s, k);
 }
 
 int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
 {
-	struct gpuos_rt_client *t = clients_table(s) + k;
 	uint64_t rt = 0;
 	int r, r2;
 
@@ -360,9 +376,8 @@ int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t er
 		r2 = gpuos_resume(s, err, errlen);
 		if (r || r2)
 			return r ? r : r2;
-		/* Publishes the fresh, empty mailbox (as below). */
-		__atomic_store_n(&t->epoch, ++s->area_epoch[k], __ATOMIC_RELEASE);
-		return 0;
+		++s->area_epoch[k]; /* the fresh, empty mailbox (as below) */
+		return doors_publish(s, k);
 	}
 	if (s->heap_mapped && s->ctrl->ops->pins) {
 		snprintf(err, errlen, "the controller pins the client heap (VFIO): client area %u cannot take fresh memory",
@@ -393,10 +408,9 @@ int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t er
 	r2 = gpuos_resume(s, err, errlen);
 	if (r || r2)
 		return r ? r : r2;
-	/* Publishes the fresh, empty mailbox; pairs with the service warps'
-	 * acquire load of the epoch (rt.c, intake_clients). */
-	__atomic_store_n(&t->epoch, ++s->area_epoch[k], __ATOMIC_RELEASE);
-	return 0;
+	/* The fresh, empty mailbox: the warps take from its ring's start. */
+	++s->area_epoch[k];
+	return doors_publish(s, k);
 }
 
 /* ---- what clients reach ---------------------------------------------------------- */
@@ -484,6 +498,7 @@ void gpuos_sys_free_mem(struct gpuos_sys *s)
 	free_dma(s, &s->admin);
 	free_dma(s, &s->state);
 	free_dma(s, &s->cmd);
+	free_dma(s, &s->doors);
 	free_dma(s, &s->mbox_dev);
 	free_dma(s, &s->dev_heap);
 }

@@ -305,6 +305,10 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 	p->ctl_bytes = sizeof(struct gpuos_rt_ctl) + ((uint64_t)p->warps + 1u) * sizeof(struct gpuos_rt_stats);
 	p->clients_off = GPUOS_ALIGN_UP(p->ctl_bytes, 64u);
 	p->ctl_bytes = p->clients_off + (uint64_t)p->nclients * sizeof(struct gpuos_rt_client);
+	if (p->nclients) {
+		p->doors_off = GPUOS_ALIGN_UP(p->ctl_bytes, 64u);
+		p->ctl_bytes = p->doors_off + sizeof(struct gpuos_rt_doors);
+	}
 	p->mbox_bytes = gpuos_mbox_bytes(p->mbox_slots);
 	p->heap_off = GPUOS_SHM_MBOX_OFF + GPUOS_ALIGN_UP(p->mbox_bytes, SHM_ALIGN);
 	/* the segment's length is an off_t (ftruncate) */

@@ -92,6 +92,7 @@ struct gpuos_plan {
 	uint32_t cmbox_slots;
 	uint64_t cmbox_bytes;
 	uint64_t clients_off;          /* struct gpuos_rt_client[nclients] in the control block */
+	uint64_t doors_off;            /* and struct gpuos_rt_doors (host mode; a VRAM copy on a GPU) */
 	uint32_t ngpu_clients;         /* of nclients, the last ones: areas in VRAM (gpu_clients) */
 	uint64_t gpu_area_bytes;       /* each such area */
 	uint64_t shm_bytes;            /* the whole segment */

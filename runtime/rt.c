@@ -118,6 +118,7 @@ struct rt_warp {
 	 * is none. */
 	uint32_t nclients;      /* d->nclients */
 	uint32_t mdev;          /* mbox_dev(d) */
+	uint32_t m0vram;        /* the service's own mailbox is in VRAM (GPUOS_RT_MBOX_DEVICE) */
 	uint64_t ring0;         /* the service's mailbox's rings */
 	uint32_t nhost;         /* clients with areas in host memory: gpuos_rt_gpu_client beyond */
 	uint64_t clen;          /* d->share_len */
@@ -128,7 +129,7 @@ struct rt_warp {
 	uint32_t cper;          /* slots of a client mailbox's partition (set at each start) */
 	uint32_t rr_client;     /* the client a probe's intake starts from: round robin */
 	struct rt_intake cin[GPUOS_RT_MAX_CLIENTS]; /* client m's at [m - 1] */
-	uint32_t cepoch[GPUOS_RT_MAX_CLIENTS]; /* the epoch (struct gpuos_rt_client) cin[] counts in */
+	uint32_t cepoch[GPUOS_RT_MAX_CLIENTS]; /* the epoch (struct gpuos_rt_doors) cin[] counts in */
 	uint8_t held[GPUOS_RT_MAX_CLIENTS + 1]; /* request table entries of each client (0: the service's) */
 };
 
@@ -775,17 +776,20 @@ GPUOS_NOINLINE GPUOS_HD static int intake_clients(const struct gpuos_rt_desc *d,
 						  uint32_t cmd)
 {
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width(), nc = W->nclients, first, taken = 0;
+	const struct gpuos_rt_doors *D = (const struct gpuos_rt_doors *)(uintptr_t)d->doors;
+	/* One word for the warp. Pairs with the service's release of it after
+	 * the epoch (boot/sys_mem.c, doors_publish). */
+	uint32_t open = gpuos_load_acquire_sys32(&D->open);
 
-	for (first = 0; first < nc; first += width) {
+	for (first = 0; first < nc && open; first += width) {
 		uint32_t m = 1u + (W->rr_client + first + lane) % nc, mask;
-		int ok = first + lane < nc;
+		int ok = first + lane < nc && ((open >> (m - 1u)) & 1u);
 		if (ok) {
 			struct rt_intake *in = &W->cin[m - 1u];
-			const struct gpuos_rt_client *c = (const struct gpuos_rt_client *)(uintptr_t)d->clients + (m - 1u);
-			/* Both loads in one round trip. The epoch pairs with the
-			 * service's release store after it gave the area a fresh
-			 * mailbox; the entry with the client's release store. */
-			uint32_t ep = gpuos_load_acquire_sys32(&c->epoch);
+			/* The epoch pairs with the service's release of it after it
+			 * gave the area a fresh mailbox; the entry with the client's
+			 * release store. */
+			uint32_t ep = gpuos_load_acquire_sys32(&D->epoch[m - 1u]);
 			uint32_t e = gpuos_load_acquire_sys32(&rt_ring(W, w, m, W->cper)[in->ring_idx]);
 			if (ep != W->cepoch[m - 1u]) { /* closed, or a new client: its ring starts again */
 				W->cepoch[m - 1u] = ep;
@@ -812,11 +816,16 @@ GPUOS_NOINLINE GPUOS_HD static int intake_clients(const struct gpuos_rt_desc *d,
 	return (int)taken;
 }
 
-/* clients: a constant (see serve_loop). */
+/* clients: a constant (see serve_loop). On the GPU a service's own mailbox,
+ * in host memory, is looked at every 16th loop only: a read across PCIe in
+ * every loop of every warp slows its clients' requests, and only the service
+ * posts there (RELEASE of a share). */
 GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t cmd,
 				 const int clients)
 {
-	int taken = intake_mbox(d, w, W, cmd, 0);
+	int taken = 0;
+	if (!clients || !GPUOS_ON_GPU || W->m0vram || cmd != GPUOS_RT_CMD_RUN || (W->iter & 15u) == 0)
+		taken = intake_mbox(d, w, W, cmd, 0);
 	if (clients)
 		taken += intake_clients(d, w, W, cmd);
 	return taken;
@@ -1637,6 +1646,7 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		W->cper = d->cmbox_nslots / d->nwarps;
 		W->nclients = d->nclients;
 		W->mdev = (uint32_t)mbox_dev(d);
+		W->m0vram = (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
 		W->ring0 = d->mbox + sizeof(struct gpuos_mbox) + (uint64_t)d->mbox_nslots * sizeof(struct gpuos_mbox_slot);
 		W->nhost = d->nclients - d->ngpu_clients;
 		W->clen = d->share_len;

@@ -206,9 +206,10 @@ int gpuos_sys_client_gpu(const struct gpuos_sys *s, uint32_t k);
 uint32_t gpuos_sys_gpu_clients(const struct gpuos_sys *s);
 /* Client k's rights from now on: its peer credentials (uid, gid, groups)
  * and GPUOS_RT_CLIENT_* flags, written before the client learns of its
- * area. */
+ * area; then the runtime looks at its mailbox. 0, or -errno (the area is
+ * closed and not renewed, or the GPU took no copy). */
 struct gpuos_rt_client;
-void gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_rt_client *c);
+int gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_rt_client *c);
 /* Client k left: its rights go, and the runtime takes nothing more from
  * its mailbox. */
 void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k);

@@ -44,13 +44,24 @@ struct gpuos_rt_client {
 	uint32_t uid;          /* 0x04 the peer's credentials (SO_PEERCRED) */
 	uint32_t gid;          /* 0x08 */
 	uint32_t ngroups;      /* 0x0c of groups[] */
-	uint32_t epoch;        /* 0x10 written (release) by the service: odd, the area is closed (its
-	                        *      client left: take nothing more); even and new, a fresh mailbox
-	                        *      (take from its ring's position 0) */
-	uint32_t rsvd14[3];
+	uint32_t rsvd10[4];    /* 0x10 (the area's epoch is in struct gpuos_rt_doors) */
 	uint32_t groups[GPUOS_RT_CLIENT_GROUPS]; /* 0x20 */
 };
 static_assert(sizeof(struct gpuos_rt_client) == 96, "rt client size");
+
+/* What the service warps look at every loop: which clients are attached,
+ * and each area's epoch. In VRAM on the GPU (a copy boot writes after each
+ * change, as it does the command word: a read of host memory in every loop
+ * of every warp slowed a client's round trip tenfold), in the control block
+ * in host mode. */
+struct gpuos_rt_doors {
+	uint32_t open;         /* bit m - 1: client m is attached (admitted and not closed); the
+	                        * others' mailboxes are not looked at */
+	uint32_t epoch[GPUOS_RT_MAX_CLIENTS]; /* client m's at [m - 1]: odd, the area is closed
+	                        * (its client left: take nothing more); even and new, a fresh
+	                        * mailbox (take from its ring's position 0) */
+};
+static_assert(sizeof(struct gpuos_rt_doors) == 128, "rt doors size");
 
 /* A request's mailbox slot as the runtime names it (ms): the client in the
  * top 16 bits (0: the service's own mailbox, d->mbox), the slot of that
@@ -165,6 +176,7 @@ struct gpuos_rt_desc {
 	uint32_t cmbox_nslots;
 	uint64_t cmbox_bytes;  /* the mailbox's part of an area, 4 KiB aligned */
 	uint64_t clients;      /* struct gpuos_rt_client[nclients], host memory only the service writes */
+	uint64_t doors;        /* struct gpuos_rt_doors *, only the service writes */
 	/* GPU clients (kernels of other processes, docs/security.md): the
 	 * last ngpu_clients of the nclients have their areas in VRAM, at
 	 * gpu_area_base + i * gpu_area_len, laid out as the others, their
@@ -272,7 +284,7 @@ GPUOS_INLINE GPUOS_HD struct gpuos_mbox_slot *gpuos_rt_slot(const struct gpuos_r
 	       (ms & ((1u << GPUOS_RT_MS_CLIENT_SHIFT) - 1u));
 }
 
-/* An odd epoch: client m's area is closed (struct gpuos_rt_client). */
+/* An odd epoch: client m's area is closed (struct gpuos_rt_doors). */
 GPUOS_INLINE GPUOS_HD int gpuos_rt_epoch_closed(uint32_t epoch)
 {
 	return epoch & 1u;

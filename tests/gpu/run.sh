@@ -208,10 +208,44 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe svc_banner > $mps.out 2>&1
 	grep -q '^gpuos: MPS runs' $mps.out; res $? "under MPS: gpuos boot says so"
 	grep MPS $mps.out
+	# GPU clients: two processes, each posting from its own kernel into its
+	# own VRAM area, every byte compared with the image.
+	xc=$build/bench/xproc-client
+	gsvc() { # boot a service with GPU client areas on $mps.sock
+		timeout 120 "$g" boot --device "emu:$fi/ext4.img" --socket $mps.sock --allow-raw --gpu-clients 4 \
+			--gpu-client-mib 8 > $mps.svc 2>&1 &
+		gpid=$!
+		for i in $(seq 100); do grep -q ready $mps.svc 2>/dev/null && break; sleep 0.2; done
+	}
+	export CUDA_MPS_PIPE_DIRECTORY=$mps/pipe
+	gsvc
+	rm -f $mps.go
+	for i in 1 2; do
+		timeout 60 $xc --socket $mps.sock --mode check --image "$fi/ext4.img" --threads 128 --iters 8 \
+			--go $mps.go > $mps.x$i 2>&1 &
+		eval xp$i=$!
+	done
+	sleep 2
+	touch $mps.go
+	wait $xp1; r1=$?; wait $xp2; r2=$?
+	sed 's/^/   /' $mps.x1 $mps.x2
+	[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && grep -q '"mem": "vram"' $mps.x1 && grep -q '"mem": "vram"' $mps.x2
+	res $? "two processes under MPS, each posting from its own kernel into its VRAM area: every byte matches"
+	n=0
+	for i in 1 2 3 4 5 6; do timeout 60 $xc --socket $mps.sock --mode check --image "$fi/ext4.img" --threads 32 --iters 8 > $mps.x1 2>&1 && n=$((n + 1)); done
+	[ $n -eq 6 ]; res $? "6 GPU clients one after another through 4 areas (each renewed: fresh VRAM at the same address)"
+	timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
+	wait $gpid
+	unset CUDA_MPS_PIPE_DIRECTORY
 	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe sh scripts/mps-stop.sh; res $? "scripts/mps-stop.sh stops it"
 	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe svc_banner > $mps.out 2>&1
 	grep -q '^gpuos: MPS does not run' $mps.out; res $? "without MPS: gpuos boot says so"
-	rm -rf $mps $mps.sock $mps.err $mps.out
+	gsvc
+	timeout 60 $xc --socket $mps.sock --mode rtt --iters 10 > /dev/null 2> $mps.err
+	grep -q "need MPS" $mps.err; res $? "without MPS: a GPU client's attach is refused"
+	timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
+	wait $gpid
+	rm -rf $mps $mps.sock $mps.err $mps.out $mps.svc $mps.go $mps.x1 $mps.x2
 else
 	echo "-- no nvidia-cuda-mps-control on this machine"
 fi
