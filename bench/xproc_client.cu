@@ -14,6 +14,11 @@
 //          byte is compared with the same range of FILE (the device's image)
 //   rtt:   one thread, N NOPs one after another: the round trip's median and p99
 //   rate:  T threads, N NOPs each: requests per second
+//   stale: fill the share with 0xa5, leave (close the connection) but keep
+//          the area mapped, say "left", wait for --go FILE, then check that
+//          the old mapping still holds only 0xa5: whatever the next client
+//          of the area did, none of it reached memory a client that left
+//          still maps
 //
 // --go FILE: after attaching, wait until FILE exists, so that several
 // processes start together (aggregate figures). One JSON line on stdout;
@@ -145,7 +150,7 @@ static int cmp_u32(const void *x, const void *y)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: xproc-client --socket PATH --mode check|rtt|rate [--image FILE] [--threads T] "
+	fprintf(stderr, "usage: xproc-client --socket PATH --mode check|rtt|rate|stale [--image FILE] [--threads T] "
 			"[--iters N] [--bytes B] [--go FILE]\n");
 	return 2;
 }
@@ -225,6 +230,35 @@ static uint64_t xc_compare(const struct gpuos_attached *at, const struct xc_args
 	return bad;
 }
 
+// --mode stale (see the top).
+static int stale(struct gpuos_attached *at, const char *go)
+{
+	uint64_t n = at->heap_len, bad = 0;
+	unsigned char *buf = (unsigned char *)malloc(n);
+	if (!buf || (at->vram ? cudaMemset(at->heap, 0xa5, n) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess
+			      : (memset(at->heap, 0xa5, n), 0))) {
+		fprintf(stderr, "xproc-client: could not fill the share\n");
+		return 1;
+	}
+	close(at->sock); // the service takes the area back and renews it
+	at->sock = -1;
+	printf("left\n");
+	fflush(stdout);
+	while (access(go, F_OK))
+		usleep(1000);
+	if (xc_fetch(at->vram, buf, at->heap, n)) {
+		fprintf(stderr, "xproc-client: could not read the old mapping\n");
+		return 1;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		bad += buf[i] != 0xa5;
+	printf("{\"mode\": \"stale\", \"mem\": \"%s\", \"share\": %u, \"bytes\": %llu, \"changed\": %llu}\n",
+	       at->vram ? "vram" : "host", at->share, (unsigned long long)n, (unsigned long long)bad);
+	free(buf);
+	gpuos_service_detach(at);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *mode = NULL, *image = NULL, *go = NULL;
@@ -248,7 +282,8 @@ int main(int argc, char **argv)
 		else return usage();
 	}
 	if (i != (uint32_t)argc || !sock || !mode || !threads || !iters || !bytes || (bytes & 511u) ||
-	    (strcmp(mode, "check") && strcmp(mode, "rtt") && strcmp(mode, "rate")) || (!strcmp(mode, "check") && !image))
+	    (strcmp(mode, "check") && strcmp(mode, "rtt") && strcmp(mode, "rate") && strcmp(mode, "stale")) ||
+	    (!strcmp(mode, "check") && !image) || (!strcmp(mode, "stale") && !go))
 		return usage();
 	if (!strcmp(mode, "rtt"))
 		threads = 1;
@@ -260,6 +295,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xproc-client: %s\n", err);
 		return 1;
 	}
+	if (!strcmp(mode, "stale"))
+		return stale(&at, go);
 	memset(&a, 0, sizeof(a));
 	a.mb = at.mb;
 	a.dst_rt = at.heap_rt;

@@ -240,6 +240,23 @@ n=0
 for i in $(seq 8); do $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 2 --iters 8 > /dev/null 2>&1 && n=$((n + 1)); done
 check "8 GPU clients one after another through 3 areas (renewed each time): all served" test $n -eq 8
 stop
+# One area: a client leaves but keeps it mapped; the next client of the area
+# reads into it; the old mapping must not change.
+start --allow-raw --gpu-clients 1 --gpu-client-mib 4
+rm -f "$tmp/go"
+$xc --socket "$sock" --mode stale --go "$tmp/go" > "$tmp/stale" 2>&1 &
+xs=$!
+for i in $(seq 100); do grep -q left "$tmp/stale" && break; sleep 0.05; done
+n=1
+until $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 64 > "$tmp/next" 2>&1; do
+	n=$((n + 1)); [ $n -gt 50 ] && break; sleep 0.1
+done
+touch "$tmp/go"
+wait $xs; rs=$?
+sed 's/^/       /' "$tmp/stale" "$tmp/next"
+check "the next GPU client of a single area is served" grep -q '"mismatched": 0' "$tmp/next"
+check "a GPU client that left and kept its area mapped sees nothing of the next" test $rs -eq 0
+stop
 
 echo "service: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

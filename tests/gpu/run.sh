@@ -234,6 +234,24 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	n=0
 	for i in 1 2 3 4 5 6; do timeout 60 $xc --socket $mps.sock --mode check --image "$fi/ext4.img" --threads 32 --iters 8 > $mps.x1 2>&1 && n=$((n + 1)); done
 	[ $n -eq 6 ]; res $? "6 GPU clients one after another through 4 areas (each renewed: fresh VRAM at the same address)"
+	# Hold three areas; a client leaves keeping the fourth mapped; the next
+	# client gets that one (fresh VRAM) and reads into it.
+	rm -f $mps.go $mps.go2
+	for i in 1 2 3; do timeout 60 $xc --socket $mps.sock --mode rtt --iters 1 --go $mps.go2 > /dev/null 2>&1 & done
+	sleep 2
+	timeout 60 $xc --socket $mps.sock --mode stale --go $mps.go > $mps.x1 2>&1 &
+	xs=$!
+	for i in $(seq 200); do grep -q left $mps.x1 && break; sleep 0.05; done
+	n=1
+	until timeout 60 $xc --socket $mps.sock --mode check --image "$fi/ext4.img" --threads 64 --iters 8 > $mps.x2 2>&1; do
+		n=$((n + 1)); [ $n -gt 50 ] && break; sleep 0.1
+	done
+	touch $mps.go $mps.go2
+	wait $xs; rs=$?
+	wait
+	sed 's/^/   /' $mps.x1 $mps.x2
+	[ $rs -eq 0 ] && grep -q '"mismatched": 0' $mps.x2
+	res $? "a GPU client that left and kept its VRAM area mapped sees nothing of the next client's reads"
 	timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
 	wait $gpid
 	unset CUDA_MPS_PIPE_DIRECTORY
@@ -245,7 +263,7 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	grep -q "need MPS" $mps.err; res $? "without MPS: a GPU client's attach is refused"
 	timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
 	wait $gpid
-	rm -rf $mps $mps.sock $mps.err $mps.out $mps.svc $mps.go $mps.x1 $mps.x2
+	rm -rf $mps $mps.sock $mps.err $mps.out $mps.svc $mps.go $mps.go2 $mps.x1 $mps.x2
 else
 	echo "-- no nvidia-cuda-mps-control on this machine"
 fi
