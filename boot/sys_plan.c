@@ -275,7 +275,11 @@ static int plan_regions(const struct gpuos_plan_in *in, struct gpuos_plan *p, ch
 				 "(which serves apps the service runs)");
 			return -EINVAL;
 		}
-		if (in->opts->heap_shares <= 1u || in->opts->gpu_clients > GPUOS_RT_MAX_CLIENTS - p->nclients) {
+		if (in->opts->heap_shares <= 1u) {
+			snprintf(err, errlen, "GPU clients are a service's (gpuos boot): no client shares to go beside");
+			return -EINVAL;
+		}
+		if (in->opts->gpu_clients > GPUOS_RT_MAX_CLIENTS - p->nclients) {
 			snprintf(err, errlen, "%u GPU clients: a service has room for %u beside its %u host clients",
 				 in->opts->gpu_clients, GPUOS_RT_MAX_CLIENTS - p->nclients, p->nclients);
 			return -EINVAL;

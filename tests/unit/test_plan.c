@@ -551,3 +551,41 @@ Test(plan, sweep_keeps_the_invariants)
 					}
 	cr_assert_eq(plans, 9u * 6u * 6u * 4u * 2u, "none of these is refused");
 }
+
+/* A service's GPU clients: areas after the host clients', sized in whole
+ * VRAM allocation pieces, each with a line of rights and a door. */
+Test(plan, gpu_clients)
+{
+	struct fx f;
+	fx_init(&f, 1);
+	f.o.heap_shares = 8;
+	f.o.gpu_clients = 4;
+	f.o.gpu_area_bytes = 3ull << 20;
+	cr_assert_eq(fx_plan(&f, 65535), 0, "%s", f.err);
+	cr_assert_eq(f.p.nclients, 12u);
+	cr_assert_eq(f.p.ngpu_clients, 4u);
+	cr_assert_eq(f.p.gpu_area_bytes, 4ull << 20, "rounded up to GPUOS_GPU_AREA_ALIGN");
+	cr_assert(f.p.gpu_area_bytes > f.p.cmbox_bytes);
+	cr_assert(f.p.doors_off % 64u == 0 && f.p.doors_off >= f.p.clients_off + 12u * sizeof(struct gpuos_rt_client));
+	cr_assert_eq(f.p.ctl_bytes, f.p.doors_off + sizeof(struct gpuos_rt_doors));
+	f.o.gpu_area_bytes = 0;
+	cr_assert_eq(fx_plan(&f, 65535), 0, "%s", f.err);
+	cr_assert_eq(f.p.gpu_area_bytes, GPUOS_GPU_AREA_DEFAULT);
+	f.o.gpu_clients = GPUOS_RT_MAX_CLIENTS - 8u;
+	cr_assert_eq(fx_plan(&f, 65535), 0, "%s", f.err);
+	cr_assert_eq(f.p.nclients, GPUOS_RT_MAX_CLIENTS);
+	f.o.gpu_clients++;
+	plan_refused(&f, 0, "24 GPU clients: a service has room for 23 beside its 8 host clients");
+	f.o.gpu_clients = 1;
+	f.o.heap_shares = 0;
+	plan_refused(&f, 0, "GPU clients are a service's (gpuos boot): no client shares to go beside");
+	f.o.heap_shares = 8;
+	f.o.gpu_area_bytes = 4096;
+	plan_refused(&f, 0, "a GPU client's area of 4096 bytes: give 2 MiB to 1 TiB");
+	f.o.gpu_area_bytes = (1ull << 40) + 1u;
+	plan_refused(&f, 0, "a GPU client's area of 1099511627777 bytes: give 2 MiB to 1 TiB");
+	f.o.gpu_area_bytes = 0;
+	f.o.mbox_vram = 1;
+	plan_refused(&f, 0, "GPU clients post to areas of their own: not with the mailbox in VRAM (which serves apps the "
+			    "service runs)");
+}
