@@ -24,7 +24,9 @@
  * The loop never blocks on a client: sockets are non-blocking, replies wait
  * in a buffer per connection, and a client that leaves a line unfinished or
  * a reply unread, or idles without a share, for client_timeout_ms is
- * disconnected. Only a `run` holds the loop, while its app runs.
+ * disconnected. A `run` runs its app in a thread of its own; apps take
+ * turns (sys_lock: loading one parks the runtime), and the loop renews a
+ * leaving client's area only between them.
  *
  * A share comes back only when nothing can reach it any more: its handles
  * are released (the RELEASE request), requests still in flight into it
@@ -34,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +60,7 @@
 #define SVC_DEFAULT_TIMEOUT_MS 10000u
 #define SVC_DEFAULT_MODE 0660u
 #define SVC_MAX_GROUPS 64
+#define SVC_MAX_APPS 4u              /* runs at once: one app runs, the others wait their turn */
 
 enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING, SHARE_RETIRED /* its area could not be renewed */ };
 
@@ -70,6 +74,20 @@ struct svc_conn {
 	size_t in_n;
 	char *out;               /* replies not yet written */
 	size_t out_n, out_off;
+	int app;                 /* its run in progress (v->app[]), -1: none; no more lines until it ends */
+};
+
+/* A `run`: the app runs in a thread of its own, so that the loop goes on. */
+struct svc_app {
+	int used;
+	pthread_t th;
+	struct gpuos_service *v;
+	int conn;                /* index of the connection that asked, -1 once it closed */
+	uint32_t share;
+	struct gpuos_peer peer;
+	char *line;
+	char *reply;             /* written by the thread before done */
+	int done;                /* stored with release by the thread when reply is there */
 };
 
 struct svc_share {
@@ -92,6 +110,12 @@ struct gpuos_service {
 	struct svc_conn conn[SVC_MAX_CONN];
 	struct svc_share share[GPUOS_RT_MAX_CLIENTS]; /* host clients' [0, SHARES), GPU clients' after */
 	uint32_t nshares;        /* GPUOS_SERVICE_SHARES + the runtime's GPU client areas */
+	struct svc_app app[SVC_MAX_APPS];
+	/* Held by a running app (its load and unload park the runtime) and,
+	 * with trylock, by the loop to renew an area or to look at the
+	 * runtime kernel: never two parks at once, and the loop never waits. */
+	pthread_mutex_t sys_lock;
+	int wake[2];             /* an app that ended writes a byte: the loop's poll wakes */
 };
 
 static uint64_t now_ms(void)
@@ -222,6 +246,13 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 	snprintf(v->path, sizeof(v->path), "%s", path);
 	v->uid = (uint32_t)geteuid();
 	v->lfd = -1;
+	v->wake[0] = v->wake[1] = -1;
+	pthread_mutex_init(&v->sys_lock, NULL);
+	if (pipe2(v->wake, O_CLOEXEC | O_NONBLOCK)) {
+		r = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
 	for (i = 0; i < (int)SVC_MAX_CONN; i++)
 		v->conn[i].fd = -1;
 	if (o->group) {
@@ -264,6 +295,11 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 fail:
 	if (v->lfd >= 0)
 		close(v->lfd);
+	if (v->wake[0] >= 0) {
+		close(v->wake[0]);
+		close(v->wake[1]);
+	}
+	pthread_mutex_destroy(&v->sys_lock);
 	free(v);
 	return r;
 }
@@ -293,19 +329,28 @@ static int peer_in_group(struct gpuos_service *v, int fd, const struct gpuos_pee
 	return 0;
 }
 
+/* Share k goes back once nothing can reach it any more (share_drain). */
+static void share_drain_start(struct gpuos_service *v, uint32_t k)
+{
+	v->share[k].state = SHARE_DRAINING;
+	v->share[k].release_posted = 0;
+	v->share[k].renewed = 0;
+}
+
 static void conn_close(struct gpuos_service *v, struct svc_conn *c)
 {
+	if (c->app >= 0)
+		v->app[c->app].conn = -1; /* it runs to its end; its reply goes nowhere */
 	if (c->share >= 0) {
 		gpuos_sys_client_close(v->s, (uint32_t)c->share); /* takes nothing more from its mailbox */
-		v->share[c->share].state = SHARE_DRAINING;
-		v->share[c->share].release_posted = 0;
-		v->share[c->share].renewed = 0;
+		share_drain_start(v, (uint32_t)c->share);
 	}
 	close(c->fd);
 	free(c->out);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->share = -1;
+	c->app = -1;
 }
 
 /* Write what is queued; 0, or -1 when the client is gone. */
@@ -380,7 +425,7 @@ static void accept_one(struct gpuos_service *v)
 	 * idle connection that holds nothing and owes nothing makes room. */
 	for (i = 0; i < SVC_MAX_CONN && !c; i++) {
 		struct svc_conn *x = &v->conn[i];
-		if (x->share < 0 && !x->in_n && !x->out_n && (!c || x->t_active < c->t_active))
+		if (x->share < 0 && x->app < 0 && !x->in_n && !x->out_n && (!c || x->t_active < c->t_active))
 			c = x;
 	}
 	if (c && c->fd >= 0)
@@ -395,6 +440,7 @@ static void accept_one(struct gpuos_service *v)
 	c->peer = p;
 	c->privileged = p.uid == 0 || p.uid == v->uid;
 	c->share = -1;
+	c->app = -1;
 	c->t_active = now_ms();
 }
 
@@ -493,6 +539,76 @@ static void stats_line(struct gpuos_service *v, char *out, size_t len)
 		 (unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.retries, st.state);
 }
 
+static void *app_main(void *p)
+{
+	struct svc_app *a = p;
+	struct gpuos_service *v = a->v;
+	pthread_mutex_lock(&v->sys_lock);
+	a->reply = v->o.run(v->o.run_ctx, v->s, &a->peer, a->share, a->line);
+	pthread_mutex_unlock(&v->sys_lock);
+	/* Publishes the reply; pairs with the loop's acquire load (app_reap). */
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	if (write(v->wake[1], "x", 1) < 0) {
+		/* the pipe is full: the loop is awake anyway */
+	}
+	return NULL;
+}
+
+/* A run: a share and a thread for the app; its reply comes when it ends. */
+static int app_start(struct gpuos_service *v, struct svc_conn *c, const char *line)
+{
+	struct svc_app *a = NULL;
+	char why[256];
+	unsigned i;
+	int k;
+	for (i = 0; i < SVC_MAX_APPS && !a; i++)
+		if (!v->app[i].used)
+			a = &v->app[i];
+	if (!a)
+		return conn_printf(c, "err %u apps run or wait their turn: try again later\n", SVC_MAX_APPS);
+	k = share_take(v, c, 0, why, sizeof(why));
+	if (k < 0)
+		return conn_printf(c, "err %s\n", why);
+	memset(a, 0, sizeof(*a));
+	a->v = v;
+	a->conn = (int)(c - v->conn);
+	a->share = (uint32_t)k;
+	a->peer = c->peer;
+	a->line = strdup(line);
+	if (!a->line || pthread_create(&a->th, NULL, app_main, a)) {
+		free(a->line);
+		share_drain_start(v, (uint32_t)k);
+		return conn_printf(c, "err no thread for the app\n");
+	}
+	a->used = 1;
+	c->app = (int)(a - v->app);
+	return 0;
+}
+
+/* Apps that ended: their replies to their clients (if still there), their
+ * shares drained like a client's (handles they left open go). */
+static void app_reap(struct gpuos_service *v, int wait)
+{
+	unsigned i;
+	for (i = 0; i < SVC_MAX_APPS; i++) {
+		struct svc_app *a = &v->app[i];
+		if (!a->used || (!wait && !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE)))
+			continue;
+		pthread_join(a->th, NULL);
+		if (a->conn >= 0) {
+			struct svc_conn *c = &v->conn[a->conn];
+			c->app = -1;
+			c->t_active = now_ms();
+			if (conn_send(c, a->reply ? a->reply : "err out of memory\n"))
+				conn_close(v, c);
+		}
+		share_drain_start(v, a->share);
+		free(a->line);
+		free(a->reply);
+		memset(a, 0, sizeof(*a));
+	}
+}
+
 /* One request line; 0, or -1 when the connection must go. */
 static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *line)
 {
@@ -527,21 +643,9 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		return conn_send(c, js);
 	}
 	if (!strncmp(line, "run ", 4)) {
-		char *reply;
-		int r;
 		if (!v->o.run)
 			return conn_printf(c, "err this service runs no apps\n");
-		k = share_take(v, c, 0, why, sizeof(why));
-		if (k < 0)
-			return conn_printf(c, "err %s\n", why);
-		reply = v->o.run(v->o.run_ctx, v->s, &c->peer, (uint32_t)k, line);
-		/* The app's share is drained like a client's: handles it left open go. */
-		v->share[k].state = SHARE_DRAINING;
-		v->share[k].release_posted = 0;
-		v->share[k].renewed = 0;
-		r = conn_send(c, reply ? reply : "err out of memory\n");
-		free(reply);
-		return r;
+		return app_start(v, c, line);
 	}
 	if (!strcmp(line, "stop")) {
 		if (!c->privileged)
@@ -606,7 +710,12 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	/* First the client's own area: fresh memory, after the runtime has
 	 * finished what it took from it. */
 	if (!sh->renewed) {
-		if (gpuos_sys_client_renew(v->s, k, why, sizeof(why))) {
+		int r;
+		if (pthread_mutex_trylock(&v->sys_lock))
+			return 0; /* an app runs: after it */
+		r = gpuos_sys_client_renew(v->s, k, why, sizeof(why));
+		pthread_mutex_unlock(&v->sys_lock);
+		if (r) {
 			fprintf(stderr, "gpuos: client share %u is not given out again: %s\n", k + 1u, why);
 			sh->state = SHARE_RETIRED;
 			return 0;
@@ -665,36 +774,52 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 	struct pollfd pf[SVC_MAX_CONN + 1];
 	int map[SVC_MAX_CONN + 1];
 	unsigned i, k;
-	int n, r;
+	int n, r = 0;
 
 	v->s = s;
 	v->nshares = GPUOS_SERVICE_SHARES + gpuos_sys_gpu_clients(s);
 	while (!v->stopping && !*stop) {
 		uint64_t t;
+		char drain[64];
 		n = 0;
 		pf[n].fd = v->lfd;
 		pf[n].events = POLLIN;
 		map[n++] = -1;
+		pf[n].fd = v->wake[0];
+		pf[n].events = POLLIN;
+		map[n++] = -2;
 		for (i = 0; i < SVC_MAX_CONN; i++) {
 			if (v->conn[i].fd < 0)
 				continue;
 			pf[n].fd = v->conn[i].fd;
-			pf[n].events = (short)(POLLIN | (v->conn[i].out_n ? POLLOUT : 0));
+			/* While its app runs a client's next lines wait in the socket. */
+			pf[n].events = (short)((v->conn[i].app < 0 ? POLLIN : 0) | (v->conn[i].out_n ? POLLOUT : 0));
 			map[n++] = (int)i;
 		}
 		if (poll(pf, (nfds_t)n, SVC_TICK_MS) < 0 && errno != EINTR) {
+			r = -errno;
 			snprintf(err, errlen, "poll: %s", strerror(errno));
-			return -errno;
+			break;
 		}
-		r = gpuos_sys_check(s, err, errlen);
-		if (r)
-			return r;
+		/* Not while an app holds the runtime: its park would look like an end. */
+		if (!pthread_mutex_trylock(&v->sys_lock)) {
+			r = gpuos_sys_check(s, err, errlen);
+			pthread_mutex_unlock(&v->sys_lock);
+			if (r)
+				break;
+		}
 		for (i = 0; i < (unsigned)n; i++) {
 			struct svc_conn *c;
 			if (!pf[i].revents)
 				continue;
-			if (map[i] < 0) {
+			if (map[i] == -1) {
 				accept_one(v);
+				continue;
+			}
+			if (map[i] == -2) {
+				while (read(v->wake[0], drain, sizeof(drain)) > 0)
+					;
+				app_reap(v, 0);
 				continue;
 			}
 			c = &v->conn[map[i]];
@@ -704,14 +829,16 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 				conn_close(v, c);
 				continue;
 			}
-			if (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+			if (c->app >= 0 && (pf[i].revents & (POLLHUP | POLLERR)))
+				conn_close(v, c);
+			else if (c->app < 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				conn_input(v, c);
 		}
 		t = now_ms();
 		for (i = 0; i < SVC_MAX_CONN; i++) {
 			struct svc_conn *c = &v->conn[i];
 			int pending = c->in_n || c->out_n;
-			if (c->fd < 0 || t - c->t_active < v->o.client_timeout_ms)
+			if (c->fd < 0 || c->app >= 0 || t - c->t_active < v->o.client_timeout_ms)
 				continue;
 			/* A slow or silent client; an attached one idles as it likes. */
 			if (pending || c->share < 0)
@@ -721,7 +848,10 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 			if (v->share[k].state == SHARE_DRAINING)
 				share_drain(v, k);
 	}
-	return 0;
+	/* A stop waits for the apps that run to end (the runtime serves them
+	 * until then). */
+	app_reap(v, 1);
+	return r;
 }
 
 void gpuos_service_close(struct gpuos_service *v)
@@ -738,6 +868,9 @@ void gpuos_service_close(struct gpuos_service *v)
 		close(v->lfd);
 		unlink(v->path);
 	}
+	close(v->wake[0]);
+	close(v->wake[1]);
+	pthread_mutex_destroy(&v->sys_lock);
 	free(v);
 }
 

@@ -217,6 +217,31 @@ $gpuos stop --socket "$sock"
 wait $svc; rc=$?
 svc=
 check "service exits 0 after stop" test $rc -eq 0
+# An app runs in a thread of its own: a slow one (every command takes
+# 0.3 s) does not hold other clients' requests on the socket.
+dev_slow="$dev,latency_us=300000"
+: > "$tmp/svc.out"
+$gpuos boot --device "$dev_slow" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > "$tmp/svc.out" 2> "$tmp/svc.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+t0=$(date +%s%N)
+$gpuos run --socket "$sock" sha256.cubin -- /sub/deeper/big > "$tmp/out" 2> /dev/null &
+runp=$!
+sleep 0.3
+t1=$(date +%s%N)
+python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); s.sendall(b"stats\n")
+print(s.recv(4096).decode().strip())' "$sock" > "$tmp/stats" 2>&1
+t2=$(date +%s%N)
+wait $runp; rc=$?
+t3=$(date +%s%N)
+echo "       the app ran $(( (t3 - t0) / 1000000 )) ms; stats answered in $(( (t2 - t1) / 1000000 )) ms meanwhile"
+check "a slow app's run still gives the right digest" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
+check "while it runs, another client's request is answered at once" \
+	test "$(cut -c1-12 "$tmp/stats")" = '{"requests":' -a $(( (t2 - t1) / 1000000 )) -lt 500 -a $(( (t3 - t2) / 1000000 )) -gt 300
+$gpuos stop --socket "$sock"
+wait $svc
+svc=
 $gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "no service: exit 1" test $rc -eq 1
 
