@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,6 +685,8 @@ int gpuos_gpu_vmm_map_new(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t
 		gpuos_gpu_vmm_unmap(g, va, len, (uint64_t)h);
 		return -EIO;
 	}
+	/* Not for a program this process might start. */
+	fcntl(f, F_SETFD, FD_CLOEXEC);
 	*handle = (uint64_t)h;
 	*fd = f;
 	return 0;

@@ -189,6 +189,9 @@ static int garea_map(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
 		if (s->garea_handle[k]) {
 			gpuos_gpu_vmm_unmap(s->gpu, s->garea_rt + off, p->gpu_area_bytes, s->garea_handle[k]);
 			s->garea_handle[k] = 0;
+			/* Its descriptor would keep the last client's memory alive. */
+			close(s->area_fd[k]);
+			s->area_fd[k] = -1;
 		}
 		r = gpuos_gpu_vmm_map_new(s->gpu, s->garea_rt + off, p->gpu_area_bytes, &h, &fd);
 		if (!r)
@@ -346,13 +349,14 @@ int gpuos_sys_client_admit(struct gpuos_sys *s, uint32_t k, const struct gpuos_r
 
 void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k)
 {
-	struct gpuos_rt_client *t = clients_table(s) + k;
 	if (k >= s->plan.nclients || gpuos_rt_epoch_closed(s->area_epoch[k]))
 		return;
-	t->flags = 0; /* no rights until the next admit */
-	/* The service warps take nothing more from this mailbox. A failed
-	 * copy leaves the door open to requests a client that left can no
-	 * longer post: the renewal (which parks first) tries again. */
+	/* The service warps take nothing more from this mailbox. Its rights
+	 * stay as they are: requests taken before are still checked against
+	 * them (clearing them would switch the checks off), and the next
+	 * admit writes the next client's before the door opens again. A
+	 * failed copy leaves the door open to the same client, with its own
+	 * rights, until the renewal (which parks first) publishes again. */
 	s->doors_open &= ~(1u << k);
 	++s->area_epoch[k];
 	doors_publish(s, k);

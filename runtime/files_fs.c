@@ -432,7 +432,8 @@ GPUOS_HD static uint32_t req_share(const struct gpuos_rt_desc *d, const struct m
 	if (!d->nshares || !d->share_len || a < d->share_base)
 		return 0;
 	k = (a - d->share_base) / d->share_len;
-	return k < d->nshares ? (uint32_t)k + 1u : 0;
+	/* the host clients' shares only: a GPU client posts to its own mailbox */
+	return k < d->nshares - d->ngpu_clients ? (uint32_t)k + 1u : 0;
 }
 
 /* A free handle slot for request q, owned by its client share, with a new

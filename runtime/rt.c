@@ -777,9 +777,10 @@ GPUOS_NOINLINE GPUOS_HD static int intake_clients(const struct gpuos_rt_desc *d,
 {
 	uint32_t lane = gpuos_lane_id(), width = gpuos_warp_width(), nc = W->nclients, first, taken = 0;
 	const struct gpuos_rt_doors *D = (const struct gpuos_rt_doors *)(uintptr_t)d->doors;
-	/* One word for the warp. Pairs with the service's release of it after
-	 * the epoch (boot/sys_mem.c, doors_publish). */
-	uint32_t open = gpuos_load_acquire_sys32(&D->open);
+	/* One word for the warp (broadcast: it steers a loop of warp-wide
+	 * ballots). Pairs with the service's release of it after the epoch
+	 * (boot/sys_mem.c, doors_publish). */
+	uint32_t open = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&D->open), 0);
 
 	for (first = 0; first < nc && open; first += width) {
 		uint32_t m = 1u + (W->rr_client + first + lane) % nc, mask;

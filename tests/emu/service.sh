@@ -143,7 +143,7 @@ else
 	check "uid 65534 through a 0666 socket: refused by its credentials" grep -q "uid 65534 may not use this service" "$tmp/out"
 	stop
 	grp=$(getent group 65534 | cut -d: -f1)
-	start --socket-mode 0660 --group "$grp" --client-timeout-ms 2000
+	start --socket-mode 0660 --group "$grp" --client-timeout-ms 2000 --gpu-clients 2
 	chgrp "$grp" "$tmp"; chmod 750 "$tmp"
 	$client as-nobody hoard "$sock" > "$tmp/out" 2>&1
 	check "a member of --group attaches, holds at most half the shares" grep -qx "attached 4, then: err uid 65534 holds 4 of the 8 client shares, as many as one user may" "$tmp/out"
@@ -165,6 +165,14 @@ else
 	check "root reads the 0600 file" test "$($gpuos cat --socket "$sock" /private.txt 2>/dev/null)" = private
 	nobody $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > "$tmp/out" 2> "$tmp/err"; rc=$?
 	check "uid 65534 asks for raw bytes: denied (only root and the service's uid)" says $rc 1 "denied" "$tmp/err"
+	# Requests posted just before the client leaves are checked against
+	# its rights all the same (64 OPENs of the 0600 file, 8 times).
+	for kind in host gpu; do
+		$client as-nobody leave-early "$sock" /private.txt 8 $kind > "$tmp/out" 2>&1
+		sed 's/^/       /' "$tmp/out"
+		check "uid 65534 ($kind client) posts OPENs of the 0600 file and leaves at once: none succeeds" \
+			eval 'grep -q "^OPEN answers: " "$tmp/out" && ! grep -Eq "(: | )OK [0-9]" "$tmp/out"'
+	done
 	stop
 	start --socket-mode 0660 --group "$grp" --client-timeout-ms 2000 --no-perms --allow-raw
 	got=$(nobody $gpuos cat --socket "$sock" /private.txt 2> "$tmp/err"); rc=$?

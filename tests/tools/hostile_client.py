@@ -17,12 +17,19 @@
                           clients, the default), gpu (both as GPU clients: a
                           host-mode service's stand-in areas), mixed (A a GPU
                           client, B a host client)
+  leave-early SOCK FILE ROUNDS KIND  attach (KIND host or gpu), post 64 OPENs
+                          of FILE without waiting, close the connection at
+                          once, then read the answers from the area it still
+                          maps; ROUNDS times. Prints "OPEN answers: STATUS N
+                          ..." (run as a user FILE's mode bits refuse: none
+                          may be OK)
   as-nobody MODE ARGS     become uid/gid 65534 (root only), then MODE:
       connect SOCK        print the error connect() gives
       attach SOCK         print the service's reply to attach
       hoard SOCK          attach until refused: "attached K, then: REPLY"
       stop SOCK           print the reply to stop
       fake-service PATH K as below, as that user
+      leave-early ARGS    as above, as that user
   fake-service PATH KIND  listen on PATH and answer every attach with a
                           hostile reply: good, overflow, nofd, short, garbage
 
@@ -93,14 +100,10 @@ class Mailbox:
         self.m[self.heap + at:self.heap + at + len(data)] = data
         return self.rt + self.heap + at
 
-    def call(self, op, arg=0, dst=0, length=0, handle=0, offset=0):
+    def post(self, i, op, arg=0, dst=0, length=0, handle=0, offset=0):
+        """post slot i (FREE, ours alone) and return at once"""
         per = self.nslots // self.nparts
-        for i in range(self.nslots):
-            at = self.mbox + self.slots_off + 128 * i
-            if struct.unpack_from("<I", self.m, at)[0] == SLOT_FREE:
-                break
-        else:
-            return "FULL", 0
+        at = self.mbox + self.slots_off + 128 * i
         struct.pack_into("<I", self.m, at, SLOT_CLAIMED)
         struct.pack_into("<HHIIQQQQQQ", self.m, at + 4, op, 0, handle, 0, offset, length, dst, arg, 0, 0)
         struct.pack_into("<I", self.m, at, SLOT_POSTED)
@@ -110,6 +113,20 @@ class Mailbox:
         struct.pack_into("<I", self.m, cnt, (pos + 1) & 0xffffffff)
         entry = ((((pos // per) + 1) & 0xffff) << 16) | (i - p * per)
         struct.pack_into("<I", self.m, self.mbox + self.ring_off + 4 * (p * per + pos % per), entry)
+
+    def answer(self, i):
+        """slot i's state and status"""
+        at = self.mbox + self.slots_off + 128 * i
+        return struct.unpack_from("<I", self.m, at)[0], struct.unpack_from("<I", self.m, at + 0x40)[0]
+
+    def call(self, op, arg=0, dst=0, length=0, handle=0, offset=0):
+        for i in range(self.nslots):
+            at = self.mbox + self.slots_off + 128 * i
+            if struct.unpack_from("<I", self.m, at)[0] == SLOT_FREE:
+                break
+        else:
+            return "FULL", 0
+        self.post(i, op, arg, dst, length, handle, offset)
         t0 = time.time()
         while struct.unpack_from("<I", self.m, at)[0] != SLOT_DONE:
             if time.time() - t0 > 20:
@@ -174,6 +191,32 @@ def isolation(path, name="/d/one", kind="host"):
     print("A's old mapping sees the next client's data: %s" % ("yes" if seen else "no"))
     st, hc = c.call(OP_OPEN, arg=c.put(64, f), dst=c.rt + c.heap + 4096, length=256)
     print("the next client of A's share opens the file: %s" % st)
+    return 0
+
+
+def leave_early(path, name, rounds, kind):
+    """Requests a client posts just before it leaves are still checked
+    against its rights."""
+    seen = {}
+    for _ in range(int(rounds)):
+        s, line, fds = attach(path, kind == "gpu")
+        if not line.startswith("ok"):
+            time.sleep(0.2)  # its last area is still being renewed
+            continue
+        mb = Mailbox(line, fds[0])
+        rt = mb.put(0, name.encode() + b"\0")
+        n = min(mb.nslots, 64)
+        for i in range(n):
+            mb.post(i, OP_OPEN, arg=rt, dst=rt + 4096 + 256 * i, length=256)
+        s.close()
+        time.sleep(0.3)
+        for i in range(n):
+            state, st = mb.answer(i)
+            key = ST_NAMES.get(st, "status %d" % st) if state == SLOT_DONE else "not answered"
+            seen[key] = seen.get(key, 0) + 1
+        mb.m.close()
+        os.close(fds[0])
+    print("OPEN answers: " + " ".join("%s %d" % kv for kv in sorted(seen.items())))
     return 0
 
 
@@ -293,6 +336,8 @@ def as_nobody(mode, args):
         return 0
     if mode == "fake-service":
         return fake_service(path, args[1])
+    if mode == "leave-early":
+        return leave_early(*args)
     return 2
 
 
@@ -308,6 +353,8 @@ def main():
         return idle_flood(a[1], int(a[2]))
     if a[0] == "fake-service":
         return fake_service(a[1], a[2])
+    if a[0] == "leave-early":
+        return leave_early(*a[1:5])
     if a[0] == "isolation":
         return isolation(*a[1:4])
     if a[0] == "as-nobody":
