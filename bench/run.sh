@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The runtime's figures (docs/benchmarks.md): round trip of one 4 KiB
 # READ_RAW through gpu-null, requests/s with W = 1, 4, 16, 64 service warps on
-# gpu-null and on emu:...,backend=null, and the service's CPU time.
+# gpu-null and on emu:...,backend=null, the service's CPU time, and GPU
+# clients in other processes (bench/xproc.sh).
 # Usage: bench/run.sh BUILD_DIR   (needs a GPU for the GPU rows)
 set -u
 build=${1:-build}
@@ -19,3 +20,9 @@ for dev in gpu-null "emu:null,backend=null,size=1T,queues=128,workers=8"; do
 			--mbox-slots $((w * 1024)) --threads $((w * 1024)) --iters 200 --json
 	done
 done
+echo "## GPU clients in other processes (under MPS)"
+if command -v nvidia-cuda-mps-control > /dev/null; then
+	bash "$(dirname "$0")/xproc.sh" "$build"
+else
+	echo "skipped: no nvidia-cuda-mps-control here"
+fi

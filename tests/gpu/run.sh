@@ -226,18 +226,28 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 		eval xp$i=$!
 	done
 	sleep 2
+	# a host client of the same runtime at the same time: 4 cats of a 5 MiB file
+	(for i in 1 2 3 4; do timeout 60 "$g" cat --socket $mps.sock /big.bin 2>/dev/null | md5sum | cut -d' ' -f1; done) \
+		> $mps.hc &
+	hcp=$!
 	touch $mps.go
-	wait $xp1; r1=$?; wait $xp2; r2=$?
+	wait $xp1; r1=$?; wait $xp2; r2=$?; wait $hcp
 	sed 's/^/   /' $mps.x1 $mps.x2
 	[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && grep -q '"mem": "vram"' $mps.x1 && grep -q '"mem": "vram"' $mps.x2
 	res $? "two processes under MPS, each posting from its own kernel into its VRAM area: every byte matches"
+	[ "$(sort -u $mps.hc)" = "$(md5sum < "$fi/src/big.bin" | cut -d' ' -f1)" ] && [ "$(wc -l < $mps.hc)" -eq 4 ]
+	res $? "host clients of the same runtime meanwhile (4 cats of a 5 MiB file): every byte right"
 	n=0
 	for i in 1 2 3 4 5 6; do timeout 60 $xc --socket $mps.sock --mode check --image "$fi/ext4.img" --threads 32 --iters 8 > $mps.x1 2>&1 && n=$((n + 1)); done
 	[ $n -eq 6 ]; res $? "6 GPU clients one after another through 4 areas (each renewed: fresh VRAM at the same address)"
 	# Hold three areas; a client leaves keeping the fourth mapped; the next
 	# client gets that one (fresh VRAM) and reads into it.
 	rm -f $mps.go $mps.go2
-	for i in 1 2 3; do timeout 60 $xc --socket $mps.sock --mode rtt --iters 1 --go $mps.go2 > /dev/null 2>&1 & done
+	holders=
+	for i in 1 2 3; do
+		timeout 60 $xc --socket $mps.sock --mode rtt --iters 1 --go $mps.go2 > /dev/null 2>&1 &
+		holders="$holders $!"
+	done
 	sleep 2
 	timeout 60 $xc --socket $mps.sock --mode stale --go $mps.go > $mps.x1 2>&1 &
 	xs=$!
@@ -248,7 +258,7 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	done
 	touch $mps.go $mps.go2
 	wait $xs; rs=$?
-	wait
+	wait $holders
 	sed 's/^/   /' $mps.x1 $mps.x2
 	[ $rs -eq 0 ] && grep -q '"mismatched": 0' $mps.x2
 	res $? "a GPU client that left and kept its VRAM area mapped sees nothing of the next client's reads"
@@ -263,7 +273,7 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	grep -q "need MPS" $mps.err; res $? "without MPS: a GPU client's attach is refused"
 	timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
 	wait $gpid
-	rm -rf $mps $mps.sock $mps.err $mps.out $mps.svc $mps.go $mps.go2 $mps.x1 $mps.x2
+	rm -rf $mps $mps.sock $mps.err $mps.out $mps.svc $mps.go $mps.go2 $mps.x1 $mps.x2 $mps.hc
 else
 	echo "-- no nvidia-cuda-mps-control on this machine"
 fi
