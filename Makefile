@@ -136,7 +136,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok
 	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
 
-test-emu: $(BUILD)/gpuos
+test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines
 	$(Q)bash tests/emu/run.sh $(BUILD)
 	$(Q)bash tests/emu/apps.sh $(BUILD)
 	$(Q)bash tests/emu/apps_model.sh $(BUILD)
@@ -146,6 +146,7 @@ test-emu: $(BUILD)/gpuos
 	$(Q)bash tests/emu/service.sh $(BUILD)
 	$(Q)bash tests/emu/root.sh $(BUILD)
 	$(Q)bash tests/emu/install.sh $(BUILD)
+	$(Q)bash tests/emu/bench.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
 # the runtime runs on CPU threads against the emulated controller). It uses
@@ -224,8 +225,11 @@ $(BUILD)/bench/baselines: bench/baselines.c
 	@$(if $(Q),echo "  CCLD    $@")
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(LDLIBS_CUDA) $(LDLIBS_HOST)
 bench-build: all $(BUILD)/bench/baselines
-bench: bench-build
-	$(Q)bash bench/run.sh $(BUILD)
+# Every row of docs/benchmarks.md against its baseline (bench/all.sh): the
+# CSVs in bench/results, the page and docs/plots; without a GPU the
+# host-mode rows, and the rest skipped by name.
+bench: deps bench-build
+	$(Q)bash bench/all.sh $(BUILD)
 
 # The portable headers and core through both compilers.
 check:

@@ -6,8 +6,10 @@
 # for a client kernel in the runtime's own process (gpuos bench, its mailbox
 # in VRAM), measured in the same run on gpu-null with the same service warps.
 # Starts MPS for the run (its own pipe directory) and stops it after.
-# Usage: bench/xproc.sh BUILD_DIR   (needs a GPU)
+# Usage: bench/xproc.sh BUILD_DIR   (needs a GPU); with XPROC_RESULTS=CSV
+# the figures are also appended there as rows (bench/results.py).
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 g=$build/gpuos
 xc=$build/bench/xproc-client
@@ -24,6 +26,11 @@ cleanup() {
 }
 trap cleanup EXIT
 json() { python3 -c "import json,sys; print(json.loads(sys.stdin.readline())$1)"; }
+# row NAME PATH BASELINE COMMAND METRIC UNIT VALUE
+row() {
+	[ -n "${XPROC_RESULTS:-}" ] || return 0
+	echo "{\"v\": $7}" | python3 "$here/results.py" add "$XPROC_RESULTS" xproc "$1" "$2" none "$3" "$4" "$5=v:$6"
+}
 
 echo "# gpuos cross-process bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "# gpu-null, $warps service warps; $per client threads per process, $iters NOPs each"
@@ -50,6 +57,11 @@ x_rtt=$(json '["p50_ns"] / 1000' < "$tmp/rtt.json")
 x_p99=$(json '["p99_ns"] / 1000' < "$tmp/rtt.json")
 printf "round trip, one thread, NOP:  other process %.2f us median (p99 %.2f)  runtime's own process %.2f us  ratio %.2f\n" \
 	"$x_rtt" "$x_p99" "$base_rtt" "$(python3 -c "print($x_rtt / $base_rtt)")"
+row rtt-in-process "a client kernel in the runtime's process" - \
+	"gpuos bench --device gpu-null --warps $warps --threads 1 --iters 20000 --op nop" round_trip_us us "$base_rtt"
+row rtt-other-process "a kernel of another process (bench/xproc_client.cu)" rtt-in-process \
+	"xproc-client --mode rtt --iters 20000 (gpuos boot --device gpu-null --warps $warps --gpu-clients 16)" \
+	round_trip_us us "$x_rtt"
 
 for p in 1 4 16; do
 	rm -f "$tmp/go" "$tmp"/r.*
@@ -70,4 +82,9 @@ r = [json.loads(l) for l in sys.stdin if l.strip()]
 print(sum(x['requests'] for x in r) / (max(x['t_end'] for x in r) - min(x['t_start'] for x in r)))")
 	printf "NOPs/s, %2d processes x %d threads: %10.0f   runtime's own process, %5d threads: %10.0f  ratio %.2f\n" \
 		"$p" "$per" "$agg" $((p * per)) "${base_rate[$p]}" "$(python3 -c "print($agg / ${base_rate[$p]})")"
+	row "in-process-$((p * per))-threads" "a client kernel in the runtime's process" - \
+		"gpuos bench --device gpu-null --warps $warps --threads $((p * per)) --iters $iters --op nop" \
+		requests_per_s NOPs/s "${base_rate[$p]}"
+	row "$p-processes" "kernels of $p other processes, $per threads each" "in-process-$((p * per))-threads" \
+		"xproc-client --mode rate --threads $per --iters $iters, $p at once" requests_per_s NOPs/s "$agg"
 done

@@ -22,7 +22,7 @@
 #include "gpuos/port.h"
 
 #define GPUOS_CTRL_MAX_MEMBERS GPUOS_MAX_CTRL
-#define GPUOS_CTRL_STRIPE_KIB  512u    /* an array's default chunk size (md's; docs/benchmarks.md says why) */
+#define GPUOS_CTRL_STRIPE_KIB  512u    /* an array's default chunk size (md's; docs/benchmarks-log.md says why) */
 
 struct gpuos_ctrl;
 

@@ -1003,7 +1003,7 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
  * round per queue. `array` is a constant at each call (submit below), so
  * the one-controller path is compiled without the array's steps: branched
  * around, they cost it 0.6 us of round trip and 3.6 % of requests/s on
- * gpu-null (docs/benchmarks.md). */
+ * gpu-null (docs/benchmarks-log.md). */
 GPUOS_INLINE GPUOS_HD int submit_rounds(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, const int array)
 {
 	uint32_t qpm = W->qpm;

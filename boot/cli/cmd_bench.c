@@ -7,7 +7,7 @@
  * runs on the GPU, CPU threads otherwise. Also the CPU time the process used
  * during the run, without the emulated controller's own threads.
  * --stages: where the time goes, from the runtime's stamps in the mailbox
- * slots (a runtime built with GPUOS_TRACE; docs/benchmarks.md).
+ * slots (a runtime built with GPUOS_TRACE; docs/benchmarks-log.md).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -508,7 +508,7 @@ int gpuos_emu_parse(const char *args, struct gpuos_emu_opts *o, char *err, size_
 	if (!workers_set) {
 		/* a worker per four CPUs, two at least: on the GPU machine (16)
 		 * four keep a stream of 1 MiB reads at the link's rate, where two
-		 * reach 76 % of it (docs/benchmarks.md); a 2-core machine keeps two */
+		 * reach 76 % of it (docs/benchmarks-log.md); a 2-core machine keeps two */
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		uint32_t want = cpus >= 8 ? (uint32_t)GPUOS_MIN(cpus / 4, 8L) : 2u;
 		o->workers = GPUOS_MIN(o->queues, want);

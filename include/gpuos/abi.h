@@ -279,7 +279,7 @@ enum gpuos_slot_state {
 #define GPUOS_MAX_LENGTH (1ull << 40)  /* longest single request, bytes */
 
 /* Where a request was, by the runtime's clock (slot t_trace_ns; GPUOS_TRACE
- * builds only, for measuring the path: docs/benchmarks.md). */
+ * builds only, for measuring the path: docs/benchmarks-log.md). */
 enum gpuos_trace_stage {
 	GPUOS_TRACE_TAKEN = 0,   /* a service warp took it from the ring */
 	GPUOS_TRACE_RUNG = 1,    /* the doorbell of its first command was rung */

@@ -104,7 +104,7 @@ check "stop without a service: exit 1" test $rc -eq 1
 echo "== bench"
 # Host mode, NOP and 4 KiB reads; --stages: the client's own stamps
 # (posted, seen) and the runtime's t_done_ns, in order. The runtime's own
-# stage stamps come only from a GPUOS_TRACE build (docs/benchmarks.md).
+# stage stamps come only from a GPUOS_TRACE build (docs/benchmarks-log.md).
 for op in nop read; do
 	out=$($gpuos bench --device "emu:$img" --host --threads 2 --iters 400 --op $op --stages --json 2>/dev/null)
 	check "bench --stages ($op): stages in order, no errors" python3 - "$out" "$op" <<'PY'

@@ -290,7 +290,7 @@ if command -v compute-sanitizer >/dev/null; then
 	timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$g" read --device "emu:$img" --allow-raw --offset 1 --length 3000000 -o /dev/null; res $? "racecheck emu read"
 fi
 rm -f $img /dev/shm/gpuos-out.bin
-if [ -n "${GPUOS_BENCH:-}" ]; then step "benchmarks"; timeout 200 bash bench/run.sh "$build"; fi
+if [ -n "${GPUOS_BENCH:-}" ]; then step "benchmarks"; timeout 400 bash bench/all.sh "$build"; fi
 echo
 echo "GPU suite: $pass passed, $fail failed"
 [ $fail -eq 0 ]
