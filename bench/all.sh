@@ -5,10 +5,12 @@
 # plots (docs/plots/). Without a usable GPU the host-mode rows run and every
 # other section is skipped by name.
 #
-#   bench/all.sh BUILD_DIR [DATA_DIR]
+#   bench/all.sh BUILD_DIR [DATA_DIR [DISK_DIR]]
 #
-# DATA_DIR holds the test file (default /dev/shm where it exists, else
-# BUILD_DIR). BENCH_RAND_MIB sizes it (default 1024 with a GPU, 256 without).
+# DATA_DIR holds the in-memory test file (default /dev/shm where it exists,
+# else BUILD_DIR); DISK_DIR one on the machine's disk, read cold with
+# O_DIRECT (default BUILD_DIR). BENCH_RAND_MIB sizes them (default 1024 with
+# a GPU, 256 without).
 set -u
 build=${1:?usage: bench/all.sh BUILD_DIR [DATA_DIR]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +19,7 @@ g=$build/gpuos
 b=$build/bench/baselines
 res=$root/bench/results
 data=${2:-$([ -d /dev/shm ] && echo /dev/shm || echo "$build")}
+diskdir=${3:-$build}
 for x in "$g" "$b"; do
 	[ -x "$x" ] || { echo "bench: $x is missing: make BUILD=$build bench-build" >&2; exit 2; }
 done
@@ -42,26 +45,40 @@ rm -f "$res"/*.csv "$res/skipped.txt"
 # ---- 2. random 4 KiB reads ------------------------------------------------------
 mib=${BENCH_RAND_MIB:-$([ $gpu -eq 1 ] && echo 1024 || echo 256)}
 file=$data/gpuos-bench-rand-$$.img
-trap 'rm -f "$file"' EXIT
+disk=$diskdir/gpuos-bench-rand-$$.img
+trap 'rm -f "$file" "$disk"' EXIT
 head -c $((mib << 20)) /dev/urandom > "$file" || { echo "bench: cannot write $file" >&2; exit 1; }
+cp "$file" "$disk" || { echo "bench: cannot write $disk" >&2; exit 1; }
 cat "$file" > /dev/null # the page cache holds it: the source is memory for every path
-src="page cache"
-for qd in 1 4 16 64 256; do
-	reads=$((qd < 16 ? 50000 : 200000))
-	cmd="baselines rand FILE --qd $qd --reads $reads"
-	"$b" rand "$file" --qd $qd --reads $reads |
-		add "$res/random4k.csv" random4k "liburing-qd-$qd" "liburing, CPU reads" "$src" - "$cmd" \
-			iops=iops:reads/s lat_p50_us=lat_p50_us:us lat_p99_us=lat_p99_us:us || exit 1
-	# gpuos: as many client threads (GPU threads, or CPU threads in host mode)
-	# as liburing keeps reads in flight, the file behind the emulated controller.
-	iters=$(( (qd < 16 ? 20000 : 100000) / qd ))
-	w=$(( qd >= 64 ? 4 : 1 ))
-	cmd="gpuos bench --device emu:FILE,backend=uring --warps $w --threads $qd --iters $iters --bytes 4096 $mode"
-	"$g" bench --device "emu:$file,backend=uring" --warps $w --threads $qd --iters $iters --bytes 4096 $mode --json |
-		add "$res/random4k.csv" random4k "gpuos-qd-$qd" "gpuos, emu: uring backend ($where)" "$src" \
-			"liburing-qd-$qd" "$cmd" iops=requests_per_s:reads/s lat_p50_us=lat_median_us:us \
-			lat_p99_us=lat_p99_us:us || exit 1
-done
+# rand4k SOURCE FILE SCALE DIRECT: liburing at QD 1..256 against gpuos with as
+# many client threads (GPU threads, or CPU threads in host mode), the file
+# behind the emulated controller (its uring backend uses O_DIRECT wherever
+# the file system allows it). SCALE divides the number of reads.
+rand4k() {
+	local src=$1 f=$2 scale=$3 direct=$4 qd reads iters w cmd
+	for qd in 1 4 16 64 256; do
+		reads=$(( (qd < 16 ? 50000 : 200000) / scale ))
+		cmd="baselines rand FILE --qd $qd --reads $reads $direct"
+		"$b" rand "$f" --qd $qd --reads $reads $direct |
+			add "$res/random4k.csv" random4k "liburing-qd-$qd" "liburing, CPU reads" "$src" - "$cmd" \
+				iops=iops:reads/s lat_p50_us=lat_p50_us:us lat_p99_us=lat_p99_us:us || return 1
+		iters=$(( (qd < 16 ? 20000 : 100000) / scale / qd ))
+		iters=$(( iters < 4 ? 4 : iters ))
+		w=$(( qd >= 64 ? 4 : 1 ))
+		cmd="gpuos bench --device emu:FILE,backend=uring --warps $w --threads $qd --iters $iters --bytes 4096 $mode"
+		"$g" bench --device "emu:$f,backend=uring" --warps $w --threads $qd --iters $iters --bytes 4096 $mode --json |
+			add "$res/random4k.csv" random4k "gpuos-qd-$qd" "gpuos, emu: uring backend ($where)" "$src" \
+				"liburing-qd-$qd" "$cmd" iops=requests_per_s:reads/s lat_p50_us=lat_median_us:us \
+				lat_p99_us=lat_p99_us:us || return 1
+	done
+}
+rand4k "page cache" "$file" 1 "" || exit 1
+# From the disk: cold for both (caches dropped where we may), O_DIRECT.
+if echo 3 > /proc/sys/vm/drop_caches 2> /dev/null && "$b" rand "$disk" --qd 1 --reads 1 --direct > /dev/null 2>&1; then
+	rand4k "disk, O_DIRECT" "$disk" 10 --direct || exit 1
+else
+	skip "2. random 4 KiB reads from the disk (no O_DIRECT on $diskdir, or caches cannot be dropped here)"
+fi
 if [ $gpu -eq 0 ]; then
 	skip "2. random 4 KiB reads from gpu-null and from an emulated array (need a GPU)"
 else
