@@ -101,19 +101,29 @@ check "and others still open files" good_cat
 echo "== clients that freeze the loop, and floods"
 # A baseline, then the same reads under attack: a reader that never
 # reads its replies, a line never finished, every connection slot held.
-# Medians of 7 timed reads (ms): alone, then under attack.
+# Medians of 11 timed reads (ms): alone, then under attack.
 timed_cats() {
 	local i t0 t1
-	for i in 1 2 3 4 5 6 7; do
+	for i in 1 2 3 4 5 6 7 8 9 10 11; do
 		t0=$(date +%s%N); good_cat || echo fail; t1=$(date +%s%N)
 		echo $(( (t1 - t0) / 1000000 ))
-	done | sort -n | sed -n 4p
+	done | sort -n | sed -n 6p
 }
+# Each cat's share is renewed after it leaves (a park of the runtime, on the
+# service's next tick): let the base's renewals finish before the attacks,
+# or they land in the measurement under attack.
+good_cat
+sleep 1
 base=$(timed_cats)
+sleep 1.5
+# The reader and the half line first: once they owe or are owed something,
+# the flood's eviction of idle connections cannot take them (it would
+# pass their checks without testing them).
 $client silent-reader "$sock" > "$tmp/silent.out" 2>&1 &
 a1=$!
 $client partial-line "$sock" > "$tmp/partial.out" 2>&1 &
 a2=$!
+sleep 0.5
 $client idle-flood "$sock" 80 > "$tmp/flood.out" 2>&1 &
 a3=$!
 sleep 0.5
@@ -122,11 +132,12 @@ ok3=1; good_cat || ok3=0
 wait $a1; r1=$?
 wait $a2; r2=$?
 wait $a3; r3=$?
+sed 's/^/       /' "$tmp/silent.out" "$tmp/partial.out" "$tmp/flood.out"
 check "a client that never reads its replies is disconnected" test $r1 -eq 0
 check "a line never finished: disconnected after the client timeout" test $r2 -eq 0
 check "an idle flood takes no slot from others: idle connections make room, all closed in time" test $r3 -eq 0
 check "a well-behaved client is served during the attacks" test $ok3 -eq 1
-echo "       cat of 8 MiB, median of 7: $base ms alone, $under ms under attack"
+echo "       cat of 8 MiB, median of 11: $base ms alone, $under ms under attack"
 check "its throughput drops by less than 20 %" test $((under * 100)) -le $((base * 125))
 stop
 
@@ -171,7 +182,7 @@ else
 		$client as-nobody leave-early "$sock" /private.txt 8 $kind > "$tmp/out" 2>&1
 		sed 's/^/       /' "$tmp/out"
 		check "uid 65534 ($kind client) posts OPENs of the 0600 file and leaves at once: none succeeds" \
-			eval 'grep -q "^OPEN answers: " "$tmp/out" && ! grep -Eq "(: | )OK [0-9]" "$tmp/out"'
+			eval 'grep -q "^OPEN answers: .*DENIED [1-9]" "$tmp/out" && ! grep -Eq "(: | )OK [0-9]" "$tmp/out"'
 	done
 	stop
 	start --socket-mode 0660 --group "$grp" --client-timeout-ms 2000 --no-perms --allow-raw
@@ -244,8 +255,17 @@ check "three GPU client processes at once: every byte each read matches the devi
 	test $r1 -eq 0 -a $r2 -eq 0 -a $r3 -eq 0
 check "each in an area of its own" test "$(grep -ho '"share": [0-9]*' "$tmp/xc1" "$tmp/xc2" "$tmp/xc3" | sort -u | wc -l)" -eq 3
 check "a host client beside them is served" test $cat_rc -eq 0
+# One after another: an area comes back once the service has renewed it
+# (on its next tick), so a client that finds all three still renewing
+# tries again, as the single-area test below does.
 n=0
-for i in $(seq 8); do $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 2 --iters 8 > /dev/null 2>&1 && n=$((n + 1)); done
+for i in $(seq 8); do
+	for try in $(seq 30); do
+		$xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 2 --iters 8 > "$tmp/xcn" 2>&1 && { n=$((n + 1)); break; }
+		grep -q "GPU client areas in use" "$tmp/xcn" || break
+		sleep 0.1
+	done
+done
 check "8 GPU clients one after another through 3 areas (renewed each time): all served" test $n -eq 8
 stop
 # One area: a client leaves but keeps it mapped; the next client of the area

@@ -50,10 +50,20 @@ ST_NAMES = {0: "OK", 3: "BAD_DST", 9: "DENIED", 15: "BAD_HANDLE", 16: "NOSPC"}
 
 
 def connect(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    s.connect(path)
-    return s
+    """A connection; a full listen backlog (an idle flood of other clients
+    racing us) is waited out for up to 10 s, as a patient client would."""
+    t0 = time.time()
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(20)
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            s.close()
+            if time.time() - t0 > 10:
+                raise
+            time.sleep(0.01)
 
 
 def recv_line(s, fds=False):
