@@ -133,6 +133,22 @@ static void mbox_header(struct gpuos_mbox *mb, uint32_t n, uint32_t nparts)
 	mb->ring_off = sizeof(struct gpuos_mbox) + (uint64_t)n * sizeof(struct gpuos_mbox_slot);
 }
 
+/* len bytes of fresh memory from a new memfd, mapped at `at` over what was
+ * there (prefaulted with populate); its descriptor, or -errno. */
+static int memfd_at(void *at, uint64_t len, const char *name, int populate)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC), r;
+	if (fd < 0 || ftruncate(fd, (off_t)len) ||
+	    mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0), fd, 0) ==
+		    MAP_FAILED) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* Client area k (share k + 1): fresh memory from a new memfd, mapped over
  * what was there, with an empty mailbox. A client that kept the old one
  * mapped sees nothing of the next. */
@@ -140,15 +156,10 @@ static int area_map(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
 {
 	const struct gpuos_plan *p = &s->plan;
 	char *at = (char *)s->shm + p->heap_off + (uint64_t)k * p->share_bytes;
-	int fd = memfd_create("gpuos-client", MFD_CLOEXEC), r;
-	if (fd < 0 || ftruncate(fd, (off_t)p->share_bytes) ||
-	    mmap(at, p->share_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | (s->gpu ? MAP_POPULATE : 0), fd,
-		 0) == MAP_FAILED) {
-		r = -errno;
-		if (fd >= 0)
-			close(fd);
-		snprintf(err, errlen, "memory of client area %u: %s", k + 1u, strerror(-r));
-		return r;
+	int fd = memfd_at(at, p->share_bytes, "gpuos-client", s->gpu != NULL);
+	if (fd < 0) {
+		snprintf(err, errlen, "memory of client area %u: %s", k + 1u, strerror(-fd));
+		return fd;
 	}
 	if (s->area_fd[k] > 0)
 		close(s->area_fd[k]);
@@ -178,11 +189,8 @@ static int garea_map(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
 	hdr.flags = GPUOS_MBOX_F_DEVICE;
 	if (!s->gpu) {
 		char *at = (char *)s->garea + off;
-		fd = memfd_create("gpuos-gpu-client", MFD_CLOEXEC);
-		r = fd < 0 || ftruncate(fd, (off_t)p->gpu_area_bytes) ||
-			    mmap(at, p->gpu_area_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED
-			    ? -errno
-			    : 0;
+		fd = memfd_at(at, p->gpu_area_bytes, "gpuos-gpu-client", 0);
+		r = fd < 0 ? fd : 0;
 		if (!r)
 			memcpy(at, &hdr, sizeof(hdr));
 	} else {
