@@ -217,14 +217,20 @@ gpu-test: gpu-build
 	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
 
 # The baselines that gpuos's data-path figures are ratios against
-# (bench/datapath.sh): C11, the CUDA runtime and liburing linked statically,
+# (bench/all.sh, bench/datapath.sh): C11, the CUDA runtime and liburing linked statically,
 # like the gpuos binary, so that a build from here runs on the GPU machine.
 .PHONY: bench-build
-$(BUILD)/bench/baselines: bench/baselines.c
+$(BUILD)/bench/baselines: bench/baselines.c bench/bench_util.h bench/vram_sum.h include/gpuos/bench.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(LDLIBS_CUDA) $(LDLIBS_HOST)
-bench-build: all $(BUILD)/bench/baselines
+# The CPU path of layer streaming (bench/layer_base.cu), apps/layer_stream's
+# baseline: CUDA, so nvcc, with the same static liburing.
+$(BUILD)/bench/layer-base: bench/layer_base.cu bench/bench_util.h include/gpuos/bench.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $< (layer-base)")
+	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(LDLIBS_HOST)
+bench-build: all $(BUILD)/bench/baselines $(BUILD)/bench/layer-base
 # Every row of docs/benchmarks.md against its baseline (bench/all.sh): the
 # CSVs in bench/results, the page and docs/plots; without a GPU the
 # host-mode rows, and the rest skipped by name.

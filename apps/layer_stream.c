@@ -4,7 +4,14 @@
  * ... in forward order) into two VRAM slots, double buffered, while the
  * other threads reduce the layer loaded before.
  *
- *   gpuos run layer_stream.cubin --grid G --block B -- MODEL_PATH
+ *   gpuos run layer_stream.cubin --grid G --block B -- MODEL_PATH [RESIDENT]
+ *
+ * RESIDENT (default 0) layers, the first ones, are loaded once before the
+ * clock starts, each into VRAM of its own, and computed from there; only
+ * the others are streamed (the tiered loader of a model larger than VRAM:
+ * as many layers resident as fit, the rest read for every token). The
+ * report's wall time, first load to last reduction, is one pass over the
+ * model: the time per token-equivalent.
  *
  * Thread 0 is the loader: it loads layer N into slot N % 2 with
  * gpuos_model_load_tensors (all of the layer's tensors in flight at once)
@@ -25,21 +32,22 @@
  * Order-independent, so any thread may take any chunk, and still sensitive
  * to every byte and to where it landed.
  *
- * Memory: args->vram holds a 1 MiB table area (META_*) and then the two
- * slots, each as large as the largest layer; args->scratch the flags below.
+ * Memory: args->vram holds a 1 MiB table area (META_*), then the two slots,
+ * each as large as the largest layer, then the resident layers; args->scratch
+ * the flags below.
  */
 #include "gpuos/app.h"
+#include "gpuos/bench.h"
 #include "gpuos/gpuos.h"
 #include "report.h"
 
 GPUOS_APP_ABI_NOTE;
 
-#define CHUNK 4096u
+#define CHUNK GPUOS_BENCH_CHUNK
 #define ALIGN 256u                /* tensor start within a slot */
 #define MAX_LAYERS 1024u
 #define MAX_LT 1024u              /* tensors in one layer */
 #define MAX_ENT 16384u            /* tensors in all layers */
-#define GOLD 0x9e3779b97f4a7c15ull
 
 /* The table area at the start of args->vram (registered memory: the runtime
  * writes reasons, tensor records and index lists there). */
@@ -51,6 +59,7 @@ GPUOS_APP_ABI_NOTE;
 #define META_ENT 81920u           /* struct ent[MAX_ENT] */
 #define META_DST 606208u          /* void *[MAX_LT], the loader's */
 #define META_LIDX 614400u         /* uint32_t[MAX_LT], the loader's */
+#define META_LPTR 618496u         /* uint8_t *[MAX_LAYERS]: a resident layer's data, else NULL */
 #define META_BYTES (1u << 20)
 
 /* One tensor of a layer. */
@@ -93,49 +102,13 @@ struct shared {
 	uint64_t acc[2];    /* 0x20 the slot's checksum being summed */
 	uint64_t slot_bytes;/* 0x30 */
 	uint32_t abort;     /* 0x38 i + 1: the load of layer i failed, stop there */
-	uint32_t ncompute;  /* 0x3c */
+	uint16_t ncompute;  /* 0x3c */
+	uint16_t resident;  /* 0x3e layers 0 .. resident-1 stay in VRAM */
 };
 static_assert(sizeof(struct shared) == 64, "layer_stream scratch");
+static_assert(META_LPTR + MAX_LAYERS * 8u <= META_BYTES, "meta lptr");
 
 /* ---- the reduction ------------------------------------------------------------------ */
-
-static inline GPUOS_HD uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* CRC-32 (zlib's) four bits at a time: 16 entries that each thread builds
- * in its own memory (no table in constant memory: one source for both). */
-static inline GPUOS_HD void crc_table(uint32_t *tab)
-{
-	uint32_t i, k;
-	for (i = 0; i < 16; i++) {
-		uint32_t c = i;
-		for (k = 0; k < 4; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-		tab[i] = c;
-	}
-}
-
-static inline GPUOS_HD uint32_t crc32_chunk(const uint8_t *p, uint64_t n, const uint32_t *tab)
-{
-	uint32_t crc = 0xffffffffu, k;
-	const uint32_t *w = (const uint32_t *)(const void *)p; /* chunks start 4-byte aligned */
-	uint64_t i, words = n / 4u;
-	for (i = 0; i < words; i++) {
-		crc ^= w[i]; /* little-endian: the low byte goes first, as the CRC wants */
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 4) ^ tab[crc & 15u];
-	}
-	for (i = words * 4u; i < n; i++) {
-		crc ^= p[i];
-		crc = (crc >> 4) ^ tab[crc & 15u];
-		crc = (crc >> 4) ^ tab[crc & 15u];
-	}
-	return ~crc;
-}
 
 /* This thread's share (chunks r, r + nc, ...) of a layer's checksum. */
 static inline GPUOS_HD uint64_t layer_part(const struct ent *e, uint32_t n, const uint8_t *slot, uint64_t chunks,
@@ -145,14 +118,12 @@ static inline GPUOS_HD uint64_t layer_part(const struct ent *e, uint32_t n, cons
 	uint32_t k = 0;
 	for (g = r; g < chunks; g += nc) {
 		uint64_t c, off, len;
-		uint32_t crc;
 		while (k + 1 < n && e[k + 1].chunk0 <= g)
 			k++;
 		c = g - e[k].chunk0;
 		off = c * CHUNK;
 		len = GPUOS_MIN((uint64_t)CHUNK, e[k].size - off);
-		crc = crc32_chunk(slot + e[k].off + off, len, tab);
-		sum += mix64(((c << 32) | crc) + (uint64_t)e[k].rank * GOLD);
+		sum += gpuos_bench_chunk_term(slot + e[k].off + off, len, c, e[k].rank, tab);
 	}
 	return sum;
 }
@@ -200,9 +171,19 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	uint32_t st, h, n, nl = 0, ne = 0, count, k;
 	uint64_t ntens, needed, slot = 0;
 
-	if (a->argc != 1) {
-		rs(r, "usage: layer_stream -- MODEL_PATH\n");
+	uint64_t resident = 0, res_bytes = 0;
+	if (a->argc < 1 || a->argc > 2) {
+		rs(r, "usage: layer_stream -- MODEL_PATH [RESIDENT]\n");
 		return -1;
+	}
+	if (a->argc == 2) {
+		const char *p = argv[1];
+		for (; *p >= '0' && *p <= '9' && resident <= MAX_LAYERS; p++)
+			resident = resident * 10u + (uint64_t)(*p - '0');
+		if (*p || p == argv[1] || resident > MAX_LAYERS) {
+			rs(r, "layer_stream: RESIDENT is a number of layers, 0 to 1024\n");
+			return -1;
+		}
 	}
 	if (a->vram_len < META_BYTES + 2u * CHUNK) {
 		rs(r, "layer_stream: needs more than 1 MiB of vram\n");
@@ -277,9 +258,21 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 		return -1;
 	}
 	slot = GPUOS_ALIGN_UP(slot, (uint64_t)CHUNK);
-	if (slot > (a->vram_len - META_BYTES) / 2u) {
-		rs(r, "layer_stream: two slots of the largest layer need ");
-		rn(r, META_BYTES + 2u * slot);
+	if (resident > nl) {
+		rs(r, "layer_stream: RESIDENT ");
+		rn(r, resident);
+		rs(r, " is more than the model's ");
+		rn(r, nl);
+		rs(r, " layers\n");
+		return -1;
+	}
+	for (n = 0; n < (uint32_t)resident; n++) {
+		const struct ent *e = &ents[lr[n].first + lr[n].n - 1u];
+		res_bytes += GPUOS_ALIGN_UP(e->off + e->size, (uint64_t)CHUNK);
+	}
+	if (slot > (a->vram_len - META_BYTES) / 2u || res_bytes > a->vram_len - META_BYTES - 2u * slot) {
+		rs(r, "layer_stream: two slots of the largest layer and the resident layers need ");
+		rn(r, META_BYTES + 2u * slot + res_bytes);
 		rs(r, " bytes of vram, there are ");
 		rn(r, a->vram_len);
 		rs(r, "\n");
@@ -287,6 +280,40 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	}
 	sh->nlayers = nl;
 	sh->slot_bytes = slot;
+	sh->resident = (uint16_t)resident;
+	/* The resident layers, before the clock starts: each at its place after the slots. */
+	{
+		uint8_t **lptr = (uint8_t **)(meta + META_LPTR);
+		uint8_t *at = (uint8_t *)meta + META_BYTES + 2u * slot;
+		void **dst = (void **)(meta + META_DST);
+		uint32_t *lidx = (uint32_t *)(meta + META_LIDX);
+		for (n = 0; n < nl; n++) {
+			const struct lrec *L = &lr[n];
+			uint64_t got = 0, want = 0;
+			lptr[n] = NULL;
+			if (n >= (uint32_t)resident)
+				continue;
+			for (k = 0; k < L->n; k++) {
+				lidx[k] = ents[L->first + k].idx;
+				dst[k] = at + ents[L->first + k].off;
+				want += ents[L->first + k].size;
+			}
+			st = gpuos_model_load_tensors(mb, h, lidx, dst, L->n, &got);
+			if (st == GPUOS_ST_OK && got != want)
+				st = GPUOS_ST_BAD_RANGE;
+			if (st != GPUOS_ST_OK) {
+				rs(r, "layer_stream: resident layer ");
+				rn(r, L->layer);
+				rs(r, ": ");
+				rs(r, stname(st));
+				rs(r, "\n");
+				return -1;
+			}
+			lptr[n] = at;
+			const struct ent *e = &ents[L->first + L->n - 1u];
+			at += GPUOS_ALIGN_UP(e->off + e->size, (uint64_t)CHUNK);
+		}
+	}
 	{
 		uint64_t total = 0;
 		uint32_t k;
@@ -303,13 +330,15 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 				   uint32_t nthreads, uint32_t first, struct rep *r)
 {
 	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
-	uint64_t bytes = 0, load_ns = 0, ovl_ns = 0, comp_ns = 0, wall, prev_c0 = 0, prev_c1 = 0;
+	uint64_t bytes = 0, streamed = 0, load_ns = 0, ovl_ns = 0, comp_ns = 0, wall, prev_c0 = 0, prev_c1 = 0;
 	uint32_t i;
 	rs(r, "layer_stream: ");
 	rs(r, argv[0]);
 	rs(r, ", ");
 	rn(r, sh->nlayers);
-	rs(r, " layers, 2 slots of ");
+	rs(r, " layers (");
+	rn(r, sh->resident);
+	rs(r, " resident), 2 slots of ");
 	rn(r, sh->slot_bytes);
 	rs(r, " bytes, 1 loader + ");
 	rn(r, nthreads > first ? nthreads - first : 1);
@@ -335,6 +364,7 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 		rx64(r, L->sum);
 		rs(r, "\n");
 		bytes += L->bytes;
+		streamed += i < sh->resident ? 0 : L->bytes;
 		load_ns += L->t_load1 - L->t_load0;
 		comp_ns += c1 > c0 ? c1 - c0 : 0;
 		ovl_ns += ovl;
@@ -356,9 +386,11 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 	rs(r, " layers, ");
 	rf(r, wall / 1000u, 1000000u, 3, 0);
 	rs(r, " s: ");
-	rf(r, wall ? bytes * 1000u / wall : 0, 1000, 3, 0);
-	rs(r, " GB/s effective, loads ");
-	rf(r, load_ns ? bytes * 1000u / load_ns : 0, 1000, 3, 0);
+	rf(r, wall ? streamed * 1000u / wall : 0, 1000, 3, 0);
+	rs(r, " GB/s streamed (");
+	rn(r, streamed);
+	rs(r, " bytes), loads ");
+	rf(r, load_ns ? streamed * 1000u / load_ns : 0, 1000, 3, 0);
 	rs(r, " GB/s, compute ");
 	rf(r, comp_ns ? bytes * 1000u / comp_ns : 0, 1000, 3, 0);
 	rs(r, " GB/s\noverlap ");
@@ -367,7 +399,9 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 	rn(r, comp_ns ? ovl_ns * 100u / comp_ns : 0);
 	rs(r, "% of the compute time was hidden behind loads (");
 	rn(r, load_ns ? ovl_ns * 100u / load_ns : 0);
-	rs(r, "% of the load time)\n");
+	rs(r, "% of the load time)\npass ");
+	rf(r, wall, 1000000u, 3, 0);
+	rs(r, " ms: one token-equivalent (every layer once)\n");
 }
 
 /* ---- the entry ------------------------------------------------------------------------ */
@@ -383,12 +417,13 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 	uint32_t width = gpuos_warp_width(), first = nthreads > width ? width : 1u;
 	uint32_t tab[16], spins = 0, i, nl, nc = nthreads > first ? nthreads - first : 1u;
 
-	crc_table(tab);
+	gpuos_bench_crc_table(tab);
 	if (tid == 0) {
 		struct rep r;
 		uint32_t h = 0, done = 0;
 		void **dst = (void **)(meta + META_DST);
 		uint32_t *lidx = (uint32_t *)(meta + META_LIDX);
+		uint8_t *const *lptr = (uint8_t *const *)(meta + META_LPTR);
 		r.p = (char *)(uintptr_t)a->out;
 		r.n = 0;
 		r.cap = a->out_len;
@@ -415,6 +450,18 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 			spins = 0;
 			while (i >= 2 && gpuos_load_acquire_dev32(&sh->freed[s]) != i - 1u)
 				gpuos_backoff(&spins);
+			if (lptr[i]) {
+				slot = lptr[i]; /* resident: nothing to load */
+				L->t_load0 = L->t_load1 = gpuos_now_ns();
+				for (k = 0; k < L->n; k++)
+					L->bytes += ents[L->first + k].size;
+				L->st = GPUOS_ST_OK;
+				gpuos_store_release_dev32(&sh->ready[s], i + 1u); /* as below */
+				if (nthreads == 1)
+					compute_layer(sh, L, ents, slot, i, 0, 1, tab);
+				done++;
+				continue;
+			}
 			for (k = 0; k < L->n; k++) {
 				lidx[k] = ents[L->first + k].idx;
 				dst[k] = slot + ents[L->first + k].off;
@@ -475,7 +522,12 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 				return; /* layer ab - 1 never comes; earlier ones do */
 			gpuos_backoff(&spins);
 		}
-		compute_layer(sh, &lr[i], ents, slots + (uint64_t)s * sh->slot_bytes, i, tid - first, nc, tab);
+		{
+			/* Set by thread 0 before its release store of state (acquired above). */
+			const uint8_t *data = ((uint8_t *const *)(meta + META_LPTR))[i];
+			compute_layer(sh, &lr[i], ents, data ? data : slots + (uint64_t)s * sh->slot_bytes, i, tid - first, nc,
+				      tab);
+		}
 	}
 }
 

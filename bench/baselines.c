@@ -24,11 +24,14 @@
  *       (p50, p99). One read in 1024 is compared with pread of the same range.
  *
  * Each prints one JSON object on stdout: bench, bytes, seconds, gb_per_s
- * (1e9 bytes/s), its parameters and the GPU. The timed part is the data
+ * (1e9 bytes/s), cpu_s (the process's CPU seconds in the timed part) and
+ * cpu_s_per_gb, its parameters and the GPU. The timed part is the data
  * movement only (buffers, streams and the VRAM destination are set up
- * before). File benches check that they moved exactly the file's size and
- * compare samples of VRAM with the file. Any failure, a missing GPU
- * included: one line on stderr and exit 2.
+ * before). File benches check that they moved exactly the file's size,
+ * compare samples of VRAM with the file, and give "sum", the checksum of
+ * the whole VRAM copy (bench/vram_sum.h) that every path of the whole-file
+ * rows must match. Any failure, a missing GPU included: one line on stderr
+ * and exit 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,43 +43,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
+#include "bench_util.h"
+#include "vram_sum.h"
+
 #define MIB (1ull << 20)
-
-static const char *cmd = "baselines";
-static pthread_mutex_t die_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* One line on stderr and exit 2, from any thread. _exit: other threads may
- * still be inside the CUDA runtime, whose teardown they would race. */
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&die_lock);
-	fprintf(stderr, "baselines %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	_exit(2);
-}
-
-static void ck(cudaError_t e, const char *what)
-{
-	if (e != cudaSuccess)
-		die("%s: %s (CUDA error %d)", what, cudaGetErrorString(e), (int)e);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void usage(void)
 {
@@ -86,36 +63,8 @@ static void usage(void)
 	_exit(2);
 }
 
-/* A whole decimal number in [lo, hi], or die naming the option. */
-static uint64_t num(const char *opt, const char *s, uint64_t lo, uint64_t hi)
-{
-	char *end;
-	unsigned long long v;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
-		die("%s %s: give a whole number from %llu to %llu", opt, s, (unsigned long long)lo,
-		    (unsigned long long)hi);
-	return v;
-}
-
-/* JSON string (a path may hold quotes or control characters). */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static char gpu_name[256];
+static int gpu_sms;
 
 /* The GPU, or die saying there is none (here: no driver, error 35). */
 static void gpu_init(void)
@@ -129,6 +78,7 @@ static void gpu_init(void)
 		die("no GPU: cudaGetDeviceCount found none");
 	ck(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
 	snprintf(gpu_name, sizeof(gpu_name), "%s", p.name);
+	gpu_sms = p.multiProcessorCount;
 }
 
 static void *pinned(uint64_t len)
@@ -225,18 +175,27 @@ static void warm(char *dst, const char *buf, uint64_t len)
 	ck(cudaMemcpy(dst, buf, len, cudaMemcpyHostToDevice), "cudaMemcpy (warm-up)");
 }
 
-static void report(const char *bench, const struct src *f, uint64_t bytes, double secs, const char *params)
+/* One JSON line. A file bench (f) also gives the checksum of its VRAM copy
+ * (dst; bench/vram_sum.h), and cpu, the CPU seconds of the timed part. */
+static void report(const char *bench, const struct src *f, const char *dst, uint64_t bytes, double secs, double cpu,
+		   const char *params)
 {
+	uint64_t sum = 0;
+	const char *err = NULL;
+	if (f && (sum = vram_sum(dst, f->size, &err), err))
+		die("%s: %s failed", f->path, err);
 	printf("{\"bench\": \"%s\", ", bench);
 	if (f) {
 		fputs("\"file\": ", stdout);
 		json_str(f->path);
-		printf(", \"file_bytes\": %llu, \"verified\": true, ", (unsigned long long)f->size);
+		printf(", \"file_bytes\": %llu, \"verified\": true, \"sum\": \"%016llx\", ", (unsigned long long)f->size,
+		       (unsigned long long)sum);
 	}
-	printf("\"bytes\": %llu, \"seconds\": %.6f, \"gb_per_s\": %.3f, %s, \"gpu\": ", (unsigned long long)bytes, secs,
-	       (double)bytes / secs / 1e9, params);
+	printf("\"bytes\": %llu, \"seconds\": %.6f, \"gb_per_s\": %.3f, \"cpu_s\": %.3f, \"cpu_s_per_gb\": %.3f, %s, "
+	       "\"gpu\": ", (unsigned long long)bytes, secs, (double)bytes / secs / 1e9, cpu, cpu / ((double)bytes / 1e9),
+	       params);
 	json_str(gpu_name);
-	puts("}");
+	printf(", \"sms\": %d}\n", gpu_sms);
 }
 
 /* ---- h2d ---------------------------------------------------------------------- */
@@ -245,7 +204,7 @@ static int run_h2d(uint64_t chunk, uint64_t total)
 {
 	uint64_t window = total < 1024 * MIB ? total : 1024 * MIB, off, moved = 0;
 	char *buf, *dst, params[128];
-	double t0, t1;
+	double t0, t1, c0, c1;
 	gpu_init();
 	window -= window % chunk;
 	if (window < chunk)
@@ -253,6 +212,7 @@ static int run_h2d(uint64_t chunk, uint64_t total)
 	buf = (char *)pinned(chunk);
 	dst = vram(window);
 	warm(dst, buf, chunk);
+	c0 = cpu_s();
 	t0 = now_s();
 	for (off = 0; off < total; off += chunk) {
 		uint64_t n = total - off < chunk ? total - off : chunk;
@@ -260,11 +220,12 @@ static int run_h2d(uint64_t chunk, uint64_t total)
 		moved += n;
 	}
 	t1 = now_s();
+	c1 = cpu_s();
 	if (moved != total)
 		die("moved %llu bytes, not %llu", (unsigned long long)moved, (unsigned long long)total);
 	snprintf(params, sizeof(params), "\"chunk_mib\": %llu, \"total_mib\": %llu",
 		 (unsigned long long)(chunk / MIB), (unsigned long long)(total / MIB));
-	report("h2d", NULL, moved, t1 - t0, params);
+	report("h2d", NULL, NULL, moved, t1 - t0, c1 - c0, params);
 	return 0;
 }
 
@@ -335,7 +296,7 @@ static int run_loops(const char *bench, const char *path, int threads, uint64_t 
 	uint64_t next = 0, moved = 0;
 	char *dst, params[128];
 	const char *map = NULL;
-	double t0, t1;
+	double t0, t1, c0, c1;
 	int i, use_mmap = !strcmp(bench, "mmap");
 	src_open(&f, path, 0);
 	gpu_init();
@@ -354,6 +315,7 @@ static int run_loops(const char *bench, const char *path, int threads, uint64_t 
 	for (i = 0; i < threads; i++)
 		loop_init(&l[i], &f, map, dst, chunk, &next);
 	warm(dst, l[0].buf[0], f.size < chunk ? f.size : chunk);
+	c0 = cpu_s();
 	t0 = now_s();
 	for (i = 0; i < threads; i++) {
 		int e = pthread_create(&t[i], NULL, loop_run, &l[i]);
@@ -365,6 +327,7 @@ static int run_loops(const char *bench, const char *path, int threads, uint64_t 
 		moved += l[i].moved;
 	}
 	t1 = now_s();
+	c1 = cpu_s();
 	if (moved != f.size)
 		die("%s: moved %llu bytes, the file has %llu", path, (unsigned long long)moved, (unsigned long long)f.size);
 	verify(&f, dst);
@@ -373,7 +336,7 @@ static int run_loops(const char *bench, const char *path, int threads, uint64_t 
 	else
 		snprintf(params, sizeof(params), "\"threads\": %d, \"chunk_mib\": %llu", threads,
 			 (unsigned long long)(chunk / MIB));
-	report(bench, &f, moved, t1 - t0, params);
+	report(bench, &f, dst, moved, t1 - t0, c1 - c0, params);
 	return 0;
 }
 
@@ -414,7 +377,7 @@ static int run_uring(const char *path, unsigned qd, uint64_t bs, int direct)
 	uint64_t next = 0, moved = 0;
 	unsigned i, reading = 0, copying = 0;
 	char *dst, *bufs, params[128];
-	double t0, t1;
+	double t0, t1, c0, c1;
 	int r;
 	src_open(&f, path, direct);
 	gpu_init();
@@ -432,6 +395,7 @@ static int run_uring(const char *path, unsigned qd, uint64_t bs, int direct)
 	}
 	ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
 	warm(dst, bufs, f.size < bs ? f.size : bs);
+	c0 = cpu_s();
 	t0 = now_s();
 	for (;;) {
 		struct io_uring_cqe *cqe;
@@ -519,13 +483,14 @@ static int run_uring(const char *path, unsigned qd, uint64_t bs, int direct)
 	}
 	ck(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 	t1 = now_s();
+	c1 = cpu_s();
 	io_uring_queue_exit(&ring);
 	if (moved != f.size)
 		die("%s: moved %llu bytes, the file has %llu", path, (unsigned long long)moved, (unsigned long long)f.size);
 	verify(&f, dst);
 	snprintf(params, sizeof(params), "\"qd\": %u, \"bs_kib\": %llu, \"direct\": %s", qd,
 		 (unsigned long long)(bs >> 10), direct ? "true" : "false");
-	report("uring", &f, moved, t1 - t0, params);
+	report("uring", &f, dst, moved, t1 - t0, c1 - c0, params);
 	return 0;
 }
 
@@ -551,7 +516,7 @@ static int run_rand(const char *path, unsigned qd, uint64_t bs, uint64_t reads, 
 	uint32_t *lat;
 	uint64_t blocks, issued = 0, done = 0, x = 0x9e3779b97f4a7c15ull, checked = 0;
 	char *bufs, *want = (char *)malloc(bs), params[160];
-	double t0, t1;
+	double t0, t1, c0, c1;
 	unsigned i;
 	int r, vfd;
 
@@ -569,6 +534,7 @@ static int run_rand(const char *path, unsigned qd, uint64_t bs, uint64_t reads, 
 	lat = (uint32_t *)malloc(reads * sizeof(uint32_t));
 	if (!sl || !lat)
 		die("out of memory");
+	c0 = cpu_s();
 	t0 = now_s();
 	for (i = 0; i < qd && issued < reads; i++, issued++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
@@ -611,6 +577,7 @@ static int run_rand(const char *path, unsigned qd, uint64_t bs, uint64_t reads, 
 		}
 	}
 	t1 = now_s();
+	c1 = cpu_s();
 	qsort(lat, reads, sizeof(uint32_t), cmp_u32);
 	printf("{\"bench\": \"rand\", \"file\": ");
 	json_str(f.path);
@@ -619,8 +586,8 @@ static int run_rand(const char *path, unsigned qd, uint64_t bs, uint64_t reads, 
 		 "\"lat_p50_us\": %.2f, \"lat_p99_us\": %.2f",
 		 qd, (unsigned long long)bs, direct ? "true" : "false", (unsigned long long)reads,
 		 (unsigned long long)checked, (double)reads / (t1 - t0), lat[reads / 2] / 1e3, lat[reads * 99 / 100] / 1e3);
-	printf(", \"bytes\": %llu, \"seconds\": %.6f, \"gb_per_s\": %.3f, %s}\n",
-	       (unsigned long long)(reads * bs), t1 - t0, (double)(reads * bs) / (t1 - t0) / 1e9, params);
+	printf(", \"bytes\": %llu, \"seconds\": %.6f, \"gb_per_s\": %.3f, \"cpu_s\": %.3f, %s}\n",
+	       (unsigned long long)(reads * bs), t1 - t0, (double)(reads * bs) / (t1 - t0) / 1e9, c1 - c0, params);
 	io_uring_queue_exit(&ring);
 	close(vfd);
 	return 0;
@@ -633,8 +600,10 @@ int main(int argc, char **argv)
 	unsigned qd = 32;
 	uint64_t reads = 200000;
 	int threads = 4, direct = 0, i, first;
+	const char *cmd;
 	if (argc < 2)
 		usage();
+	snprintf(bench_who, sizeof(bench_who), "baselines %.40s", argv[1]);
 	cmd = argv[1];
 	if (strcmp(cmd, "h2d") && strcmp(cmd, "pread") && strcmp(cmd, "mmap") && strcmp(cmd, "uring") &&
 	    strcmp(cmd, "rand"))

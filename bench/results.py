@@ -9,6 +9,19 @@ from them (`make bench`, bench/all.sh).
       KEY. BASELINE names the row (same section, source and metric) this one
       is a ratio against; "-" for none. The machine, the GPU and the date
       are added.
+  results.py runjson H2D_GBPS < OUTPUT
+      what `gpuos run` printed for apps/file_load or apps/layer_stream, as
+      one JSON object (the keys of bench/baselines and bench/layer_base.cu;
+      h2d_share is GB/s over H2D_GBPS, the link's rate measured in the run).
+  results.py timeline NAME < JSON
+      a layer run's per-layer times and checksums as TSV lines: NAME, layer,
+      load_ms, compute_ms, checksum (bench/results/layers-timeline.tsv).
+  results.py samesums < TIMELINE
+      each path's per-layer checksums equal every other's: one line per
+      path for checksums.txt, exit 1 on any difference.
+  results.py checksums FILE
+      every VRAM checksum of a section in FILE (section, source, path, sum;
+      tab-separated) is the same one: exit 1, naming the odd ones, if not.
   results.py report RESULTS_DIR PAGE PLOTS_DIR
       PAGE (docs/benchmarks.md): the ratios on top, then every row by
       section with its command; PLOTS_DIR: a gnuplot script per plot and
@@ -87,6 +100,82 @@ def add(args):
         w.writerows(rows)
 
 
+def runjson(args):
+    h2d = float(args[0]) if args and args[0] else 0.0
+    text = sys.stdin.read()
+    out = {}
+    cpu = re.search(r"^host CPU: ([\d.]+) s", text, re.M)
+    m = re.search(r"^result bytes=(\d+) ns=(\d+) sum=([0-9a-f]{16})$", text, re.M)
+    if m:                                   # apps/file_load
+        n, ns = int(m.group(1)), int(m.group(2))
+        out = {"bytes": n, "seconds": ns / 1e9, "gb_per_s": n / ns if ns else 0.0, "sum": m.group(3)}
+    else:                                   # apps/layer_stream
+        t = re.search(r"^total (\d+) bytes in (\d+) layers, [\d.]+ s: [\d.]+ GB/s streamed \((\d+) bytes\)", text, re.M)
+        p = re.search(r"^pass ([\d.]+) ms", text, re.M)
+        if not t or not p:
+            sys.exit("results.py runjson: neither file_load's result line nor layer_stream's total: %.300s" % text)
+        ms = float(p.group(1))
+        lay = [{"layer": int(x.group(1)), "bytes": int(x.group(3)), "load_ms": float(x.group(4)),
+                "compute_ms": float(x.group(5)), "sum": x.group(7)} for x in
+               re.finditer(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([0-9a-f]{16})\s*$", text, re.M)]
+        if len(lay) != int(t.group(2)):
+            sys.exit("results.py runjson: %d layer lines for %s layers" % (len(lay), t.group(2)))
+        streamed = int(t.group(3))
+        out = {"bytes": int(t.group(1)), "streamed_bytes": streamed, "seconds": ms / 1e3, "ms_per_token": ms,
+               "load_gb_per_s": streamed / ms / 1e6 if ms else 0.0, "layer_ms": lay}
+        out["gb_per_s"] = out["load_gb_per_s"]
+    if cpu:
+        out["cpu_s"] = float(cpu.group(1))
+        out["cpu_s_per_gb"] = out["cpu_s"] / (out["bytes"] / 1e9) if out["bytes"] else 0.0
+    out["h2d_share"] = out["gb_per_s"] / h2d if h2d else 0.0
+    print(json.dumps(out))
+
+
+def timeline(args):
+    js = json.loads(sys.stdin.readline())
+    for x in js["layer_ms"]:
+        print("%s\t%d\t%.3f\t%.3f\t%s" % (args[0], x["layer"], x["load_ms"], x["compute_ms"], x["sum"]))
+
+
+def samesums(_args):
+    by = {}
+    for line in sys.stdin:
+        name, layer, _load, _comp, csum = line.rstrip("\n").split("\t")
+        by.setdefault(name, {})[int(layer)] = csum
+    names = sorted(by)
+    bad = [n for n in names if by[n] != by[names[0]]]
+    for n in names:
+        digest = 0
+        for layer in sorted(by[n]):
+            digest = (digest * 0x100000001b3 + int(by[n][layer], 16)) % (1 << 64)
+        print("layers\ttmpfs\t%s\t%016x" % (n, digest))
+    if bad:
+        sys.exit("results.py samesums: %s differ from %s" % (", ".join(bad), names[0]))
+
+
+def read_checksums(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 4:
+                rows.append(dict(zip(("section", "source", "name", "sum"), parts)))
+    return rows
+
+
+def checksums(args):
+    rows = read_checksums(args[0])
+    bad = False
+    for sec in sorted({r["section"] for r in rows}):
+        sel = [r for r in rows if r["section"] == sec]
+        common = max({r["sum"] for r in sel}, key=lambda v: sum(r["sum"] == v for r in sel))
+        for r in sel:
+            if r["sum"] != common:
+                print("checksum differs: %s %s %s: %s, the others %s" % (sec, r["source"], r["name"], r["sum"], common))
+                bad = True
+    sys.exit(1 if bad else 0)
+
+
 def load(results):
     rows = []
     for fn in sorted(os.listdir(results)):
@@ -132,7 +221,7 @@ def safe(stem):
     return re.sub("[^A-Za-z0-9_.-]+", "-", stem)
 
 
-def plots(rows, plots_dir):
+def plots(rows, plots_dir, results_dir):
     """gnuplot scripts (and PNGs where gnuplot runs): returns [(title, png)]."""
     os.makedirs(plots_dir, exist_ok=True)
     made = []
@@ -181,21 +270,62 @@ def plots(rows, plots_dir):
             plot(stem, "%s%s: %s" % (section, "" if source == "none" else ", " + source, ylabel),
                  "set style fill solid 0.6\nset boxwidth 0.7\nset ylabel %s\nset xtics rotate by -30\n"
                  "set yrange [0:*]\nplot '%s.dat' using 2:xtic(1) with boxes notitle" % (gq(ylabel), stem), data)
-    # per-layer load and compute time
-    lay = [r for r in rows if r["section"] == "layers" and r["metric"] in ("load_ms", "compute_ms")]
-    if lay:
-        data = "".join("%s %s %g\n" % (r["name"], r["metric"], r["value"]) for r in lay)
-        plot("layers", "layer streaming: load and compute time per layer",
-             "set style data histogram\nset style fill solid 0.6\nset ylabel 'ms'\n"
-             "plot '<grep load_ms layers.dat' using 3:xtic(1) title 'load', "
-             "'<grep compute_ms layers.dat' using 3 title 'compute'", data)
+    # per-layer load and compute time (layers-timeline.tsv), one plot per resident count
+    tl = timeline_rows(results_dir)
+    for res in sorted({t[0].rsplit("-resident-", 1)[-1] for t in tl}, key=int):
+        names = [n for n in dict.fromkeys(t[0] for t in tl) if n.endswith("-resident-" + res)]
+        data, cols = "", []
+        for n in names:
+            pts = [t for t in tl if t[0] == n]
+            data += "# %s\n" % n + "".join("%d %s %s\n" % (i, t[2], t[3]) for i, t in enumerate(pts)) + "\n\n"
+            stem = "layers-resident-" + res
+            cols.append("'%s.dat' index %d using 1:2 with lines title %s" % (stem, len(cols) // 2, gq(n + " load")))
+            cols.append("'%s.dat' index %d using 1:3 with lines dashtype 2 title %s" % (stem, len(cols) // 2,
+                                                                                   gq(n + " compute")))
+        if cols:
+            plot("layers-resident-" + res, "layer streaming, %s layers resident: load and compute time per layer" % res,
+                 "set xlabel 'layer (position in the pass)'\nset ylabel 'ms'\nset yrange [0:*]\nplot %s" %
+                 ", ".join(cols), data)
     return made, have
+
+
+def timeline_rows(results_dir):
+    """(path, layer, load_ms, compute_ms, checksum) of bench/results/layers-timeline.tsv"""
+    try:
+        with open(os.path.join(results_dir, "layers-timeline.tsv")) as f:
+            return [tuple(l.rstrip("\n").split("\t")) for l in f if l.count("\t") == 4]
+    except OSError:
+        return []
+
+
+def targets(rows):
+    """The issue's targets, as far as this run measured them."""
+    out = []
+    dp = [r for r in rows if r["section"] == "datapath" and r["metric"] == "gb_per_s"]
+    for source in sorted({r["source"] for r in dp} - {"none", "modeled Gen4 SSDs"}):
+        sel = [r for r in dp if r["source"] == source]
+        ours = [r for r in sel if r["name"].startswith("gpuos")]
+        cpu = [r for r in sel if not r["name"].startswith("gpuos")]
+        if not ours or not cpu:
+            continue
+        o, c = max(ours, key=lambda r: r["value"]), max(cpu, key=lambda r: r["value"])
+        ratio = o["value"] / c["value"]
+        out.append("- gpuos at 1.0x or more of the best CPU path, %s: %s %s GB/s against %s %s GB/s: **%.2fx**, %s." % (
+            source, o["name"], fmt(o["value"]), c["name"], fmt(c["value"]), ratio,
+            "met" if ratio >= 1.0 else "missed by %.0f %%" % ((1.0 - ratio) * 100)))
+    cpu_rows = [r for r in rows if r["section"] == "datapath" and r["metric"] == "cpu_s_per_gb" and
+                r["name"].startswith("gpuos")]
+    if cpu_rows:
+        worst = max(cpu_rows, key=lambda r: r["value"])
+        out.append("- CPU time of gpuos after boot, outside the emulated controller's threads: at most %s s per GB "
+                   "(%s, %s) across the whole-file rows." % (fmt(worst["value"]), worst["name"], worst["source"]))
+    return out
 
 
 def report(args):
     results, page, plots_dir = args[:3]
     rows = load(results)
-    made, have = plots(rows, plots_dir)
+    made, have = plots(rows, plots_dir, results)
     rel = os.path.relpath(plots_dir, os.path.dirname(page))
     out = ["# Benchmarks", "",
            "Made by `make bench` (bench/all.sh; bench/results.py writes this page) from bench/results/*.csv: every",
@@ -206,9 +336,9 @@ def report(args):
             "| section | gpuos | baseline | source | metric | gpuos | baseline | ratio |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r, b, ratio in rr:
-        out.append("| %s | %s | %s | %s | %s | %s %s | %s %s | **%.2f** |" % (
+        out.append("| %s | %s | %s | %s | %s | %s %s | %s %s | **%s** |" % (
             r["section"], r["name"], b["name"], r["source"], r["metric"], fmt(r["value"]), r["unit"],
-            fmt(b["value"]), b["unit"], ratio))
+            fmt(b["value"]), b["unit"], "> 100" if ratio > 100 else "%.2f" % ratio))
     if not rr:
         out.append("| (none yet) | | | | | | | |")
     out.append("")
@@ -219,6 +349,13 @@ def report(args):
         skipped = []
     if skipped:
         out += ["Not measured in this run:", ""] + ["- " + l for l in skipped] + [""]
+    tg = targets(rows)
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notes.md")
+    if tg or os.path.exists(notes):
+        out += ["## Targets", ""] + tg + [""]
+        if os.path.exists(notes):
+            with open(notes) as f:
+                out += [f.read().rstrip("\n"), ""]
     gpus = sorted({r["gpu"] for r in rows})
     out += ["Machines: " + "; ".join(sorted({"%s, GPU %s" % (r["machine"], r["gpu"]) for r in rows})) + ".", ""]
     if "none" in gpus:
@@ -237,6 +374,17 @@ def report(args):
                 r["name"], r["path"], r["source"], r["metric"], fmt(r["value"]), r["unit"], r["baseline"] or "-",
                 r["date"], r["command"].replace("|", "\\|")))
         out.append("")
+        if key in ("datapath", "layers") and os.path.exists(os.path.join(results, "checksums.txt")):
+            cs = [c for c in read_checksums(os.path.join(results, "checksums.txt")) if c["section"] == key]
+            if cs:
+                sums = sorted({c["sum"] for c in cs})
+                what = "VRAM copy of the whole file" if key == "datapath" else "per-layer checksums (digest)"
+                if len(sums) == 1:
+                    out += ["Every path's %s is the same: `%s` (%d runs: %s)." % (
+                        what, sums[0], len(cs), ", ".join("%s from %s" % (c["name"], c["source"]) for c in cs)), ""]
+                else:
+                    out += ["**The paths' checksums differ**: " + "; ".join(
+                        "%s from %s: %s" % (c["name"], c["source"], c["sum"]) for c in cs), ""]
         for t, png in made:
             if png.startswith({"random4k": "r4-"}.get(key, key)):
                 out += ["![%s](%s/%s)" % (t, rel, png), ""]
@@ -250,6 +398,14 @@ def report(args):
 def main():
     if len(sys.argv) >= 10 and sys.argv[1] == "add":
         return add(sys.argv[2:])
+    if len(sys.argv) in (2, 3) and sys.argv[1] == "runjson":
+        return runjson(sys.argv[2:])
+    if len(sys.argv) == 3 and sys.argv[1] == "timeline":
+        return timeline(sys.argv[2:])
+    if len(sys.argv) == 2 and sys.argv[1] == "samesums":
+        return samesums(sys.argv[2:])
+    if len(sys.argv) == 3 and sys.argv[1] == "checksums":
+        return checksums(sys.argv[2:])
     if len(sys.argv) == 5 and sys.argv[1] == "report":
         return report(sys.argv[2:])
     sys.exit(__doc__)

@@ -213,7 +213,7 @@ PY
 ) || die "layer checksums differ from the host's: $verdict"
 say "    checksums: $verdict layers equal the host's (crc32 per 4 KiB chunk, mixed and summed)"
 stream_total=$(grep '^total ' "$dir/stream.txt" || true)
-stream_gbs=$(sed -n 's/.* s: \([0-9.]*\) GB\/s effective.*/\1/p' <<< "$stream_total")
+stream_gbs=$(sed -n 's/.* s: \([0-9.]*\) GB\/s streamed.*/\1/p' <<< "$stream_total")
 
 # ---- 6: load and verify tensors -----------------------------------------------------------
 step 6 "loading tensors and a whole layer, verified by SHA-256 (gguf_load)"
@@ -243,5 +243,5 @@ nwant=$(( ${#specs[@]} - 1 + $(tr ',' '\n' <<< "$l1" | wc -l) ))
 bar_clear
 total=$(secs "$t_start" "$(now)")
 echo
-echo "throughput: layer streaming ${stream_gbs:-?} GB/s effective ($(sed -n 's/.*, loads \([0-9.]*\) GB\/s.*/\1/p' <<< "$stream_total") GB/s in the loads alone)"
+echo "throughput: layer streaming ${stream_gbs:-?} GB/s over the whole pass ($(sed -n 's/.*, loads \([0-9.]*\) GB\/s.*/\1/p' <<< "$stream_total") GB/s in the loads alone)"
 echo "demo: ok: $(($(stat -c %s "$gguf") >> 20)) MiB GGUF ($ntens tensors, $layers layers) on ext4 via emu:, $verdict layer checksums and $nok/$nwant tensor SHA-256s equal the host's, ${stream_gbs:-?} GB/s streaming ($mode), ${total} s"

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Option parsing and host clients for the `gpuos` commands. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -304,4 +306,59 @@ void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const s
 			(unsigned long long)st->dma_cmds, (unsigned long long)st->dma_copies,
 			(unsigned long long)st->dma_gathered, (unsigned long long)st->dma_batches,
 			(unsigned long long)st->dma_waits, st->busy_s);
+}
+
+/* CPU seconds of this process so far (threads that have exited included:
+ * getrusage), less the emulated controller's threads: its own (named emu*,
+ * alive while the device is open) and the kernel's io_uring workers that
+ * run its backend's reads (iou-*, alive a few seconds after their last
+ * work). The controller is not the service. */
+double cli_cpu_seconds_without_emu(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	struct rusage ru;
+	double total, emu = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!d || getrusage(RUSAGE_SELF, &ru)) {
+		if (d)
+			closedir(d);
+		return -1;
+	}
+	total = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+		(double)ru.ru_stime.tv_usec * 1e-6;
+	while ((e = readdir(d))) {
+		char path[300], comm[64] = "", buf[1024];
+		FILE *f;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		if (strncmp(comm, "emu", 3) != 0 && strncmp(comm, "iou-", 4) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (fgets(buf, sizeof(buf), f)) {
+				/* fields after the ")" of comm: state is field 3; utime 14, stime 15 */
+				char *p = strrchr(buf, ')');
+				unsigned long ut = 0, st = 0;
+				if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+					emu += (double)(ut + st) / (double)hz;
+			}
+			fclose(f);
+		}
+	}
+	closedir(d);
+	return total > emu ? total - emu : 0;
+}
+
+double cli_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -91,6 +91,11 @@ void cli_progress_end(struct cli_progress *p);                  /* clears the li
 /* Write all n bytes to fd (retrying short writes); 0 or -errno. */
 int cli_write_all(int fd, const char *p, size_t n);
 
+/* CPU seconds of this process so far, leaving out the emulated
+ * controller's threads (emu*, and the io_uring workers iou-*); -1 without /proc. */
+double cli_cpu_seconds_without_emu(void);
+double cli_now_s(void); /* CLOCK_MONOTONIC, seconds */
+
 /* cat and read: len bytes from byte off (of the file behind handle, or of
  * the device for GPUOS_OP_READ_RAW) through several requests in flight, each
  * into its own chunk of client memory [buf, buf + buf_len), written to fd in

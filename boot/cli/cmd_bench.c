@@ -9,7 +9,6 @@
  * --stages: where the time goes, from the runtime's stamps in the mailbox
  * slots (a runtime built with GPUOS_TRACE; docs/benchmarks-log.md).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,45 +29,6 @@ static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	return x < y ? -1 : x > y;
-}
-
-/* CPU seconds of this process's threads, leaving out the emulator's
- * (their names start with "emu"): the controller is not the service. */
-static double cpu_seconds_without_emu(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	double total = 0;
-	long hz = sysconf(_SC_CLK_TCK);
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		char path[300], comm[64] = "", buf[1024];
-		FILE *f;
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(comm, sizeof(comm), f))
-				comm[0] = 0;
-			fclose(f);
-		}
-		if (strncmp(comm, "emu", 3) == 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (fgets(buf, sizeof(buf), f)) {
-				/* fields after the ")" of comm: state is field 3; utime 14, stime 15 */
-				char *p = strrchr(buf, ')');
-				unsigned long ut = 0, st = 0;
-				if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
-					total += (double)(ut + st) / (double)hz;
-			}
-			fclose(f);
-		}
-	}
-	closedir(d);
-	return total;
 }
 
 /* Median time of each stage from the stage stamped before it, over the
@@ -107,12 +67,6 @@ static const char *const stage_name[GPUOS_BENCH_STAGES] = {
 	"posted", "taken", "rung", "ctrl", "reaped", "done", "seen",
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 struct hbench {
 	struct gpuos_mbox *mb;
@@ -315,7 +269,7 @@ static int run_host_clients(struct gpuos_sys *s, const struct bench_plan *p, str
 		pthread_join(t[i], NULL);
 		r->errors += h[i].errors;
 	}
-	r->secs = now_s() - t0;
+	r->secs = cli_now_s() - t0;
 	free(t);
 	free(h);
 	return 0;
@@ -325,11 +279,11 @@ static int run_host_clients(struct gpuos_sys *s, const struct bench_plan *p, str
  * wall clock around them. 0 or -1 (the reason printed). */
 static int bench_run(struct gpuos_sys *s, const struct bench_plan *p, struct bench_result *r)
 {
-	double cpu0 = cpu_seconds_without_emu(), wall0 = now_s();
+	double cpu0 = cli_cpu_seconds_without_emu(), wall0 = cli_now_s();
 	int rc = p->gpu ? run_gpu_clients(s, p, r) : run_host_clients(s, p, r, wall0);
 
-	r->cpu_s = cpu_seconds_without_emu() - cpu0;
-	r->wall_s = now_s() - wall0;
+	r->cpu_s = cli_cpu_seconds_without_emu() - cpu0;
+	r->wall_s = cli_now_s() - wall0;
 	return rc;
 }
 

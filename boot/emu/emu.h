@@ -119,6 +119,8 @@ struct gpuos_emu_opts {
 	uint32_t gather_kib;     /* gather=KiB: pieces up to this size go through dma_gather
 	                          * (batched), larger ones through dma_copy; default 64, 0 = never */
 	uint32_t stage_mib;      /* stage=MiB: pinned staging per worker (file, uring), default 32 */
+	int direct;              /* direct=0: the uring backend reads through the page cache
+	                          * (buffered) even where O_DIRECT would work; default 1 */
 };
 
 #define GPUOS_EMU_MAX_SSDS 16

@@ -195,7 +195,7 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 		r = image_lbas(e, b->fd, err, errlen);
 		if (r)
 			return r;
-		if (e->o.backend == GPUOS_EMU_URING) {
+		if (e->o.backend == GPUOS_EMU_URING && e->o.direct) {
 			/* tmpfs and some others refuse O_DIRECT: then buffered only */
 			int fd = open(e->o.path, (b->read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
 			b->fd_direct = fd >= 0 ? fd : -1;

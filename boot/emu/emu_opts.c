@@ -47,6 +47,7 @@ void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
 	o->stripe_kib = 512;
 	o->gather_kib = 64;
 	o->stage_mib = 32;
+	o->direct = 1;
 	snprintf(o->model, sizeof(o->model), "%s", "gpuos emulated NVMe");
 }
 
@@ -430,6 +431,8 @@ static int parse_kv(char *key, char *val, struct gpuos_emu_opts *o, int *workers
 		r = parse_u32(val, &o->gather_kib);
 	else if (!strcmp(key, "stage"))
 		r = parse_u32(val, &o->stage_mib);
+	else if (!strcmp(key, "direct"))
+		r = parse_bool(val, &o->direct);
 	else if (!strcmp(key, "model") || !strcmp(key, "serial")) {
 		char *dst = key[0] == 'm' ? o->model : o->serial;
 		size_t cap = key[0] == 'm' ? sizeof(o->model) : sizeof(o->serial);

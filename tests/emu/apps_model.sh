@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The model apps (apps/gguf_load.c, apps/layer_stream.c) and apps/iops.c
+# The model apps (apps/gguf_load.c, apps/layer_stream.c), apps/iops.c and apps/file_load.c
 # through `gpuos run --host` on the emulated controller, against checksums
 # computed here from the files themselves. Usage: tests/emu/apps_model.sh BUILD_DIR
 set -u
@@ -87,7 +87,7 @@ for geom in "1 4" "1 1" "1 2" "2 3"; do
 	run "$tmp/o" layer_stream --grid "$1" --block "$2" -- /models/m.gguf
 	check "$(( $1 * $2 )) threads: exit 0, checksums equal the host's" eval 'test "$rc" -eq 0 && stream_ok "$tmp/o"'
 done
-check "report: total and GB/s" grep -Eq '^total [0-9]+ bytes in 3 layers, .* GB/s effective' "$tmp/o"
+check "report: total and GB/s" grep -Eq '^total [0-9]+ bytes in 3 layers, .* GB/s streamed' "$tmp/o"
 run "$tmp/o" layer_stream -- /models/missing.gguf
 check "missing model: exit 2, says NOENT" test "$rc" -eq 2 -a "$(grep -c 'missing.gguf: NOENT' "$tmp/o")" -eq 1
 run "$tmp/o" layer_stream --grid 1 --block 3 -- /rand.bin
@@ -95,7 +95,35 @@ check "not a GGUF: exit 2, says CORRUPT" test "$rc" -eq 2 -a "$(grep -c 'rand.bi
 run "$tmp/o" layer_stream --grid 1 --block 3 -- /models/nolayers.gguf
 check "a model without layers: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'no layers' "$tmp/o")" -eq 1
 run "$tmp/o" layer_stream -- /models/m.gguf extra
-check "usage: exit 2" test "$rc" -eq 2
+check "RESIDENT not a number: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'RESIDENT is a number' "$tmp/o")" -eq 1
+for r in 1 3; do
+	run "$tmp/o" layer_stream --grid 1 --block 4 --heap-mib 160 -- /models/m.gguf $r
+	check "RESIDENT $r: exit 0, checksums equal the host's" eval 'test "$rc" -eq 0 && stream_ok "$tmp/o"'
+	check "RESIDENT $r: says so, streams the rest" \
+		eval 'grep -q "($r resident)" "$tmp/o" && test "$(awk '"'"'$1 ~ /^[0-9]+$/ && $4 > 0'"'"' "$tmp/o" | wc -l)" -eq $((3 - r))'
+done
+run "$tmp/o" layer_stream -- /models/m.gguf 4
+check "RESIDENT above the layers: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'more than the model' "$tmp/o")" -eq 1
+run "$tmp/o" layer_stream --vram-mib 24 -- /models/m.gguf 3
+check "RESIDENT beyond vram: exit 2, says how much" test "$rc" -eq 2 -a "$(grep -c 'resident layers need' "$tmp/o")" -eq 1
+
+echo "== file_load"
+want=$(python3 tests/tools/buffer_sum.py "$tmp/src/rand.bin")
+for geom in "1 1" "1 5"; do
+	set -- $geom
+	run "$tmp/o" file_load --grid "$1" --block "$2" --vram-mib 64 -- /rand.bin 64
+	check "$2 threads: exit 0, the whole file, its checksum" \
+		grep -q "^result bytes=$((3 << 20)) ns=[0-9]* sum=$want\$" "$tmp/o"
+done
+run "$tmp/o" file_load --grid 1 --block 3 --heap-mib 128 -- /models/m.gguf
+check "default pieces: the checksum of another file" \
+	grep -q "sum=$(python3 tests/tools/buffer_sum.py "$tmp/src/models/m.gguf")\$" "$tmp/o"
+run "$tmp/o" file_load --vram-mib 64 -- /missing.bin
+check "missing file: exit 2, says NOENT" test "$rc" -eq 2 -a "$(grep -c 'missing.bin: NOENT' "$tmp/o")" -eq 1
+run "$tmp/o" file_load --vram-mib 33 -- /models/m.gguf
+check "file larger than vram: exit 2, says so" test "$rc" -eq 2 -a "$(grep -c 'bytes of vram for it' "$tmp/o")" -eq 1
+run "$tmp/o" file_load --vram-mib 64 -- /rand.bin 3
+check "bad piece size: exit 2, usage" test "$rc" -eq 2 -a "$(grep -c 'PIECE_KIB is a multiple of 4' "$tmp/o")" -eq 1
 
 echo "== iops"
 run "$tmp/o" iops --grid 1 --block 4 -- /rand.bin --reads 2000

@@ -47,5 +47,51 @@ fi
 echo '{"x": 1}' | add random4k bad - - - "cmd" iops=iops:reads/s 2> "$tmp/err"; rc=$?
 check "a metric missing from the JSON: refused, naming it" test $rc -ne 0 -a -n "$(grep "no iops" "$tmp/err")"
 
+echo "== results.py: what gpuos run prints, checksums, targets"
+printf 'file_load: /m, 2000000000 bytes in 0.1 s: 20 GB/s\nresult bytes=2000000000 ns=100000000 sum=00000000000000ff\nhost CPU: 0.020 s outside the emulator\x27s threads\n' |
+	python3 "$res" runjson 40 > "$tmp/fl.json"
+check "file_load's lines: GB/s, its share of H2D, CPU s/GB, the checksum" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert abs(j["gb_per_s"] - 20) < 1e-9 and abs(j["h2d_share"] - 0.5) < 1e-9 and abs(j["cpu_s_per_gb"] - 0.01) < 1e-9
+assert j["sum"] == "00000000000000ff"' "$tmp/fl.json"
+cat > "$tmp/ls.txt" <<'TXT'
+layer tensors      bytes   load_ms compute_ms overlap_ms checksum
+    0       9          0     0.000      1.500      0.000 00000000000000aa
+    1       9    1000000     2.000      1.500      1.000 00000000000000bb
+total 2000000 bytes in 2 layers, 0.004 s: 0.250 GB/s streamed (1000000 bytes), loads 0.500 GB/s, compute 0.667 GB/s
+pass 4.000 ms: one token-equivalent (every layer once)
+TXT
+python3 "$res" runjson 40 < "$tmp/ls.txt" > "$tmp/ls.json"
+check "layer_stream's lines: ms per token, streamed GB/s, each layer" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ms_per_token"] == 4.0 and abs(j["load_gb_per_s"] - 0.25) < 1e-9 and len(j["layer_ms"]) == 2
+assert j["layer_ms"][1] == {"layer": 1, "bytes": 1000000, "load_ms": 2.0, "compute_ms": 1.5, "sum": "00000000000000bb"}' "$tmp/ls.json"
+head -3 "$tmp/ls.txt" | python3 "$res" runjson 40 > /dev/null 2> "$tmp/err"; rc=$?
+check "output without a result: refused" test $rc -ne 0 -a -s "$tmp/err"
+python3 "$res" timeline a < "$tmp/ls.json" > "$tmp/tl.tsv"
+python3 "$res" timeline b < "$tmp/ls.json" >> "$tmp/tl.tsv"
+python3 "$res" samesums < "$tmp/tl.tsv" > "$tmp/sums"; rc=$?
+check "the same layer checksums on two paths: one digest each, equal" \
+	test $rc -eq 0 -a "$(cut -f4 "$tmp/sums" | sort -u | wc -l)" -eq 1 -a "$(wc -l < "$tmp/sums")" -eq 2
+sed '$s/00000000000000bb/00000000000000bc/' "$tmp/tl.tsv" | python3 "$res" samesums > /dev/null 2> "$tmp/err"; rc=$?
+check "a layer checksum that differs: exit 1, naming the path" test $rc -ne 0 -a -n "$(grep 'b differ' "$tmp/err")"
+printf 'datapath\ttmpfs\tmmap\t01\ndatapath\ttmpfs\tgpuos-ram\t01\ndatapath\tdisk\tpread\t02\n' > "$tmp/cs.txt"
+python3 "$res" checksums "$tmp/cs.txt" > "$tmp/out"; rc=$?
+check "VRAM checksums that differ: exit 1, naming the odd one" test $rc -eq 1 -a -n "$(grep 'disk pread: 02' "$tmp/out")"
+mkdir -p "$tmp/r2"
+cd "$tmp"
+echo '{"g": 10}' | python3 "$res" add r2/d.csv datapath pread-T8 "cpu" tmpfs - "c1" gb_per_s=g:GB/s
+echo '{"g": 25}' | python3 "$res" add r2/d.csv datapath gpuos-ram "gpuos" tmpfs pread-T8 "c2" gb_per_s=g:GB/s
+echo '{"g": 4}' | python3 "$res" add r2/d.csv datapath pread-T8 "cpu" "page cache" - "c3" gb_per_s=g:GB/s
+echo '{"g": 3}' | python3 "$res" add r2/d.csv datapath gpuos-uring "gpuos" "page cache" pread-T8 "c4" gb_per_s=g:GB/s
+cd - > /dev/null
+printf 'datapath\ttmpfs\tpread-T8\t0a\ndatapath\ttmpfs\tgpuos-ram\t0a\n' > "$tmp/r2/checksums.txt"
+python3 "$res" report "$tmp/r2" "$tmp/p2.md" "$tmp/pl2" > /dev/null 2>&1
+check "targets: met, with the ratio" grep -q "tmpfs: gpuos-ram 25 GB/s against pread-T8 10 GB/s: \*\*2.50x\*\*, met" "$tmp/p2.md"
+check "targets: missed, by how much" grep -q "page cache: gpuos-uring 3 GB/s against pread-T8 4 GB/s: \*\*0.75x\*\*, missed by 25 %" "$tmp/p2.md"
+check "the checksums agree, said on the page" grep -q "Every path's VRAM copy of the whole file is the same: \`0a\`" "$tmp/p2.md"
+
 echo "bench pipeline: $pass passed, $fail failed"
 [ $fail -eq 0 ]

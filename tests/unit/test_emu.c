@@ -2530,6 +2530,7 @@ Test(emu_dma, file_and_uring_through_staging)
 {
 	dma_case(",backend=file", 0, 0);
 	dma_case(",backend=uring,stage=1", 0, 0);
+	dma_case(",backend=uring,direct=0", 0, 0); /* through the page cache */
 }
 
 Test(emu_dma, null_backend_zeros)
