@@ -12,8 +12,9 @@
 # O_DIRECT (default BUILD_DIR). BENCH_RAND_MIB sizes the random-read file
 # (default 1024 with a GPU, 256 without); BENCH_LAYERS and BENCH_LAYER_MIB
 # the model (80 x 104 MiB). BENCH_ONLY="1 3" runs those sections only
-# (1, 2, 3, 4, x for the cross-process rows), keeping the other sections'
-# CSVs, so that a machine that allows 10 minutes a command runs it in parts.
+# (1, 2, 3, 4, x for the cross-process rows, f for the fragmented file),
+# keeping the other sections' CSVs, so that a machine that allows 10 minutes
+# a command runs it in parts.
 set -u
 build=${1:?usage: bench/all.sh BUILD_DIR [DATA_DIR]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +30,7 @@ done
 add() { python3 "$here/results.py" add "$@"; }
 skip() { echo "bench: skipped: $*"; skipped+=("$*"); echo "$*" >> "$res/skipped.txt"; }
 skipped=()
-only=${BENCH_ONLY:-1 2 3 4 x}
+only=${BENCH_ONLY:-1 2 3 4 x f}
 want() { [[ " $only " == *" $1 "* ]]; }
 export GPUOS_QUIET_HOST=1
 
@@ -53,6 +54,7 @@ for sec in $only; do
 	3) rm -f "$res/layers.csv" "$res/layers-timeline.tsv"; sed -i '/^layers\t/d' "$res/checksums.txt" 2> /dev/null ;;
 	4) rm -f "$res/runtime.csv" ;;
 	x) rm -f "$res/xproc.csv" ;;
+	f) rm -f "$res/fragmented.csv" ;;
 	esac
 	sed -i "/^$sec\. /d" "$res/skipped.txt" 2> /dev/null
 	[ "$sec" = x ] && sed -i '/^GPU clients in other processes/d' "$res/skipped.txt" 2> /dev/null
@@ -64,7 +66,7 @@ file=$data/gpuos-bench-rand-$$.img
 disk=$diskdir/gpuos-bench-rand-$$.img
 mdir=$data/gpuos-bench-model-$$
 ddir=$diskdir/gpuos-bench-model-$$
-trap 'rm -rf "$file" "$disk" "$mdir" "$ddir" "$res"/one.* $udev_made' EXIT
+trap 'rm -rf "$file" "$disk" "$mdir" "$ddir" "$data/gpuos-bench-frag-$$" "$res"/one.* $udev_made' EXIT
 # rand4k SOURCE FILE SCALE DIRECT: liburing at QD 1..256 against gpuos with as
 # many client threads (GPU threads, or CPU threads in host mode), the file
 # behind the emulated controller (its uring backend uses O_DIRECT wherever
@@ -345,6 +347,40 @@ layer_rows() {
 	}
 }
 
+# ---- a file of 50,000 extents -------------------------------------------------------------
+# The same 3.5 GB of random bytes twice in one ext4 image: once as written
+# (a few extents), once with every 17th block punched out (debugfs): 50,000
+# extents of 64 KiB with holes between, the tree three deep. Both read
+# whole by apps/file_load through the ram backend; the rate of the
+# fragmented one is a ratio to the other's.
+frag_rows() {
+	local w=$data/gpuos-bench-frag-$$ blocks=$((50000 * 17)) n f vm cmd
+	mkdir -p "$w/src" || return 1
+	for n in 0 1 2 3 4 5 6 7; do
+		dd if=/dev/urandom of="$w/src/contig" bs=4096 count=$((blocks / 8)) seek=$((n * blocks / 8)) conv=notrunc \
+			status=none &
+	done
+	wait
+	cp "$w/src/contig" "$w/src/frag" &&
+		mke2fs -q -F -t ext4 -b 4096 -O ^metadata_csum,^has_journal -d "$w/src" "$w/img" \
+			$((blocks * 8 / 1024 + 256))M || return 1
+	rm -rf "$w/src"
+	seq 16 17 $((blocks - 1)) | awk '{ print "punch /frag", $1, $1 }' | debugfs -w -f - "$w/img" > /dev/null 2>&1
+	vm=$((blocks * 4 / 1024 + 64))
+	for f in contig frag; do
+		cmd="gpuos run file_load.cubin --device emu:IMG --vram-mib $vm $FRAG_GEOM -- /$f"
+		gpuos_run "$res/one.out" "$build/apps/file_load.cubin" --device "emu:$w/img" --vram-mib $vm $FRAG_GEOM -- /$f ||
+			{ skip "f. $f: $(grep -v '^gpuos:' "$res/one.out" | tail -2 | tr '\n' ' ')"; continue; }
+		python3 "$here/results.py" runjson "" < "$res/one.out" > "$res/one.json" || return 1
+		add "$res/fragmented.csv" fragmented "$f" \
+			"$([ $f = frag ] && echo "50,000 extents of 64 KiB, holes between" || echo "as written: a few extents")" \
+			"memory (ram backend)" "$([ $f = frag ] && echo contig || echo -)" "$cmd" gb_per_s=gb_per_s:GB/s \
+			< "$res/one.json" || return 1
+	done
+	rm -rf "$w"
+}
+FRAG_GEOM=${BENCH_FRAG_GEOM:---grid 16 --block 32 --warps 4 --queues 16}
+
 # apps/file_load's geometry (16 warps of clients, 32 MiB pieces) and the
 # runtime's, per backend: measured on the H100 (docs/benchmarks-log.md).
 RAM_GEOM=${BENCH_RAM_GEOM:---grid 16 --block 32 --warps 1}
@@ -377,14 +413,16 @@ if [ $gpu -eq 1 ] && want 1 && [ -f "$cuda/include/cufile.h" ]; then
 		echo "bench: building bench/cufile_load.c failed: $(tail -c 300 "$res/one.err")"
 fi
 if [ $gpu -eq 0 ]; then
-	skip "1. the same file into VRAM through every path (needs a GPU: the destination is VRAM)"
-	skip "3. layer streaming with a compute kernel per layer (needs a GPU)"
+	want 1 && skip "1. the same file into VRAM through every path (needs a GPU: the destination is VRAM)"
+	want 3 && skip "3. layer streaming with a compute kernel per layer (needs a GPU)"
+	want f && skip "f. a file of 50,000 extents against the same bytes unfragmented (needs a GPU)"
 else
 	want 1 && { [ -x "$build/bench/cufile-load" ] || skip "1. (d) cuFile: no cufile.h and libcufile here to build bench/cufile_load.c"; }
 	# Layers first: after section 1's cold-disk rows (caches dropped, 18 GB
 	# written and deleted) the mmap path ran at a quarter of its speed.
 	want 3 && { layer_rows || exit 1; }
 	want 1 && { file_rows || exit 1; }
+	want f && { frag_rows || exit 1; }
 fi
 if [ -s "$res/checksums.txt" ] && ! python3 "$here/results.py" checksums "$res/checksums.txt"; then
 	echo "bench: the paths' VRAM checksums differ (bench/results/checksums.txt)" >&2

@@ -242,6 +242,10 @@ static int desc_meta(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, si
 	d->meta_bounce_iova = s->meta_bounce.iova;
 	d->meta_prp = s->meta_prp.rt;
 	d->meta_prp_iova = s->meta_prp.iova;
+	if (s->opts.map_extents)
+		d->map_extents = s->opts.map_extents;
+	else if (s->opts.files_mib)
+		d->map_extents = (uint32_t)(((uint64_t)s->opts.files_mib << 20) / GPUOS_RT_EXTENT_BYTES);
 	d->files_bytes = gpuos_rt_files_bytes(d);
 	snprintf(what, sizeof(what), "%llu bytes for files and models", (unsigned long long)d->files_bytes);
 	r = gpuos_sys_alloc_rt(s, d->files_bytes, GPUOS_MEM_VRAM, &s->files, what, err, errlen);

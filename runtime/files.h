@@ -30,7 +30,10 @@
 GPUOS_EXTERN_C_BEGIN
 
 #define GPUOS_RT_HANDLES        GPUOS_MAX_HANDLES
-#define GPUOS_RT_HANDLE_EXTENTS 4096u   /* extents of one open file */
+/* The open files' extent maps share one pool of desc->map_extents (this
+ * many unless boot says otherwise: 6 MiB, --files-mib): a file may have any
+ * number of extents the pool holds beside the other open maps. */
+#define GPUOS_RT_MAP_EXTENTS    262144u
 #define GPUOS_RT_MODELS         4u      /* parsed GGUF tables at once */
 #define GPUOS_RT_MODEL_TENSORS  16384u
 #define GPUOS_RT_MODEL_KV       4096u
@@ -52,13 +55,13 @@ struct rt_handle {
 	uint32_t gen;          /* bumped at every open: a closed handle's number stays invalid */
 	uint32_t kind;         /* H_* */
 	uint32_t map;          /* H_MAP_* */
-	uint32_t next;         /* extents in the handle's ext[] */
+	uint32_t next;         /* extents in its map: pool[ext_first, ext_first + next) */
 	uint64_t size;         /* bytes */
 	uint64_t base;         /* device byte offset: of file system block 0, or of a raw GGUF */
 	uint32_t block_bits;   /* log2 of the file system block size */
 	int32_t model;         /* models[] index, or -1 */
 	uint32_t share;        /* the client share that opened it (1-based), 0: none (abi.h) */
-	uint32_t rsvd;
+	uint32_t ext_first;    /* where its map starts in the pool (files_internal.h, handle_ext) */
 	struct gpuos_ext4_inode inode; /* kept for STAT, READDIR and META reads */
 };
 

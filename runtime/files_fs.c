@@ -8,6 +8,7 @@
 #include "files_internal.h"
 
 #define READDIR_MAX 4096u       /* entries per READDIR call: bounded work per request */
+static_assert(sizeof(struct gpuos_ext4_extent) == GPUOS_RT_EXTENT_BYTES, "extent size (rt.h)");
 
 /* ---- handles ---------------------------------------------------------------------- */
 
@@ -41,7 +42,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, co
 		*zero = 0;
 		return 0;
 	}
-	ext = handle_ext(d, (uint32_t)(hd - files_of(d)->h));
+	ext = handle_ext(d, hd);
 	if (!(i < n && ext[i].lblk <= lb && lb - ext[i].lblk < ext[i].len)) {
 		/* The last extent starting at or before lb (extents are sorted: checked at open). */
 		lo = 0;
@@ -464,15 +465,43 @@ GPUOS_HD int files_alloc_handle(struct rt_files *F, const struct mreq *q)
 	return (int)slot;
 }
 
+/* The longest run of the extent pool that no open map but slot self's
+ * holds: its first extent in *first, its length returned. Maps are few
+ * (GPUOS_RT_HANDLES): walk them in pool order, gap by gap. */
+GPUOS_HD static uint32_t pool_gap(const struct rt_files *F, uint32_t self, uint32_t *first)
+{
+	uint32_t total = map_extents(F->d), best = 0, at = 0, i;
+	*first = 0;
+	for (;;) {
+		uint32_t start = total, end = total; /* the next map at or after `at` */
+		for (i = 0; i < GPUOS_RT_HANDLES; i++) {
+			const struct rt_handle *h = &F->h[i];
+			if (i == self || h->kind == H_FREE || h->map != H_MAP_EXTENTS || h->next == 0)
+				continue;
+			if (h->ext_first >= at && h->ext_first < start) {
+				start = h->ext_first;
+				end = h->ext_first + h->next;
+			}
+		}
+		if (start - at > best) {
+			best = start - at;
+			*first = at;
+		}
+		if (start == total)
+			return best;
+		at = end;
+	}
+}
+
 /* Fill handle slot i for inode F->ino: kind, size, map and extents. Returns 0
  * or a negative errno with *why. */
 GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, const char **why)
 {
 	struct rt_handle *hd = &F->h[i];
 	const struct gpuos_ext4_inode *in = &F->ino;
-	struct gpuos_ext4_extent *ext = handle_ext(F->d, i);
+	struct gpuos_ext4_extent *ext;
 	uint64_t next = 0, blocks = F->fs.blocks_count;
-	uint32_t n = 0, got = 0;
+	uint32_t n = 0, got = 0, cap, first;
 	int r;
 
 	hd->inode = *in;
@@ -488,12 +517,29 @@ GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, c
 		return 0;
 	}
 	hd->map = H_MAP_EXTENTS;
+	/* The map goes into the longest free run of the pool; it is this
+	 * handle's once next is set (other open maps stay where they are:
+	 * service warps may be reading them). */
+	cap = pool_gap(F, i, &first);
+	hd->ext_first = first;
+	ext = pool_ext(F->d, first);
 	while (next != GPUOS_EXT4_EXTENTS_END) {
-		if (n == GPUOS_RT_HANDLE_EXTENTS) {
-			*why = "file has more extents than an open handle holds (4096)";
-			return -ENOSPC;
+		struct gpuos_ext4_extent probe;
+		if (n == cap) {
+			/* The run is full: is there more of the map, or was it an exact fit? */
+			r = gpuos_ext4_extents(&F->fs, in, next, &probe, 1, &got, &next);
+			if (r) {
+				*why = F->fs.why;
+				return r;
+			}
+			if (got) {
+				*why = "the open files' extent maps fill the runtime's pool: close files, or boot with a "
+				       "larger --files-mib";
+				return -ENOSPC;
+			}
+			continue;
 		}
-		r = gpuos_ext4_extents(&F->fs, in, next, ext + n, GPUOS_RT_HANDLE_EXTENTS - n, &got, &next);
+		r = gpuos_ext4_extents(&F->fs, in, next, ext + n, cap - n, &got, &next);
 		if (r) {
 			*why = F->fs.why;
 			return r;

@@ -84,10 +84,6 @@ struct rt_files {
 /* ---- layout of the region ------------------------------------------------------ */
 
 GPUOS_INLINE GPUOS_HD uint64_t off_cache(void) { return gpuos_align_line(sizeof(struct rt_files)); }
-GPUOS_INLINE GPUOS_HD uint64_t off_ext(void)
-{
-	return off_cache() + (uint64_t)GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS * GPUOS_RT_CACHE_PAGE;
-}
 GPUOS_INLINE GPUOS_HD uint64_t model_bytes(void)
 {
 	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_gguf_tensor)) +
@@ -97,10 +93,14 @@ GPUOS_INLINE GPUOS_HD uint64_t model_bytes(void)
 }
 GPUOS_INLINE GPUOS_HD uint64_t off_models(void)
 {
-	return off_ext() + gpuos_align_line((uint64_t)GPUOS_RT_HANDLES * GPUOS_RT_HANDLE_EXTENTS *
-					    sizeof(struct gpuos_ext4_extent));
+	return off_cache() + (uint64_t)GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS * GPUOS_RT_CACHE_PAGE;
 }
 GPUOS_INLINE GPUOS_HD uint64_t off_ring(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
+/* The extent pool, last: its size is the boot's (desc->map_extents). */
+GPUOS_INLINE GPUOS_HD uint32_t map_extents(const struct gpuos_rt_desc *d)
+{
+	return d->map_extents ? d->map_extents : GPUOS_RT_MAP_EXTENTS;
+}
 
 GPUOS_INLINE GPUOS_HD struct rt_files *files_of(const struct gpuos_rt_desc *d)
 {
@@ -109,10 +109,6 @@ GPUOS_INLINE GPUOS_HD struct rt_files *files_of(const struct gpuos_rt_desc *d)
 GPUOS_INLINE GPUOS_HD uint8_t *cache_page(const struct gpuos_rt_desc *d, uint32_t i)
 {
 	return (uint8_t *)(uintptr_t)(d->files + off_cache()) + (uint64_t)i * GPUOS_RT_CACHE_PAGE;
-}
-GPUOS_INLINE GPUOS_HD struct gpuos_ext4_extent *handle_ext(const struct gpuos_rt_desc *d, uint32_t slot)
-{
-	return (struct gpuos_ext4_extent *)(uintptr_t)(d->files + off_ext()) + (uint64_t)slot * GPUOS_RT_HANDLE_EXTENTS;
 }
 GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
 {
@@ -123,6 +119,20 @@ GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
 GPUOS_INLINE GPUOS_HD uint32_t meta_ring_len(const struct gpuos_rt_desc *d)
 {
 	return d->mbox_nslots + d->nclients * d->cmbox_nslots;
+}
+GPUOS_INLINE GPUOS_HD uint64_t off_pool(const struct gpuos_rt_desc *d)
+{
+	return off_ring() + gpuos_align_line((uint64_t)meta_ring_len(d) * sizeof(uint32_t));
+}
+/* Extent k of the pool: handle hd's map is [hd->ext_first, + hd->next). */
+GPUOS_INLINE GPUOS_HD struct gpuos_ext4_extent *pool_ext(const struct gpuos_rt_desc *d, uint32_t k)
+{
+	return (struct gpuos_ext4_extent *)(uintptr_t)(d->files + off_pool(d)) + k;
+}
+GPUOS_INLINE GPUOS_HD const struct gpuos_ext4_extent *handle_ext(const struct gpuos_rt_desc *d,
+								  const struct rt_handle *hd)
+{
+	return pool_ext(d, hd->ext_first);
 }
 /* An entry: ms (24 bits) and the lap of its position (8 bits). The entry
  * at a position's index is either this lap's or the one before, so 8 bits

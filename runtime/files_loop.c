@@ -12,7 +12,7 @@ GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
 {
 	if (!d->meta)
 		return 0;
-	return off_ring() + gpuos_align_line((uint64_t)meta_ring_len(d) * sizeof(uint32_t));
+	return off_pool(d) + gpuos_align_line((uint64_t)map_extents(d) * sizeof(struct gpuos_ext4_extent));
 }
 
 /* ---- the service warps' side ------------------------------------------------------ */

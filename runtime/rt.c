@@ -57,7 +57,8 @@ struct rt_req {             /* a mailbox request being served */
 	uint32_t outstanding;   /* commands in flight */
 	uint16_t nvme_status;
 	uint16_t zc;            /* 1: dst is in a region the controller can reach (GPUOS_RT_REGION_DMA) */
-	uint32_t h;             /* handle slot (1-based) whose map gives device offsets, 0: raw device */
+	uint32_t h;             /* handle (gen << 8 | slot + 1) whose map gives device offsets, 0: raw
+	                         * device; checked at every chunk, so a close shows as CORRUPT */
 	uint32_t hint;          /* extent index of the last chunk (files_map) */
 	uint32_t vram;          /* 1: dst is in VRAM (a GPU client sees it at device scope) */
 	uint64_t off, end;      /* requested byte range: of the namespace, or of the handle's file */
@@ -131,6 +132,14 @@ struct rt_warp {
 	struct rt_intake cin[GPUOS_RT_MAX_CLIENTS]; /* client m's at [m - 1] */
 	uint32_t cepoch[GPUOS_RT_MAX_CLIENTS]; /* the epoch (struct gpuos_rt_doors) cin[] counts in */
 	uint8_t held[GPUOS_RT_MAX_CLIENTS + 1]; /* request table entries of each client (0: the service's) */
+	/* Holes and unwritten extents planned this round (lane 0), zero-filled
+	 * by the whole warp after it (zero_round), then the requests that end
+	 * with them finished. */
+	uint32_t nzero;
+	uint32_t nzdone;
+	uint64_t zdst[GPUOS_WARP_MAX];
+	uint32_t zlen[GPUOS_WARP_MAX];
+	uint32_t zdone[GPUOS_RT_MAX_REQS_PER_WARP]; /* a request ends at most once a round */
 };
 
 struct rt_state {
@@ -586,7 +595,7 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 		gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
 		return 0;
 	}
-	if (enter_req(d, W, ms, gpuos_rt_handle_index(q->handle), foff, len, dst, rg))
+	if (enter_req(d, W, ms, q->handle, foff, len, dst, rg))
 		return 1;
 	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 	return 0;
@@ -834,19 +843,35 @@ GPUOS_INLINE GPUOS_HD int intake(const struct gpuos_rt_desc *d, uint32_t w, stru
 
 /* ---- submission ------------------------------------------------------------------ */
 
-/* Lane 0: write n zero bytes (a hole or an unwritten extent of a file); a
- * call, out of the planning loop's code. */
-GPUOS_NOINLINE GPUOS_HD static void zero_fill(uint64_t dst, uint64_t n)
+/* All lanes, after plan: the zeros it listed (holes and unwritten extents
+ * of files), then the requests that ended with them. Lane 0 alone took 14 us
+ * a 4 KiB hole on the H100: a file with a hole every 64 KiB streamed at a
+ * tenth of the rate of the same file without (docs/benchmarks-log.md). */
+GPUOS_NOINLINE GPUOS_HD static void zero_round(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+					       uint32_t lane, uint32_t width)
 {
-	gpuos_buf_zero((void *)(uintptr_t)dst, n);
+	uint32_t k, nz = W->nzero;
+	for (k = 0; k < nz; k++)
+		gpuos_buf_zero_lanes((void *)(uintptr_t)W->zdst[k], W->zlen[k], lane, width);
+	/* The lanes' zeros happen before lane 0's DONE stores (finish_req's
+	 * release) through this sync: the grid-barrier pattern, as for SQEs. */
+	gpuos_warp_sync();
+	if (lane == 0) {
+		for (k = 0; k < W->nzdone; k++)
+			finish_req(d, w, W, W->zdone[k]);
+		W->nzero = 0;
+		W->nzdone = 0;
+	}
+	/* Lane 0's reset of the lists before any lane reads them again. */
+	gpuos_warp_sync();
 }
 
 /* Lane 0: plan up to `max` commands into cmds[] (slot indices). Returns
  * the count. The SQEs are written by all lanes afterwards. A command covers
  * whole LBAs of one contiguous device range: of the raw device, or of one
  * extent of a file (the handle's map), and of one chunk of an array
- * (gpuos_rt_stripe_map). Holes and unwritten extents are zero-filled here,
- * at most xfer_bytes per step.
+ * (gpuos_rt_stripe_map). Holes and unwritten extents are listed for
+ * zero_round, at most xfer_bytes per step and GPUOS_WARP_MAX steps a round.
  * Each command goes on queue base + m of the warp, m the controller that
  * holds its LBAs (queue k of a warp belongs to controller k % nctrl,
  * gpuos_rt_desc_check). With one controller that is queue base, and the
@@ -886,9 +911,10 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 	}
 	while (n < max && steps < max && W->nfree > 0 && W->pending_mask) {
 		struct rt_req *r;
+		const struct rt_handle *hd;
 		uint64_t dev, run, span0, chunk, later;
 		uint32_t s, ri;
-		int zero = 0;
+		int zero = 0, zeroed;
 		struct rt_slot *sl;
 
 		/* The next pending request at or after rr_req, round robin. */
@@ -898,17 +924,27 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 		if (r->h == 0) {
 			dev = r->next;
 			run = r->end - r->next;
-		} else if (gpuos_rt_files_map(d, gpuos_rt_handle_at(d, r->h), r->next, &dev, &run, &zero, &r->hint)) {
-			r->status = GPUOS_ST_CORRUPT; /* the map changed under us: the handle was closed */
+		} else if (!(hd = gpuos_rt_handle(d, r->h, (1u << H_FILE) | (1u << H_MODEL))) ||
+			   gpuos_rt_files_map(d, hd, r->next, &dev, &run, &zero, &r->hint)) {
+			/* The handle was closed under us: its map may hold another
+			 * file's extents now (the pool is shared), so stop here. */
+			r->status = GPUOS_ST_CORRUPT;
 			W->pending_mask &= ~(1ull << ri);
-			if (r->outstanding == 0)
+			/* after zeros listed for it this round, if any may be */
+			if (r->outstanding == 0 && W->nzero)
+				W->zdone[W->nzdone++] = ri;
+			else if (r->outstanding == 0)
 				finish_req(d, w, W, ri);
 			continue;
 		}
 		run = GPUOS_MIN(run, r->end - r->next);
+		zeroed = zero;
 		if (zero) {
+			if (W->nzero == GPUOS_WARP_MAX)
+				break; /* this round's list is full: the rest next round */
 			chunk = GPUOS_MIN(run, (uint64_t)d->xfer_bytes);
-			zero_fill(r->dst + (r->next - r->off), chunk);
+			W->zdst[W->nzero] = r->dst + (r->next - r->off);
+			W->zlen[W->nzero++] = (uint32_t)chunk;
 			r->next += chunk;
 			r->done += chunk;
 			steps++;
@@ -969,8 +1005,11 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 		if (r->next >= r->end) {
 			W->pending_mask &= ~(1ull << ri);
 			W->rr_req = (ri + 1u) % GPUOS_RT_MAX_REQS_PER_WARP;
-			if (r->outstanding == 0)
-				finish_req(d, w, W, ri); /* it was all zeros */
+			/* It was all zeros: finished once they are written. */
+			if (r->outstanding == 0 && zeroed)
+				W->zdone[W->nzdone++] = ri;
+			else if (r->outstanding == 0)
+				finish_req(d, w, W, ri);
 		}
 	}
 	return n;
@@ -1031,9 +1070,12 @@ GPUOS_INLINE GPUOS_HD int submit_rounds(const struct gpuos_rt_desc *d, uint32_t 
 					W->slot[cmds[i]].t_submit = now;
 			}
 		}
-		/* The slots lane 0 just planned (and cmds[], rung[]) are read by every lane below. */
+		/* The slots lane 0 just planned (and cmds[], rung[], the zeros'
+		 * lists) are read by every lane below. */
 		gpuos_warp_sync();
 		n = gpuos_warp_bcast32(n, 0);
+		if (W->nzero)
+			zero_round(d, w, W, lane, width);
 		if (n == 0) {
 			gpuos_warp_sync();
 			if (W->nfree == 0)

@@ -98,6 +98,26 @@ GPUOS_INLINE GPUOS_HD void gpuos_buf_zero(void *dst, uint64_t n)
 		p[i] = 0;
 }
 
+/* The same by the `width` lanes of a warp, this one being `lane`: lane 0
+ * the unaligned head and tail, every lane every width-th word between. */
+GPUOS_INLINE GPUOS_HD void gpuos_buf_zero_lanes(void *dst, uint64_t n, uint32_t lane, uint32_t width)
+{
+	uint8_t *p = (uint8_t *)dst;
+	uint64_t head = (8u - ((uintptr_t)p & 7u)) & 7u, words, i;
+
+	if (head > n)
+		head = n;
+	words = (n - head) / 8u;
+	if (lane == 0) {
+		for (i = 0; i < head; i++)
+			p[i] = 0;
+		for (i = head + words * 8u; i < n; i++)
+			p[i] = 0;
+	}
+	for (i = lane; i < words; i += width)
+		*(uint64_t *)(p + head + i * 8u) = 0;
+}
+
 /* ---- C strings ------------------------------------------------------------- */
 
 GPUOS_INLINE GPUOS_HD size_t gpuos_str_len(const char *s)

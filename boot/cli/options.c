@@ -16,7 +16,7 @@ enum {
 	OPT_OUTPUT = 'o',
 	OPT_HOST = 256, OPT_REQUIRE_GPU, OPT_NO_FILES, OPT_NO_ZERO_COPY, OPT_ALLOW_RAW, OPT_FORCE, OPT_JSON,
 	OPT_SOCKET, OPT_PART, OPT_OFFSET, OPT_LENGTH, OPT_WARPS, OPT_QUEUES, OPT_DEPTH, OPT_SLOTS, OPT_XFER_KIB,
-	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
+	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_FILES_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
 	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT, OPT_NO_PERMS,
 	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB,
@@ -68,6 +68,7 @@ static const struct cli_option {
 	{ "timeout-ms", OPT_TIMEOUT_MS, V_COUNT, 0, 1u << 30, "MS", "per command (default: the controller's CAP.TO)" },
 	{ "mbox-slots", OPT_MBOX_SLOTS, V_COUNT, 0, 1u << 30, "N", "mailbox slots (default 1024)" },
 	{ "heap-mib", OPT_HEAP_MIB, V_COUNT, 0, 1u << 20, "N", "client memory shared with the host, MiB (default 64)" },
+	{ "files-mib", OPT_FILES_MIB, V_COUNT, 1, 4096, "N", "device memory for open files' extent maps, MiB (default 6: 262144 extents)" },
 	{ "vram-mib", OPT_VRAM_MIB, V_COUNT, 0, 1u << 20, "N", "client memory in VRAM for GPU clients, MiB" },
 	{ "mbox-vram", OPT_MBOX_VRAM, V_NONE, 0, 0, NULL, "the mailbox in VRAM (GPU clients only)" },
 	{ "force", OPT_FORCE, V_NONE, 0, 0, NULL, "pci: skip the safety refusals (a mounted or bound device)" },
@@ -86,7 +87,7 @@ static const struct cli_option {
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 /* The runtime's options, for every command that boots one. */
-#define RT_OPTS "host require-gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib force"
+#define RT_OPTS "host require-gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib files-mib force"
 
 const struct cli_command cli_commands[] = {
 	{ "identify", cmd_identify, "--device DEV", "bring up a controller, print what it is",
@@ -314,6 +315,7 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_MBOX_SLOTS: c->boot.mbox_slots = (uint32_t)v; break;
 	case OPT_HEAP_MIB: c->boot.heap_bytes = v << 20; break;
 	case OPT_VRAM_MIB: c->boot.dev_heap_bytes = v << 20; break;
+	case OPT_FILES_MIB: c->boot.files_mib = (uint32_t)v; break;
 	case OPT_MBOX_VRAM: c->boot.mbox_vram = 1; break;
 	case OPT_GPU_CLIENTS: c->boot.gpu_clients = (uint32_t)v; break;
 	case OPT_GPU_CLIENT_MIB: c->boot.gpu_area_bytes = v << 20; break;

@@ -62,6 +62,9 @@ struct gpuos_boot_opts {
 	                           * host memory that stands in for it */
 	uint64_t gpu_area_bytes;  /* each one's area (0: GPUOS_GPU_AREA_DEFAULT), rounded up to
 	                           * GPUOS_GPU_AREA_ALIGN */
+	uint32_t files_mib;       /* device memory for the open files' extent maps, MiB (0: 6, 262144
+	                           * extents): a file opens when its map fits beside the others' */
+	uint32_t map_extents;     /* tests: the same pool counted in extents, over files_mib */
 };
 #define GPUOS_GPU_AREA_DEFAULT (64ull << 20)
 #define GPUOS_GPU_AREA_ALIGN   (2ull << 20) /* the H100's VRAM allocation granularity */

@@ -105,6 +105,8 @@ struct gpuos_rt_region {
 };
 static_assert(sizeof(struct gpuos_rt_region) == 32, "rt region size");
 
+#define GPUOS_RT_EXTENT_BYTES 24u /* one extent of a map (runtime/ext4.h, struct gpuos_ext4_extent) */
+
 struct gpuos_rt_desc {
 	uint32_t magic;        /* GPUOS_RT_MAGIC */
 	uint32_t version;      /* GPUOS_ABI_VERSION */
@@ -182,7 +184,9 @@ struct gpuos_rt_desc {
 	 * gpu_area_base + i * gpu_area_len, laid out as the others, their
 	 * mailboxes with GPUOS_MBOX_F_DEVICE. */
 	uint32_t ngpu_clients;
-	uint32_t rsvd_gc;
+	uint32_t map_extents;  /* extents the open files' maps share (runtime/files.h, a pool at
+	                        * the end of the files region), 0: GPUOS_RT_MAP_EXTENTS; each
+	                        * GPUOS_RT_EXTENT_BYTES */
 	uint64_t gpu_area_base;
 	uint64_t gpu_area_len;
 };

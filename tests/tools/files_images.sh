@@ -10,6 +10,9 @@
 # DIR/gpt.img        GPT; partition 1 (a small FAT-less filler) at 2048, partition 2
 #                    (ext4 of DIR/src, 1 KiB blocks) at LBA 6161 (not MiB-aligned)
 # DIR/raw.img        DIR/src/models/m.gguf written raw at byte 1048699
+# DIR/frag.img       ext4 (1 KiB blocks) of frag_a, frag_b, frag_c: 6000 blocks each, every
+#                    other block punched out (debugfs): 3000 one-block extents a file;
+#                    DIR/frag/NAME.want what each reads as (the holes zero)
 # DIR/ok             written last: everything above is complete
 set -eu
 dir=$1
@@ -47,4 +50,22 @@ dd if="$dir/part.img" of="$dir/gpt.img" bs=512 seek=6161 conv=notrunc status=non
 rm -f "$dir/part.img"
 truncate -s 4M "$dir/raw.img"
 dd if="$src/models/m.gguf" of="$dir/raw.img" bs=1 seek=1048699 conv=notrunc status=none
+# Fragmented files: a pattern that compresses (the GPU machine gets the
+# images in a tarball) and still differs at every block and file.
+mkdir -p "$dir/fsrc" "$dir/frag"
+python3 - "$dir/fsrc" "$dir/frag" <<'PY'
+import os, struct, sys
+for k, name in enumerate(("frag_a", "frag_b", "frag_c")):
+    data = bytearray()
+    for blk in range(6000):
+        data += struct.pack("<IIQ", k + 1, blk, 0x9e3779b97f4a7c15 * (blk + 1) % (1 << 64)) * 64
+    open(os.path.join(sys.argv[1], name), "wb").write(data)
+    for blk in range(0, 6000, 2):
+        data[blk * 1024:(blk + 1) * 1024] = bytes(1024)
+    open(os.path.join(sys.argv[2], name + ".want"), "wb").write(data)
+PY
+mke2fs -q -F -t ext4 -b 1024 -d "$dir/fsrc" "$dir/frag.img" 24M
+for f in frag_a frag_b frag_c; do seq 0 2 5999 | awk -v f=$f '{ print "punch /" f, $1, $1 }'; done |
+	debugfs -w -f - "$dir/frag.img" > /dev/null 2>&1
+rm -rf "$dir/fsrc"
 touch "$dir/ok"

@@ -512,3 +512,62 @@ Test(files, concurrent_readers_and_park_resume)
 	shut(&b);
 	free(want);
 }
+
+/* The whole file at path equals frag/NAME.want, read in one READ. */
+static void check_frag(struct booted *b, uint32_t h, const char *name)
+{
+	char rel[64];
+	size_t len;
+	unsigned char *want;
+	uint64_t got;
+	uint32_t st;
+	snprintf(rel, sizeof(rel), "../frag/%s.want", name);
+	want = slurp(rel, &len);
+	memset(b->heap + DATA, 0xa5, len);
+	st = gpuos_read(b->mb, h, 0, len, RT(b, DATA), &got);
+	cr_assert_eq(st, GPUOS_ST_OK, "read %s: %s", name, gpuos_status_name(st));
+	cr_assert_eq(got, len);
+	cr_assert(memcmp(b->heap + DATA, want, len) == 0, "%s differs from its source", name);
+	free(want);
+}
+
+/* Open files' extent maps share one pool (runtime/files.h): a map goes into
+ * the longest free run, a map that fits nowhere is refused with a reason,
+ * and the maps already open never move. 3000 extents a file (frag.img,
+ * tests/tools/files_images.sh), 7000 in the pool. */
+Test(files, extent_maps_share_one_pool)
+{
+	struct booted b;
+	struct gpuos_boot_opts o;
+	char dev[1024];
+	uint32_t ha, hb, hc, st;
+
+	gpuos_boot_opts_default(&o);
+	snprintf(dev, sizeof(dev), "emu:%s/frag.img", dir);
+	o.device = dev;
+	o.heap_bytes = 48u << 20;
+	o.timeout_ms = timeout_ms;
+	o.map_extents = 7000;
+	booted_start(&b, &o);
+	cr_assert_eq(open_path(&b, "/frag_a", &ha, NULL), GPUOS_ST_OK, "%s", b.heap + WHY); /* [0, 3000) */
+	cr_assert_eq(open_path(&b, "/frag_b", &hb, NULL), GPUOS_ST_OK, "%s", b.heap + WHY); /* [3000, 6000) */
+	st = open_path(&b, "/frag_c", &hc, NULL);
+	cr_assert_eq(st, GPUOS_ST_NOSPC, "a third map in 1000 free extents: %s", gpuos_status_name(st));
+	cr_assert(strstr(b.heap + WHY, "--files-mib") != NULL, "the reason: %s", b.heap + WHY);
+	check_frag(&b, ha, "frag_a");
+	check_frag(&b, hb, "frag_b");
+	cr_assert_eq(gpuos_close(b.mb, ha), GPUOS_ST_OK);
+	cr_assert_eq(open_path(&b, "/frag_c", &hc, NULL), GPUOS_ST_OK, "%s", b.heap + WHY); /* a's run */
+	check_frag(&b, hb, "frag_b"); /* b's map stayed where it was */
+	check_frag(&b, hc, "frag_c");
+	st = open_path(&b, "/frag_a", &ha, NULL);
+	cr_assert_eq(st, GPUOS_ST_NOSPC, "runs of 1000 left: %s", gpuos_status_name(st));
+	cr_assert_eq(gpuos_close(b.mb, hb), GPUOS_ST_OK);
+	cr_assert_eq(open_path(&b, "/frag_a", &ha, NULL), GPUOS_ST_OK, "%s", b.heap + WHY); /* [3000, 7000) */
+	check_frag(&b, ha, "frag_a");
+	check_frag(&b, hc, "frag_c");
+	cr_assert_eq(gpuos_read(b.mb, hb, 0, 4096, RT(&b, DATA), NULL), GPUOS_ST_BAD_HANDLE, "a closed handle");
+	cr_assert_eq(gpuos_close(b.mb, ha), GPUOS_ST_OK);
+	cr_assert_eq(gpuos_close(b.mb, hc), GPUOS_ST_OK);
+	shut(&b);
+}
