@@ -106,6 +106,46 @@ sys.exit(0 if rc == 0 and size > 200e6 and rss < 64 else 1)
 PY
 rm -f "$tmp/big.gguf"
 
+echo "== --split: gguf-split's layout"
+mkdir -p "$tmp/split"
+python3 $W --case demo --layers 3 --seed 9 --split 4 "$tmp/split/m.gguf" --json "$tmp/split/m.json" > /dev/null
+node_mods=node_modules
+command -v node > /dev/null && [ -f $node_mods/@huggingface/gguf/package.json ] || node_mods=
+check "node and @huggingface/gguf are installed (scripts/deps.sh)" test -n "$node_mods"
+for k in 1 2 3 4; do
+	s=$tmp/split/m-0000$k-of-00004
+	node tests/tools/gguf_ref.mjs --modules "$node_mods" "$s.gguf" > "$s.ref.json" 2> "$tmp/e"
+	check "shard $k of 4: @huggingface/gguf reads what the writer describes" \
+		python3 tests/tools/gguf_compare.py --quiet --max 5 "$s.json" "$s.ref.json"
+	cp "$s.gguf" "$tmp/raw.img" && truncate -s %4096 "$tmp/raw.img"
+	timeout 60 "$gpuos" gguf --json --device "emu:$tmp/raw.img" --host @0 > "$s.g.json" 2> "$tmp/e"
+	check "shard $k of 4: gpuos gguf reads the same" python3 tests/tools/gguf_compare.py --quiet --max 5 "$s.json" "$s.g.json"
+done
+check "the shards: split KVs, every KV in the first, every tensor once, the original's bytes" \
+	python3 - "$tmp/split" <<'PY'
+import json, sys
+d = sys.argv[1]
+orig = json.load(open(d + "/m.json"))
+shards = [json.load(open(d + "/m-%05d-of-00004.ref.json" % k)) for k in range(1, 5)]
+kv = [{e["key"]: e["value"] for e in s["kv"]} for s in shards]
+ok = all(kv[k]["split.no"] == k and kv[k]["split.count"] == 4 and kv[k]["split.tensors.count"] == orig["tensor_count"]
+         for k in range(4))
+ok = ok and all(e["key"] in kv[0] for e in orig["kv"]) and all(len(kv[k]) == 3 for k in range(1, 4))
+names = [t["name"] for s in shards for t in s["tensors"]]
+ok = ok and names == [t["name"] for t in orig["tensors"]]
+src = open(d + "/m.gguf", "rb")
+where = {t["name"]: t for t in orig["tensors"]}
+for k, s in enumerate(shards):
+    with open(d + "/m-%05d-of-00004.gguf" % (k + 1), "rb") as f:
+        for t in s["tensors"]:
+            o = where[t["name"]]
+            f.seek(t["abs_offset"])
+            src.seek(o["abs_offset"])
+            ok = ok and t["byte_size"] == o["byte_size"] and f.read(t["byte_size"]) == src.read(o["byte_size"])
+print("       %d tensors in 4 shards of %s" % (len(names), ", ".join(str(len(s["tensors"])) for s in shards)))
+sys.exit(0 if ok else 1)
+PY
+
 echo "== refused"
 err() { # LABEL PATTERN ARGS...: exit 2 and PATTERN on stderr
 	local label=$1 pat=$2 rc=0
@@ -116,6 +156,8 @@ err() { # LABEL PATTERN ARGS...: exit 2 and PATTERN on stderr
 err "--layer-mib 0" "must be 1..65536" --case demo --layer-mib 0 "$tmp/x.gguf"
 err "--layer-mib on another case" "sizes --case demo only" --case small --layer-mib 4 "$tmp/x.gguf"
 err "--alignment 48" "power of two" --case demo --layer-mib 1 --alignment 48 "$tmp/x.gguf"
+err "--split 0" "cannot fill" --case demo --layers 1 --split 0 "$tmp/x.gguf"
+err "--split past the tensors" "cannot fill" --case demo --layers 1 --split 99 "$tmp/x.gguf"
 
 echo
 echo "writer: $pass passed, $fail failed"

@@ -25,7 +25,7 @@ Usage:
   gguf_writer.py --random OUT.gguf [--json OUT.json] [--seed N] [--version 2|3]
                  [--alignment A]
   gguf_writer.py --case demo OUT.gguf [--json OUT.json] [--seed N] [--layers L]
-                 [--layer-mib M [--alignment A]]
+                 [--layer-mib M [--alignment A]] [--split N]
 
 The "demo" case is a llama-shaped model of L layers (default 8, about 10 MB
 each, nine tensors of seven ggml types) plus token_embd and output: every
@@ -244,6 +244,7 @@ def build(spec, path, seed=0):
         kvs.append(("general.alignment", "uint32", spec.alignment))
     if seed is not None:
         random.Random(seed).shuffle(kvs)
+    spec.written_kvs = kvs      # what write_split copies into the first shard
 
     head = bytearray()
     head += spec.magic + struct.pack("<I", spec.version)
@@ -323,18 +324,7 @@ def build(spec, path, seed=0):
         "kv": [],
         "tensors": [],
     }
-    for key, t, v in kvs:
-        e = {"key": key, "type": t}
-        if t == "array":
-            a = desc_array(v, 0)
-            e["elem_type"] = a["elem_type"]
-            e["count"] = a["count"]
-            e["value"] = a["value"]
-        else:
-            e["value"] = desc_scalar(t, v)
-        if str_truncated(t, v):
-            e["truncated"] = True
-        d["kv"].append(e)
+    d["kv"] = describe_kvs(kvs)
     for tn, o in zip(spec.tensors, offs):
         tid = GGML_ID[tn.type_name]
         d["tensors"].append({
@@ -347,6 +337,81 @@ def build(spec, path, seed=0):
             "byte_size": tensor_bytes(tid, tn.dims),
         })
     return d
+
+
+def describe_kvs(kvs):
+    out = []
+    for key, t, v in kvs:
+        e = {"key": key, "type": t}
+        if t == "array":
+            a = desc_array(v, 0)
+            e["elem_type"] = a["elem_type"]
+            e["count"] = a["count"]
+            e["value"] = a["value"]
+        else:
+            e["value"] = desc_scalar(t, v)
+        if str_truncated(t, v):
+            e["truncated"] = True
+        out.append(e)
+    return out
+
+
+# ---- split models (llama.cpp's gguf-split layout) -------------------------------------------
+def split_name(path, k, n):
+    """Shard k (0-based) of n: PREFIX-0000K-of-0000N.gguf, K counted from 1."""
+    stem = path[:-5] if path.endswith(".gguf") else path
+    return "%s-%05d-of-%05d.gguf" % (stem, k + 1, n)
+
+
+def write_split(spec, path, d, n):
+    """The file build() wrote at path, as n shards beside it in gguf-split's
+    layout: the tensors in order, ceil(count / n) a shard; the first shard
+    holds every KV of the original, every shard the split KVs (split.no
+    uint16 from 0, split.count uint16, split.tensors.count int32 of the
+    whole model). Shards after the first have no general.alignment, so
+    their data is aligned to the default 32. Tensor bytes are copied from
+    the original. Returns the shards' descriptions."""
+    ts = d["tensors"]
+    if not 1 <= n <= len(ts):
+        raise SystemExit("gguf_writer: --split %d: the model has %d tensors" % (n, len(ts)))
+    per = -(-len(ts) // n)
+    if per * (n - 1) >= len(ts):
+        raise SystemExit("gguf_writer: --split %d: %d tensors leave a shard empty" % (n, len(ts)))
+    descs = []
+    with open(path, "rb") as src:
+        for k in range(n):
+            part = ts[k * per:(k + 1) * per]
+            kvs = (list(spec.written_kvs) if k == 0 else []) + [
+                ("split.no", "uint16", k), ("split.count", "uint16", n), ("split.tensors.count", "int32", len(ts))]
+            align = d["alignment"] if k == 0 else 32
+            head = bytearray(spec.magic + struct.pack("<I", spec.version) + struct.pack("<QQ", len(part), len(kvs)))
+            for key, t, v in kvs:
+                head += enc_str(key) + struct.pack("<I", T[t]) + enc_value(t, v)
+            offs, off = [], 0
+            for t in part:
+                offs.append(off)
+                off = align_up(off + t["byte_size"], align)
+            for t, o in zip(part, offs):
+                head += enc_str(t["name"]) + struct.pack("<I", len(t["dims"]))
+                head += b"".join(struct.pack("<Q", x) for x in t["dims"])
+                head += struct.pack("<IQ", t["type_id"], o)
+            data_offset = align_up(len(head), align)
+            with open(split_name(path, k, n), "wb") as f:
+                f.write(head + bytes(data_offset - len(head)))
+                for t, o in zip(part, offs):
+                    f.seek(data_offset + o)
+                    src.seek(t["abs_offset"])
+                    left = t["byte_size"]
+                    while left:
+                        b = src.read(min(left, 4 << 20))
+                        f.write(b)
+                        left -= len(b)
+                f.truncate(data_offset + off)
+            descs.append({"version": spec.version, "tensor_count": len(part), "kv_count": len(kvs),
+                          "alignment": align, "data_offset": data_offset, "kv": describe_kvs(kvs),
+                          "tensors": [dict(t, rel_offset=o, abs_offset=data_offset + o)
+                                      for t, o in zip(part, offs)]})
+    return descs
 
 
 # ---- content ----------------------------------------------------------------------------
@@ -770,6 +835,8 @@ def main():
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--alignment", type=int)
     ap.add_argument("--layers", type=int, help="layers of --case demo (default 8)")
+    ap.add_argument("--split", type=int, metavar="N",
+                    help="also write the model as N shards in gguf-split's layout (OUT-0000K-of-0000N.gguf)")
     ap.add_argument("--layer-mib", type=int, metavar="M",
                     help="--case demo sized: about M MiB of tensor data per layer, streamed")
     a = ap.parse_args()
@@ -793,11 +860,25 @@ def main():
     rng = random.Random(a.seed)
     spec = (random_spec(rng, a.version, a.alignment) if a.random else
             make_case(a.case, rng, a.layers, a.layer_mib, a.alignment))
+    if a.split is not None:
+        nt = len(spec.tensors)
+        per = -(-nt // a.split) if a.split > 0 else 0
+        if a.split < 1 or a.split > nt or per * (a.split - 1) >= nt:
+            ap.error("--split %d: the model's %d tensors cannot fill that many shards" % (a.split, nt))
     d = build(spec, a.out, seed=a.seed)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(d, f, indent=1, ensure_ascii=False, allow_nan=False)
-            f.write("\n")
+    outs = [(a.json, d)]
+    if a.split is not None:
+        if spec.expect:
+            ap.error("--split writes valid models only")
+        shards = write_split(spec, a.out, d, a.split)
+        if a.json:
+            outs += [(split_name(a.json[:-5] if a.json.endswith(".json") else a.json, k, a.split)[:-5] + ".json",
+                      sd) for k, sd in enumerate(shards)]
+    for path, desc in outs:
+        if path:
+            with open(path, "w") as f:
+                json.dump(desc, f, indent=1, ensure_ascii=False, allow_nan=False)
+                f.write("\n")
     return 0
 
 
