@@ -61,7 +61,7 @@ struct rt_handle {
 	uint32_t block_bits;   /* log2 of the file system block size */
 	int32_t model;         /* models[] index, or -1 */
 	uint32_t share;        /* the client share that opened it (1-based), 0: none (abi.h) */
-	uint32_t ext_first;    /* where its map starts in the pool (files_internal.h, handle_ext) */
+	uint32_t ext_first;    /* where its map starts in the pool (files_internal.h, pool_ext) */
 	struct gpuos_ext4_inode inode; /* kept for STAT, READDIR and META reads */
 };
 

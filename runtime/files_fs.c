@@ -31,7 +31,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, co
 				uint64_t off, uint64_t *dev, uint64_t *run, int *zero, uint32_t *hint)
 {
 	const struct gpuos_ext4_extent *ext;
-	uint32_t bb = hd->block_bits, n = hd->next, i = *hint, lo, hi;
+	uint32_t bb = hd->block_bits, n = hd->next, first = hd->ext_first, i = *hint, lo, hi;
 	uint64_t lb = off >> bb, left = hd->size - off;
 
 	if (off >= hd->size)
@@ -42,7 +42,11 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, co
 		*zero = 0;
 		return 0;
 	}
-	ext = handle_ext(d, hd);
+	/* Read once: a handle closed and reopened under a READ may pair one
+	 * map's start with another's length; never read past the pool. */
+	if (first > map_extents(d) || n > map_extents(d) - first)
+		return -EINVAL;
+	ext = pool_ext(d, first);
 	if (!(i < n && ext[i].lblk <= lb && lb - ext[i].lblk < ext[i].len)) {
 		/* The last extent starting at or before lb (extents are sorted: checked at open). */
 		lo = 0;

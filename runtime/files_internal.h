@@ -129,11 +129,7 @@ GPUOS_INLINE GPUOS_HD struct gpuos_ext4_extent *pool_ext(const struct gpuos_rt_d
 {
 	return (struct gpuos_ext4_extent *)(uintptr_t)(d->files + off_pool(d)) + k;
 }
-GPUOS_INLINE GPUOS_HD const struct gpuos_ext4_extent *handle_ext(const struct gpuos_rt_desc *d,
-								  const struct rt_handle *hd)
-{
-	return pool_ext(d, hd->ext_first);
-}
+
 /* An entry: ms (24 bits) and the lap of its position (8 bits). The entry
  * at a position's index is either this lap's or the one before, so 8 bits
  * tell them apart. */

@@ -857,6 +857,15 @@ GPUOS_NOINLINE GPUOS_HD static void zero_round(const struct gpuos_rt_desc *d, ui
 	 * release) through this sync: the grid-barrier pattern, as for SQEs. */
 	gpuos_warp_sync();
 	if (lane == 0) {
+		int sys = 0;
+		for (k = 0; k < W->nzdone; k++)
+			sys |= !W->req[W->zdone[k]].vram;
+		/* Zeros in host memory reach a client through system scope, as
+		 * complete_cmd's copies do: this fence makes the lanes' stores
+		 * (cumulative through the sync above) visible there before the
+		 * DONE stores below; finish_slot's own release may be device scope. */
+		if (sys && W->nzdone)
+			gpuos_fence_sys();
 		for (k = 0; k < W->nzdone; k++)
 			finish_req(d, w, W, W->zdone[k]);
 		W->nzero = 0;
