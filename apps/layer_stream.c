@@ -154,6 +154,28 @@ static inline GPUOS_HD void compute_layer(struct shared *sh, struct lrec *L, con
 	gpuos_store_release_dev32(&sh->freed[s], i + 1u);
 }
 
+/* ---- loading (thread 0) ----------------------------------------------------------------- */
+
+/* All of layer L's tensors at their places from `at`, in flight at once.
+ * The status, BAD_RANGE when fewer bytes came than the tensors hold;
+ * *got the bytes that came. */
+static inline GPUOS_HD uint32_t load_layer(struct gpuos_mbox *mb, uint32_t h, char *meta, const struct ent *ents,
+					   const struct lrec *L, uint8_t *at, uint64_t *got)
+{
+	void **dst = (void **)(meta + META_DST);
+	uint32_t *lidx = (uint32_t *)(meta + META_LIDX);
+	uint64_t want = 0;
+	uint32_t k, st;
+	for (k = 0; k < L->n; k++) {
+		lidx[k] = ents[L->first + k].idx;
+		dst[k] = at + ents[L->first + k].off;
+		want += ents[L->first + k].size;
+	}
+	*got = 0;
+	st = gpuos_model_load_tensors(mb, h, lidx, dst, L->n, got);
+	return st == GPUOS_ST_OK && *got != want ? GPUOS_ST_BAD_RANGE : st;
+}
+
 /* ---- setup (thread 0) ----------------------------------------------------------------- */
 
 /* Fill the layer table; 0, or a reason written to r. */
@@ -285,22 +307,13 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	{
 		uint8_t **lptr = (uint8_t **)(meta + META_LPTR);
 		uint8_t *at = (uint8_t *)meta + META_BYTES + 2u * slot;
-		void **dst = (void **)(meta + META_DST);
-		uint32_t *lidx = (uint32_t *)(meta + META_LIDX);
 		for (n = 0; n < nl; n++) {
 			const struct lrec *L = &lr[n];
-			uint64_t got = 0, want = 0;
+			uint64_t got;
 			lptr[n] = NULL;
 			if (n >= (uint32_t)resident)
 				continue;
-			for (k = 0; k < L->n; k++) {
-				lidx[k] = ents[L->first + k].idx;
-				dst[k] = at + ents[L->first + k].off;
-				want += ents[L->first + k].size;
-			}
-			st = gpuos_model_load_tensors(mb, h, lidx, dst, L->n, &got);
-			if (st == GPUOS_ST_OK && got != want)
-				st = GPUOS_ST_BAD_RANGE;
+			st = load_layer(mb, h, meta, ents, L, at, &got);
 			if (st != GPUOS_ST_OK) {
 				rs(r, "layer_stream: resident layer ");
 				rn(r, L->layer);
@@ -421,8 +434,6 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 	if (tid == 0) {
 		struct rep r;
 		uint32_t h = 0, done = 0;
-		void **dst = (void **)(meta + META_DST);
-		uint32_t *lidx = (uint32_t *)(meta + META_LIDX);
 		uint8_t *const *lptr = (uint8_t *const *)(meta + META_LPTR);
 		r.p = (char *)(uintptr_t)a->out;
 		r.n = 0;
@@ -444,7 +455,7 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 			struct lrec *L = &lr[i];
 			uint32_t s = i & 1u, k, st;
 			uint8_t *slot = slots + (uint64_t)s * sh->slot_bytes;
-			uint64_t got = 0, want = 0;
+			uint64_t got = 0;
 			/* Wait until the compute threads are done with layer i - 2 in
 			 * this slot; pairs with the last one's release store of freed[s]. */
 			spins = 0;
@@ -462,18 +473,11 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 				done++;
 				continue;
 			}
-			for (k = 0; k < L->n; k++) {
-				lidx[k] = ents[L->first + k].idx;
-				dst[k] = slot + ents[L->first + k].off;
-				want += ents[L->first + k].size;
-			}
 			L->t_load0 = gpuos_now_ns();
-			st = gpuos_model_load_tensors(mb, h, lidx, dst, L->n, &got);
+			st = load_layer(mb, h, meta, ents, L, slot, &got);
 			L->t_load1 = gpuos_now_ns();
 			L->bytes = got;
 			gpuos_app_progress_add(a, got);
-			if (st == GPUOS_ST_OK && got != want)
-				st = GPUOS_ST_BAD_RANGE;
 			L->st = st;
 			if (st != GPUOS_ST_OK) {
 				/* Stop the compute threads at layer i; pairs with their

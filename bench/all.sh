@@ -199,6 +199,44 @@ gpuos_run() {
 }
 
 # ---- 1. the same file, the same bytes, into VRAM ------------------------------------------
+# keep_sum SOURCE NAME: the VRAM checksum of $res/one.json, for the check
+# that every path's copy is the same (results.py checksums).
+keep_sum() {
+	printf 'datapath\t%s\t%s\t%s\n' "$1" "$2" \
+		"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sum"])' "$res/one.json")" >> "$res/checksums.txt"
+}
+# cpu_row NAME PATH_TEXT CMD...: one CPU path from $src, its checksum kept
+cpu_row() {
+	local name=$1 text=$2
+	shift 2
+	[ "$src" = "disk, cold" ] && drop
+	if ! timeout 300 "$@" > "$res/one.json" 2> "$res/one.err"; then
+		skip "1. $name from $src: $(tail -c 200 "$res/one.err" | tr '\n' ' ')"
+		return 0
+	fi
+	cmd="$(basename "$1") ${*:2}"
+	cmd=${cmd//$mdir/DIR}
+	add "$res/datapath.csv" datapath "$name" "$text" "$src" - "${cmd//$ddir/DISKDIR}" \
+		gb_per_s=gb_per_s:GB/s cpu_s_per_gb=cpu_s_per_gb:s/GB < "$res/one.json" || return 1
+	keep_sum "$src" "$name"
+}
+# gpuos_row NAME PATH_TEXT SOURCE BASELINE DEVICE: apps/file_load through `gpuos run`
+gpuos_row() {
+	local name=$1 text=$2 rsrc=$3 base=$4 dev=$5
+	[ "$rsrc" = "disk, cold" ] && drop
+	cmd="gpuos run file_load.cubin --device $dev --vram-mib $vmib $FILE_GEOM -- /model.gguf"
+	if ! gpuos_run "$res/one.out" "$build/apps/file_load.cubin" --device "$dev" --vram-mib "$vmib" $FILE_GEOM \
+		-- /model.gguf; then
+		skip "1. $name from $rsrc: $(grep -v '^gpuos:' "$res/one.out" | tail -3 | tr '\n' ' ')"
+		return 0
+	fi
+	python3 "$here/results.py" runjson "$H2D" < "$res/one.out" > "$res/one.json" || return 1
+	cmd=${cmd//$mdir/DIR}
+	add "$res/datapath.csv" datapath "$name" "$text" "$rsrc" "$base" "${cmd//$ddir/DISKDIR}" \
+		gb_per_s=gb_per_s:GB/s cpu_s_per_gb=cpu_s_per_gb:s/GB h2d_share=h2d_share:of_H2D < "$res/one.json" || return 1
+	keep_sum "$rsrc" "$name"
+}
+
 file_rows() {
 	local src name f cmd best vmib
 	make_model || { echo "bench: could not make the model" >&2; return 1; }
@@ -218,22 +256,6 @@ file_rows() {
 			continue
 		fi
 		[ "$src" = "page cache" ] && cat "$f/model.gguf" "$f/model.img" > /dev/null
-		# cpu_row NAME PATH_TEXT CMD...: one CPU path, its checksum kept
-		cpu_row() {
-			local name=$1 text=$2
-			shift 2
-			[ "$src" = "disk, cold" ] && drop
-			if ! timeout 300 "$@" > "$res/one.json" 2> "$res/one.err"; then
-				skip "1. $name from $src: $(tail -c 200 "$res/one.err" | tr '\n' ' ')"
-				return 0
-			fi
-			cmd="$(basename "$1") ${*:2}"
-			cmd=${cmd//$mdir/DIR}
-			add "$res/datapath.csv" datapath "$name" "$text" "$src" - "${cmd//$ddir/DISKDIR}" \
-				gb_per_s=gb_per_s:GB/s cpu_s_per_gb=cpu_s_per_gb:s/GB < "$res/one.json" || return 1
-			printf 'datapath\t%s\t%s\t%s\n' "$src" "$name" \
-				"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sum"])' "$res/one.json")" >> "$res/checksums.txt"
-		}
 		cpu_row mmap "(a) mmap, one thread, memcpy to 2 pinned buffers, H2D" "$b" mmap "$f/model.gguf" --chunk-mib 8 || return 1
 		for t in 1 4 8; do
 			cpu_row "pread-T$t" "(b) pread, $t threads, pinned, H2D" "$b" pread "$f/model.gguf" --threads $t --chunk-mib 8 || return 1
@@ -260,23 +282,6 @@ rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["source"] == sys.argv[
 print(max(rows, key=lambda r: float(r["value"]))["name"] if rows else "-")
 PY
 )
-		# gpuos_row NAME PATH_TEXT SOURCE BASELINE DEVICE: apps/file_load through `gpuos run`
-		gpuos_row() {
-			local name=$1 text=$2 rsrc=$3 base=$4 dev=$5
-			[ "$rsrc" = "disk, cold" ] && drop
-			cmd="gpuos run file_load.cubin --device $dev --vram-mib $vmib $FILE_GEOM -- /model.gguf"
-			if ! gpuos_run "$res/one.out" "$build/apps/file_load.cubin" --device "$dev" --vram-mib "$vmib" $FILE_GEOM \
-				-- /model.gguf; then
-				skip "1. $name from $rsrc: $(grep -v '^gpuos:' "$res/one.out" | tail -3 | tr '\n' ' ')"
-				return 0
-			fi
-			python3 "$here/results.py" runjson "$H2D" < "$res/one.out" > "$res/one.json" || return 1
-			cmd=${cmd//$mdir/DIR}
-			add "$res/datapath.csv" datapath "$name" "$text" "$rsrc" "$base" "${cmd//$ddir/DISKDIR}" \
-				gb_per_s=gb_per_s:GB/s cpu_s_per_gb=cpu_s_per_gb:s/GB h2d_share=h2d_share:of_H2D < "$res/one.json" || return 1
-			printf 'datapath\t%s\t%s\t%s\n' "$rsrc" "$name" \
-				"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sum"])' "$res/one.json")" >> "$res/checksums.txt"
-		}
 		# The uring backend's reads run on its workers: 8 of them, and 16
 		# queues for them, beat the defaults (12.7 against 10.2 GB/s from
 		# tmpfs); the ram backend is fastest with one service warp.

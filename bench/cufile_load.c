@@ -179,12 +179,16 @@ int main(int argc, char **argv)
 	sum = vram_sum(dst, (uint64_t)st.st_size, &err);
 	if (err)
 		die("%s failed", err);
-	printf("{\"bench\": \"cufile\", \"file\": \"%s\", \"file_bytes\": %lld, \"sum\": \"%016llx\", \"bytes\": %llu, "
+	fputs("{\"bench\": \"cufile\", \"file\": ", stdout);
+	json_str(path);
+	printf(", \"file_bytes\": %lld, \"sum\": \"%016llx\", \"bytes\": %llu, "
 	       "\"seconds\": %.6f, \"gb_per_s\": %.3f, \"cpu_s\": %.3f, \"cpu_s_per_gb\": %.3f, \"mode\": \"%s\", "
-	       "\"direct\": %s, \"threads\": %d, \"chunk_mib\": %llu, \"gpu\": \"%s\"}\n",
-	       path, (long long)st.st_size, (unsigned long long)sum, (unsigned long long)moved, t1 - t0,
+	       "\"direct\": %s, \"threads\": %d, \"chunk_mib\": %llu, \"gpu\": ",
+	       (long long)st.st_size, (unsigned long long)sum, (unsigned long long)moved, t1 - t0,
 	       (double)moved / (t1 - t0) / 1e9, c1 - c0, (c1 - c0) / ((double)moved / 1e9), mode,
-	       direct ? "true" : "false", threads, (unsigned long long)(chunk / MIB), prop.name);
+	       direct ? "true" : "false", threads, (unsigned long long)(chunk / MIB));
+	json_str(prop.name);
+	puts("}");
 	cuFileBufDeregister(dst);
 	cuFileHandleDeregister(fh);
 	close(fd);

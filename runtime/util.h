@@ -83,23 +83,9 @@ GPUOS_INLINE GPUOS_HD void gpuos_buf_copy(void *dst, const void *src, uint64_t n
 		d[i] = s[i];
 }
 
-/* Zero a data buffer (a hole of a file, queue memory): bytes up to an 8-byte
- * boundary, then 8 at a time. The caveat of gpuos_buf_copy holds. */
-GPUOS_INLINE GPUOS_HD void gpuos_buf_zero(void *dst, uint64_t n)
-{
-	uint8_t *p = (uint8_t *)dst;
-	uint64_t i = 0;
-
-	for (; i < n && ((uintptr_t)(p + i) & 7u); i++)
-		p[i] = 0;
-	for (; i + 8u <= n; i += 8u)
-		*(uint64_t *)(p + i) = 0;
-	for (; i < n; i++)
-		p[i] = 0;
-}
-
-/* The same by the `width` lanes of a warp, this one being `lane`: lane 0
- * the unaligned head and tail, every lane every width-th word between. */
+/* n zero bytes at dst by the `width` lanes of a warp, this one being
+ * `lane`: lane 0 the unaligned head and tail, every lane every width-th
+ * word between. */
 GPUOS_INLINE GPUOS_HD void gpuos_buf_zero_lanes(void *dst, uint64_t n, uint32_t lane, uint32_t width)
 {
 	uint8_t *p = (uint8_t *)dst;
@@ -116,6 +102,13 @@ GPUOS_INLINE GPUOS_HD void gpuos_buf_zero_lanes(void *dst, uint64_t n, uint32_t 
 	}
 	for (i = lane; i < words; i += width)
 		*(uint64_t *)(p + head + i * 8u) = 0;
+}
+
+/* Zero a data buffer (a hole of a file, queue memory): bytes up to an 8-byte
+ * boundary, then 8 at a time. The caveat of gpuos_buf_copy holds. */
+GPUOS_INLINE GPUOS_HD void gpuos_buf_zero(void *dst, uint64_t n)
+{
+	gpuos_buf_zero_lanes(dst, n, 0, 1);
 }
 
 /* ---- C strings ------------------------------------------------------------- */
