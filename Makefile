@@ -143,6 +143,7 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines
 	$(Q)bash tests/emu/writer.sh $(BUILD)
 	$(Q)bash tests/emu/files.sh $(BUILD)
 	$(Q)bash tests/emu/extents.sh $(BUILD)
+	$(Q)bash tests/emu/split.sh $(BUILD)
 	$(Q)bash tests/emu/cli_hostile.sh $(BUILD)
 	$(Q)bash tests/emu/service.sh $(BUILD)
 	$(Q)bash tests/emu/root.sh $(BUILD)

@@ -39,12 +39,16 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_MODEL_KV       4096u
 #define GPUOS_RT_MODEL_ARENA    (1u << 20)
 #define GPUOS_RT_MODEL_INDEX    32768u  /* power of two, >= 2 * tensors */
+#define GPUOS_RT_MODEL_SHARDS   GPUOS_GGUF_MAX_SHARDS
 #define GPUOS_RT_CACHE_SETS     64u     /* block cache: sets x ways pages of 4 KiB */
 #define GPUOS_RT_CACHE_WAYS     4u
 #define GPUOS_RT_CACHE_PAGE     4096u
 
 /* How a handle's bytes are found. */
-enum { H_FREE = 0, H_FILE = 1, H_DIR = 2, H_MODEL = 3 };
+/* H_SHARD: a gguf-split shard after the first of an open model (the model's
+ * handle is the first's), for that model's loads only: never named by a
+ * client, closed with the model. */
+enum { H_FREE = 0, H_FILE = 1, H_DIR = 2, H_MODEL = 3, H_SHARD = 4 };
 enum {
 	H_MAP_EXTENTS = 0, /* ext[]: file blocks -> file system blocks at `base` */
 	H_MAP_RAW = 1,     /* device bytes [base, base + size) (a GGUF written raw) */
@@ -103,9 +107,10 @@ GPUOS_HD const struct rt_handle *gpuos_rt_handle_at(const struct gpuos_rt_desc *
 GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
 				uint64_t off, uint64_t *dev, uint64_t *run, int *zero, uint32_t *hint);
 
-/* Tensor `idx` of model handle hd: its byte range in the model's file. */
+/* Tensor `idx` of model handle hd: its byte range [*off, + *size) in the
+ * file of handle number *file (hd's own, or one of its shards'). */
 GPUOS_HD int gpuos_rt_files_tensor(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
-				   uint64_t idx, uint64_t *off, uint64_t *size);
+				   uint64_t idx, uint64_t *off, uint64_t *size, uint32_t *file);
 
 GPUOS_EXTERN_C_END
 

@@ -382,22 +382,35 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
  * searchable, else DENIED). Returns 1, or 0 after replying with why not. */
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 {
-	uint32_t st = files_take_string(F, q, GPUOS_PATH_MAX);
 	int r;
+	if (!files_take_path(F, q))
+		return 0;
+	r = files_lookup_path(F, q, (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0);
+	if (r) {
+		files_reply_err(F, q, r, 0, files_lookup_why(F, r));
+		return 0;
+	}
+	return 1;
+}
+
+GPUOS_HD int files_take_path(struct rt_files *F, const struct mreq *q)
+{
+	uint32_t st = files_take_string(F, q, GPUOS_PATH_MAX);
 	if (st != GPUOS_ST_OK) {
 		files_reply(F, q, st, 0, 0, st == GPUOS_ST_NAMETOOLONG ? "path too long" : "path outside registered memory");
 		return 0;
 	}
-	if (!need_fs(F, q))
-		return 0;
-	r = gpuos_ext4_lookup_as(&F->fs, F->root_ino, F->root_ino, F->path,
-				 (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0, files_cred(F, q),
-				 &F->ino);
-	if (r) {
-		files_reply_err(F, q, r, 0, (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0);
-		return 0;
-	}
-	return 1;
+	return need_fs(F, q);
+}
+
+GPUOS_HD int files_lookup_path(struct rt_files *F, const struct mreq *q, uint32_t flags)
+{
+	return gpuos_ext4_lookup_as(&F->fs, F->root_ino, F->root_ino, F->path, flags, files_cred(F, q), &F->ino);
+}
+
+GPUOS_HD const char *files_lookup_why(const struct rt_files *F, int r)
+{
+	return (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0;
 }
 
 /* files_lookup_req, then read permission on what it found, as open(2) for
@@ -600,10 +613,20 @@ GPUOS_NOINLINE GPUOS_HD void files_op_open(struct rt_files *F, const struct mreq
 	files_reply(F, q, GPUOS_ST_OK, handle_number(&F->h[slot], (uint32_t)slot), F->h[slot].size, 0);
 }
 
-GPUOS_HD static void free_handle(struct rt_files *F, uint32_t i)
+/* Close handle slot i; a model's shards with it. */
+GPUOS_HD void files_free_handle(struct rt_files *F, uint32_t i)
 {
-	if (F->h[i].model >= 0 && (uint32_t)F->h[i].model < GPUOS_RT_MODELS)
-		F->model_owner[F->h[i].model] = 0;
+	int32_t m = F->h[i].model;
+	if (F->h[i].kind == H_MODEL && m >= 0 && (uint32_t)m < GPUOS_RT_MODELS) {
+		const struct rt_model_files *mf = &F->mfiles[m];
+		uint32_t k;
+		for (k = 1; k < mf->n && k < GPUOS_RT_MODEL_SHARDS; k++) {
+			const struct rt_handle *s = gpuos_rt_handle(F->d, mf->file[k], 1u << H_SHARD);
+			if (s)
+				F->h[s - F->h].kind = H_FREE;
+		}
+		F->model_owner[m] = 0;
+	}
 	F->h[i].model = -1;
 	F->h[i].kind = H_FREE;
 }
@@ -768,7 +791,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_close(struct rt_files *F, const struct mre
 	struct rt_handle *hd = files_req_handle(F, q, (1u << H_FILE) | (1u << H_DIR) | (1u << H_MODEL));
 	if (!hd)
 		return;
-	free_handle(F, (uint32_t)(hd - F->h));
+	files_free_handle(F, (uint32_t)(hd - F->h));
 	files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
 }
 
@@ -786,8 +809,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_release(struct rt_files *F, const struct m
 		return;
 	}
 	for (i = 0; i < GPUOS_RT_HANDLES; i++)
-		if (F->h[i].kind != H_FREE && F->h[i].share == q->arg) {
-			free_handle(F, i);
+		if (F->h[i].kind != H_FREE && F->h[i].kind != H_SHARD && F->h[i].share == q->arg) {
+			files_free_handle(F, i); /* a model's shards with it */
 			n++;
 		}
 	files_reply(F, q, GPUOS_ST_OK, n, 0, 0);

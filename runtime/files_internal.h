@@ -36,6 +36,14 @@ struct rt_io {                  /* ctx of a gpuos_meta_io */
 	uint32_t hint;
 };
 
+/* The files an open model reads from (files_model.c). */
+struct rt_model_files {
+	uint32_t n;                 /* 1, or its shards (GPUOS_GGUF_F_SPLIT) */
+	uint32_t split_no;          /* the split KVs of what was opened (GPUOS_GGUF_F_SHARD, _SPLIT) */
+	uint32_t split_count;
+	uint32_t file[GPUOS_RT_MODEL_SHARDS]; /* handle numbers: [0] the model's, then its H_SHARD ones */
+};
+
 struct rt_files {
 	uint32_t magic;
 	uint32_t mounted;           /* 0: not yet, 1: mounted, 2: failed (mount_status, mount_why) */
@@ -69,7 +77,9 @@ struct rt_files {
 	struct rt_handle h[GPUOS_RT_HANDLES];
 	uint64_t tag[GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS]; /* device page + 1, 0: empty */
 	int32_t model_owner[GPUOS_RT_MODELS];                    /* handle slot + 1, 0: free */
+	struct rt_model_files mfiles[GPUOS_RT_MODELS];
 	struct gpuos_gguf model[GPUOS_RT_MODELS];
+	struct gpuos_gguf shard;    /* a split model's shard being parsed into the tail of its tables */
 	struct gpuos_gguf_parser gp;
 	struct gpuos_gpt gpt;
 	struct gpuos_gpt_parser gptp;
@@ -77,6 +87,7 @@ struct rt_files {
 	struct gpuos_ext4_inode ino;
 	struct gpuos_ext4_dirent de;
 	char path[GPUOS_PATH_MAX];
+	char prefix[GPUOS_PATH_MAX]; /* a split model's shard names without -0000k-of-0000n.gguf */
 	char why[WHY_MAX];
 	struct gpuos_ext4 fs;
 };
@@ -231,6 +242,13 @@ GPUOS_HD void *files_struct_dst(struct rt_files *F, const struct mreq *q, uint64
 
 /* files_fs.c */
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q);
+/* The steps of files_lookup_req: take the request's path into F->path and
+ * mount (1, or 0 after replying); look F->path up as q's client into
+ * F->ino (0 or a negative errno, no reply; GPUOS_EXT4_LOOKUP_* flags); the
+ * reason a lookup error carries, or NULL. */
+GPUOS_HD int files_take_path(struct rt_files *F, const struct mreq *q);
+GPUOS_HD int files_lookup_path(struct rt_files *F, const struct mreq *q, uint32_t flags);
+GPUOS_HD const char *files_lookup_why(const struct rt_files *F, int r);
 /* files_lookup_req, then read permission on the inode (OPEN, GGUF_OPEN). */
 GPUOS_HD int files_lookup_read(struct rt_files *F, const struct mreq *q);
 /* The credentials ext4 mode bits are checked against for request q: its
@@ -240,6 +258,7 @@ GPUOS_HD const struct gpuos_rt_client *files_cred(const struct rt_files *F, cons
 GPUOS_HD int files_alloc_handle(struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map);
 GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask);
+GPUOS_HD void files_free_handle(struct rt_files *F, uint32_t i);
 GPUOS_HD void files_op_open(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_readdir(struct rt_files *F, const struct mreq *q);

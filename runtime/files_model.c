@@ -10,16 +10,24 @@
 /* ---- GGUF ---------------------------------------------------------------------------- */
 
 GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_tensor(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
-				   uint64_t idx, uint64_t *off, uint64_t *size)
+				   uint64_t idx, uint64_t *off, uint64_t *size, uint32_t *file)
 {
+	const struct rt_files *F = files_of(d);
 	const struct gpuos_gguf *g;
+	const struct gpuos_gguf_tensor *t;
+	uint32_t shard;
 	if (hd->model < 0 || (uint32_t)hd->model >= GPUOS_RT_MODELS)
 		return -EINVAL;
-	g = &files_of(d)->model[hd->model];
+	g = &F->model[hd->model];
 	if (idx >= g->n_tensors)
 		return -ENOENT;
-	*off = g->mem.tensors[idx].abs_off;
-	*size = g->mem.tensors[idx].size;
+	t = &g->mem.tensors[idx];
+	shard = t->shard;
+	if (shard >= F->mfiles[hd->model].n || shard >= GPUOS_RT_MODEL_SHARDS)
+		return -EINVAL;
+	*off = t->abs_off;
+	*size = t->size;
+	*file = F->mfiles[hd->model].file[shard];
 	return 0;
 }
 
@@ -39,16 +47,419 @@ GPUOS_HD static void gguf_mem(const struct gpuos_rt_desc *d, uint32_t m, struct 
 	mem->index_cap = GPUOS_RT_MODEL_INDEX;
 }
 
+/* Parse the GGUF of handle slot i into g (its mem set). */
+GPUOS_HD static int parse_file(struct rt_files *F, uint32_t i, struct gpuos_gguf *g)
+{
+	F->io_file.F = F;
+	F->io_file.handle = i;
+	F->io_file.hint = 0;
+	F->mio_file.read = files_io_file_read;
+	F->mio_file.ctx = &F->io_file;
+	F->mio_file.size = F->h[i].size;
+	return gpuos_gguf_parse(g, &F->gp, &F->mio_file);
+}
+
+/* The reason and status of parse error r (not -EIO) into sb. */
+GPUOS_NOINLINE GPUOS_HD static uint32_t parse_why(const struct rt_files *F, int r, struct sbuf *sb)
+{
+	if (r == -EPROTONOSUPPORT) {
+		sb_str(sb, "unsupported GGUF: ");
+		sb_str(sb, F->gp.why);
+		if (F->gp.bad) {
+			sb_str(sb, " (");
+			sb_num(sb, F->gp.bad);
+			sb_str(sb, ")");
+		}
+		return GPUOS_ST_UNSUPPORTED;
+	}
+	if (r == -ENOSPC) {
+		sb_str(sb, "GGUF too large for the runtime's tables (at most ");
+		sb_num(sb, GPUOS_RT_MODEL_TENSORS);
+		sb_str(sb, " tensors, ");
+		sb_num(sb, GPUOS_RT_MODEL_KV);
+		sb_str(sb, " KVs, ");
+		sb_num(sb, GPUOS_RT_MODEL_ARENA >> 20);
+		sb_str(sb, " MiB of keys and strings)");
+		return GPUOS_ST_NOSPC;
+	}
+	sb_str(sb, "corrupt GGUF: ");
+	sb_str(sb, F->gp.why);
+	if (F->gp.err_tensor >= 0) {
+		sb_str(sb, " (tensor ");
+		sb_num(sb, (uint64_t)F->gp.err_tensor);
+		sb_str(sb, " '");
+		sb_str(sb, F->gp.subject);
+		sb_str(sb, "')");
+	} else if (F->gp.err_kv >= 0) {
+		sb_str(sb, " (KV ");
+		sb_num(sb, (uint64_t)F->gp.err_kv);
+		if (F->gp.subject[0]) {
+			sb_str(sb, " '");
+			sb_str(sb, F->gp.subject);
+			sb_str(sb, "'");
+		}
+		sb_str(sb, ")");
+	}
+	if (F->gp.bad) {
+		sb_str(sb, " [value ");
+		sb_num(sb, F->gp.bad);
+		sb_str(sb, "]");
+	}
+	return GPUOS_ST_CORRUPT;
+}
+
+/* ---- split models (gguf-split) ------------------------------------------------------ */
+
+/* A shard's split KVs. */
+struct split {
+	uint64_t no, count, tensors;
+};
+
+/* Integer KV `key` of g: 1 with *v, 0 when absent, -1 when it is not a
+ * non-negative integer. */
+GPUOS_HD static int kv_uint(const struct gpuos_gguf *g, const char *key, uint64_t *v)
+{
+	int i = gpuos_gguf_find_kv(g, key);
+	const struct gpuos_gguf_kv *kv;
+	if (i < 0)
+		return 0;
+	kv = &g->mem.kv[i];
+	switch (kv->type) {
+	case GPUOS_GGUF_TYPE_UINT8: case GPUOS_GGUF_TYPE_UINT16: case GPUOS_GGUF_TYPE_UINT32: case GPUOS_GGUF_TYPE_UINT64:
+		*v = kv->val.u64;
+		return 1;
+	case GPUOS_GGUF_TYPE_INT8: case GPUOS_GGUF_TYPE_INT16: case GPUOS_GGUF_TYPE_INT32: case GPUOS_GGUF_TYPE_INT64:
+		*v = (uint64_t)kv->val.i64;
+		return kv->val.i64 < 0 ? -1 : 1;
+	default:
+		return -1;
+	}
+}
+
+/* g's split KVs into *s: 1 when g is one shard of several, 0 when it has
+ * none (or is the only shard), -1 when they are wrong (*why). */
+GPUOS_HD static int split_kvs(const struct gpuos_gguf *g, struct split *s, const char **why)
+{
+	int a = kv_uint(g, "split.no", &s->no), b = kv_uint(g, "split.count", &s->count);
+	int c = kv_uint(g, "split.tensors.count", &s->tensors);
+	if (a == 0 && b == 0 && c == 0)
+		return 0;
+	if (a <= 0 || b <= 0 || c <= 0) {
+		*why = "corrupt split GGUF: split.no, split.count and split.tensors.count are not all integers of 0 or more";
+		return -1;
+	}
+	if (s->no >= s->count) {
+		*why = "corrupt split GGUF: split.no is not below split.count";
+		return -1;
+	}
+	return s->count > 1 ? 1 : 0;
+}
+
+/* "shard K of N (NAME): " into sb, NAME the last component of F->path. */
+GPUOS_HD static void shard_prefix(const struct rt_files *F, struct sbuf *sb, uint64_t k, uint64_t n)
+{
+	const char *name = F->path, *c;
+	for (c = F->path; *c; c++)
+		if (*c == '/' && c[1])
+			name = c + 1;
+	sb_str(sb, "shard ");
+	sb_num(sb, k);
+	sb_str(sb, " of ");
+	sb_num(sb, n);
+	sb_str(sb, " (");
+	sb_str(sb, name);
+	sb_str(sb, "): ");
+}
+
+/* Reply st with "shard K of N (NAME): what[ detail]". */
+GPUOS_NOINLINE GPUOS_HD static void shard_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t k,
+						 uint64_t n, const char *what, const char *detail)
+{
+	struct sbuf sb;
+	char buf[WHY_MAX];
+	sb.p = buf;
+	sb.n = 0;
+	sb.cap = sizeof(buf);
+	shard_prefix(F, &sb, k, n);
+	sb_str(&sb, what);
+	if (detail) {
+		sb_str(&sb, ": ");
+		sb_str(&sb, detail);
+	}
+	files_reply(F, q, st, 0, 0, buf);
+}
+
+/* Reply parse error r of shard k of n. */
+GPUOS_NOINLINE GPUOS_HD static void shard_parse_refuse(struct rt_files *F, const struct mreq *q, int r, uint64_t k,
+						       uint64_t n)
+{
+	struct sbuf sb;
+	char buf[WHY_MAX];
+	uint32_t st = GPUOS_ST_IO;
+	sb.p = buf;
+	sb.n = 0;
+	sb.cap = sizeof(buf);
+	shard_prefix(F, &sb, k, n);
+	if (r == -EIO)
+		sb_str(&sb, "cannot read it");
+	else
+		st = parse_why(F, r, &sb);
+	files_reply(F, q, st, 0, 0, buf);
+}
+
+/* Refuse shard k (0-based) of n whose split KVs t (or why) disagree with its
+ * name or with the first shard's split.tensors.count, total. */
+GPUOS_NOINLINE GPUOS_HD static void split_disagree(struct rt_files *F, const struct mreq *q, const char *why,
+						   const struct split *t, uint32_t k, uint32_t n, uint64_t total)
+{
+	struct sbuf sb;
+	char buf[WHY_MAX];
+	sb.p = buf;
+	sb.n = 0;
+	sb.cap = sizeof(buf);
+	shard_prefix(F, &sb, k + 1u, n);
+	if (why) {
+		sb_str(&sb, why);
+	} else {
+		sb_str(&sb, "corrupt split GGUF: its split.no ");
+		sb_num(&sb, t->no);
+		sb_str(&sb, ", split.count ");
+		sb_num(&sb, t->count);
+		sb_str(&sb, " and split.tensors.count ");
+		sb_num(&sb, t->tensors);
+		sb_str(&sb, " should be ");
+		sb_num(&sb, k);
+		sb_str(&sb, ", ");
+		sb_num(&sb, n);
+		sb_str(&sb, " and ");
+		sb_num(&sb, total);
+		sb_str(&sb, " (its name, the first shard)");
+	}
+	files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, buf);
+}
+
+/* The base name P or P.gguf of a split model that is not itself a file:
+ * its first shard's name into F->path (and P into F->prefix) when the
+ * directory holds exactly one P-00001-of-0000n.gguf. 1 if so, else 0.
+ * Only a directory the client may read is listed (names are what it
+ * would learn). */
+GPUOS_NOINLINE GPUOS_HD static int base_name(struct rt_files *F, const struct mreq *q)
+{
+	uint32_t len = (uint32_t)gpuos_str_nlen(F->path, GPUOS_PATH_MAX), plen = len, slash = 0, i, found = 0, n = 0;
+	uint64_t cookie = 0;
+	int r;
+	if (len > 5u && !gpuos_str_cmp(F->path + len - 5u, ".gguf"))
+		plen = len - 5u;
+	for (i = 0; i < plen; i++)
+		if (F->path[i] == '/')
+			slash = i + 1u;
+	if (plen == slash || plen + 21u > GPUOS_PATH_MAX)
+		return 0;
+	gpuos_buf_copy(F->prefix, F->path, plen);
+	F->prefix[plen] = 0;
+	/* the directory: what comes before the last '/', or the root */
+	if (slash == 0) {
+		F->path[0] = '/';
+		F->path[1] = 0;
+	} else {
+		F->path[slash] = 0;
+	}
+	if (files_lookup_path(F, q, 0) || F->ino.type != GPUOS_EXT4_FT_DIR ||
+	    gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ))
+		return 0;
+	while ((r = gpuos_ext4_readdir(&F->fs, &F->ino, &cookie, &F->de)) == 1) {
+		uint32_t k, cnt, nl = F->de.name_len;
+		int pl = gpuos_gguf_split_parse(F->de.name, nl, &k, &cnt);
+		if (pl < 0 || k != 1u || (uint32_t)pl != plen - slash ||
+		    gpuos_str_ncmp(F->de.name, F->prefix + slash, (size_t)pl))
+			continue;
+		if (found && cnt != n)
+			return 0; /* two models by that name: neither is meant */
+		found = 1;
+		n = cnt;
+	}
+	if (r < 0 || !found)
+		return 0;
+	return gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, plen, 1, n) != 0;
+}
+
+/* Look up and open F->path for GGUF_OPEN: a file the client may read, with
+ * an extent map. Returns its slot, or -1 after replying (with "shard k of
+ * n (NAME): " before the reason when n). */
+GPUOS_NOINLINE GPUOS_HD static int open_gguf_file(struct rt_files *F, const struct mreq *q, uint64_t k, uint64_t n)
+{
+	int r = files_lookup_path(F, q, 0); /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
+	int slot;
+	if (!r && F->ino.type == GPUOS_EXT4_FT_DIR)
+		r = -EISDIR;
+	if (!r && gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ))
+		r = -EACCES;
+	if (r && n) {
+		shard_refuse(F, q, status_of(r), k, n, r == -ENOENT ? "missing" : gpuos_status_name(status_of(r)),
+			     files_lookup_why(F, r));
+		return -1;
+	}
+	if (r) {
+		files_reply_err(F, q, r, 0, files_lookup_why(F, r));
+		return -1;
+	}
+	slot = files_open_inode(F, q, "a GGUF in inline data or a special file");
+	return slot;
+}
+
+/* Close the files of model m opened so far: its shards and slot first. */
+GPUOS_HD static void close_files(struct rt_files *F, uint32_t m, uint32_t first)
+{
+	struct rt_model_files *mf = &F->mfiles[m];
+	uint32_t k;
+	for (k = 1; k < mf->n; k++) {
+		const struct rt_handle *s = gpuos_rt_handle(F->d, mf->file[k], 1u << H_SHARD);
+		if (s)
+			F->h[s - F->h].kind = H_FREE;
+	}
+	mf->n = 0;
+	F->h[first].kind = H_FREE;
+	F->h[first].model = -1;
+}
+
+/* Model m is shard s->no of a split model (handle slot `first`, parsed into
+ * F->model[m], named F->path): open the first shard if that was another,
+ * then every other shard as an H_SHARD handle, parse each into the tail of
+ * m's tables, check their split KVs against the first's, and index the
+ * whole. Returns the first shard's slot, or -1 after replying. */
+GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first,
+					      const struct split *s)
+{
+	struct gpuos_gguf *g = &F->model[m], *sg = &F->shard;
+	struct rt_model_files *mf = &F->mfiles[m];
+	struct split t = {0, 0, 0};
+	const char *why = 0;
+	uint32_t len = (uint32_t)gpuos_str_nlen(F->path, GPUOS_PATH_MAX), k, n, j, dup;
+	uint64_t total;
+	int pl = gpuos_gguf_split_parse(F->path, len, &k, &n), r, slot;
+
+	if (pl < 0 || k != s->no + 1u || n != s->count) {
+		close_files(F, m, first);
+		shard_refuse(F, q, GPUOS_ST_NOENT, s->no + 1u, s->count,
+			     "not named PREFIX-0000K-of-0000N.gguf as gguf-split names shard K of N, so the others "
+			     "cannot be found (GPUOS_GGUF_SHARD opens it alone)", 0);
+		return -1;
+	}
+	if (n > GPUOS_RT_MODEL_SHARDS) {
+		close_files(F, m, first);
+		shard_refuse(F, q, GPUOS_ST_UNSUPPORTED, k, n, "a model split into more shards than the runtime opens (32)", 0);
+		return -1;
+	}
+	gpuos_buf_copy(F->prefix, F->path, (uint64_t)pl);
+	F->prefix[pl] = 0;
+	if (k != 1u) {
+		/* Start again from the first shard: it holds the KVs. */
+		close_files(F, m, first);
+		gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, 1, n);
+		if ((slot = open_gguf_file(F, q, 1, n)) < 0)
+			return -1;
+		first = (uint32_t)slot;
+		gguf_mem(F->d, m, &g->mem);
+		r = parse_file(F, first, g);
+		if (r) {
+			close_files(F, m, first);
+			shard_parse_refuse(F, q, r, 1, n);
+			return -1;
+		}
+		if (split_kvs(g, &t, &why) <= 0 || t.no != 0 || t.count != n) {
+			close_files(F, m, first);
+			split_disagree(F, q, why, &t, 0, n, t.tensors);
+			return -1;
+		}
+		s = &t;
+	}
+	mf->n = 1;
+	mf->file[0] = handle_number(&F->h[first], first);
+	mf->split_no = 0;
+	mf->split_count = n;
+	total = s->tensors;
+	for (k = 1; k < n; k++) {
+		struct gpuos_gguf_mem tail = g->mem;
+		uint64_t arena = (g->arena_used + 7u) & ~7ull;
+		gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, k + 1u, n);
+		if ((slot = open_gguf_file(F, q, k + 1u, n)) < 0) {
+			close_files(F, m, first);
+			return -1;
+		}
+		F->h[slot].kind = H_SHARD;
+		mf->file[k] = handle_number(&F->h[slot], (uint32_t)slot);
+		mf->n = k + 1u;
+		/* Its tables after the ones so far; its KVs are dropped after the
+		 * check (the first shard holds the model's). */
+		tail.tensors += g->n_tensors;
+		tail.tensor_cap -= g->n_tensors;
+		tail.kv += g->n_kv;
+		tail.kv_cap -= g->n_kv;
+		tail.arena += arena < tail.arena_cap ? arena : tail.arena_cap;
+		tail.arena_cap -= arena < tail.arena_cap ? (uint32_t)arena : tail.arena_cap;
+		tail.index = 0;
+		tail.index_cap = 0;
+		sg->mem = tail;
+		r = parse_file(F, (uint32_t)slot, sg);
+		if (r) {
+			close_files(F, m, first);
+			shard_parse_refuse(F, q, r, k + 1u, n);
+			return -1;
+		}
+		why = 0;
+		if (split_kvs(sg, &t, &why) <= 0 || t.no != k || t.count != n || t.tensors != total) {
+			close_files(F, m, first);
+			split_disagree(F, q, why, &t, k, n, total);
+			return -1;
+		}
+		for (j = 0; j < sg->n_tensors; j++)
+			tail.tensors[j].shard = k;
+		g->n_tensors += sg->n_tensors;
+		g->n_layers = GPUOS_MAX(g->n_layers, sg->n_layers);
+		g->flags |= sg->flags & GPUOS_GGUF_F_TRUNCATED;
+		if (!(sg->flags & GPUOS_GGUF_F_PACKED))
+			g->flags &= ~GPUOS_GGUF_F_PACKED;
+	}
+	if (g->n_tensors != total) {
+		close_files(F, m, first);
+		shard_refuse(F, q, GPUOS_ST_CORRUPT, n, n, "corrupt split GGUF: the shards hold another number of tensors "
+							 "than split.tensors.count says", 0);
+		return -1;
+	}
+	r = gpuos_gguf_reindex(g, &dup);
+	if (r) {
+		struct sbuf sb;
+		char buf[WHY_MAX];
+		sb.p = buf;
+		sb.n = 0;
+		sb.cap = sizeof(buf);
+		sb_str(&sb, r == -EEXIST ? "corrupt split GGUF: tensor '" : "split GGUF: cannot index its tensors");
+		if (r == -EEXIST) {
+			sb_str(&sb, g->mem.tensors[dup].name);
+			sb_str(&sb, "' is in two shards");
+		}
+		close_files(F, m, first);
+		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, buf);
+		return -1;
+	}
+	g->tensor_count = g->n_tensors;
+	g->flags |= GPUOS_GGUF_F_SPLIT;
+	return (int)first;
+}
+
 GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
 	struct rt_handle *hd;
 	struct gpuos_gguf *g;
+	struct rt_model_files *mf;
+	struct split s;
+	const char *why = 0;
 	uint32_t i, m;
-	int slot, r;
+	int slot, r, sp;
 
-	if (q->flags & ~GPUOS_GGUF_RAW) {
+	if (q->flags & ~(GPUOS_GGUF_RAW | GPUOS_GGUF_SHARD)) {
 		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
 		return;
 	}
@@ -58,6 +469,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 		files_reply(F, q, GPUOS_ST_NOSPC, 0, 0, "too many open models (4)");
 		return;
 	}
+	mf = &F->mfiles[m];
+	mf->n = 0;
 	if (q->flags & GPUOS_GGUF_RAW) {
 		if (!(d->flags & GPUOS_RT_ALLOW_RAW)) {
 			files_reply(F, q, GPUOS_ST_DENIED, 0, 0, "a raw GGUF needs raw access (--allow-raw)");
@@ -79,82 +492,59 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 		hd->next = 0;
 		hd->model = -1;
 	} else {
-		if (!files_lookup_read(F, q)) /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
+		if (!files_take_path(F, q))
 			return;
-		if (F->ino.type == GPUOS_EXT4_FT_DIR) {
-			files_reply(F, q, GPUOS_ST_ISDIR, 0, 0, 0);
-			return;
-		}
-		if ((slot = files_open_inode(F, q, "a GGUF in inline data or a special file")) < 0)
+		/* A split model's base name, when no file has that name. */
+		if (!(q->flags & GPUOS_GGUF_SHARD) && files_lookup_path(F, q, 0) == -ENOENT && !base_name(F, q))
+			files_take_string(F, q, GPUOS_PATH_MAX); /* the name as given, for the reason */
+		if ((slot = open_gguf_file(F, q, 0, 0)) < 0)
 			return;
 		i = (uint32_t)slot;
-		hd = &F->h[i];
 	}
-	/* Parse through the handle's own map. */
-	F->io_file.F = F;
-	F->io_file.handle = i;
-	F->io_file.hint = 0;
-	F->mio_file.read = files_io_file_read;
-	F->mio_file.ctx = &F->io_file;
-	F->mio_file.size = hd->size;
 	g = &F->model[m];
 	gguf_mem(d, m, &g->mem);
-	r = gpuos_gguf_parse(g, &F->gp, &F->mio_file);
+	r = parse_file(F, i, g);
 	if (r) {
 		struct sbuf sb;
 		char buf[WHY_MAX];
-		hd->kind = H_FREE;
+		uint32_t st;
+		F->h[i].kind = H_FREE;
+		if (r == -EIO) {
+			files_reply_err(F, q, r, "cannot read the GGUF", 0);
+			return;
+		}
 		sb.p = buf;
 		sb.n = 0;
 		sb.cap = sizeof(buf);
-		if (r == -EPROTONOSUPPORT) {
-			sb_str(&sb, "unsupported GGUF: ");
-			sb_str(&sb, F->gp.why);
-			if (F->gp.bad) {
-				sb_str(&sb, " (");
-				sb_num(&sb, F->gp.bad);
-				sb_str(&sb, ")");
-			}
-		} else if (r == -ENOSPC) {
-			sb_str(&sb, "GGUF too large for the runtime's tables (at most ");
-			sb_num(&sb, GPUOS_RT_MODEL_TENSORS);
-			sb_str(&sb, " tensors, ");
-			sb_num(&sb, GPUOS_RT_MODEL_KV);
-			sb_str(&sb, " KVs, ");
-			sb_num(&sb, GPUOS_RT_MODEL_ARENA >> 20);
-			sb_str(&sb, " MiB of keys and strings)");
-		} else if (r == -EIO) {
-			files_reply_err(F, q, r, "cannot read the GGUF", 0);
-			return;
-		} else {
-			sb_str(&sb, "corrupt GGUF: ");
-			sb_str(&sb, F->gp.why);
-			if (F->gp.err_tensor >= 0) {
-				sb_str(&sb, " (tensor ");
-				sb_num(&sb, (uint64_t)F->gp.err_tensor);
-				sb_str(&sb, " '");
-				sb_str(&sb, F->gp.subject);
-				sb_str(&sb, "')");
-			} else if (F->gp.err_kv >= 0) {
-				sb_str(&sb, " (KV ");
-				sb_num(&sb, (uint64_t)F->gp.err_kv);
-				if (F->gp.subject[0]) {
-					sb_str(&sb, " '");
-					sb_str(&sb, F->gp.subject);
-					sb_str(&sb, "'");
-				}
-				sb_str(&sb, ")");
-			}
-			if (F->gp.bad) {
-				sb_str(&sb, " [value ");
-				sb_num(&sb, F->gp.bad);
-				sb_str(&sb, "]");
-			}
-		}
-		files_reply(F, q, r == -ENOSPC ? GPUOS_ST_NOSPC : r == -EPROTONOSUPPORT ? GPUOS_ST_UNSUPPORTED : GPUOS_ST_CORRUPT,
-			    0, 0, buf);
+		st = parse_why(F, r, &sb);
+		files_reply(F, q, st, 0, 0, buf);
 		return;
 	}
+	sp = split_kvs(g, &s, &why);
+	if (sp < 0) {
+		F->h[i].kind = H_FREE;
+		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, why);
+		return;
+	}
+	mf->n = 1;
+	mf->file[0] = handle_number(&F->h[i], i);
+	mf->split_no = sp ? (uint32_t)s.no : 0;
+	mf->split_count = sp ? (uint32_t)s.count : 0;
+	if (sp && (q->flags & GPUOS_GGUF_SHARD)) {
+		g->flags |= GPUOS_GGUF_F_SHARD;
+	} else if (sp && (q->flags & GPUOS_GGUF_RAW)) {
+		F->h[i].kind = H_FREE;
+		mf->n = 0;
+		files_reply(F, q, GPUOS_ST_UNSUPPORTED, 0, 0,
+			    "a raw GGUF that is one shard of a split model (split.count > 1): open it with "
+			    "GPUOS_GGUF_SHARD to read it alone");
+		return;
+	} else if (sp) {
+		if ((slot = open_split(F, q, m, i, &s)) < 0)
+			return;
+		i = (uint32_t)slot;
+	}
+	hd = &F->h[i];
 	hd->kind = H_MODEL;
 	hd->model = (int32_t)m;
 	F->model_owner[m] = (int32_t)i + 1;
@@ -191,6 +581,9 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct
 	total = x->arena_off + x->arena_len;
 	x->total = total;
 	x->complete = 0;
+	x->shards = F->mfiles[hd->model].n;
+	x->split_no = F->mfiles[hd->model].split_no;
+	x->split_count = F->mfiles[hd->model].split_count;
 	if (q->length >= total) {
 		gpuos_buf_copy((uint8_t *)x + x->tensors_off, g->mem.tensors, t_bytes);
 		gpuos_buf_copy((uint8_t *)x + x->kv_off, g->mem.kv, k_bytes);

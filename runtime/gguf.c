@@ -898,6 +898,25 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_gguf_parse(struct gpuos_gguf *g, struct gpuos_
 	return 0;
 }
 
+GPUOS_HD int gpuos_gguf_reindex(struct gpuos_gguf *g, uint32_t *dup)
+{
+	uint32_t i;
+
+	g->flags &= ~GPUOS_GGUF_F_INDEXED;
+	if (!g->mem.index || !g->mem.tensors || !gpuos_is_pow2_u64(g->mem.index_cap) ||
+	    g->mem.index_cap / 2u < g->n_tensors)
+		return -ENOSPC;
+	gpuos_mem_set(g->mem.index, 0, (size_t)g->mem.index_cap * sizeof(uint32_t));
+	for (i = 0; i < g->n_tensors; i++) {
+		if (index_insert(g, i)) {
+			*dup = i;
+			return -EEXIST; /* not indexed: finds walk the table */
+		}
+	}
+	g->flags |= GPUOS_GGUF_F_INDEXED;
+	return 0;
+}
+
 /* ---- lookups ----------------------------------------------------------------------------- */
 
 GPUOS_HD int gpuos_gguf_find(const struct gpuos_gguf *g, const char *name)

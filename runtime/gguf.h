@@ -132,6 +132,15 @@ struct gpuos_gguf_parser {
 GPUOS_HD int gpuos_gguf_parse(struct gpuos_gguf *g, struct gpuos_gguf_parser *p,
 			      const struct gpuos_meta_io *io);
 
+/*
+ * Build the hash index again over mem.tensors[0, n_tensors): after a caller
+ * appended tensors parsed from other files (a split model's shards).
+ * Returns 0, -ENOSPC (no index, or index_cap is not a power of two of at
+ * least 2 * n_tensors), -EEXIST (*dup: a tensor whose name an earlier one
+ * has). Either error leaves g without an index (finds walk the table).
+ */
+GPUOS_HD int gpuos_gguf_reindex(struct gpuos_gguf *g, uint32_t *dup);
+
 /* Index of the tensor called name, or -ENOENT. */
 GPUOS_HD int gpuos_gguf_find(const struct gpuos_gguf *g, const char *name);
 
@@ -151,7 +160,8 @@ GPUOS_HD int gpuos_gguf_layer(const struct gpuos_gguf *g, uint32_t n, uint32_t *
 GPUOS_HD int gpuos_gguf_layer_next(const struct gpuos_gguf *g, uint32_t n, int after);
 
 /* Byte span [*off, *end) in the file covering every tensor of layer n: one
- * read for a whole layer. Returns 0 or -ENOENT. */
+ * read for a whole layer. One file's tables only (not a split model's,
+ * whose offsets are in several files). Returns 0 or -ENOENT. */
 GPUOS_HD int gpuos_gguf_layer_span(const struct gpuos_gguf *g, uint32_t n, uint64_t *off,
 				   uint64_t *end);
 

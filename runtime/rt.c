@@ -554,6 +554,7 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 	 * turns file offsets into device offsets; served here. */
 	const struct rt_handle *hd;
 	uint64_t foff = off;
+	uint32_t file = q->handle; /* the handle number whose map holds the bytes */
 	if (!d->meta) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
 		return 0;
@@ -577,7 +578,7 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 	}
 	if (op == GPUOS_OP_GGUF_LOAD) {
 		uint64_t toff, tsize;
-		if (gpuos_rt_files_tensor(d, hd, q->arg, &toff, &tsize) || off > tsize ||
+		if (gpuos_rt_files_tensor(d, hd, q->arg, &toff, &tsize, &file) || off > tsize ||
 		    (len && len > tsize - off)) {
 			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
 			return 0;
@@ -585,6 +586,11 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 		if (len == 0)
 			len = tsize - off; /* to the end of the tensor */
 		foff = toff + off;
+		/* A split model's tensor is read through its shard's map. */
+		if (file != q->handle && !(hd = gpuos_rt_handle(d, file, 1u << H_SHARD))) {
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE); /* closed under us */
+			return 0;
+		}
 	} else {
 		len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
 	}
@@ -595,7 +601,7 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 		gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
 		return 0;
 	}
-	if (enter_req(d, W, ms, q->handle, foff, len, dst, rg))
+	if (enter_req(d, W, ms, file, foff, len, dst, rg))
 		return 1;
 	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
 	return 0;
@@ -933,7 +939,7 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 		if (r->h == 0) {
 			dev = r->next;
 			run = r->end - r->next;
-		} else if (!(hd = gpuos_rt_handle(d, r->h, (1u << H_FILE) | (1u << H_MODEL))) ||
+		} else if (!(hd = gpuos_rt_handle(d, r->h, (1u << H_FILE) | (1u << H_MODEL) | (1u << H_SHARD))) ||
 			   gpuos_rt_files_map(d, hd, r->next, &dev, &run, &zero, &r->hint)) {
 			/* The handle was closed under us: its map may hold another
 			 * file's extents now (the pool is shared), so stop here. */

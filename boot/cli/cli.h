@@ -24,6 +24,7 @@ struct cli {
 	const char *socket;      /* --socket PATH: use a running service */
 	const char *out;         /* -o FILE */
 	int json;
+	int shard;               /* gguf --shard */
 	int part;                /* --part N, -1 = default */
 	uint64_t offset, length;
 	int have_offset, have_length;

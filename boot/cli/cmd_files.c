@@ -8,7 +8,7 @@
  *   gpuos ls   [--json] --device DEV [--part N] PATH
  *   gpuos stat [--json] --device DEV [--part N] PATH
  *   gpuos cat  --device DEV [--part N] PATH [-o FILE]
- *   gpuos gguf [--json] --device DEV [--part N] PATH|@BYTEOFFSET
+ *   gpuos gguf [--json] [--shard] --device DEV [--part N] PATH|@BYTEOFFSET
  *
  * Errors: one line "gpuos CMD: PATH: reason" on stderr, exit status 2.
  */
@@ -437,12 +437,44 @@ int cmd_cat(int argc, char **argv)
 
 /* ---- gguf ----------------------------------------------------------------------- */
 
+/* The files a split model was read from, by the names the runtime gave them
+ * (gpuos/gguf.h): from the path's prefix when it names a shard, else from
+ * the base name (less ".gguf"). A shard alone is the path itself. */
+static int shard_paths(const struct files *f, struct gguf_view *v, const char **paths,
+		       char names[][GPUOS_PATH_MAX])
+{
+	uint32_t len = (uint32_t)strlen(f->path), k, n, i;
+	int pl = gpuos_gguf_split_parse(f->path, len, &k, &n);
+	if (!(v->flags & GPUOS_GGUF_F_SPLIT)) {
+		paths[0] = f->path;
+		v->shard_paths = paths;
+		return 0;
+	}
+	if (pl < 0)
+		pl = len > 5 && !strcmp(f->path + len - 5, ".gguf") ? (int)len - 5 : (int)len;
+	if (v->shards > GPUOS_GGUF_MAX_SHARDS) {
+		cli_err("gguf", "%s: %u shards, more than %u", f->path, v->shards, GPUOS_GGUF_MAX_SHARDS);
+		return -1;
+	}
+	for (i = 0; i < v->shards; i++) {
+		if (!gpuos_gguf_split_name(names[i], GPUOS_PATH_MAX, f->path, (uint32_t)pl, i + 1u, v->shards)) {
+			cli_err("gguf", "%s: shard names too long", f->path);
+			return -1;
+		}
+		paths[i] = names[i];
+	}
+	v->shard_paths = paths;
+	return 0;
+}
+
 int cmd_gguf(int argc, char **argv)
 {
 	struct files f;
 	struct gpuos_result res;
 	struct gpuos_gguf_export *x;
 	struct gguf_view v;
+	static char names[GPUOS_GGUF_MAX_SHARDS][GPUOS_PATH_MAX];
+	const char *paths[GPUOS_GGUF_MAX_SHARDS];
 	uint64_t raw = 0;
 	uint32_t h, st;
 	int is_raw, rc = 0;
@@ -456,7 +488,8 @@ int cmd_gguf(int argc, char **argv)
 		return files_end(&f, GPUOS_EXIT_USAGE);
 	}
 	f.why_h[0] = 0;
-	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_OPEN, is_raw ? GPUOS_GGUF_RAW : 0, 0, raw, WHY_LEN,
+	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_OPEN, (is_raw ? GPUOS_GGUF_RAW : 0) | (f.c.shard ? GPUOS_GGUF_SHARD : 0),
+			   0, raw, WHY_LEN,
 			   (void *)(uintptr_t)rt_of(&f, f.why_h), is_raw ? 0 : rt_of(&f, f.path_h), &res);
 	if (st != GPUOS_ST_OK) {
 		if (st == GPUOS_ST_DENIED && is_raw)
@@ -477,6 +510,10 @@ int cmd_gguf(int argc, char **argv)
 		goto out;
 	}
 	gguf_view_of_export(&v, x);
+	if (shard_paths(&f, &v, paths, names)) {
+		rc = GPUOS_EXIT_FAIL;
+		goto out;
+	}
 	if (f.c.json) {
 		struct json j;
 		json_begin(&j, stdout, "gguf");

@@ -20,6 +20,10 @@ void gguf_view_of_export(struct gguf_view *v, const struct gpuos_gguf_export *x)
 	v->tensors = (const struct gpuos_gguf_tensor *)((const char *)x + x->tensors_off);
 	v->kv = (const struct gpuos_gguf_kv *)((const char *)x + x->kv_off);
 	v->arena = (const uint8_t *)x + x->arena_off;
+	v->flags = x->flags;
+	v->shards = x->shards;
+	v->split_no = x->split_no;
+	v->split_count = x->split_count;
 }
 
 static const char *type_name(uint32_t t)
@@ -92,6 +96,17 @@ void gguf_json_write(struct json *j, const struct gguf_view *v)
 	json_u64(j, "alignment", v->alignment);
 	json_u64(j, "data_offset", v->data_offset);
 	json_u64(j, "layers", v->n_layers);
+	if (v->flags & (GPUOS_GGUF_F_SPLIT | GPUOS_GGUF_F_SHARD)) {
+		json_obj(j, "split");
+		json_u64(j, "count", v->split_count);
+		if (v->flags & GPUOS_GGUF_F_SHARD)
+			json_u64(j, "no", v->split_no);
+		json_arr(j, "shards");
+		for (i = 0; i < v->shards && v->shard_paths; i++)
+			json_str(j, NULL, v->shard_paths[i]);
+		json_end(j);
+		json_end(j);
+	}
 	json_arr_lines(j, "kv");
 	for (i = 0; i < v->n_kv; i++) {
 		const struct gpuos_gguf_kv *kv = &v->kv[i];
@@ -130,6 +145,8 @@ void gguf_json_write(struct json *j, const struct gguf_view *v)
 		json_u64(j, "rel_offset", t->rel_off);
 		json_u64(j, "abs_offset", t->abs_off);
 		json_u64(j, "byte_size", t->size);
+		if (v->flags & GPUOS_GGUF_F_SPLIT)
+			json_u64(j, "shard", t->shard);
 		json_end(j);
 	}
 	json_end(j);
@@ -184,6 +201,18 @@ void gguf_text_write(FILE *f, const struct gguf_view *v)
 
 	fprintf(f, "GGUF v%u: %" PRIu64 " KVs, %" PRIu64 " tensors, alignment %u, data at byte %" PRIu64 ", %u layers\n",
 		v->version, v->kv_count, v->tensor_count, v->alignment, v->data_offset, v->n_layers);
+	if (v->flags & GPUOS_GGUF_F_SHARD)
+		fprintf(f, "gguf-split shard %u of %u, alone (without --shard: the whole model)\n", v->split_no + 1u,
+			v->split_count);
+	if (v->flags & GPUOS_GGUF_F_SPLIT) {
+		fprintf(f, "one model in %u gguf-split shards (header, KVs and alignment: the first's):\n", v->shards);
+		for (i = 0; i < v->shards; i++) {
+			uint32_t n = 0;
+			for (k = 0; k < v->n_tensors; k++)
+				n += v->tensors[k].shard == i;
+			fprintf(f, "  %5u: %s, %u tensors\n", i + 1u, v->shard_paths ? v->shard_paths[i] : "?", n);
+		}
+	}
 	fprintf(f, "KVs:\n");
 	for (i = 0; i < v->n_kv; i++) {
 		const struct gpuos_gguf_kv *kv = &v->kv[i];
@@ -227,6 +256,9 @@ void gguf_text_write(FILE *f, const struct gguf_view *v)
 			snprintf(shape, sizeof(shape), "scalar");
 		fprintf(f, "  %5u: %-6s %-24s ", i, tn ? tn : "?", shape);
 		pad(f, cli_put_escaped(f, t->name, t->name_len), 40);
-		fprintf(f, " %12" PRIu64 " bytes at %" PRIu64 "\n", t->size, t->abs_off);
+		fprintf(f, " %12" PRIu64 " bytes at %" PRIu64, t->size, t->abs_off);
+		if (v->flags & GPUOS_GGUF_F_SPLIT)
+			fprintf(f, " of shard %u", t->shard + 1u);
+		fputc('\n', f);
 	}
 }

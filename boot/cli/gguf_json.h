@@ -9,6 +9,10 @@
  *   "kv":[{"key","type","value"} | {"key","type":"array","elem_type","count","value":[<=16]}],
  *   "tensors":[{"name","type","type_id","dims","rel_offset","abs_offset","byte_size"}]
  *
+ * gguf-split files add "split":{"count","shards":[paths],"no" (a shard
+ * alone)} and, for a model of several shards, "shard" in each tensor (an
+ * index into split.shards).
+ *
  * A KV whose string was cut at GPUOS_GGUF_STR_MAX bytes carries
  * "truncated": true.
  */
@@ -28,6 +32,9 @@ struct gguf_view {
 	const struct gpuos_gguf_tensor *tensors;
 	const struct gpuos_gguf_kv *kv;
 	const uint8_t *arena;
+	uint32_t flags;                    /* GPUOS_GGUF_F_* */
+	uint32_t shards, split_no, split_count; /* as the export says */
+	const char *const *shard_paths;    /* shards paths (set by the caller), or NULL */
 };
 
 /* A view of a complete export (x->complete set). */

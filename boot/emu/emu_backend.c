@@ -130,6 +130,36 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 	return r;
 }
 
+/* The image's first img bytes into the ram backend's zeroed pages: only
+ * its data, so that its holes (a sparse image of many GiB) cost neither
+ * time nor memory. Where SEEK_DATA is not known, everything is read. */
+static int ram_load(struct gpuos_emu *e, int fd, size_t img, char *err, size_t errlen)
+{
+	struct emu_backend *b = e->be;
+	size_t off = 0;
+	while (off < img) {
+		off_t data = lseek(fd, (off_t)off, SEEK_DATA), hole;
+		size_t end;
+		if (data < 0 && errno == ENXIO)
+			break; /* nothing but a hole from off on */
+		if (data < 0)
+			data = (off_t)off;
+		if ((size_t)data >= img)
+			break;
+		hole = lseek(fd, data, SEEK_HOLE);
+		end = hole < 0 || (size_t)hole > img ? img : (size_t)hole;
+		for (off = (size_t)data; off < end;) {
+			ssize_t k = pread(fd, b->ram + off, end - off, (off_t)off);
+			if (k <= 0) {
+				emu_errf(err, errlen, "emu: %s: %s", e->o.path, k < 0 ? strerror(errno) : "short read");
+				return k < 0 ? -errno : -EIO;
+			}
+			off += (size_t)k;
+		}
+	}
+	return 0;
+}
+
 static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 {
 	struct emu_backend *b = e->be;
@@ -164,19 +194,10 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 				 e->o.path, b->ram_len);
 			return -ENOMEM;
 		}
-		size_t img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
-		for (size_t done = 0; done < img;) {
-			ssize_t k = pread(fd, b->ram + done, img - done, (off_t)done);
-			if (k <= 0) {
-				r = k < 0 ? -errno : -EIO;
-				emu_errf(err, errlen, "emu: %s: %s", e->o.path,
-					 k < 0 ? strerror(errno) : "short read");
-				close(fd);
-				return r;
-			}
-			done += (size_t)k;
-		}
+		r = ram_load(e, fd, (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes), err, errlen);
 		close(fd);
+		if (r)
+			return r;
 		/* pinned and mapped: a read into VRAM is then one transfer from
 		 * here (docs/emulator.md, "The DMA engine"); without it, reads
 		 * stage through pinned memory */

@@ -76,6 +76,14 @@ GPUOS_EXTERN_C_BEGIN
  * READ and GGUF_LOAD are served by the service warps (the extent map of the
  * handle is in device memory); the others by the runtime's metadata warp.
  *
+ * GGUF_OPEN of a gguf-split model (gpuos/gguf.h, gpuos_gguf_split_parse):
+ * given any shard "P-0000k-of-0000n.gguf", or the base name P or P.gguf
+ * when no such file exists, it opens every shard, checks their split KVs
+ * (split.no, split.count, split.tensors.count) and answers one model whose
+ * tables hold every tensor. The shards are open files of the client until
+ * the model's CLOSE. A missing or inconsistent shard is refused by name.
+ * GPUOS_GGUF_SHARD opens the named shard alone.
+ *
  * Clients of a service (docs/security.md): the service splits client memory
  * in shares, one per connection, and each client posts to a mailbox of its
  * own at the start of its share (include/gpuos/rt.h); its requests may name
@@ -113,10 +121,12 @@ enum gpuos_op {
 #define GPUOS_STAT_HANDLE    (1u << 1)  /* STAT: the open handle `handle`, not a path */
 /* Flags of GGUF_OPEN. */
 #define GPUOS_GGUF_RAW       (1u << 2)  /* a GGUF written raw at byte `offset` of the device (allow_raw) */
+#define GPUOS_GGUF_SHARD     (1u << 3)  /* a gguf-split shard alone, not the whole model */
 
 #define GPUOS_PATH_MAX 4096u
-#define GPUOS_MAX_HANDLES 64u   /* files, directories and models open at once in one runtime */
-#define GPUOS_MAX_HANDLES_PER_SHARE 16u /* of them, held by one client share of a service */
+#define GPUOS_MAX_HANDLES 128u  /* files, directories, models and shards open at once in one runtime */
+#define GPUOS_MAX_HANDLES_PER_SHARE 40u /* of them, held by one client share of a service (a model of
+					 * GPUOS_GGUF_MAX_SHARDS shards and a few files) */
 #define GPUOS_MAX_SHARES 64u    /* client shares a service splits its client memory in */
 #define GPUOS_NAME_MAX 255u
 #define GPUOS_DIR_END  0xffffffffffffffffull  /* READDIR: no entry left */

@@ -26,6 +26,7 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_GGUF_MAX_KV            (1u << 20)
 #define GPUOS_GGUF_MAX_LAYER         (1u << 20)  /* blk.N with N above this is no layer */
 #define GPUOS_GGUF_WINDOW            4096u
+#define GPUOS_GGUF_MAX_SHARDS        32u         /* gguf-split shards of one model */
 
 /* KV value types (gguf.md, enum gguf_type). */
 #define GPUOS_GGUF_TYPE_UINT8   0u
@@ -92,6 +93,8 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_GGUF_F_DATA_PAST_EOF (1u << 2) /* data_offset > file size: valid only with no
 					    * tensor bytes (vocab-only files are not padded) */
 #define GPUOS_GGUF_F_INDEXED       (1u << 3) /* mem.index holds a hash index of the names */
+#define GPUOS_GGUF_F_SPLIT         (1u << 4) /* a gguf-split model: the tables of all its shards */
+#define GPUOS_GGUF_F_SHARD         (1u << 5) /* one gguf-split shard alone (GPUOS_GGUF_SHARD) */
 
 /* ---- results ------------------------------------------------------------------ */
 
@@ -155,7 +158,8 @@ struct gpuos_gguf_tensor {
 	int32_t layer;         /* 0x40 N for names "blk.N.*", else -1 */
 	uint32_t name_len;     /* 0x44 */
 	uint32_t hash;         /* 0x48 FNV-1a of the name */
-	uint32_t rsvd4c;       /* 0x4c */
+	uint32_t shard;        /* 0x4c the gguf-split shard holding it, 0-based (abs_off is in that
+				* shard's file); 0 in an unsplit model */
 	char name[GPUOS_GGUF_NAME_MAX]; /* 0x50 NUL-terminated */
 };
 static_assert(sizeof(struct gpuos_gguf_tensor) == 208, "gguf tensor size");
@@ -184,9 +188,72 @@ struct gpuos_gguf_export {
 	uint64_t arena_len;    /* 0x50 */
 	uint64_t total;        /* 0x58 bytes of the whole export */
 	uint32_t complete;     /* 0x60 1: the tables follow; 0: dst held the header only */
-	uint32_t rsvd64[7];    /* 0x64 .. 0x7f */
+	uint32_t shards;       /* 0x64 files the tables come from: split.count with GPUOS_GGUF_F_SPLIT,
+				* else 1 */
+	uint32_t split_no;     /* 0x68 GPUOS_GGUF_F_SHARD: this shard's split.no (0-based) */
+	uint32_t split_count;  /* 0x6c its split.count (GPUOS_GGUF_F_SPLIT, _SHARD), else 0 */
+	uint32_t rsvd70[4];    /* 0x70 .. 0x7f */
 };
 static_assert(sizeof(struct gpuos_gguf_export) == 128, "gguf export header");
+
+/*
+ * gguf-split's file names (llama.cpp llama_split_path): shard k of n
+ * (1-based) of a model with prefix P is "P-0000k-of-0000n.gguf", both
+ * numbers in five digits. The export's header, file_size, data_offset and
+ * data_end are the first shard's; each tensor's abs_off is in its shard.
+ *
+ * gpuos_gguf_split_parse: the length of P when path (len bytes) is named so,
+ * with *k and *n; -1 when it is not.
+ */
+GPUOS_INLINE GPUOS_HD int gpuos_gguf_split_parse(const char *path, uint32_t len, uint32_t *k, uint32_t *n)
+{
+	const char *pat = "-#####-of-#####.gguf"; /* # a digit */
+	const uint32_t plen = 20u;
+	uint32_t i, a = 0, b = 0;
+	if (len <= plen)
+		return -1;
+	for (i = 0; i < plen; i++) {
+		char c = path[len - plen + i];
+		if (pat[i] != '#' && c != pat[i])
+			return -1;
+		if (pat[i] == '#' && (c < '0' || c > '9'))
+			return -1;
+		if (pat[i] == '#' && i < 7u)
+			a = a * 10u + (uint32_t)(c - '0');
+		else if (pat[i] == '#')
+			b = b * 10u + (uint32_t)(c - '0');
+	}
+	*k = a;
+	*n = b;
+	return (int)(len - plen);
+}
+
+/* Shard k of n's name from prefix P (plen bytes) into out (cap bytes, NUL
+ * included): its length, or 0 when it does not fit or k, n are out of range. */
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_gguf_split_name(char *out, uint32_t cap, const char *prefix, uint32_t plen,
+						  uint32_t k, uint32_t n)
+{
+	const char *tail = "-#####-of-#####.gguf";
+	uint32_t i, len = plen + 20u, d = 0;
+	if (len + 1u > cap || k < 1u || k > n || n > 99999u)
+		return 0;
+	for (i = 0; i < plen; i++)
+		out[i] = prefix[i];
+	for (i = 0; i < 20u; i++) {
+		char c = tail[i];
+		if (c == '#') {
+			uint32_t v = d < 5u ? k : n, p = 10000u;
+			uint32_t pos = d % 5u;
+			while (pos--)
+				p /= 10u;
+			c = (char)('0' + (v / p) % 10u);
+			d++;
+		}
+		out[plen + i] = c;
+	}
+	out[len] = 0;
+	return len;
+}
 
 /* "uint8" .. "float64", or NULL for an unknown type. */
 GPUOS_HD const char *gpuos_gguf_type_name(uint32_t type);

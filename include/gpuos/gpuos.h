@@ -305,7 +305,10 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_close(struct gpuos_mbox *mb, uint32_t handl
 }
 
 /* Open a GGUF model: a file (path), or with path NULL one written raw at
- * byte raw_offset of the device (needs allow_raw). *handle, *n_tensors. */
+ * byte raw_offset of the device (needs allow_raw). *handle, *n_tensors.
+ * A gguf-split model opens whole from any of its shards or its base name
+ * (gpuos/abi.h, GGUF_OPEN); its tensors' shard field says which file holds
+ * each, and loads read from the right one. */
 GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_open(struct gpuos_mbox *mb, const char *path, uint64_t raw_offset,
 					       uint32_t *handle, uint64_t *n_tensors, char *why, uint32_t why_len)
 {

@@ -118,7 +118,7 @@ for k in 1 2 3 4; do
 	check "shard $k of 4: @huggingface/gguf reads what the writer describes" \
 		python3 tests/tools/gguf_compare.py --quiet --max 5 "$s.json" "$s.ref.json"
 	cp "$s.gguf" "$tmp/raw.img" && truncate -s %4096 "$tmp/raw.img"
-	timeout 60 "$gpuos" gguf --json --device "emu:$tmp/raw.img" --host @0 > "$s.g.json" 2> "$tmp/e"
+	timeout 60 "$gpuos" gguf --json --shard --device "emu:$tmp/raw.img" --host @0 > "$s.g.json" 2> "$tmp/e"
 	check "shard $k of 4: gpuos gguf reads the same" python3 tests/tools/gguf_compare.py --quiet --max 5 "$s.json" "$s.g.json"
 done
 check "the shards: split KVs, every KV in the first, every tensor once, the original's bytes" \

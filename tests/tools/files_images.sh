@@ -13,6 +13,11 @@
 # DIR/frag.img       ext4 (1 KiB blocks) of frag_a, frag_b, frag_c: 6000 blocks each, every
 #                    other block punched out (debugfs): 3000 one-block extents a file;
 #                    DIR/frag/NAME.want what each reads as (the holes zero)
+# DIR/src/models/split/  s.gguf (many-layers) and the same model as three gguf-split shards
+#                    s-0000K-of-00003.gguf; broken shard sets beside them:
+#                    miss/ (shard 2 missing), count/ (shard 2 of another model: its
+#                    split.tensors.count differs), name/ (a shard 1 of 3 named 1 of 2),
+#                    dup/ (shard 2 a copy of shard 1 but for split.no: a name twice)
 # DIR/ok             written last: everything above is complete
 set -eu
 dir=$1
@@ -41,6 +46,27 @@ os.symlink("loop_b", os.path.join(src, "loop_a"))
 os.symlink("loop_a", os.path.join(src, "loop_b"))
 PY
 python3 "$here/gguf_writer.py" --case many-layers "$src/models/m.gguf" --json "$dir/m.json" >/dev/null
+# Split models, good and broken.
+sp=$src/models/split
+mkdir -p "$sp/miss" "$sp/count" "$sp/name" "$sp/dup" "$dir/tmp"
+python3 "$here/gguf_writer.py" --case many-layers --seed 4 --split 3 "$sp/s.gguf" >/dev/null
+python3 "$here/gguf_writer.py" --case many-layers --seed 4 --split 2 "$dir/tmp/d.gguf" >/dev/null
+python3 "$here/gguf_writer.py" --case demo --layers 3 --split 3 "$dir/tmp/o.gguf" >/dev/null
+cp "$sp/s-00001-of-00003.gguf" "$sp/miss/m-00001-of-00003.gguf"
+cp "$sp/s-00003-of-00003.gguf" "$sp/miss/m-00003-of-00003.gguf"
+for k in 1 3; do cp "$sp/s-0000$k-of-00003.gguf" "$sp/count/c-0000$k-of-00003.gguf"; done
+cp "$dir/tmp/o-00002-of-00003.gguf" "$sp/count/c-00002-of-00003.gguf"
+cp "$sp/s-00001-of-00003.gguf" "$sp/name/n-00001-of-00002.gguf"
+cp "$dir/tmp/d-00001-of-00002.gguf" "$sp/dup/d-00001-of-00002.gguf"
+python3 - "$dir/tmp/d-00001-of-00002.gguf" "$sp/dup/d-00002-of-00002.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+key = struct.pack("<Q", 8) + b"split.no" + struct.pack("<I", 2)   # string key, then type uint16
+at = b.index(key) + len(key)
+b[at:at + 2] = struct.pack("<H", 1)
+open(sys.argv[2], "wb").write(b)
+PY
+rm -rf "$dir/tmp"
 mke2fs -q -F -t ext4 -b 4096 -O inline_data -d "$src" "$dir/ext4.img" 32M
 # GPT: partition 2 holds ext4 and starts at LBA 6161
 mke2fs -q -F -t ext4 -b 1024 -d "$src" "$dir/part.img" 24M

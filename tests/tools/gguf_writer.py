@@ -378,7 +378,7 @@ def write_split(spec, path, d, n):
     if per * (n - 1) >= len(ts):
         raise SystemExit("gguf_writer: --split %d: %d tensors leave a shard empty" % (n, len(ts)))
     descs = []
-    with open(path, "rb") as src:
+    with open(path, "rb", buffering=0) as src:  # unbuffered: lseek(SEEK_DATA) below moves its position
         for k in range(n):
             part = ts[k * per:(k + 1) * per]
             kvs = (list(spec.written_kvs) if k == 0 else []) + [
@@ -403,8 +403,22 @@ def write_split(spec, path, d, n):
                     src.seek(t["abs_offset"])
                     left = t["byte_size"]
                     while left:
+                        pos = src.tell()
+                        try:  # the original's holes, skipped without reading them
+                            hole = os.lseek(src.fileno(), pos, os.SEEK_DATA) - pos
+                        except OSError:
+                            hole = left
+                        if hole > 0:
+                            hole = min(hole, left)
+                            f.seek(hole, 1)
+                            src.seek(pos + hole)
+                            left -= hole
+                            continue
                         b = src.read(min(left, 4 << 20))
-                        f.write(b)
+                        if b.count(0) == len(b):
+                            f.seek(len(b), 1)  # zeros stay a hole: a sparse original, a sparse shard
+                        else:
+                            f.write(b)
                         left -= len(b)
                 f.truncate(data_offset + off)
             descs.append({"version": spec.version, "tensor_count": len(part), "kv_count": len(kvs),

@@ -571,3 +571,149 @@ Test(files, extent_maps_share_one_pool)
 	cr_assert_eq(gpuos_close(b.mb, hc), GPUOS_ST_OK);
 	shut(&b);
 }
+
+/* The tensors of model h, copied out of its export (GGUF_INFO). */
+static struct gpuos_gguf_tensor *model_tensors(struct booted *b, uint32_t h, struct gpuos_gguf_export *hdr)
+{
+	const struct gpuos_gguf_export *x = (const struct gpuos_gguf_export *)(b->heap + DATA);
+	struct gpuos_gguf_tensor *t;
+	uint64_t needed;
+	cr_assert_eq(gpuos_model_info(b->mb, h, (struct gpuos_gguf_export *)RT(b, DATA), 8u << 20, &needed), GPUOS_ST_OK);
+	cr_assert(x->complete);
+	*hdr = *x;
+	t = malloc(x->tensor_count * sizeof(*t) + 1);
+	cr_assert_not_null(t);
+	memcpy(t, (const char *)x + x->tensors_off, x->tensor_count * sizeof(*t));
+	return t;
+}
+
+static uint32_t open_model(struct booted *b, const char *path, uint32_t flags, uint32_t *h, uint64_t *n)
+{
+	struct gpuos_result res;
+	uint32_t st;
+	b->heap[WHY] = 0;
+	put(b, 0, path);
+	st = gpuos_request(b->mb, GPUOS_OP_GGUF_OPEN, (uint16_t)flags, 0, 0, 256, RT(b, WHY), b->heap_rt, &res);
+	*h = st == GPUOS_ST_OK ? (uint32_t)res.result : 0;
+	*n = st == GPUOS_ST_OK ? res.result2 : 0;
+	return st;
+}
+
+/* gguf-split models (tests/tools/files_images.sh, models/split/): any shard
+ * or the base name opens one model of every tensor, each loaded from its
+ * shard equal to the unsplit file's bytes, a layer across two shards
+ * loaded in one batch; closing the model closes its shards; broken shard
+ * sets are refused naming the shard. */
+Test(files, split_models)
+{
+	static const char *names[] = {"/models/split/s-00001-of-00003.gguf", "/models/split/s-00003-of-00003.gguf",
+				      "/models/split/s"};
+	struct booted b;
+	struct gpuos_gguf_export x0, x;
+	struct gpuos_gguf_tensor *t0, *t;
+	size_t len;
+	unsigned char *want = slurp("models/split/s.gguf", &len);
+	uint64_t n0, n, got;
+	uint32_t h0, h, i, k, st, idx, layer[64], count, straddle = 0, shard_of[4] = {0}, hs_split[3];
+	void *dsts[64];
+
+	boot_img(&b, "ext4.img", "", 2, 0, 0);
+	cr_assert_eq(open_model(&b, "/models/split/s.gguf", 0, &h0, &n0), GPUOS_ST_OK, "%s", b.heap + WHY);
+	t0 = model_tensors(&b, h0, &x0);
+	cr_assert_eq(x0.shards, 1);
+	cr_assert_eq(x0.flags & (GPUOS_GGUF_F_SPLIT | GPUOS_GGUF_F_SHARD), 0);
+	for (k = 0; k < 3; k++) {
+		st = open_model(&b, names[k], 0, &h, &n);
+		cr_assert_eq(st, GPUOS_ST_OK, "%s: %s", names[k], b.heap + WHY);
+		cr_assert_eq(n, n0, "%s: every tensor", names[k]);
+		t = model_tensors(&b, h, &x);
+		cr_assert(x.flags & GPUOS_GGUF_F_SPLIT);
+		cr_assert_eq(x.shards, 3);
+		cr_assert_eq(x.split_count, 3);
+		cr_assert_eq(x.n_layers, x0.n_layers);
+		cr_assert_eq(x.tensor_count, n0);
+		memset(shard_of, 0, sizeof(shard_of));
+		for (i = 0; i < n; i++) {
+			uint32_t size = (uint32_t)t[i].size;
+			cr_assert_str_eq(t[i].name, t0[i].name, "tensor %u in order", i);
+			cr_assert_eq(t[i].size, t0[i].size);
+			cr_assert_eq(t[i].type, t0[i].type);
+			cr_assert_lt(t[i].shard, 3u);
+			cr_assert(i == 0 || t[i].shard >= t[i - 1].shard, "shards in order");
+			shard_of[t[i].shard]++;
+			put(&b, 0, t[i].name);
+			cr_assert_eq(gpuos_model_find(b.mb, h, (const char *)RT(&b, 0), &idx), GPUOS_ST_OK);
+			cr_assert_eq(idx, i, "the index covers every shard");
+			memset(b.heap + DATA, 0x5a, size);
+			cr_assert_eq(gpuos_model_load(b.mb, h, i, RT(&b, DATA), 0, 0, &got), GPUOS_ST_OK, "tensor %u", i);
+			cr_assert_eq(got, size);
+			cr_assert(memcmp(b.heap + DATA, want + t0[i].abs_off, size) == 0, "%s: tensor %u (shard %u) differs",
+				  names[k], i, t[i].shard + 1u);
+			if (i > 0 && t[i].layer >= 0 && t[i].layer == t[i - 1].layer && t[i].shard != t[i - 1].shard)
+				straddle = (uint32_t)t[i].layer;
+		}
+		cr_assert(shard_of[0] && shard_of[1] && shard_of[2], "every shard holds tensors");
+		/* a layer whose tensors lie in two shards, in one batch */
+		cr_assert_gt(straddle, 0, "a layer across two shards");
+		cr_assert_eq(gpuos_model_layer(b.mb, h, straddle, (uint32_t *)RT(&b, DATA), 64, &count), GPUOS_ST_OK);
+		memcpy(layer, b.heap + DATA, count * 4u);
+		for (i = 0; i < count; i++)
+			dsts[i] = RT(&b, DATA + (1u << 20) + i * 8192u);
+		memset(b.heap + DATA + (1u << 20), 0, count * 8192u);
+		cr_assert_eq(gpuos_model_load_tensors(b.mb, h, layer, dsts, count, &got), GPUOS_ST_OK);
+		for (i = 0; i < count; i++) {
+			cr_assert_leq(t[layer[i]].size, 8192u);
+			cr_assert(memcmp(b.heap + DATA + (1u << 20) + i * 8192u, want + t0[layer[i]].abs_off,
+					 t[layer[i]].size) == 0, "layer %u tensor %u", straddle, layer[i]);
+		}
+		cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+		cr_assert_eq(gpuos_model_load(b.mb, h, 0, RT(&b, DATA), 0, 0, &got), GPUOS_ST_BAD_HANDLE);
+		free(t);
+	}
+	/* Closing the model closes its shards: more opens than handles would hold otherwise. */
+	for (k = 0; k < GPUOS_MAX_HANDLES / 2u; k++) {
+		cr_assert_eq(open_model(&b, names[k % 3], 0, &h, &n), GPUOS_ST_OK, "open %u: %s", k, b.heap + WHY);
+		cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	}
+	/* A shard alone. */
+	cr_assert_eq(open_model(&b, "/models/split/s-00002-of-00003.gguf", GPUOS_GGUF_SHARD, &h, &n), GPUOS_ST_OK, "%s",
+		     b.heap + WHY);
+	t = model_tensors(&b, h, &x);
+	cr_assert(x.flags & GPUOS_GGUF_F_SHARD);
+	cr_assert_eq(x.shards, 1);
+	cr_assert_eq(x.split_no, 1);
+	cr_assert_eq(x.split_count, 3);
+	cr_assert_lt(n, n0);
+	cr_assert_eq(gpuos_close(b.mb, h), GPUOS_ST_OK);
+	free(t);
+	/* Broken sets: refused, naming the shard. */
+	{
+		static const struct {
+			const char *path, *why;
+			uint32_t st;
+		} bad[] = {
+			{"/models/split/miss/m-00001-of-00003.gguf", "shard 2 of 3 (m-00002-of-00003.gguf): missing", GPUOS_ST_NOENT},
+			{"/models/split/miss/m", "shard 2 of 3 (m-00002-of-00003.gguf): missing", GPUOS_ST_NOENT},
+			{"/models/split/count/c-00003-of-00003.gguf", "shard 2 of 3 (c-00002-of-00003.gguf): corrupt split",
+			 GPUOS_ST_CORRUPT},
+			{"/models/split/name/n-00001-of-00002.gguf", "shard 1 of 3 (n-00001-of-00002.gguf): not named",
+			 GPUOS_ST_NOENT},
+			{"/models/split/dup/d-00001-of-00002.gguf", "'token_embd.weight' is in two shards", GPUOS_ST_CORRUPT},
+			{"/models/split/nothing", "", GPUOS_ST_NOENT},
+		};
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			st = open_model(&b, bad[k].path, 0, &h, &n);
+			cr_assert_eq(st, bad[k].st, "%s: %s (%s)", bad[k].path, gpuos_status_name(st), b.heap + WHY);
+			cr_assert(strstr(b.heap + WHY, bad[k].why) != NULL, "%s: the reason: %s", bad[k].path, b.heap + WHY);
+		}
+	}
+	/* ... and leave no handle behind: every model slot and handle is free again */
+	for (k = 0; k < 3; k++)
+		cr_assert_eq(open_model(&b, names[0], 0, &hs_split[k], &n), GPUOS_ST_OK, "%u: %s", k, b.heap + WHY);
+	for (k = 0; k < 3; k++)
+		cr_assert_eq(gpuos_close(b.mb, hs_split[k]), GPUOS_ST_OK);
+	cr_assert_eq(gpuos_close(b.mb, h0), GPUOS_ST_OK);
+	free(t0);
+	free(want);
+	shut(&b);
+}
