@@ -60,10 +60,20 @@ $(BUILD)/libgpuos.a: $(CORE_OBJ)
 # `make -j` compiles them side by side (ptxas takes most of a build).
 RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
 RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
-$(BUILD)/kernels/runtime.%.cubin: $(RT_DEPS)
+# Its cumulative stack must fit the stack every kernel gets (boot/gpu.h): a
+# launch that needs more waits for an idle device, which a persistent
+# kernel never leaves (docs/platform.md).
+$(BUILD)/kernels/runtime.%.cubin: $(RT_DEPS) boot/gpu.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    kernels/runtime.cu ($*)")
-	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -gencode arch=compute_$(subst sm_,,$*),code=$* -cubin $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -gencode arch=compute_$(subst sm_,,$*),code=$* -cubin $< -o $@ \
+		-Xptxas -v 2> $@.ptxas || { cat $@.ptxas; rm -f $@; exit 1; }
+	$(Q)lim=$$(awk '$$2 == "GPUOS_GPU_STACK_BYTES" { print $$3 + 0 }' boot/gpu.h); \
+	st=$$(awk '/Compiling entry function .gpuos_rt_kernel./ { k = 1 } k && /cumulative stack size/ { \
+		for (i = 1; i < NF; i++) if ($$(i + 1) == "bytes" && $$(i + 2) == "cumulative") { print $$i; exit } }' $@.ptxas); \
+	if [ -z "$$st" ] || [ -z "$$lim" ] || [ "$$st" -gt "$$lim" ]; then \
+		echo "$@: the runtime kernel needs $${st:-?} bytes of stack a thread, more than GPUOS_GPU_STACK_BYTES ($${lim:-?}, boot/gpu.h)"; \
+		rm -f $@; exit 1; fi
 $(RT_IMAGE): $(RT_CUBINS)
 	@$(if $(Q),echo "  FATBIN  $@")
 	$(Q)$(CUDA_HOME)/bin/fatbinary -64 --create=$@ $(foreach c,$(RT_CUBINS),--image3=kind=elf,sm=$(subst sm_,,$(patsubst $(BUILD)/kernels/runtime.%.cubin,%,$(c))),file=$(c))

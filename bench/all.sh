@@ -355,32 +355,46 @@ layer_rows() {
 # ---- a file of 50,000 extents -------------------------------------------------------------
 # The same 3.5 GB of random bytes twice in one ext4 image: once as written
 # (a few extents), once with every 17th block punched out (debugfs): 50,000
-# extents of 64 KiB with holes between, the tree three deep. Both read
-# whole by apps/file_load through the ram backend; the rate of the
-# fragmented one is a ratio to the other's.
+# extents of 64 KiB with holes between, the tree three deep. And 3.3 GB of
+# other random bytes in 50,000 extents without a hole: a filler file has 16
+# of every 17 blocks punched out, and debugfs writes the file into those
+# runs. Each is read whole by apps/file_load through the ram backend; the
+# rates of the fragmented ones are ratios to the first's.
 frag_rows() {
-	local w=$data/gpuos-bench-frag-$$ blocks=$((50000 * 17)) n f vm cmd
+	local w=$data/gpuos-bench-frag-$$ blocks=$((50000 * 17)) n f vm cmd what
 	mkdir -p "$w/src" || return 1
 	for n in 0 1 2 3 4 5 6 7; do
 		dd if=/dev/urandom of="$w/src/contig" bs=4096 count=$((blocks / 8)) seek=$((n * blocks / 8)) conv=notrunc \
 			status=none &
+		dd if=/dev/urandom of="$w/tight" bs=65536 count=$((50000 / 8)) seek=$((n * 50000 / 8)) conv=notrunc \
+			status=none &
 	done
 	wait
+	# the filler: not zeros, which mke2fs -d would leave as holes
+	tr '\0' '\377' < /dev/zero | head -c $((blocks * 4096)) > "$w/src/filler"
 	cp "$w/src/contig" "$w/src/frag" &&
 		mke2fs -q -F -t ext4 -b 4096 -O ^metadata_csum,^has_journal -d "$w/src" "$w/img" \
-			$((blocks * 8 / 1024 + 256))M || return 1
+			$((blocks * 12 / 1024 + 256))M || return 1
 	rm -rf "$w/src"
-	seq 16 17 $((blocks - 1)) | awk '{ print "punch /frag", $1, $1 }' | debugfs -w -f - "$w/img" > /dev/null 2>&1
+	{
+		seq 16 17 $((blocks - 1)) | awk '{ print "punch /frag", $1, $1 }'
+		seq 0 17 $((blocks - 1)) | awk '{ print "punch /filler", $1, $1 + 15 }'
+		echo "write $w/tight /tight"
+	} | debugfs -w -f - "$w/img" > /dev/null 2>&1
+	rm -f "$w/tight"
 	vm=$((blocks * 4 / 1024 + 64))
-	for f in contig frag; do
+	for f in contig frag tight; do
+		case $f in
+		contig) what="as written: a few extents" ;;
+		frag) what="50,000 extents of 64 KiB, holes between" ;;
+		tight) what="50,000 extents of 64 KiB or less, no holes (3.3 GB)" ;;
+		esac
 		cmd="gpuos run file_load.cubin --device emu:IMG --vram-mib $vm $FRAG_GEOM -- /$f"
 		gpuos_run "$res/one.out" "$build/apps/file_load.cubin" --device "emu:$w/img" --vram-mib $vm $FRAG_GEOM -- /$f ||
 			{ skip "f. $f: $(grep -v '^gpuos:' "$res/one.out" | tail -2 | tr '\n' ' ')"; continue; }
 		python3 "$here/results.py" runjson "" < "$res/one.out" > "$res/one.json" || return 1
-		add "$res/fragmented.csv" fragmented "$f" \
-			"$([ $f = frag ] && echo "50,000 extents of 64 KiB, holes between" || echo "as written: a few extents")" \
-			"memory (ram backend)" "$([ $f = frag ] && echo contig || echo -)" "$cmd" gb_per_s=gb_per_s:GB/s \
-			< "$res/one.json" || return 1
+		add "$res/fragmented.csv" fragmented "$f" "$what" "memory (ram backend)" \
+			"$([ $f = contig ] && echo - || echo contig)" "$cmd" gb_per_s=gb_per_s:GB/s < "$res/one.json" || return 1
 	done
 	rm -rf "$w"
 }

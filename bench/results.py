@@ -50,7 +50,7 @@ SECTIONS = [
     ("layers", "3. Layer streaming"),
     ("runtime", "4. Runtime ceiling and latency"),
     ("xproc", "GPU clients in other processes"),
-    ("fragmented", "A file of 50,000 extents against the same bytes unfragmented"),
+    ("fragmented", "Files of 50,000 extents against one unfragmented"),
 ]
 
 

@@ -89,6 +89,8 @@ struct rt_files {
 	char path[GPUOS_PATH_MAX];
 	char prefix[GPUOS_PATH_MAX]; /* a split model's shard names without -0000k-of-0000n.gguf */
 	char why[WHY_MAX];
+	char reason[WHY_MAX];       /* a reason being built: here, not on the lane's stack, which all
+				     * kernels share at 2 KiB a thread (boot/gpu.h) */
 	struct gpuos_ext4 fs;
 };
 

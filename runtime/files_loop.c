@@ -80,11 +80,10 @@ GPUOS_NOINLINE GPUOS_HD void files_reply_err(struct rt_files *F, const struct mr
 			       const char *why)
 {
 	struct sbuf sb;
-	char buf[WHY_MAX];
 	uint32_t st = status_of(err);
-	sb.p = buf;
+	sb.p = F->reason;
 	sb.n = 0;
-	sb.cap = sizeof(buf);
+	sb.cap = sizeof(F->reason);
 	if (what) {
 		sb_str(&sb, what);
 		if (why)
@@ -110,7 +109,7 @@ GPUOS_NOINLINE GPUOS_HD void files_reply_err(struct rt_files *F, const struct mr
 		sb_str(&sb, gpuos_nvme_status_name(F->last_nvme));
 		sb_str(&sb, ")");
 	}
-	files_reply(F, q, st, 0, 0, buf);
+	files_reply(F, q, st, 0, 0, F->reason);
 }
 
 /* Bytes from p to the end of its registered region, 0 if p is in none. */

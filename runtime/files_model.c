@@ -152,6 +152,10 @@ GPUOS_HD static int split_kvs(const struct gpuos_gguf *g, struct split *s, const
 		*why = "corrupt split GGUF: split.no is not below split.count";
 		return -1;
 	}
+	if (s->count > 99999u) {
+		*why = "corrupt split GGUF: split.count above 99999 (gguf-split names shards in five digits)";
+		return -1;
+	}
 	return s->count > 1 ? 1 : 0;
 }
 
@@ -176,17 +180,16 @@ GPUOS_NOINLINE GPUOS_HD static void shard_refuse(struct rt_files *F, const struc
 						 uint64_t n, const char *what, const char *detail)
 {
 	struct sbuf sb;
-	char buf[WHY_MAX];
-	sb.p = buf;
+	sb.p = F->reason;
 	sb.n = 0;
-	sb.cap = sizeof(buf);
+	sb.cap = sizeof(F->reason);
 	shard_prefix(F, &sb, k, n);
 	sb_str(&sb, what);
 	if (detail) {
 		sb_str(&sb, ": ");
 		sb_str(&sb, detail);
 	}
-	files_reply(F, q, st, 0, 0, buf);
+	files_reply(F, q, st, 0, 0, F->reason);
 }
 
 /* Reply parse error r of shard k of n. */
@@ -194,17 +197,16 @@ GPUOS_NOINLINE GPUOS_HD static void shard_parse_refuse(struct rt_files *F, const
 						       uint64_t n)
 {
 	struct sbuf sb;
-	char buf[WHY_MAX];
 	uint32_t st = GPUOS_ST_IO;
-	sb.p = buf;
+	sb.p = F->reason;
 	sb.n = 0;
-	sb.cap = sizeof(buf);
+	sb.cap = sizeof(F->reason);
 	shard_prefix(F, &sb, k, n);
 	if (r == -EIO)
 		sb_str(&sb, "cannot read it");
 	else
 		st = parse_why(F, r, &sb);
-	files_reply(F, q, st, 0, 0, buf);
+	files_reply(F, q, st, 0, 0, F->reason);
 }
 
 /* Refuse shard k (0-based) of n whose split KVs t (or why) disagree with its
@@ -213,10 +215,9 @@ GPUOS_NOINLINE GPUOS_HD static void split_disagree(struct rt_files *F, const str
 						   const struct split *t, uint32_t k, uint32_t n, uint64_t total)
 {
 	struct sbuf sb;
-	char buf[WHY_MAX];
-	sb.p = buf;
+	sb.p = F->reason;
 	sb.n = 0;
-	sb.cap = sizeof(buf);
+	sb.cap = sizeof(F->reason);
 	shard_prefix(F, &sb, k + 1u, n);
 	if (why) {
 		sb_str(&sb, why);
@@ -235,14 +236,14 @@ GPUOS_NOINLINE GPUOS_HD static void split_disagree(struct rt_files *F, const str
 		sb_num(&sb, total);
 		sb_str(&sb, " (its name, the first shard)");
 	}
-	files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, buf);
+	files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
 }
 
 /* The base name P or P.gguf of a split model that is not itself a file:
  * its first shard's name into F->path (and P into F->prefix) when the
- * directory holds exactly one P-00001-of-0000n.gguf. 1 if so, else 0.
- * Only a directory the client may read is listed (names are what it
- * would learn). */
+ * directory holds exactly one P-00001-of-0000n.gguf. 1 if so, else 0 with
+ * F->path as it was. Only a directory the client may read is listed (names
+ * are what it would learn). */
 GPUOS_NOINLINE GPUOS_HD static int base_name(struct rt_files *F, const struct mreq *q)
 {
 	uint32_t len = (uint32_t)gpuos_str_nlen(F->path, GPUOS_PATH_MAX), plen = len, slash = 0, i, found = 0, n = 0;
@@ -255,8 +256,7 @@ GPUOS_NOINLINE GPUOS_HD static int base_name(struct rt_files *F, const struct mr
 			slash = i + 1u;
 	if (plen == slash || plen + 21u > GPUOS_PATH_MAX)
 		return 0;
-	gpuos_buf_copy(F->prefix, F->path, plen);
-	F->prefix[plen] = 0;
+	gpuos_buf_copy(F->prefix, F->path, len + 1u); /* the path as given, P and all */
 	/* the directory: what comes before the last '/', or the root */
 	if (slash == 0) {
 		F->path[0] = '/';
@@ -264,23 +264,29 @@ GPUOS_NOINLINE GPUOS_HD static int base_name(struct rt_files *F, const struct mr
 	} else {
 		F->path[slash] = 0;
 	}
-	if (files_lookup_path(F, q, 0) || F->ino.type != GPUOS_EXT4_FT_DIR ||
-	    gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ))
-		return 0;
-	while ((r = gpuos_ext4_readdir(&F->fs, &F->ino, &cookie, &F->de)) == 1) {
-		uint32_t k, cnt, nl = F->de.name_len;
-		int pl = gpuos_gguf_split_parse(F->de.name, nl, &k, &cnt);
-		if (pl < 0 || k != 1u || (uint32_t)pl != plen - slash ||
-		    gpuos_str_ncmp(F->de.name, F->prefix + slash, (size_t)pl))
-			continue;
-		if (found && cnt != n)
-			return 0; /* two models by that name: neither is meant */
-		found = 1;
-		n = cnt;
+	r = files_lookup_path(F, q, 0);
+	if (!r && F->ino.type == GPUOS_EXT4_FT_DIR &&
+	    !gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ)) {
+		while ((r = gpuos_ext4_readdir(&F->fs, &F->ino, &cookie, &F->de)) == 1) {
+			uint32_t k, cnt, nl = F->de.name_len;
+			int pl = gpuos_gguf_split_parse(F->de.name, nl, &k, &cnt);
+			if (pl < 0 || k != 1u || (uint32_t)pl != plen - slash ||
+			    gpuos_str_ncmp(F->de.name, F->prefix + slash, (size_t)pl))
+				continue;
+			if (found && cnt != n) {
+				found = 2; /* two models by that name: neither is meant */
+				break;
+			}
+			found = 1;
+			n = cnt;
+		}
 	}
-	if (r < 0 || !found)
-		return 0;
-	return gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, plen, 1, n) != 0;
+	if (r >= 0 && found == 1) {
+		F->prefix[plen] = 0;
+		return gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, plen, 1, n) != 0;
+	}
+	gpuos_buf_copy(F->path, F->prefix, len + 1u);
+	return 0;
 }
 
 /* Look up and open F->path for GGUF_OPEN: a file the client may read, with
@@ -338,11 +344,16 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 	uint64_t total;
 	int pl = gpuos_gguf_split_parse(F->path, len, &k, &n), r, slot;
 
-	if (pl < 0 || k != s->no + 1u || n != s->count) {
+	if (pl < 0) {
 		close_files(F, m, first);
 		shard_refuse(F, q, GPUOS_ST_NOENT, s->no + 1u, s->count,
 			     "not named PREFIX-0000K-of-0000N.gguf as gguf-split names shard K of N, so the others "
 			     "cannot be found (GPUOS_GGUF_SHARD opens it alone)", 0);
+		return -1;
+	}
+	if (k != s->no + 1u || n != s->count) {
+		close_files(F, m, first);
+		split_disagree(F, q, 0, s, k - 1u, n, s->tensors);
 		return -1;
 	}
 	if (n > GPUOS_RT_MODEL_SHARDS) {
@@ -397,8 +408,8 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 		tail.kv_cap -= g->n_kv;
 		tail.arena += arena < tail.arena_cap ? arena : tail.arena_cap;
 		tail.arena_cap -= arena < tail.arena_cap ? (uint32_t)arena : tail.arena_cap;
-		tail.index = 0;
-		tail.index_cap = 0;
+		/* the index, rebuilt over the whole below, keeps the parse's
+		 * duplicate check linear */
 		sg->mem = tail;
 		r = parse_file(F, (uint32_t)slot, sg);
 		if (r) {
@@ -407,6 +418,7 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 			return -1;
 		}
 		why = 0;
+		t.no = t.count = t.tensors = 0;
 		if (split_kvs(sg, &t, &why) <= 0 || t.no != k || t.count != n || t.tensors != total) {
 			close_files(F, m, first);
 			split_disagree(F, q, why, &t, k, n, total);
@@ -429,17 +441,16 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 	r = gpuos_gguf_reindex(g, &dup);
 	if (r) {
 		struct sbuf sb;
-		char buf[WHY_MAX];
-		sb.p = buf;
+		sb.p = F->reason;
 		sb.n = 0;
-		sb.cap = sizeof(buf);
+		sb.cap = sizeof(F->reason);
 		sb_str(&sb, r == -EEXIST ? "corrupt split GGUF: tensor '" : "split GGUF: cannot index its tensors");
 		if (r == -EEXIST) {
 			sb_str(&sb, g->mem.tensors[dup].name);
 			sb_str(&sb, "' is in two shards");
 		}
 		close_files(F, m, first);
-		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, buf);
+		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
 		return -1;
 	}
 	g->tensor_count = g->n_tensors;
@@ -495,8 +506,8 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 		if (!files_take_path(F, q))
 			return;
 		/* A split model's base name, when no file has that name. */
-		if (!(q->flags & GPUOS_GGUF_SHARD) && files_lookup_path(F, q, 0) == -ENOENT && !base_name(F, q))
-			files_take_string(F, q, GPUOS_PATH_MAX); /* the name as given, for the reason */
+		if (!(q->flags & GPUOS_GGUF_SHARD) && files_lookup_path(F, q, 0) == -ENOENT)
+			base_name(F, q);
 		if ((slot = open_gguf_file(F, q, 0, 0)) < 0)
 			return;
 		i = (uint32_t)slot;
@@ -506,18 +517,17 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 	r = parse_file(F, i, g);
 	if (r) {
 		struct sbuf sb;
-		char buf[WHY_MAX];
 		uint32_t st;
 		F->h[i].kind = H_FREE;
 		if (r == -EIO) {
 			files_reply_err(F, q, r, "cannot read the GGUF", 0);
 			return;
 		}
-		sb.p = buf;
+		sb.p = F->reason;
 		sb.n = 0;
-		sb.cap = sizeof(buf);
+		sb.cap = sizeof(F->reason);
 		st = parse_why(F, r, &sb);
-		files_reply(F, q, st, 0, 0, buf);
+		files_reply(F, q, st, 0, 0, F->reason);
 		return;
 	}
 	sp = split_kvs(g, &s, &why);

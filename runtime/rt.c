@@ -586,10 +586,18 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 		if (len == 0)
 			len = tsize - off; /* to the end of the tensor */
 		foff = toff + off;
-		/* A split model's tensor is read through its shard's map. */
-		if (file != q->handle && !(hd = gpuos_rt_handle(d, file, 1u << H_SHARD))) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE); /* closed under us */
-			return 0;
+		/* A split model's tensor is read through its shard's map. A CLOSE
+		 * racing this load may have put another model in hd's slot (the
+		 * race READ has with CLOSE, docs/security.md): whatever shard
+		 * that gave, it must be this client's own. */
+		if (file != q->handle) {
+			const struct rt_handle *sh = gpuos_rt_handle(d, file, 1u << H_SHARD);
+			if (!sh || !gpuos_rt_handle_owned(sh, gpuos_rt_ms_client(ms)) ||
+			    gpuos_rt_handle(d, q->handle, 1u << H_MODEL) != hd) {
+				finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE); /* closed under us */
+				return 0;
+			}
+			hd = sh;
 		}
 	} else {
 		len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */

@@ -151,8 +151,9 @@ static int ram_load(struct gpuos_emu *e, int fd, size_t img, char *err, size_t e
 		for (off = (size_t)data; off < end;) {
 			ssize_t k = pread(fd, b->ram + off, end - off, (off_t)off);
 			if (k <= 0) {
-				emu_errf(err, errlen, "emu: %s: %s", e->o.path, k < 0 ? strerror(errno) : "short read");
-				return k < 0 ? -errno : -EIO;
+				int r = k < 0 ? -errno : -EIO;
+				emu_errf(err, errlen, "emu: %s: %s", e->o.path, k < 0 ? strerror(-r) : "short read");
+				return r;
 			}
 			off += (size_t)k;
 		}

@@ -79,6 +79,8 @@ static int mc_nsuites;
 #define cr_assert_gt(a, b, ...) do { if (!((a) > (b))) MC_FAIL("%s > %s failed (%lld vs %lld)", #a, #b, (long long)(a), (long long)(b)); } while (0)
 #define cr_assert_lt(a, b, ...) do { if (!((a) < (b))) MC_FAIL("%s < %s failed (%lld vs %lld)", #a, #b, (long long)(a), (long long)(b)); } while (0)
 #define cr_assert_geq(a, b, ...) do { if (!((a) >= (b))) MC_FAIL("%s >= %s failed", #a, #b); } while (0)
+#define cr_assert_leq(a, b, ...) do { if (!((a) <= (b))) MC_FAIL("%s <= %s failed (%lld vs %lld)", #a, #b, (long long)(a), (long long)(b)); } while (0)
+#define cr_assert_str_eq(a, b, ...) do { if (strcmp((a), (b))) MC_FAIL("%s == %s failed ('%s' vs '%s')", #a, #b, (a), (b)); } while (0)
 #define cr_assert_not_null(p, ...) do { if (!(p)) MC_FAIL("%s is NULL", #p); } while (0)
 #define cr_assert_null(p, ...) do { if ((p)) MC_FAIL("%s is not NULL", #p); } while (0)
 #define cr_skip(...) do { fprintf(stderr, "    skipped: " __VA_ARGS__); fprintf(stderr, "\n"); _exit(77); } while (0)

@@ -16,7 +16,8 @@
 # DIR/src/models/split/  s.gguf (many-layers) and the same model as three gguf-split shards
 #                    s-0000K-of-00003.gguf; broken shard sets beside them:
 #                    miss/ (shard 2 missing), count/ (shard 2 of another model: its
-#                    split.tensors.count differs), name/ (a shard 1 of 3 named 1 of 2),
+#                    split.tensors.count differs), name/ (a shard 1 of 3 named 1 of 2, a
+#                    shard 2 of 3 named renamed.gguf),
 #                    dup/ (shard 2 a copy of shard 1 but for split.no: a name twice)
 # DIR/ok             written last: everything above is complete
 set -eu
@@ -57,6 +58,7 @@ cp "$sp/s-00003-of-00003.gguf" "$sp/miss/m-00003-of-00003.gguf"
 for k in 1 3; do cp "$sp/s-0000$k-of-00003.gguf" "$sp/count/c-0000$k-of-00003.gguf"; done
 cp "$dir/tmp/o-00002-of-00003.gguf" "$sp/count/c-00002-of-00003.gguf"
 cp "$sp/s-00001-of-00003.gguf" "$sp/name/n-00001-of-00002.gguf"
+cp "$sp/s-00002-of-00003.gguf" "$sp/name/renamed.gguf"
 cp "$dir/tmp/d-00001-of-00002.gguf" "$sp/dup/d-00001-of-00002.gguf"
 python3 - "$dir/tmp/d-00001-of-00002.gguf" "$sp/dup/d-00002-of-00002.gguf" <<'PY'
 import struct, sys

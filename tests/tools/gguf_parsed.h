@@ -12,12 +12,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../../boot/cli/gguf_json.h"
 #include "../../runtime/gguf.h"
 
 static inline void gguf_view_of_parse(struct gguf_view *v, const struct gpuos_gguf *g)
 {
+	memset(v, 0, sizeof(*v)); /* one file: no shards */
 	v->version = g->version;
 	v->alignment = g->alignment;
 	v->n_layers = g->n_layers;

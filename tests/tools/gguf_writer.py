@@ -44,6 +44,7 @@ equal. Deterministic for a given --seed.
 """
 import argparse
 import array
+import errno
 import json
 import math
 import os
@@ -406,8 +407,9 @@ def write_split(spec, path, d, n):
                         pos = src.tell()
                         try:  # the original's holes, skipped without reading them
                             hole = os.lseek(src.fileno(), pos, os.SEEK_DATA) - pos
-                        except OSError:
-                            hole = left
+                        except OSError as e:  # ENXIO: a hole to the end; else no SEEK_DATA: read
+                            hole = left if e.errno == errno.ENXIO else 0
+                            os.lseek(src.fileno(), pos, os.SEEK_SET)
                         if hole > 0:
                             hole = min(hole, left)
                             f.seek(hole, 1)

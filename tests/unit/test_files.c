@@ -696,8 +696,10 @@ Test(files, split_models)
 			{"/models/split/miss/m", "shard 2 of 3 (m-00002-of-00003.gguf): missing", GPUOS_ST_NOENT},
 			{"/models/split/count/c-00003-of-00003.gguf", "shard 2 of 3 (c-00002-of-00003.gguf): corrupt split",
 			 GPUOS_ST_CORRUPT},
-			{"/models/split/name/n-00001-of-00002.gguf", "shard 1 of 3 (n-00001-of-00002.gguf): not named",
-			 GPUOS_ST_NOENT},
+			{"/models/split/name/n-00001-of-00002.gguf",
+			 "shard 1 of 2 (n-00001-of-00002.gguf): corrupt split GGUF: its split.no 0, split.count 3",
+			 GPUOS_ST_CORRUPT},
+			{"/models/split/name/renamed.gguf", "shard 2 of 3 (renamed.gguf): not named", GPUOS_ST_NOENT},
 			{"/models/split/dup/d-00001-of-00002.gguf", "'token_embd.weight' is in two shards", GPUOS_ST_CORRUPT},
 			{"/models/split/nothing", "", GPUOS_ST_NOENT},
 		};
@@ -713,6 +715,14 @@ Test(files, split_models)
 	for (k = 0; k < 3; k++)
 		cr_assert_eq(gpuos_close(b.mb, hs_split[k]), GPUOS_ST_OK);
 	cr_assert_eq(gpuos_close(b.mb, h0), GPUOS_ST_OK);
+	{
+		uint32_t hs[GPUOS_MAX_HANDLES + 1];
+		for (k = 0; k <= GPUOS_MAX_HANDLES && open_path(&b, "/small.txt", &hs[k], NULL) == GPUOS_ST_OK; k++)
+			;
+		cr_assert_eq(k, GPUOS_MAX_HANDLES, "handles free after the split models: %u of %u", k, GPUOS_MAX_HANDLES);
+		while (k--)
+			cr_assert_eq(gpuos_close(b.mb, hs[k]), GPUOS_ST_OK);
+	}
 	free(t0);
 	free(want);
 	shut(&b);

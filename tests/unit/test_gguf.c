@@ -866,3 +866,43 @@ Test(gguf_ref, npm_reader_agrees)
 	pclose(l);
 	cr_assert_geq(n, 20);
 }
+
+/* gguf-split's names (gpuos/gguf.h): what parses, what does not, and the
+ * names built back. */
+Test(gguf_split, names)
+{
+	static const struct {
+		const char *path;
+		int prefix;
+		uint32_t k, n;
+	} cases[] = {
+		{"/m/llama-3.1-70b-q4_k_m-00001-of-00005.gguf", 23, 1, 5},
+		{"x-00012-of-00099.gguf", 1, 12, 99},
+		{"-00001-of-00002.gguf", -1, 0, 0},          /* no prefix */
+		{"m-0001-of-00002.gguf", -1, 0, 0},          /* four digits */
+		{"m-00001-of-00002.gguf.part", -1, 0, 0},
+		{"m-00001-of-0000x.gguf", -1, 0, 0},
+		{"m-00001_of-00002.gguf", -1, 0, 0},
+		{"m.gguf", -1, 0, 0},
+	};
+	char out[64];
+	uint32_t i, k = 0, n = 0;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int pl = gpuos_gguf_split_parse(cases[i].path, (uint32_t)strlen(cases[i].path), &k, &n);
+		cr_assert_eq(pl, cases[i].prefix, "%s", cases[i].path);
+		if (pl >= 0) {
+			cr_assert_eq(k, cases[i].k, "%s", cases[i].path);
+			cr_assert_eq(n, cases[i].n, "%s", cases[i].path);
+			cr_assert_eq(gpuos_gguf_split_name(out, sizeof(out), cases[i].path, (uint32_t)pl, k, n),
+				     strlen(cases[i].path) < sizeof(out) ? strlen(cases[i].path) : 0);
+			if (strlen(cases[i].path) < sizeof(out))
+				cr_assert_str_eq(out, cases[i].path);
+		}
+	}
+	cr_assert_eq(gpuos_gguf_split_name(out, sizeof(out), "m", 1, 3, 99999), 21);
+	cr_assert_str_eq(out, "m-00003-of-99999.gguf");
+	cr_assert_eq(gpuos_gguf_split_name(out, 21, "m", 1, 3, 4), 0, "no room for the NUL");
+	cr_assert_eq(gpuos_gguf_split_name(out, sizeof(out), "m", 1, 0, 4), 0, "shards count from 1");
+	cr_assert_eq(gpuos_gguf_split_name(out, sizeof(out), "m", 1, 5, 4), 0, "k past n");
+	cr_assert_eq(gpuos_gguf_split_name(out, sizeof(out), "m", 1, 1, 100000), 0, "six digits");
+}
