@@ -320,6 +320,15 @@ def targets(rows):
         worst = max(cpu_rows, key=lambda r: r["value"])
         out.append("- CPU time of gpuos after boot, outside the emulated controller's threads: at most %s s per GB "
                    "(%s, %s) across the whole-file rows." % (fmt(worst["value"]), worst["name"], worst["source"]))
+    fr = {r["name"]: r for r in rows if r["section"] == "fragmented" and r["metric"] == "gb_per_s"}
+    for name, r in sorted(fr.items()):
+        base = fr.get(r.get("baseline") or "")
+        if not base or not base["value"]:
+            continue
+        ratio = r["value"] / base["value"]
+        out.append("- a file of 50,000 extents within 10 %% of one unfragmented, %s (%s): %s GB/s against %s GB/s: "
+                   "**%.2fx**, %s." % (name, r["path"], fmt(r["value"]), fmt(base["value"]), ratio,
+                                      "met" if ratio >= 0.9 else "missed by %.0f %%" % ((0.9 - ratio) * 100)))
     return out
 
 
