@@ -13,8 +13,13 @@ CFLAGS ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclude -MMD -MP
 NVCCFLAGS ?= -O3
 override NVCCFLAGS += -std=c++17 -Iinclude -Xcompiler -Wall -MMD -MP
-LDLIBS_HOST := /usr/lib/x86_64-linux-gnu/liburing.a /usr/lib/x86_64-linux-gnu/libelf.a \
-               /usr/lib/x86_64-linux-gnu/libz.a /usr/lib/x86_64-linux-gnu/libzstd.a -lpthread -ldl -lrt -lm
+# A static library by its pkg-config name: in the libdir pkg-config gives,
+# else where the compiler finds it (no fixed multiarch path: arm64 too).
+static_lib = $(firstword $(wildcard $(shell pkg-config --variable=libdir $(1) 2>/dev/null)/$(2)) \
+                         $(shell $(CC) -print-file-name=$(2)))
+HOST_DEPS   := liburing libelf zlib libzstd
+LDLIBS_HOST := $(call static_lib,liburing,liburing.a) $(call static_lib,libelf,libelf.a) \
+               $(call static_lib,zlib,libz.a) $(call static_lib,libzstd,libzstd.a) -lpthread -ldl -lrt -lm
 LDLIBS_CUDA := $(CUDA_HOME)/lib64/libcudart_static.a -lstdc++
 
 ifeq ($(V),1)
@@ -281,6 +286,9 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL ?= install
 .PHONY: man completion install uninstall
 man: $(BUILD)/man/gpuos.1
@@ -292,8 +300,15 @@ $(BUILD)/completion/gpuos: $(BUILD)/gpuos scripts/gen-completion.py
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)python3 scripts/gen-completion.py $(BUILD)/gpuos > $@.tmp && mv $@.tmp $@
-install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos lib
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/gpuos
+	$(INSTALL) -m 644 $(LIB_DIR)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.a
+	$(INSTALL) -m 755 $(LIB_DIR)/libgpuos.so $(DESTDIR)$(LIBDIR)/libgpuos.so.$(GPUOS_VERSION)
+	ln -sf libgpuos.so.$(GPUOS_VERSION) $(DESTDIR)$(LIBDIR)/libgpuos.so.0
+	ln -sf libgpuos.so.0 $(DESTDIR)$(LIBDIR)/libgpuos.so
+	$(call write_pc,$(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc)
+	$(INSTALL) -m 644 include/gpuos/*.h $(DESTDIR)$(INCLUDEDIR)/gpuos/
 	$(INSTALL) -m 755 $(BUILD)/gpuos $(DESTDIR)$(BINDIR)/gpuos
 	if [ -f $(BUILD)/gpuos-static ]; then \
 		$(INSTALL) -m 755 $(BUILD)/gpuos-static $(DESTDIR)$(BINDIR)/gpuos-static && \
@@ -303,7 +318,47 @@ install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpuos $(DESTDIR)$(BINDIR)/gpuos-static \
 		$(DESTDIR)$(MANDIR)/man1/gpuos.1 $(DESTDIR)$(MANDIR)/man1/gpuos-*.1 \
-		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static
+		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static \
+		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.so $(DESTDIR)$(LIBDIR)/libgpuos.so.0 \
+		$(DESTDIR)$(LIBDIR)/libgpuos.so.$(GPUOS_VERSION) $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/gpuos
+
+# ---- the library a program links (docs/embedding.md) ------------------------------
+# libgpuos.a and libgpuos.so: the core, the CUDA glue (boot/cuda.c) with the
+# CUDA runtime linked in statically, and the runtime image, so that a program
+# needs -lgpuos and what gpuos.pc names (the host libraries, found through
+# pkg-config). The shared one is built from -fPIC objects of the same sources.
+GPUOS_VERSION := $(shell sed -n 's/^\#define GPUOS_VERSION "\(.*\)"/\1/p' include/gpuos/host.h)
+LIB_DIR  := $(BUILD)/lib
+PIC_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/pic/%.o) $(BOOT_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/boot/cuda.o
+.PHONY: lib
+lib: $(LIB_DIR)/libgpuos.a $(LIB_DIR)/libgpuos.so
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (PIC)")
+	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
+$(BUILD)/pic/boot/cuda.o: boot/cuda.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (PIC)")
+	$(Q)$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
+# One archive of the core, the glue, the image and the members of
+# libcudart_static.a (an MRI script: ar cannot add an archive's members).
+$(LIB_DIR)/libgpuos.a: $(CORE_OBJ) $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AR      $@ (with the CUDA runtime and the runtime image)")
+	$(Q)rm -f $@ && { echo "CREATE $@"; echo "ADDLIB $(CUDA_HOME)/lib64/libcudart_static.a"; \
+		for o in $^; do echo "ADDMOD $$o"; done; echo SAVE; echo END; } | ar -M && ranlib $@
+$(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(BUILD)/kernels/image.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuos.so.0 -Wl,--no-undefined -o $@ $^ \
+		$(CUDA_HOME)/lib64/libcudart_static.a -lstdc++ $$(pkg-config --libs $(HOST_DEPS)) -lpthread -ldl -lrt -lm
+# gpuos.pc for the PREFIX of the install that writes it.
+write_pc = printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$(LIBDIR:$(PREFIX)%=$${prefix}%)' \
+	'includedir=$(INCLUDEDIR:$(PREFIX)%=$${prefix}%)' '' 'Name: gpuos' \
+	'Description: the GPU as the I/O processor: files, byte ranges and GGUF tensors from NVMe into GPU memory' \
+	'Version: $(GPUOS_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lgpuos' \
+	'Libs.private: -luring -lelf -lz -lzstd -lstdc++ -lpthread -ldl -lrt -lm' > $(1)
 
 clean:
 	rm -rf $(BUILD)

@@ -6,7 +6,6 @@
 
 #include "cli.h"
 
-#define GPUOS_VERSION "0.14"
 #ifndef GPUOS_CUDA_ARCHS
 #define GPUOS_CUDA_ARCHS "unknown" /* the Makefile names them (CUDA_ARCH) */
 #endif

@@ -138,6 +138,9 @@ struct gpuos_stats {
 	uint32_t notices;          /* GPUOS_NOTICE_* */
 };
 
+/* The release; libgpuos's gpuos.pc and `gpuos --version` say it too. */
+#define GPUOS_VERSION "0.14"
+
 struct gpuos_sys;
 
 void gpuos_boot_opts_default(struct gpuos_boot_opts *o);

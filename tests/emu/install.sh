@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `make install` (issue 14): the binary, the manual pages that help2man makes
+# `make install` (issues 14 and 18): the binary, the library (libgpuos.a,
+# libgpuos.so, the headers, gpuos.pc) with a program built against the
+# installed files alone, the manual pages that help2man makes
 # from its help and the bash completion generated from the same help, under a
 # DESTDIR. The pages must render and name every command of `gpuos --help`;
 # the completion must complete the commands, each command's options, file
@@ -82,7 +84,7 @@ comp=$pre/share/bash-completion/completions/gpuos
 check "share/man/man1/gpuos.1 installed" test -s "$man1/gpuos.1"
 check "share/bash-completion/completions/gpuos installed" test -s "$comp"
 check "the build's man/ and completion/ made again from $gpuos" test -s "$build/man/gpuos.1" -a -s "$build/completion/gpuos"
-check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos)$')"
+check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos|lib/libgpuos\.(a|so\.[0-9.]+)|lib/pkgconfig/gpuos\.pc|include/gpuos/[a-z_]+\.h)$')"
 
 # ---- the pages ---------------------------------------------------------------------
 echo "== manual pages"
@@ -176,12 +178,51 @@ same "gpuos cat --device emu:<TAB> without COMP_LINE" \
 	"$(printf 'data.bin\ndisk.img\nsomedir\n')"
 same "gpuos nosuch <TAB>: nothing" "$(complete_words gpuos nosuch '')" ""
 
+# ---- the library: a program built against the installed files only ------------
+echo "== the library: libgpuos.a, libgpuos.so, headers, gpuos.pc; apps/embed/cat.c built against them"
+lib=$pre/lib
+check "lib/libgpuos.a, lib/libgpuos.so -> .so.0 -> .so.VERSION, include/gpuos/*.h, lib/pkgconfig/gpuos.pc" \
+	test -s "$lib/libgpuos.a" -a -x "$lib/libgpuos.so.$($gpuos --version | awk '{ print $2 }')" \
+	-a "$(readlink "$lib/libgpuos.so")" = libgpuos.so.0 -a -s "$pre/include/gpuos/gpuos.h" \
+	-a -s "$pre/include/gpuos/host.h" -a -s "$lib/pkgconfig/gpuos.pc"
+export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
+check "pkg-config: the version of gpuos --version, -I and -L into the install" \
+	test "$(pkg-config --modversion gpuos)" = "$($gpuos --version | awk '{ print $2 }')" \
+	-a "$(pkg-config --cflags --libs gpuos | xargs)" = "-I$pre/include -L$lib -lgpuos"
+# The program's sources and the installed files, nothing of the tree.
+mkdir -p "$tmp/embed/src" "$tmp/embed/tree"
+cp apps/embed/cat.c "$tmp/embed/"
+head -c 3000000 /dev/urandom > "$tmp/embed/tree/data.bin"
+mke2fs -q -F -t ext4 -d "$tmp/embed/tree" "$tmp/embed/disk.img" 16M > /dev/null 2>&1
+(cd "$tmp/embed" && cc -Wall -Wextra -Werror -o cat-shared cat.c $(pkg-config --cflags --libs gpuos) \
+	-Wl,-rpath,"$lib") > "$tmp/cc.log" 2>&1
+check "cc cat.c \$(pkg-config --cflags --libs gpuos): builds, linked to the installed libgpuos.so" \
+	eval 'ldd "$tmp/embed/cat-shared" | grep -q "libgpuos.so.0 => $lib/libgpuos.so.0"'
+(cd "$tmp/embed" && cc -Wall -Wextra -Werror -o cat-static cat.c $(pkg-config --cflags gpuos) \
+	-Wl,-Bstatic -L"$lib" -lgpuos -Wl,-Bdynamic $(pkg-config --static --libs-only-l gpuos | sed 's/-lgpuos//')) \
+	>> "$tmp/cc.log" 2>&1
+check "and with libgpuos.a (pkg-config --static): builds, no libgpuos.so needed" \
+	eval 'test -x "$tmp/embed/cat-static" && ! ldd "$tmp/embed/cat-static" | grep -q libgpuos'
+sed 's/^/    | /' "$tmp/cc.log" | head -20
+for v in shared static; do
+	"$tmp/embed/cat-$v" --host "emu:$tmp/embed/disk.img" /data.bin > "$tmp/embed/out" 2> "$tmp/embed/err"
+	rc=$?
+	check "cat-$v boots a runtime (host mode) and reads a file equal to its source" \
+		eval 'test $rc -eq 0 && cmp -s "$tmp/embed/out" "$tmp/embed/tree/data.bin"'
+done
+"$tmp/embed/cat-shared" --host "emu:$tmp/embed/disk.img" /missing > /dev/null 2> "$tmp/embed/err"
+rc=$?
+check "a missing file: exit 1, one line that says so" \
+	eval 'test $rc -eq 1 && test "$(cat "$tmp/embed/err")" = "gpuos-cat: /missing: no such file or directory"'
+unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+
 # ---- another PREFIX, uninstall ----------------------------------------------------
 echo "== PREFIX, uninstall"
 make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$tmp/d2" PREFIX=/opt/gpuos install > "$tmp/make.log" 2>&1
 check "make install PREFIX=/opt/gpuos: bin, man1, completion there" \
 	test -x "$tmp/d2/opt/gpuos/bin/gpuos" -a -s "$tmp/d2/opt/gpuos/share/man/man1/gpuos.1" \
 	-a -s "$tmp/d2/opt/gpuos/share/bash-completion/completions/gpuos"
+check "and its gpuos.pc names that prefix" grep -qx "prefix=/opt/gpuos" "$tmp/d2/opt/gpuos/lib/pkgconfig/gpuos.pc"
 make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$dest" uninstall > "$tmp/make.log" 2>&1
 rc=$?
 check "make uninstall: exit 0, no file left" test $rc -eq 0 -a -z "$(find "$dest" -type f -o -type l)"
