@@ -107,6 +107,7 @@ static void teardown(struct gpuos_sys *s)
 	gpuos_sys_delete_queues(s, e, sizeof(e));
 	gpuos_sys_free_mem(s);
 	gpuos_sys_shutdown_ctrls(s, e, sizeof(e));
+	gpuos_sys_user_free(s);
 	gpuos_sys_free_shm(s);
 	free(s->desc);
 	if (s->ctrl)

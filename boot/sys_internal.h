@@ -59,6 +59,14 @@ struct gpuos_sys {
 	struct gpuos_dma admin;      /* struct gpuos_rt_admin per controller: the runtime's recovery */
 	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
 	struct gpuos_rt_desc *desc;   /* host copy */
+	struct sys_user_region {      /* the caller's own memory (gpuos_sys_register, boot/sys_register.c) */
+		void *ptr;
+		size_t len;
+		uint64_t iova;            /* where the controller reaches it (mapped), else 0 */
+		uint32_t flags;           /* GPUOS_REGISTER_* */
+		int pinned, mapped;       /* registered with the GPU; mapped for the controller */
+	} user[GPUOS_SYS_USER_REGIONS];
+	uint32_t nuser;
 	/* shared segment: header, mailbox, heap */
 	int shm_fd;                   /* the segment (memfd), kept for clients of a service */
 	void *shm;
@@ -119,6 +127,8 @@ int gpuos_sys_alloc_rt(struct gpuos_sys *s, size_t len, enum gpuos_mem_kind kind
  * them until then. */
 void gpuos_sys_free_mem(struct gpuos_sys *s);
 void gpuos_sys_free_shm(struct gpuos_sys *s);
+/* Undo every gpuos_sys_register (the runtime stopped). */
+void gpuos_sys_user_free(struct gpuos_sys *s);
 
 /* ---- sys_desc.c: the descriptor -------------------------------------------------- */
 /* Write s->desc from the plan and the regions, allocating what the runtime

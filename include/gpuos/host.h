@@ -176,6 +176,29 @@ struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s);
  * address of the same bytes. */
 void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len);
 
+/*
+ * The caller's own memory as a destination of reads and loads: host memory
+ * (malloc, mmap: page aligned) or, with GPUOS_REGISTER_DEVICE, device memory
+ * (cudaMalloc) of the runtime's GPU. The runtime is parked while the region
+ * is added and resumed after. Where the controller can reach the memory
+ * (the emulator, VFIO for host memory) whole LBAs land there directly (zero
+ * copy); otherwise reads bounce. Requests name the memory by its runtime
+ * address: the pointer itself (host mode, device memory, host memory under
+ * the GPU's unified addressing). Only the runtime's own mailbox may name it;
+ * a service's clients keep to their shares. A request into memory that is
+ * not registered is refused (BAD_DST).
+ * Returns 0, -EINVAL (len 0, host memory not page aligned, an overlap with a
+ * registered region), -ENOSPC (GPUOS_SYS_USER_REGIONS are registered),
+ * -EOPNOTSUPP (device memory without a GPU), -EIO (park, pin or resume
+ * failed). gpuos_sys_unregister(ptr) undoes it: -ENOENT if ptr was not
+ * registered. Not from two threads at once, nor while requests into the
+ * region are in flight.
+ */
+#define GPUOS_REGISTER_DEVICE (1u << 0)
+#define GPUOS_SYS_USER_REGIONS 16u
+int gpuos_sys_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
+int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr);
+
 /* The mailbox in runtime space (what GPU clients are given). */
 uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s);
 

@@ -940,3 +940,73 @@ Test(runtime, fault_campaign, .timeout = 900)
 			cr_assert_gt(st.strays, 0);
 	}
 }
+
+/* The caller's own memory (gpuos_sys_register, host.h): refused before it is
+ * registered and after, read into while it is (zero copy where the
+ * emulator maps it), and on the GPU a device buffer of the caller too. */
+Test(runtime, callers_own_memory_registered)
+{
+	struct booted b;
+	struct gpuos_stats st0, st1;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 4u << 20;
+	unsigned char *p = aligned_alloc(page, len), *q = aligned_alloc(page, 16 * page);
+	uint64_t s = 21, got;
+	uint32_t k;
+	int i, gpu;
+	cr_assert(p && q);
+	boot_with(&b, "", 2, 4, 0, 0);
+	gpu = gpuos_sys_info(b.sys)->gpu;
+	cr_assert_eq(gpuos_read_raw(b.mb, 0, 4096, p, &got), GPUOS_ST_BAD_DST, "not registered yet");
+	cr_assert_eq(gpuos_sys_register(b.sys, p, len, 0), 0);
+	gpuos_sys_stats(b.sys, &st0);
+	for (i = 0; i < 100; i++) {
+		uint64_t n = 1 + rng_next(&s) % (i % 3 ? 70000u : len / 2), at = i % 2 ? 0 : rng_next(&s) % (len - n);
+		uint64_t off = rng_next(&s) % (IMG_BYTES - n);
+		uint32_t r = gpuos_read_raw(b.mb, off, n, p + at, &got);
+		cr_assert_eq(r, GPUOS_ST_OK, "read %lu+%lu into +%lu: %s", (unsigned long)off, (unsigned long)n,
+			     (unsigned long)at, gpuos_status_name(r));
+		cr_assert_eq(got, n);
+		cr_assert(first_diff(p + at, img + off, n) < 0, "read %lu+%lu into +%lu differs", (unsigned long)off,
+			  (unsigned long)n, (unsigned long)at);
+	}
+	gpuos_sys_stats(b.sys, &st1);
+	cr_assert_gt(st1.zero_copy, st0.zero_copy, "whole LBAs straight into the caller's memory");
+	cr_assert_eq(gpuos_read_raw(b.mb, 0, 8192, p + len - 4096, &got), GPUOS_ST_BAD_DST, "past its end");
+	/* refusals */
+	cr_assert_eq(gpuos_sys_register(b.sys, p + page, page, 0), -EINVAL, "overlap");
+	cr_assert_eq(gpuos_sys_register(b.sys, q + 1, page, 0), -EINVAL, "not page aligned");
+	cr_assert_eq(gpuos_sys_register(b.sys, q, 0, 0), -EINVAL, "empty");
+	cr_assert_eq(gpuos_sys_register(b.sys, q, page, 8), -EINVAL, "unknown flag");
+	cr_assert_eq(gpuos_sys_register(b.sys, b.heap, page, 0), -EINVAL, "the runtime's own heap");
+	if (!gpu)
+		cr_assert_eq(gpuos_sys_register(b.sys, q, page, GPUOS_REGISTER_DEVICE), -EOPNOTSUPP, "no GPU");
+	for (k = 0; k < GPUOS_SYS_USER_REGIONS - 1; k++)
+		cr_assert_eq(gpuos_sys_register(b.sys, q + k * page, page, 0), 0, "region %u", k);
+	cr_assert_eq(gpuos_sys_register(b.sys, q + 15 * page, page, 0), -ENOSPC);
+	cr_assert_eq(gpuos_read_raw(b.mb, 4096, 100, q + 7 * page + 5, &got), GPUOS_ST_OK);
+	cr_assert(first_diff(q + 7 * page + 5, img + 4096, 100) < 0);
+	for (k = 0; k < GPUOS_SYS_USER_REGIONS - 1; k++)
+		cr_assert_eq(gpuos_sys_unregister(b.sys, q + k * page), 0);
+	if (gpu) {
+		/* device memory of the caller (what cudaMalloc gives) */
+		uint64_t dev;
+		cr_assert_eq(gpuos_sys_dev_alloc(b.sys, len, &dev), 0);
+		cr_assert_eq(gpuos_read_raw(b.mb, 0, 4096, (void *)(uintptr_t)dev, &got), GPUOS_ST_BAD_DST);
+		cr_assert_eq(gpuos_sys_register(b.sys, (void *)(uintptr_t)dev, len, GPUOS_REGISTER_DEVICE), 0);
+		cr_assert_eq(gpuos_read_raw(b.mb, 12345, len - 100, (void *)(uintptr_t)(dev + 7), &got), GPUOS_ST_OK);
+		memset(p, 0, len);
+		cr_assert_eq(gpuos_sys_copy(b.sys, p, (void *)(uintptr_t)(dev + 7), len - 100, 0), 0);
+		cr_assert(first_diff(p, img + 12345, len - 100) < 0, "the device buffer holds the image's bytes");
+		cr_assert_eq(gpuos_sys_unregister(b.sys, (void *)(uintptr_t)dev), 0);
+		cr_assert_eq(gpuos_read_raw(b.mb, 0, 4096, (void *)(uintptr_t)dev, &got), GPUOS_ST_BAD_DST);
+		gpuos_sys_dev_free(b.sys, dev);
+	}
+	/* gone again */
+	cr_assert_eq(gpuos_sys_unregister(b.sys, p), 0);
+	cr_assert_eq(gpuos_sys_unregister(b.sys, p), -ENOENT);
+	cr_assert_eq(gpuos_read_raw(b.mb, 0, 4096, p, &got), GPUOS_ST_BAD_DST, "unregistered");
+	cr_assert_eq(read_at(&b, 0, 4096, 0, &got), GPUOS_ST_OK, "the heap still serves");
+	shut(&b);
+	free(p);
+	free(q);
+}
