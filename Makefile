@@ -229,7 +229,11 @@ $(GPU_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(BUILD)/libgp
 # The files suite's images are built here (mke2fs, sgdisk) and carried along.
 $(BUILD)/files-img/ok: tests/tools/files_images.sh tests/tools/gguf_writer.py
 	$(Q)sh tests/tools/files_images.sh $(BUILD)/files-img >/dev/null
-gpu-build: all $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(BUILD)/files-img/ok
+$(GPU_DIR)/lazy_boot: tests/gpu/lazy_boot.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
+gpu-build: all $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok
 gpu-test: gpu-build
 	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
 

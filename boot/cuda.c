@@ -184,6 +184,23 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 		free(g);
 		return -ENODEV;
 	}
+	/* The program may have made its first CUDA call before gpuos_boot:
+	 * then CUDA_MODULE_LOADING above came too late, and functions load
+	 * lazily, at their first launch, which waits behind the runtime
+	 * kernel forever (docs/platform.md). Refuse rather than hang. */
+	{
+		CUresult (*loading_mode)(CUmoduleLoadingMode *) = NULL;
+		CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+		if (!entry("cuModuleGetLoadingMode", (void **)&loading_mode) && loading_mode(&mode) == CUDA_SUCCESS &&
+		    mode != CU_MODULE_EAGER_LOADING) {
+			snprintf(why, whylen,
+				 "CUDA loads modules lazily in this process (CUDA was initialised before gpuos_boot, "
+				 "without CUDA_MODULE_LOADING=EAGER): set CUDA_MODULE_LOADING=EAGER in the environment "
+				 "before the program's first CUDA call (docs/embedding.md)");
+			free(g);
+			return -EPERM;
+		}
+	}
 	/* The stack of every kernel we launch, fixed before the first launch:
 	 * a launch that needs more than the current limit makes the driver
 	 * grow it, which waits for the device to go idle, which a persistent

@@ -27,7 +27,8 @@ struct gpuos_gpu;
 /* Open the first GPU. -ENODEV (with the reason in why) when there is no
  * driver or no device: the caller runs in host mode. Sets
  * CUDA_MODULE_LOADING=EAGER first (a lazy load while the runtime spins
- * deadlocks, docs/platform.md). */
+ * deadlocks, docs/platform.md). -EPERM when CUDA was started before with
+ * lazy loading: the caller refuses to boot (never CPU threads instead). */
 int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen);
 void gpuos_gpu_close(struct gpuos_gpu *g);
 const char *gpuos_gpu_name(const struct gpuos_gpu *g);

@@ -25,7 +25,8 @@ void gpuos_boot_opts_default(struct gpuos_boot_opts *o)
  * host mode, asked for or because no GPU can be used (a notice says why). */
 static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 {
-	char why[256];
+	char why[320];
+	int r = 0;
 	/* Scripts that run in host mode on purpose silence the notice. */
 	if (getenv("GPUOS_QUIET_HOST"))
 		s->opts.quiet = 1;
@@ -40,8 +41,12 @@ static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 	}
 	if (!gpuos_rt_image)
 		snprintf(why, sizeof(why), "this binary carries no GPU runtime image");
-	if (!gpuos_rt_image || gpuos_gpu_open(&s->gpu, why, sizeof(why))) {
+	if (!gpuos_rt_image || (r = gpuos_gpu_open(&s->gpu, why, sizeof(why)))) {
 		s->gpu = NULL;
+		if (r == -EPERM) { /* a GPU gpuos must not use as things are: never CPU threads instead */
+			snprintf(err, errlen, "%s", why);
+			return -EPERM;
+		}
 		if (s->opts.require_gpu) {
 			snprintf(err, errlen, "%s (--require-gpu: not running on CPU threads)", why);
 			return -ENODEV;

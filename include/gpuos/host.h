@@ -145,7 +145,9 @@ struct gpuos_sys;
 
 void gpuos_boot_opts_default(struct gpuos_boot_opts *o);
 
-/* Open the controller, bring it up, create the queues, start the runtime. */
+/* Open the controller, bring it up, create the queues, start the runtime.
+ * 0 or a negative errno with the reason in err; -EPERM when the program
+ * started CUDA before with lazy module loading (docs/embedding.md). */
 int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen);
 
 /* Bring-up only (no runtime): fill *info and shut the controller down again. */

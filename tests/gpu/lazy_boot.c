@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/gpu/lazy_boot.c - a program that makes its first CUDA call before
+ * gpuos_boot, as an engine that embeds gpuos may. Under lazy module loading
+ * the boot must refuse, saying what to do (a launch behind the runtime
+ * kernel would wait forever); with CUDA_MODULE_LOADING=EAGER in the
+ * environment from the start it must boot on the GPU and read.
+ *   lazy_boot IMAGE     exit 0: what the environment asked for happened
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpuos/gpuos.h"
+#include "gpuos/host.h"
+
+int main(int argc, char **argv)
+{
+	struct gpuos_boot_opts o;
+	struct gpuos_sys *sys;
+	char dev[600], err[512];
+	const char *m = getenv("CUDA_MODULE_LOADING");
+	int eager = m && !strcmp(m, "EAGER"), r;
+	uint64_t rt, len, got = 0;
+	if (argc != 2)
+		return 2;
+	if (cudaFree(0) != cudaSuccess) { /* the program's own first CUDA call */
+		fprintf(stderr, "lazy_boot: no CUDA device\n");
+		return 1;
+	}
+	gpuos_boot_opts_default(&o);
+	snprintf(dev, sizeof(dev), "emu:%s", argv[1]);
+	o.device = dev;
+	o.require_gpu = 1;
+	o.allow_raw = 1;
+	o.quiet = 1;
+	r = gpuos_boot(&o, &sys, err, sizeof(err));
+	printf("CUDA_MODULE_LOADING=%s: boot %d: %s\n", m ? m : "(unset)", r, r ? err : "ok");
+	if (!eager)
+		return r == -EPERM && strstr(err, "CUDA_MODULE_LOADING=EAGER") ? 0 : 1;
+	if (r)
+		return 1;
+	gpuos_sys_heap(sys, &rt, &len);
+	r = gpuos_read_raw(gpuos_sys_mbox(sys), 0, 4096, (void *)(uintptr_t)rt, &got) != GPUOS_ST_OK || got != 4096;
+	if (gpuos_shutdown(sys, err, sizeof(err)))
+		r = 1;
+	return r;
+}
