@@ -324,7 +324,7 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man1/gpuos.1 $(DESTDIR)$(MANDIR)/man1/gpuos-*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static \
 		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.so $(DESTDIR)$(LIBDIR)/libgpuos.so.0 \
-		$(DESTDIR)$(LIBDIR)/libgpuos.so.$(GPUOS_VERSION) $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc
+		$(DESTDIR)$(LIBDIR)/libgpuos.so.[0-9]* $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/gpuos
 
 # ---- the library a program links (docs/embedding.md) ------------------------------
@@ -333,6 +333,9 @@ uninstall:
 # needs -lgpuos and what gpuos.pc names (the host libraries, found through
 # pkg-config). The shared one is built from -fPIC objects of the same sources.
 GPUOS_VERSION := $(shell sed -n 's/^\#define GPUOS_VERSION "\(.*\)"/\1/p' include/gpuos/host.h)
+ifeq ($(GPUOS_VERSION),)
+$(error no GPUOS_VERSION in include/gpuos/host.h)
+endif
 LIB_DIR  := $(BUILD)/lib
 PIC_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/pic/%.o) $(BOOT_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/boot/cuda.o
 .PHONY: lib
@@ -346,8 +349,14 @@ $(BUILD)/pic/boot/cuda.o: boot/cuda.c
 	@$(if $(Q),echo "  CC      $< (PIC)")
 	$(Q)$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
 # One archive of the core, the glue, the image and the members of
-# libcudart_static.a (an MRI script: ar cannot add an archive's members).
-$(LIB_DIR)/libgpuos.a: $(CORE_OBJ) $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+# libcudart_static.a (an MRI script: ar cannot add an archive's members; it
+# takes no paths with spaces, commas or parentheses). The image is one object
+# with the glue: boot/ names it only weakly (gpuos-static has none), and the
+# linker pulls no archive member for a weak reference.
+$(LIB_DIR)/gpu.o: $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+	@mkdir -p $(dir $@)
+	$(Q)$(LD) -r -o $@ $^
+$(LIB_DIR)/libgpuos.a: $(CORE_OBJ) $(LIB_DIR)/gpu.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AR      $@ (with the CUDA runtime and the runtime image)")
 	$(Q)rm -f $@ && { echo "CREATE $@"; echo "ADDLIB $(CUDA_HOME)/lib64/libcudart_static.a"; \
@@ -356,7 +365,8 @@ $(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(BUILD)/kernels/image.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuos.so.0 -Wl,--no-undefined -o $@ $^ \
-		$(CUDA_HOME)/lib64/libcudart_static.a -lstdc++ $$(pkg-config --libs $(HOST_DEPS)) -lpthread -ldl -lrt -lm
+		$(CUDA_HOME)/lib64/libcudart_static.a -lstdc++ \
+		$$(pkg-config --libs $(HOST_DEPS) 2>/dev/null || echo -luring -lelf -lz -lzstd) -lpthread -ldl -lrt -lm
 # gpuos.pc for the PREFIX of the install that writes it.
 write_pc = printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$(LIBDIR:$(PREFIX)%=$${prefix}%)' \
 	'includedir=$(INCLUDEDIR:$(PREFIX)%=$${prefix}%)' '' 'Name: gpuos' \

@@ -283,6 +283,54 @@ void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host)
 	cudaHostUnregister(host);
 }
 
+int gpuos_gpu_host_adopt(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev, int *pinned)
+{
+	void *d = NULL;
+	struct cudaPointerAttributes a;
+	cudaError_t e;
+	(void)g;
+	*pinned = 0;
+	/* The caller's own pinning (cudaHostAlloc, cudaHostRegister): take it
+	 * as it is, when it covers the whole range. */
+	if (cudaPointerGetAttributes(&a, host) == cudaSuccess && a.type == cudaMemoryTypeHost &&
+	    cudaPointerGetAttributes(&a, (const char *)host + len - 1) == cudaSuccess && a.type == cudaMemoryTypeHost) {
+		if (cudaHostGetDevicePointer(&d, host, 0) != cudaSuccess) {
+			cudaGetLastError();
+			return -EIO;
+		}
+		*dev = (uint64_t)(uintptr_t)d;
+		return 0;
+	}
+	cudaGetLastError();
+	e = cudaHostRegister(host, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		return -ENOMEM;
+	}
+	*pinned = 1;
+	if (cudaHostGetDevicePointer(&d, host, 0) != cudaSuccess) {
+		cudaGetLastError();
+		if (*pinned)
+			cudaHostUnregister(host);
+		*pinned = 0;
+		return -EIO;
+	}
+	*dev = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+int gpuos_gpu_is_device(struct gpuos_gpu *g, const void *ptr, size_t len)
+{
+	struct cudaPointerAttributes a, b;
+	(void)g;
+	if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess ||
+	    cudaPointerGetAttributes(&b, (const char *)ptr + len - 1) != cudaSuccess) {
+		cudaGetLastError();
+		return 0;
+	}
+	return a.type == cudaMemoryTypeDevice && b.type == cudaMemoryTypeDevice && a.device == 0 && b.device == 0;
+}
+
 int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why,
 			  size_t whylen)
 {

@@ -47,6 +47,13 @@ void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host);
 /* Pin and map existing host memory (page aligned) for the GPU. */
 int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev);
 void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host);
+/* A caller's memory (gpuos_sys_register): pin and map host memory as
+ * gpuos_gpu_host_register does (*pinned 1: unregister it after), or take
+ * memory the caller pinned already (cudaHostAlloc, its own
+ * cudaHostRegister; *pinned 0). *dev its device address. 0, -ENOMEM, -EIO. */
+int gpuos_gpu_host_adopt(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev, int *pinned);
+/* 1 when [ptr, ptr + len) is device memory of this GPU (cudaMalloc), else 0. */
+int gpuos_gpu_is_device(struct gpuos_gpu *g, const void *ptr, size_t len);
 /* Map another PCIe device's registers for the GPU (cudaHostRegisterIoMemory):
  * mmio is that device's BAR as this process maps it (VFIO region or sysfs
  * resource file), page aligned, len a multiple of the page size. GPU stores

@@ -42,7 +42,11 @@ static void release(struct gpuos_sys *s, struct sys_user_region *u)
 	memset(u, 0, sizeof(*u));
 }
 
-/* Park around f; resume after whatever f did. */
+static int del(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
+
+/* Park around f; resume after whatever f did. When the runtime does not
+ * resume, an added region is taken out again: -EIO means "not registered"
+ * for register and "no longer registered" for unregister. */
 static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size_t, uint32_t), void *ptr,
 		  size_t len, uint32_t flags)
 {
@@ -51,8 +55,11 @@ static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size
 	if (was && gpuos_park(s, e, sizeof(e)))
 		return -EIO;
 	r = f(s, ptr, len, flags);
-	if (was && gpuos_resume(s, e, sizeof(e)))
+	if (was && gpuos_resume(s, e, sizeof(e))) {
+		if (!r && f != del)
+			del(s, ptr, len, flags);
 		return -EIO;
+	}
 	return r;
 }
 
@@ -70,9 +77,8 @@ static int add(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags)
 	if (!(flags & GPUOS_REGISTER_DEVICE) && s->gpu) {
 		/* Host memory the GPU's copies and the runtime's lanes reach; with
 		 * unified addressing its device address is the pointer itself. */
-		if (gpuos_gpu_host_register(s->gpu, ptr, len, &rt))
+		if (gpuos_gpu_host_adopt(s->gpu, ptr, len, &rt, &u->pinned))
 			return -EIO;
-		u->pinned = 1;
 		if (rt != (uint64_t)(uintptr_t)ptr) {
 			release(s, u);
 			return -EOPNOTSUPP;
@@ -112,6 +118,11 @@ int gpuos_sys_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flag
 		return -EINVAL;
 	if ((flags & GPUOS_REGISTER_DEVICE) && !s->gpu)
 		return -EOPNOTSUPP;
+	if ((flags & GPUOS_REGISTER_DEVICE) && !gpuos_gpu_is_device(s->gpu, ptr, len))
+		return -EINVAL; /* not device memory of the runtime's GPU */
+	/* nor the runtime's own shared segment (mailbox, control, heap) */
+	if (a < (uint64_t)(uintptr_t)s->shm + s->shm_len && (uint64_t)(uintptr_t)s->shm < a + len)
+		return -EINVAL;
 	if (!(flags & GPUOS_REGISTER_DEVICE) && (a % page || len % page))
 		return -EINVAL; /* what pinning and the controller's mapping take */
 	/* Nothing already registered, boot's regions included, may overlap. */

@@ -189,11 +189,14 @@ void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len
  * the GPU's unified addressing). Only the runtime's own mailbox may name it;
  * a service's clients keep to their shares. A request into memory that is
  * not registered is refused (BAD_DST).
+ * Host memory the caller pinned already (cudaHostAlloc) is taken as it is.
  * Returns 0, -EINVAL (len 0, host memory not page aligned, an overlap with a
- * registered region), -ENOSPC (GPUOS_SYS_USER_REGIONS are registered),
- * -EOPNOTSUPP (device memory without a GPU), -EIO (park, pin or resume
- * failed). gpuos_sys_unregister(ptr) undoes it: -ENOENT if ptr was not
- * registered. Not from two threads at once, nor while requests into the
+ * registered region or the runtime's own memory, GPUOS_REGISTER_DEVICE on
+ * memory that is not the GPU's), -ENOSPC (GPUOS_SYS_USER_REGIONS are
+ * registered), -EOPNOTSUPP (device memory without a GPU), -EIO (park, pin
+ * or resume failed: the region is not registered). gpuos_sys_unregister(ptr)
+ * undoes it: -ENOENT if ptr was not registered, -EIO if the runtime did not
+ * resume (the region is gone all the same). Not from two threads at once, nor while requests into the
  * region are in flight.
  */
 #define GPUOS_REGISTER_DEVICE (1u << 0)

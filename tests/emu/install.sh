@@ -201,8 +201,10 @@ check "cc cat.c \$(pkg-config --cflags --libs gpuos): builds, linked to the inst
 (cd "$tmp/embed" && cc -Wall -Wextra -Werror -o cat-static cat.c $(pkg-config --cflags gpuos) \
 	-Wl,-Bstatic -L"$lib" -lgpuos -Wl,-Bdynamic $(pkg-config --static --libs-only-l gpuos | sed 's/-lgpuos//')) \
 	>> "$tmp/cc.log" 2>&1
-check "and with libgpuos.a (pkg-config --static): builds, no libgpuos.so needed" \
-	eval 'test -x "$tmp/embed/cat-static" && ! ldd "$tmp/embed/cat-static" | grep -q libgpuos'
+check "and with libgpuos.a (pkg-config --static): builds, no libgpuos.so needed, the runtime image inside" \
+	eval 'test -x "$tmp/embed/cat-static" && ! ldd "$tmp/embed/cat-static" | grep -q libgpuos &&
+		nm "$tmp/embed/cat-static" | grep -q " R gpuos_rt_image$" && nm "$tmp/embed/cat-shared" > /dev/null'
+check "libgpuos.so carries the runtime image too" eval 'nm -D "$lib/libgpuos.so" | grep -q " R gpuos_rt_image$"'
 sed 's/^/    | /' "$tmp/cc.log" | head -20
 for v in shared static; do
 	"$tmp/embed/cat-$v" --host "emu:$tmp/embed/disk.img" /data.bin > "$tmp/embed/out" 2> "$tmp/embed/err"

@@ -56,7 +56,7 @@ tail -4 /dev/shm/io-gpu.out
 rm -f /dev/shm/ls-*.out /dev/shm/gl-*.out /dev/shm/io-gpu.out
 
 step "a program that starts CUDA itself (issue 18): lazy module loading refused, EAGER boots"
-env -u CUDA_MODULE_LOADING timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
+CUDA_MODULE_LOADING=LAZY timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
 res $? "CUDA started lazily before gpuos_boot: refused, saying to set CUDA_MODULE_LOADING=EAGER"
 CUDA_MODULE_LOADING=EAGER timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
 res $? "CUDA started eagerly before gpuos_boot: boots on the GPU and reads"
