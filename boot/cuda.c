@@ -669,6 +669,12 @@ int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len)
 	return cudaStreamSynchronize(s) == cudaSuccess ? 0 : -EIO;
 }
 
+int gpuos_gpu_host_func(struct gpuos_gpu *g, void *stream, void (*fn)(void *), void *arg)
+{
+	(void)g;
+	return cudaLaunchHostFunc((cudaStream_t)stream, fn, arg) == cudaSuccess ? 0 : -EIO;
+}
+
 /* ---- VRAM for other processes (the Driver API's virtual memory management) ---- */
 
 static void vmm_prop(int dev, CUmemAllocationProp *p)

@@ -33,6 +33,11 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev) { (void)g; (void)dev;
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device) { (void)g; (void)dst; (void)src; (void)len; (void)to_device; return -ENODEV; }
 void gpuos_gpu_thread_init(struct gpuos_gpu *g) { (void)g; }
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len) { (void)g; (void)dev; (void)v; (void)len; return -ENODEV; }
+int gpuos_gpu_host_func(struct gpuos_gpu *g, void *stream, void (*fn)(void *), void *arg)
+{
+	(void)g; (void)stream; (void)fn; (void)arg;
+	return -ENODEV;
+}
 size_t gpuos_gpu_vmm_granularity(struct gpuos_gpu *g) { (void)g; return 0; }
 int gpuos_gpu_vmm_reserve(struct gpuos_gpu *g, size_t len, uint64_t *va) { (void)g; (void)len; (void)va; return -ENODEV; }
 void gpuos_gpu_vmm_unreserve(struct gpuos_gpu *g, uint64_t va, size_t len) { (void)g; (void)va; (void)len; }

@@ -74,6 +74,10 @@ int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, 
  * that its first copy creates nothing while a kernel spins. */
 void gpuos_gpu_thread_init(struct gpuos_gpu *g);
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len);
+/* Run fn(arg) on a CUDA thread once the work queued on stream (a
+ * cudaStream_t) before it has finished; work queued after it waits for fn
+ * to return. fn makes no CUDA call. 0 or -EIO. */
+int gpuos_gpu_host_func(struct gpuos_gpu *g, void *stream, void (*fn)(void *), void *arg);
 /* VRAM another process can map (a service's GPU clients): an address
  * range reserved once, each piece of it backed by an allocation of its own
  * that exports as a file descriptor (the Driver API's virtual memory

@@ -113,6 +113,7 @@ static void teardown(struct gpuos_sys *s)
 	gpuos_sys_free_mem(s);
 	gpuos_sys_shutdown_ctrls(s, e, sizeof(e));
 	gpuos_sys_user_free(s);
+	gpuos_sys_load_fini(s);
 	gpuos_sys_free_shm(s);
 	free(s->desc);
 	if (s->ctrl)
@@ -223,8 +224,10 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	if (!s)
 		return -ENOMEM;
 	s->opts = *o;
+	gpuos_sys_load_init(s);
 	r = gpuos_plan_check(o, err, errlen);
 	if (r) {
+		gpuos_sys_load_fini(s);
 		free(s);
 		return r;
 	}
@@ -265,6 +268,7 @@ int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
 
 	if (!s)
 		return 0;
+	gpuos_sys_load_drain(s); /* a load still to come on a stream posts to the runtime */
 	if (s->running)
 		r = gpuos_sys_stop(s, GPUOS_RT_CMD_STOP, err, errlen);
 	r2 = gpuos_sys_delete_queues(s, r ? e2 : err, r ? sizeof(e2) : errlen);

@@ -10,6 +10,8 @@
  *   sys_run.c      starting, parking and stopping the runtime (the GPU launch or host mode)
  *   sys_threads.c  the host-mode threads (the runtime's warps on CPU threads)
  *   sys_app.c      app images (gpuos run) and GPU clients
+ *   sys_register.c the caller's own memory, and memory of the system's, as destinations
+ *   sys_load.c     loading from host code: models and files into that memory
  * An array ("emu:IMG,ssds=N", "pci:A+B"; docs/design.md, "Arrays of SSDs")
  * is brought up controller by controller; the runtime stripes over all of
  * them.
@@ -65,8 +67,20 @@ struct gpuos_sys {
 		uint64_t iova;            /* where the controller reaches it (mapped), else 0 */
 		uint32_t flags;           /* GPUOS_REGISTER_* */
 		int pinned, mapped;       /* registered with the GPU; mapped for the controller */
+		int owned;                /* made by gpuos_sys_alloc: freed with the region */
 	} user[GPUOS_SYS_USER_REGIONS];
 	uint32_t nuser;
+	struct sys_load {             /* loading from host code (boot/sys_load.c) */
+		pthread_mutex_t lock;     /* the scratch buffer and the checks */
+		char *scratch;            /* paths, names and answers: gpuos_sys_alloc'ed */
+		size_t scratch_len;
+		pthread_mutex_t async_lock; /* the stream-ordered loads: */
+		pthread_cond_t idle;      /* signalled when pending drops */
+		uint32_t pending;
+		int async_err;            /* the first failure since gpuos_sys_sync */
+		char async_why[512];
+		int inited;
+	} load;
 	/* shared segment: header, mailbox, heap */
 	int shm_fd;                   /* the segment (memfd), kept for clients of a service */
 	void *shm;
@@ -129,6 +143,12 @@ void gpuos_sys_free_mem(struct gpuos_sys *s);
 void gpuos_sys_free_shm(struct gpuos_sys *s);
 /* Undo every gpuos_sys_register (the runtime stopped). */
 void gpuos_sys_user_free(struct gpuos_sys *s);
+
+/* ---- sys_load.c: loading from host code ---------------------------------------- */
+void gpuos_sys_load_init(struct gpuos_sys *s);
+/* Wait for the stream-ordered loads still to come (before the runtime stops). */
+void gpuos_sys_load_drain(struct gpuos_sys *s);
+void gpuos_sys_load_fini(struct gpuos_sys *s);
 
 /* ---- sys_desc.c: the descriptor -------------------------------------------------- */
 /* Write s->desc from the plan and the regions, allocating what the runtime

@@ -7,6 +7,7 @@
  * host threads), so a parked runtime takes the new regions with it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,15 +34,22 @@ static void user_regions(struct gpuos_sys *s, uint32_t first)
 	}
 }
 
+/* Unmap and unpin a region; memory gpuos_sys_alloc made is freed too (the
+ * caller has parked or stopped the runtime: cudaFree beside it deadlocks). */
 static void release(struct gpuos_sys *s, struct sys_user_region *u)
 {
 	if (u->mapped)
 		s->ctrl->ops->unmap(s->ctrl, u->iova, u->len);
 	if (u->pinned)
 		gpuos_gpu_host_unregister(s->gpu, u->ptr);
+	if (u->owned && (u->flags & GPUOS_REGISTER_DEVICE))
+		gpuos_gpu_dev_free(s->gpu, (uint64_t)(uintptr_t)u->ptr);
+	else if (u->owned)
+		free(u->ptr);
 	memset(u, 0, sizeof(*u));
 }
 
+static int add(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
 static int del(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
 
 /* Park around f; resume after whatever f did. When the runtime does not
@@ -56,7 +64,7 @@ static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size
 		return -EIO;
 	r = f(s, ptr, len, flags);
 	if (was && gpuos_resume(s, e, sizeof(e))) {
-		if (!r && f != del)
+		if (!r && f == add)
 			del(s, ptr, len, flags);
 		return -EIO;
 	}
@@ -136,6 +144,58 @@ int gpuos_sys_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flag
 	return parked(s, add, ptr, len, flags);
 }
 
+int gpuos_sys_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t dev = 0;
+	void *p;
+	int r;
+	*ptr = NULL;
+	if (len == 0 || (flags & ~GPUOS_REGISTER_DEVICE))
+		return -EINVAL;
+	if ((flags & GPUOS_REGISTER_DEVICE) && !s->gpu)
+		return -EOPNOTSUPP;
+	if (s->nuser == GPUOS_SYS_USER_REGIONS)
+		return -ENOSPC;
+	if (flags & GPUOS_REGISTER_DEVICE) {
+		/* cudaMalloc and a memset on a stream of our own are safe beside
+		 * the spinning runtime (docs/platform.md) */
+		r = gpuos_gpu_dev_alloc(s->gpu, len, &dev);
+		if (!r && (r = gpuos_gpu_memset(s->gpu, dev, 0, len)))
+			gpuos_gpu_dev_free(s->gpu, dev); /* not registered yet: nothing reads it */
+		if (r)
+			return -ENOMEM;
+		p = (void *)(uintptr_t)dev;
+	} else {
+		len = (len + page - 1) / page * page;
+		p = aligned_alloc(page, len);
+		if (!p)
+			return -ENOMEM;
+		memset(p, 0, len);
+	}
+	r = gpuos_sys_register(s, p, len, flags);
+	if (r) {
+		if (flags & GPUOS_REGISTER_DEVICE)
+			gpuos_sys_dev_free(s, dev); /* parked if the runtime runs */
+		else
+			free(p);
+		return r;
+	}
+	s->user[s->nuser - 1].owned = 1; /* register put it last */
+	*ptr = p;
+	return 0;
+}
+
+int gpuos_sys_free(struct gpuos_sys *s, void *ptr)
+{
+	uint32_t k;
+	for (k = 0; k < s->nuser && !(s->user[k].ptr == ptr && s->user[k].owned); k++)
+		;
+	if (k == s->nuser)
+		return -EINVAL;
+	return parked(s, del, ptr, 0, 0);
+}
+
 int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr)
 {
 	uint32_t k;
@@ -143,6 +203,8 @@ int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr)
 		;
 	if (k == s->nuser)
 		return -ENOENT;
+	if (s->user[k].owned)
+		return -EINVAL; /* the system's own: gpuos_sys_free */
 	return parked(s, del, ptr, 0, 0);
 }
 

@@ -195,7 +195,7 @@ void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len
  * memory that is not the GPU's), -ENOSPC (GPUOS_SYS_USER_REGIONS are
  * registered), -EOPNOTSUPP (device memory without a GPU), -EIO (park, pin
  * or resume failed: the region is not registered). gpuos_sys_unregister(ptr)
- * undoes it: -ENOENT if ptr was not registered, -EIO if the runtime did not
+ * undoes it: -ENOENT if ptr was not registered, -EINVAL for gpuos_sys_alloc memory, -EIO if the runtime did not
  * resume (the region is gone all the same). Not from two threads at once, nor while requests into the
  * region are in flight.
  */
@@ -203,6 +203,70 @@ void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len
 #define GPUOS_SYS_USER_REGIONS 16u
 int gpuos_sys_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
 int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr);
+
+/*
+ * Memory of the system's as a destination: len bytes of VRAM of the
+ * runtime's GPU (GPUOS_REGISTER_DEVICE) or of page-aligned host memory
+ * (pinned and mapped for the GPU where there is one), zeroed and registered
+ * as gpuos_sys_register does (one of GPUOS_SYS_USER_REGIONS). *ptr is its
+ * runtime address (a device pointer, or the host pointer). gpuos_sys_free
+ * unregisters and frees it with the runtime parked (cudaFree beside the
+ * spinning runtime deadlocks, docs/platform.md). Returns 0, -EINVAL (len
+ * 0, unknown flags; free: ptr not from gpuos_sys_alloc), -EOPNOTSUPP
+ * (device memory in host mode), -ENOMEM, -ENOSPC, -EIO (as register).
+ * Not from two threads at once.
+ */
+int gpuos_sys_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr);
+int gpuos_sys_free(struct gpuos_sys *s, void *ptr);
+
+/* ---- loading from host code, no kernel to write (docs/embedding.md) -------------
+ * The calling thread opens the model or file through the runtime's own
+ * mailbox (a host-memory one: -EOPNOTSUPP when it is in VRAM), checks every
+ * name, range and destination, then loads everything with as many requests
+ * in flight as the mailbox takes. Paths, names and answers travel in a
+ * buffer of the system's, registered on the first call (one of
+ * GPUOS_SYS_USER_REGIONS) and grown when a model's tables need more.
+ *
+ * dst[i] is registered memory (gpuos_sys_register, gpuos_sys_alloc, the
+ * client heap) with room for the whole tensor or range; anything else is
+ * refused before a byte moves. A model opens as gpuos_model_open does
+ * (a gguf-split model from any shard or its base name).
+ *
+ * stream NULL: the call returns when the data has landed (or failed).
+ * stream a cudaStream_t (the GPU runtime; in host mode it is ignored and
+ * the call is synchronous): the checks are made and the call returns; the
+ * loads start once the work queued on the stream before the call has
+ * finished, and work queued on it after the call sees the data (a host
+ * function on the stream carries them). A failure of such a load is
+ * reported by gpuos_sys_sync, which waits for every stream-ordered load.
+ *
+ * Returns 0; -EINVAL (n 0, a NULL argument, a range that overflows),
+ * -ENOENT (no such file, model or tensor), -ERANGE (a range past the end
+ * of the file), -EFAULT (a destination outside registered memory, or too
+ * small for what lands there), -ENAMETOOLONG, -EUCLEAN (a corrupt model or
+ * file system), -EIO, -ETIMEDOUT, -EOPNOTSUPP, -ENOMEM, or another
+ * negative errno for what the runtime answered; gpuos_sys_error says why
+ * in one line. Any thread; calls from several threads take turns for the
+ * checks and load side by side.
+ */
+int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, const char *const names[],
+			  void *const dst[], void *stream);
+/* Bytes [offset[i], offset[i] + length[i]) of the file at path into dst[i]. */
+int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, const uint64_t offset[],
+			 const uint64_t length[], void *const dst[], void *stream);
+/* A model's header and tables as the runtime parsed them (struct
+ * gpuos_gguf_export, gpuos/gguf.h: tensors, KVs, arena) copied into buf;
+ * *needed: the export's size. -ENOSPC when len < *needed (buf untouched);
+ * else as gpuos_model_load_host. */
+int gpuos_model_info_host(struct gpuos_sys *s, const char *path, void *buf, size_t len, size_t *needed);
+/* A file's size in bytes. As gpuos_model_load_host. */
+int gpuos_file_size_host(struct gpuos_sys *s, const char *path, uint64_t *size);
+/* Wait for the stream-ordered loads of this system to end: 0, or the
+ * first failure since the last gpuos_sys_sync (gpuos_sys_error says why). */
+int gpuos_sys_sync(struct gpuos_sys *s);
+/* The reason of the calling thread's last failed call of this section;
+ * "" when there was none. Valid until its next such call. */
+const char *gpuos_sys_error(const struct gpuos_sys *s);
 
 /* The mailbox in runtime space (what GPU clients are given). */
 uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s);

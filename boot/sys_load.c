@@ -1,0 +1,665 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot/sys_load.c - loading from host code, no kernel to write (host.h,
+ * docs/embedding.md): gpuos_model_load_host, gpuos_file_load_host and what
+ * they stand on. The calling thread is a client of the runtime's own
+ * mailbox, like any host tool; paths, names and answers travel in a scratch
+ * buffer of the system's (gpuos_sys_alloc). Every name, range and
+ * destination is checked before a byte moves. Then the loads go out in
+ * pieces, as many in flight as the mailbox takes, and every piece must
+ * deliver all its bytes: nothing is cut short silently.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuos/gpuos.h"
+#include "sys_internal.h"
+
+/* Scratch: the path at 0, a reason buffer at WHY_OFF, answers at DATA_OFF. */
+#define WHY_OFF     GPUOS_PATH_MAX
+#define WHY_LEN     512u
+#define DATA_OFF    (GPUOS_PATH_MAX + WHY_LEN)
+#define SCRATCH_MIN (1u << 20)
+/* Bytes one request asks for: a large tensor becomes several requests, so
+ * that it spreads over the service warps and their queues. */
+#define PIECE_MAX   (16ull << 20)
+#define IN_FLIGHT   256u
+/* Polls between looks at whether the GPU runtime still runs. */
+#define LIVENESS_POLLS 4096u
+
+static __thread char last_err[512];
+
+const char *gpuos_sys_error(const struct gpuos_sys *s)
+{
+	(void)s;
+	return last_err;
+}
+
+static int fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_err, sizeof(last_err), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* What a runtime status means as an errno (host.h lists them). */
+static int st_errno(uint32_t st)
+{
+	switch (st) {
+	case GPUOS_ST_OK: return 0;
+	case GPUOS_ST_NOENT: return -ENOENT;
+	case GPUOS_ST_BAD_RANGE: return -ERANGE;
+	case GPUOS_ST_BAD_DST: return -EFAULT;
+	case GPUOS_ST_OVERFLOW: return -EOVERFLOW;
+	case GPUOS_ST_TIMEOUT: return -ETIMEDOUT;
+	case GPUOS_ST_DENIED: return -EACCES;
+	case GPUOS_ST_NOTDIR: return -ENOTDIR;
+	case GPUOS_ST_LOOP: return -ELOOP;
+	case GPUOS_ST_CORRUPT: return -EUCLEAN;
+	case GPUOS_ST_UNSUPPORTED: return -EOPNOTSUPP;
+	case GPUOS_ST_BAD_HANDLE: return -EBADF;
+	case GPUOS_ST_NOSPC: return -ENOSPC;
+	case GPUOS_ST_ISDIR: return -EISDIR;
+	case GPUOS_ST_NAMETOOLONG: return -ENAMETOOLONG;
+	case GPUOS_ST_FULL: return -EAGAIN;
+	case GPUOS_ST_STOPPING: return -ESHUTDOWN;
+	case GPUOS_ST_NO_FILES: return -EOPNOTSUPP;
+	default: return -EIO; /* the controller failed, was reset, or metadata could not be read */
+	}
+}
+
+static uint64_t rt(const void *p)
+{
+	return (uint64_t)(uintptr_t)p; /* registered host memory: its runtime address is its pointer */
+}
+
+/* On the GPU the runtime kernel may stop on its own (a fault); then no
+ * answer comes, and waiting would never end. */
+static int alive(struct gpuos_sys *s, uint32_t *polls)
+{
+	char e[256];
+	if (!s->gpu || ++*polls % LIVENESS_POLLS)
+		return 0;
+	if (gpuos_sys_check(s, e, sizeof(e)))
+		return fail(-EIO, "the runtime stopped: %s", e);
+	return 0;
+}
+
+static int post(struct gpuos_sys *s, const struct gpuos_req *rq, uint32_t *slot)
+{
+	uint32_t spins = 0, polls = 0;
+	int r;
+	while (gpuos_post(gpuos_sys_mbox(s), rq, slot) == GPUOS_ST_FULL) /* backpressure: wait for room */
+		if (gpuos_backoff(&spins), (r = alive(s, &polls)))
+			return r;
+	return 0;
+}
+
+static int wait_done(struct gpuos_sys *s, uint32_t slot, struct gpuos_result *res)
+{
+	uint32_t spins = 0, polls = 0;
+	int r;
+	while (!gpuos_poll(gpuos_sys_mbox(s), slot, res))
+		if (gpuos_backoff(&spins), (r = alive(s, &polls)))
+			return r;
+	return 0;
+}
+
+static int call(struct gpuos_sys *s, uint16_t op, uint16_t flags, uint32_t handle, uint64_t off, uint64_t len,
+		uint64_t dst, uint64_t arg, struct gpuos_result *res)
+{
+	struct gpuos_req rq = { op, flags, handle, off, len, dst, arg, NULL, 0 };
+	uint32_t slot;
+	int r = post(s, &rq, &slot);
+	return r ? r : wait_done(s, slot, res);
+}
+
+/* The scratch buffer with at least `need` bytes of answers; the caller
+ * holds s->load.lock. Growing it parks the runtime twice (free, alloc):
+ * open handles stay open across. */
+static int scratch(struct gpuos_sys *s, size_t need, char **out)
+{
+	size_t len = s->load.scratch_len ? s->load.scratch_len : SCRATCH_MIN;
+	void *p;
+	int r;
+	while (len < need + DATA_OFF)
+		len *= 2;
+	if (len > s->load.scratch_len) {
+		if (s->load.scratch && (r = gpuos_sys_free(s, s->load.scratch)))
+			return fail(r, "scratch memory: free: %s", strerror(-r));
+		s->load.scratch = NULL;
+		s->load.scratch_len = 0;
+		if ((r = gpuos_sys_alloc(s, len, 0, &p)))
+			return fail(r, "scratch memory of %zu bytes for the runtime's answers: %s", len, strerror(-r));
+		s->load.scratch = (char *)p;
+		s->load.scratch_len = len;
+	}
+	*out = s->load.scratch;
+	return 0;
+}
+
+static void close_handle(struct gpuos_sys *s, uint32_t h)
+{
+	struct gpuos_result res;
+	char keep[sizeof(last_err)];
+	memcpy(keep, last_err, sizeof(keep)); /* a failure before the close keeps its reason */
+	call(s, GPUOS_OP_CLOSE, 0, h, 0, 0, 0, 0, &res);
+	memcpy(last_err, keep, sizeof(keep));
+}
+
+/* Open path, a model (GGUF_OPEN) or a regular file (OPEN): *h and the
+ * tensor count or the file's size. */
+static int open_path(struct gpuos_sys *s, char *sc, const char *path, int model, uint32_t *h, uint64_t *n)
+{
+	struct gpuos_result res;
+	size_t len = strlen(path);
+	int r;
+	if (len >= GPUOS_PATH_MAX)
+		return fail(-ENAMETOOLONG, "%.48s...: a path of %zu bytes (at most %u)", path, len, GPUOS_PATH_MAX - 1);
+	memcpy(sc, path, len + 1);
+	sc[WHY_OFF] = 0;
+	r = call(s, model ? GPUOS_OP_GGUF_OPEN : GPUOS_OP_OPEN, 0, 0, 0, WHY_LEN, rt(sc + WHY_OFF), rt(sc), &res);
+	if (r)
+		return r;
+	sc[WHY_OFF + WHY_LEN - 1] = 0;
+	if (res.status != GPUOS_ST_OK)
+		return fail(st_errno(res.status), "%s: %s", path, sc[WHY_OFF] ? sc + WHY_OFF : gpuos_status_name(res.status));
+	*h = (uint32_t)res.result;
+	*n = res.result2;
+	if (!model) {
+		/* a directory opens too, and READ would refuse it only later */
+		struct gpuos_stat *st = (struct gpuos_stat *)(void *)(sc + DATA_OFF);
+		r = call(s, GPUOS_OP_STAT, GPUOS_STAT_HANDLE, *h, 0, sizeof(*st), rt(st), 0, &res);
+		if (!r && res.status != GPUOS_ST_OK)
+			r = fail(st_errno(res.status), "%s: stat: %s", path, gpuos_status_name(res.status));
+		else if (!r && st->type != GPUOS_FT_REG)
+			r = fail(st->type == GPUOS_FT_DIR ? -EISDIR : -EINVAL, "%s: not a regular file", path);
+		if (r) {
+			close_handle(s, *h);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* [dst, dst + len) lies in memory the runtime may write for this caller:
+ * a registered region of the caller's, the client heap or VRAM client memory. */
+static int dst_ok(const struct gpuos_sys *s, uint64_t dst, uint64_t len)
+{
+	uint64_t heap_rt, heap_len, dev_len, dev = gpuos_sys_dev_heap(s, &dev_len);
+	uint32_t k;
+	if (dst == 0 || dst + len < dst)
+		return 0;
+	gpuos_sys_heap(s, &heap_rt, &heap_len);
+	if (dst >= heap_rt && dst + len <= heap_rt + heap_len)
+		return 1;
+	if (dev && dst >= dev && dst + len <= dev + dev_len)
+		return 1;
+	for (k = 0; k < s->nuser; k++) {
+		uint64_t b = rt(s->user[k].ptr);
+		if (s->user[k].ptr != s->load.scratch && dst >= b && dst + len <= b + s->user[k].len)
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- a load: pieces, each a request, as many in flight as the mailbox takes ---- */
+
+struct piece {
+	uint64_t off, len;   /* a tensor's bytes [off, off + len), or the file's */
+	uint64_t dst;
+	uint32_t index;      /* the tensor (models) */
+	uint32_t item;       /* which of the call's names or ranges */
+};
+
+struct load_job {
+	struct gpuos_sys *s;
+	int model;
+	uint32_t handle;
+	uint64_t npieces;
+	char path[GPUOS_PATH_MAX];
+	char *names;         /* models: the names, NUL-separated, in the caller's order */
+	uint64_t *name_at;   /* where item i's name starts in names */
+	struct piece p[];
+};
+
+static void describe(const struct load_job *j, const struct piece *p, char *buf, size_t len)
+{
+	if (j->model)
+		snprintf(buf, len, "%.160s: tensor '%.128s' (bytes %llu..%llu of it)", j->path, j->names + j->name_at[p->item],
+			 (unsigned long long)p->off, (unsigned long long)(p->off + p->len));
+	else
+		snprintf(buf, len, "%.160s: bytes %llu..%llu", j->path, (unsigned long long)p->off,
+			 (unsigned long long)(p->off + p->len));
+}
+
+/* Send every piece of j, collect every answer, close the handle; 0 or the
+ * first failure (its reason in last_err). */
+static int run_job(struct load_job *j)
+{
+	struct gpuos_sys *s = j->s;
+	uint32_t slot[IN_FLIGHT], spins = 0, polls = 0;
+	uint64_t posted = 0, done = 0;
+	int first = 0, r = 0;
+	char what[384];
+
+	while (done < j->npieces) {
+		while (posted < j->npieces && posted - done < IN_FLIGHT) {
+			const struct piece *p = &j->p[posted];
+			struct gpuos_req rq = { (uint16_t)(j->model ? GPUOS_OP_GGUF_LOAD : GPUOS_OP_READ), 0, j->handle,
+						p->off, p->len, p->dst, p->index, NULL, posted };
+			if (gpuos_post(gpuos_sys_mbox(s), &rq, &slot[posted % IN_FLIGHT]) != GPUOS_ST_OK)
+				break; /* the mailbox is full: collect first */
+			posted++;
+		}
+		if (posted == done) {
+			gpuos_backoff(&spins);
+			if ((r = alive(s, &polls)))
+				return r; /* no runtime to answer, nor to close the handle */
+			continue;
+		}
+		{
+			const struct piece *p = &j->p[done];
+			struct gpuos_result res;
+			if ((r = wait_done(s, slot[done % IN_FLIGHT], &res)))
+				return r;
+			if (!first && res.status != GPUOS_ST_OK) {
+				describe(j, p, what, sizeof(what));
+				first = fail(st_errno(res.status), "%s: %s", what, gpuos_status_name(res.status));
+			} else if (!first && res.result != p->len) {
+				describe(j, p, what, sizeof(what));
+				first = fail(-EIO, "%s: %llu bytes delivered", what, (unsigned long long)res.result);
+			}
+			done++;
+		}
+	}
+	close_handle(s, j->handle);
+	return first;
+}
+
+static struct load_job *job_new(uint64_t npieces, size_t names_len, uint32_t n)
+{
+	struct load_job *j = (struct load_job *)calloc(1, sizeof(*j) + npieces * sizeof(struct piece));
+	if (!j)
+		return NULL;
+	j->npieces = npieces;
+	if (names_len) {
+		j->names = (char *)malloc(names_len);
+		j->name_at = (uint64_t *)calloc(n, sizeof(uint64_t));
+		if (!j->names || !j->name_at) {
+			free(j->names);
+			free(j->name_at);
+			free(j);
+			return NULL;
+		}
+	}
+	return j;
+}
+
+static void job_free(struct load_job *j)
+{
+	free(j->names);
+	free(j->name_at);
+	free(j);
+}
+
+/* Cut item `item`'s [off, off + len) into pieces at j->p[*at...]. */
+static void add_pieces(struct load_job *j, uint64_t *at, uint32_t item, uint32_t index, uint64_t off, uint64_t len,
+		       uint64_t dst)
+{
+	uint64_t k;
+	for (k = 0; k < len; k += PIECE_MAX) {
+		struct piece *p = &j->p[(*at)++];
+		p->off = off + k;
+		p->len = len - k < PIECE_MAX ? len - k : PIECE_MAX;
+		p->dst = dst + k;
+		p->index = index;
+		p->item = item;
+	}
+}
+
+static uint64_t pieces_of(uint64_t len)
+{
+	return (len + PIECE_MAX - 1) / PIECE_MAX;
+}
+
+/* A stream-ordered load, run by a CUDA thread when its stream gets there. */
+static void job_on_stream(void *arg)
+{
+	struct load_job *j = (struct load_job *)arg;
+	struct gpuos_sys *s = j->s;
+	int r = run_job(j);
+	pthread_mutex_lock(&s->load.async_lock);
+	if (r && !s->load.async_err) {
+		s->load.async_err = r;
+		snprintf(s->load.async_why, sizeof(s->load.async_why), "%s", last_err);
+	}
+	s->load.pending--;
+	pthread_cond_broadcast(&s->load.idle);
+	pthread_mutex_unlock(&s->load.async_lock);
+	job_free(j);
+}
+
+/* Run j now, or hand it to the stream; either way j is gone after. */
+static int launch(struct gpuos_sys *s, struct load_job *j, void *stream)
+{
+	int r;
+	if (!stream || !s->gpu) {
+		r = run_job(j);
+		job_free(j);
+		return r;
+	}
+	pthread_mutex_lock(&s->load.async_lock);
+	s->load.pending++;
+	pthread_mutex_unlock(&s->load.async_lock);
+	r = gpuos_gpu_host_func(s->gpu, stream, job_on_stream, j);
+	if (r) {
+		pthread_mutex_lock(&s->load.async_lock);
+		s->load.pending--;
+		pthread_mutex_unlock(&s->load.async_lock);
+		close_handle(s, j->handle);
+		job_free(j);
+		return fail(r, "cudaLaunchHostFunc on the stream given failed (is it a stream of this process's GPU?)");
+	}
+	return 0;
+}
+
+static int usable(struct gpuos_sys *s, const char *path, uint32_t n, const void *a, const void *b)
+{
+	last_err[0] = 0;
+	if (!s || !path || !n || !a || !b)
+		return fail(-EINVAL, "a NULL argument, or nothing to load (n = 0)");
+	if (gpuos_sys_mbox_device(s))
+		return fail(-EOPNOTSUPP, "the runtime's mailbox is in VRAM (mbox_vram): host code cannot post to it");
+	return 0;
+}
+
+/* ---- models ---------------------------------------------------------------------- */
+
+/* The model's export (header and tables) in the scratch's answer area. */
+static int model_export(struct gpuos_sys *s, const char *path, uint32_t h, char **sc,
+			const struct gpuos_gguf_export **out)
+{
+	const struct gpuos_gguf_export *x;
+	struct gpuos_result res;
+	uint64_t room;
+	int r, tries;
+	for (tries = 0; tries < 2; tries++) {
+		room = s->load.scratch_len - DATA_OFF;
+		if ((r = call(s, GPUOS_OP_GGUF_INFO, 0, h, 0, room, rt(*sc + DATA_OFF), 0, &res)))
+			return r;
+		if (res.status != GPUOS_ST_OK)
+			return fail(st_errno(res.status), "%s: model tables: %s", path, gpuos_status_name(res.status));
+		x = (const struct gpuos_gguf_export *)(const void *)(*sc + DATA_OFF);
+		if (x->complete && x->total <= room && res.result <= room) {
+			/* the runtime wrote it, but check the tables lie inside before they are walked */
+			if (x->tensors_off > x->total ||
+			    x->tensor_count > (x->total - x->tensors_off) / sizeof(struct gpuos_gguf_tensor))
+				return fail(-EIO, "%s: the runtime's export of the model is inconsistent", path);
+			*out = x;
+			return 0;
+		}
+		if ((r = scratch(s, res.result > x->total ? res.result : x->total, sc)))
+			return r;
+	}
+	return fail(-EIO, "%s: the model's tables did not fit the answer buffer", path);
+}
+
+static const struct gpuos_gguf_tensor *tensors_of(const struct gpuos_gguf_export *x)
+{
+	return (const struct gpuos_gguf_tensor *)(const void *)((const char *)x + x->tensors_off);
+}
+
+static int by_name(const void *a, const void *b, void *ctx)
+{
+	const struct gpuos_gguf_tensor *t = (const struct gpuos_gguf_tensor *)ctx;
+	return strcmp(t[*(const uint32_t *)a].name, t[*(const uint32_t *)b].name);
+}
+
+/* Index of the tensor called name through the sorted order, or -1. */
+static int64_t find(const struct gpuos_gguf_tensor *t, const uint32_t *order, uint64_t n, const char *name)
+{
+	uint64_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(t[order[mid]].name, name);
+		if (c == 0)
+			return order[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* Check every name and destination against the model's tables and build the job. */
+static int model_job(struct gpuos_sys *s, const char *path, const struct gpuos_gguf_export *x, uint32_t h, uint32_t n,
+		     const char *const names[], void *const dst[], struct load_job **out)
+{
+	const struct gpuos_gguf_tensor *t = tensors_of(x);
+	uint64_t npieces = 0, at = 0, names_len = 0, used = 0;
+	uint32_t *order, *idx, i;
+	struct load_job *j;
+	int r = 0;
+
+	order = (uint32_t *)malloc((x->tensor_count + 1) * sizeof(uint32_t));
+	idx = (uint32_t *)malloc((uint64_t)n * sizeof(uint32_t));
+	if (!order || !idx) {
+		free(order);
+		free(idx);
+		return fail(-ENOMEM, "%s: no memory for the name index", path);
+	}
+	for (i = 0; i < x->tensor_count; i++)
+		order[i] = i;
+	qsort_r(order, x->tensor_count, sizeof(uint32_t), by_name, (void *)t);
+	for (i = 0; i < n && !r; i++) {
+		int64_t k = names[i] ? find(t, order, x->tensor_count, names[i]) : -1;
+		if (!names[i])
+			r = fail(-EINVAL, "%s: name %u is NULL", path, i);
+		else if (k < 0)
+			r = fail(-ENOENT, "%s: no tensor '%s'", path, names[i]);
+		else if (!dst_ok(s, rt(dst[i]), t[k].size ? t[k].size : 1))
+			r = fail(-EFAULT, "%s: tensor '%s' (%llu bytes) does not fit registered memory at %p "
+				 "(gpuos_sys_register or gpuos_sys_alloc it)", path, names[i],
+				 (unsigned long long)t[k].size, dst[i]);
+		else {
+			idx[i] = (uint32_t)k;
+			npieces += pieces_of(t[k].size);
+			names_len += strlen(names[i]) + 1;
+		}
+	}
+	free(order);
+	if (r) {
+		free(idx);
+		return r;
+	}
+	if (!(j = job_new(npieces, names_len, n))) {
+		free(idx);
+		return fail(-ENOMEM, "%s: no memory for the load's %llu pieces", path, (unsigned long long)npieces);
+	}
+	j->s = s;
+	j->model = 1;
+	j->handle = h;
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	for (i = 0; i < n; i++) {
+		size_t len = strlen(names[i]) + 1;
+		memcpy(j->names + used, names[i], len);
+		j->name_at[i] = used;
+		used += len;
+		add_pieces(j, &at, i, idx[i], 0, t[idx[i]].size, rt(dst[i]));
+	}
+	free(idx);
+	*out = j;
+	return 0;
+}
+
+int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, const char *const names[],
+			  void *const dst[], void *stream)
+{
+	const struct gpuos_gguf_export *x;
+	struct load_job *j = NULL;
+	uint64_t count;
+	uint32_t h;
+	char *sc;
+	int r;
+
+	if ((r = usable(s, path, n, names, dst)))
+		return r;
+	pthread_mutex_lock(&s->load.lock);
+	r = scratch(s, 0, &sc);
+	if (!r)
+		r = open_path(s, sc, path, 1, &h, &count);
+	if (!r) {
+		r = model_export(s, path, h, &sc, &x);
+		if (!r)
+			r = model_job(s, path, x, h, n, names, dst, &j);
+		if (r)
+			close_handle(s, h);
+	}
+	pthread_mutex_unlock(&s->load.lock);
+	return r ? r : launch(s, j, stream);
+}
+
+int gpuos_model_info_host(struct gpuos_sys *s, const char *path, void *buf, size_t len, size_t *needed)
+{
+	const struct gpuos_gguf_export *x;
+	uint64_t count;
+	uint32_t h;
+	char *sc;
+	int r;
+
+	if ((r = usable(s, path, 1, needed, needed)))
+		return r;
+	pthread_mutex_lock(&s->load.lock);
+	r = scratch(s, 0, &sc);
+	if (!r && !(r = open_path(s, sc, path, 1, &h, &count))) {
+		if (!(r = model_export(s, path, h, &sc, &x))) {
+			*needed = x->total;
+			if (len < x->total || !buf)
+				r = fail(-ENOSPC, "%s: the model's tables take %llu bytes, the buffer %zu", path,
+					 (unsigned long long)x->total, len);
+			else
+				memcpy(buf, x, x->total);
+		}
+		close_handle(s, h);
+	}
+	pthread_mutex_unlock(&s->load.lock);
+	return r;
+}
+
+/* ---- files --------------------------------------------------------------------- */
+
+int gpuos_file_size_host(struct gpuos_sys *s, const char *path, uint64_t *size)
+{
+	uint32_t h;
+	char *sc;
+	int r;
+
+	if ((r = usable(s, path, 1, size, size)))
+		return r;
+	pthread_mutex_lock(&s->load.lock);
+	r = scratch(s, 0, &sc);
+	if (!r && !(r = open_path(s, sc, path, 0, &h, size)))
+		close_handle(s, h);
+	pthread_mutex_unlock(&s->load.lock);
+	return r;
+}
+
+int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, const uint64_t offset[],
+			 const uint64_t length[], void *const dst[], void *stream)
+{
+	struct load_job *j = NULL;
+	uint64_t size = 0, npieces = 0, at = 0;
+	uint32_t h = 0, i;
+	char *sc;
+	int r;
+
+	if ((r = usable(s, path, n, offset, dst)) || (r = usable(s, path, n, length, dst)))
+		return r;
+	for (i = 0; i < n; i++) {
+		if (offset[i] + length[i] < offset[i] || length[i] > GPUOS_MAX_LENGTH)
+			return fail(-EINVAL, "%s: range %u (%llu bytes at %llu) overflows", path, i,
+				    (unsigned long long)length[i], (unsigned long long)offset[i]);
+		if (!dst_ok(s, rt(dst[i]), length[i] ? length[i] : 1))
+			return fail(-EFAULT, "%s: range %u (%llu bytes) does not fit registered memory at %p "
+				    "(gpuos_sys_register or gpuos_sys_alloc it)", path, i, (unsigned long long)length[i],
+				    dst[i]);
+		npieces += pieces_of(length[i]);
+	}
+	pthread_mutex_lock(&s->load.lock);
+	r = scratch(s, 0, &sc);
+	if (!r)
+		r = open_path(s, sc, path, 0, &h, &size);
+	for (i = 0; !r && i < n; i++)
+		if (offset[i] + length[i] > size)
+			r = fail(-ERANGE, "%s: bytes %llu..%llu lie past its end (%llu bytes)", path,
+				 (unsigned long long)offset[i], (unsigned long long)(offset[i] + length[i]),
+				 (unsigned long long)size);
+	if (!r && !(j = job_new(npieces, 0, n)))
+		r = fail(-ENOMEM, "%s: no memory for the load's %llu pieces", path, (unsigned long long)npieces);
+	if (r && h)
+		close_handle(s, h);
+	pthread_mutex_unlock(&s->load.lock);
+	if (r)
+		return r;
+	j->s = s;
+	j->handle = h;
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	for (i = 0; i < n; i++)
+		add_pieces(j, &at, i, 0, offset[i], length[i], rt(dst[i]));
+	return launch(s, j, stream);
+}
+
+/* ---- stream-ordered loads: waiting for them ------------------------------------ */
+
+int gpuos_sys_sync(struct gpuos_sys *s)
+{
+	int r;
+	pthread_mutex_lock(&s->load.async_lock);
+	while (s->load.pending)
+		pthread_cond_wait(&s->load.idle, &s->load.async_lock);
+	r = s->load.async_err;
+	last_err[0] = 0;
+	if (r)
+		snprintf(last_err, sizeof(last_err), "%s", s->load.async_why);
+	s->load.async_err = 0;
+	pthread_mutex_unlock(&s->load.async_lock);
+	return r;
+}
+
+void gpuos_sys_load_init(struct gpuos_sys *s)
+{
+	pthread_mutex_init(&s->load.lock, NULL);
+	pthread_mutex_init(&s->load.async_lock, NULL);
+	pthread_cond_init(&s->load.idle, NULL);
+	s->load.inited = 1;
+}
+
+void gpuos_sys_load_drain(struct gpuos_sys *s)
+{
+	if (!s->load.inited)
+		return;
+	pthread_mutex_lock(&s->load.async_lock);
+	while (s->load.pending)
+		pthread_cond_wait(&s->load.idle, &s->load.async_lock);
+	pthread_mutex_unlock(&s->load.async_lock);
+}
+
+void gpuos_sys_load_fini(struct gpuos_sys *s)
+{
+	if (!s->load.inited)
+		return;
+	gpuos_sys_load_drain(s);
+	pthread_mutex_destroy(&s->load.lock);
+	pthread_mutex_destroy(&s->load.async_lock);
+	pthread_cond_destroy(&s->load.idle);
+	s->load.inited = 0;
+}
