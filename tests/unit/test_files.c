@@ -727,3 +727,207 @@ Test(files, split_models)
 	free(want);
 	shut(&b);
 }
+
+/* ---- loading from host code (issue 18: gpuos_model_load_host and friends) ---- */
+
+struct host_load {
+	struct gpuos_sys *sys;
+	char *p;                 /* gpuos_sys_alloc'ed: runtime address */
+	uint64_t len;
+	int dev;                 /* p is VRAM */
+};
+
+/* What [p + off, + len) of the system's memory holds now, in host memory. */
+static unsigned char *host_copy(struct host_load *m, uint64_t off, uint64_t len)
+{
+	unsigned char *h = malloc(len ? len : 1);
+	cr_assert_not_null(h);
+	cr_assert_eq(gpuos_sys_copy(m->sys, h, m->p + off, len, 0), 0);
+	return h;
+}
+
+static void host_alloc(struct host_load *m, struct gpuos_sys *sys, uint64_t len)
+{
+	void *p;
+	m->sys = sys;
+	m->dev = gpuos_sys_info(sys)->gpu;
+	m->len = len;
+	cr_assert_eq(gpuos_sys_alloc(sys, len, m->dev ? GPUOS_REGISTER_DEVICE : 0, &p), 0, "alloc %llu",
+		     (unsigned long long)len);
+	m->p = p;
+}
+
+/* Every tensor of a model by name into the system's memory, in one call,
+ * each equal to the bytes of `unsplit` (the same model in one file) at its
+ * offset there. */
+static void load_all_by_name(struct gpuos_sys *sys, const char *path, const char *unsplit)
+{
+	size_t need = 0, len;
+	unsigned char *want = slurp(unsplit, &len), *got;
+	struct gpuos_gguf_export *x, *y;
+	struct gpuos_gguf_tensor *t, *u;
+	struct host_load m;
+	const char **names;
+	void **dst;
+	uint64_t i, total = 0, *at;
+
+	cr_assert_eq(gpuos_model_info_host(sys, path, NULL, 0, &need), -ENOSPC, "%s", gpuos_sys_error(sys));
+	cr_assert_gt(need, sizeof(*x));
+	x = malloc(need);
+	cr_assert_eq(gpuos_model_info_host(sys, path, x, need, &need), 0, "%s", gpuos_sys_error(sys));
+	cr_assert(x->complete);
+	t = (struct gpuos_gguf_tensor *)((char *)x + x->tensors_off);
+	names = calloc(x->tensor_count, sizeof(*names));
+	dst = calloc(x->tensor_count, sizeof(*dst));
+	at = calloc(x->tensor_count, sizeof(*at));
+	for (i = 0; i < x->tensor_count; i++) {
+		at[i] = total;
+		total += (t[i].size + 255u) & ~255ull;
+	}
+	host_alloc(&m, sys, total);
+	for (i = 0; i < x->tensor_count; i++) {
+		names[i] = t[x->tensor_count - 1 - i].name; /* any order: the last first */
+		dst[i] = m.p + at[x->tensor_count - 1 - i];
+	}
+	cr_assert_eq(gpuos_model_load_host(sys, path, (uint32_t)x->tensor_count, names, dst, NULL), 0, "%s: %s", path,
+		     gpuos_sys_error(sys));
+	got = host_copy(&m, 0, total);
+	/* the unsplit file has the same tensors in the same order (split_models checks it) */
+	y = x;
+	if (x->flags & GPUOS_GGUF_F_SPLIT) {
+		cr_assert_eq(gpuos_model_info_host(sys, "/models/split/s.gguf", NULL, 0, &need), -ENOSPC);
+		y = malloc(need);
+		cr_assert_eq(gpuos_model_info_host(sys, "/models/split/s.gguf", y, need, &need), 0);
+		cr_assert_eq(y->tensor_count, x->tensor_count);
+	}
+	u = (struct gpuos_gguf_tensor *)((char *)y + y->tensors_off);
+	for (i = 0; i < x->tensor_count; i++)
+		cr_assert(memcmp(got + at[i], want + u[i].abs_off, t[i].size) == 0, "%s: tensor %s differs", path, t[i].name);
+	if (y != x)
+		free(y);
+	cr_assert_eq(gpuos_sys_free(sys, m.p), 0);
+	free(got);
+	free(names);
+	free(dst);
+	free(at);
+	free(x);
+	free(want);
+}
+
+struct loader_arg {
+	struct gpuos_sys *sys;
+	char *dst;
+	int rounds, failures;
+};
+
+static void *loader_thread(void *p)
+{
+	struct loader_arg *a = p;
+	const char *names[] = {"blk.3.attn_q.weight", "token_embd.weight", "blk.39.ffn_down.weight"};
+	void *dst[] = {a->dst, a->dst + 4096, a->dst + 8192};
+	uint64_t off[] = {0, 5000};
+	uint64_t len[] = {100, 3};
+	void *fdst[] = {a->dst + 16384, a->dst + 20480};
+	int i;
+	for (i = 0; i < a->rounds; i++) {
+		a->failures += gpuos_model_load_host(a->sys, "/models/m.gguf", 3, names, dst, NULL) != 0;
+		a->failures += gpuos_file_load_host(a->sys, "/big.bin", 2, off, len, fdst, NULL) != 0;
+	}
+	return NULL;
+}
+
+/* Host code loads tensors and byte ranges into memory of the system's
+ * (VRAM on the GPU) with no kernel written: every tensor of a model and of
+ * a split model by name, ranges of files (one above the 16 MiB a request
+ * asks for), every refusal before a byte moves with a reason, handles
+ * never leaked by failures, memory given back, two threads at once. */
+Test(files, host_loads)
+{
+	struct booted b;
+	struct host_load m;
+	size_t blen, slen;
+	unsigned char *big = slurp("big.bin", &blen), *sparse = slurp("sparse.bin", &slen), *got;
+	uint64_t size = 0, i;
+	const char *name1[] = {"token_embd.weight"}, *bad1[] = {"blk.0.attn_q.weight", "nosuch.weight"};
+	void *dst1;
+	int k, stack_byte = 0;
+
+	boot_img(&b, "ext4.img", "", 2, 0, 0);
+	load_all_by_name(b.sys, "/models/m.gguf", "models/m.gguf");
+	load_all_by_name(b.sys, "/models/split/s-00002-of-00003.gguf", "models/split/s.gguf");
+
+	cr_assert_eq(gpuos_file_size_host(b.sys, "/big.bin", &size), 0, "%s", gpuos_sys_error(b.sys));
+	cr_assert_eq(size, blen);
+	host_alloc(&m, b.sys, 32u << 20);
+	{
+		uint64_t off[] = {0, 4097, blen - 3, 0}, len[] = {blen, 100, 3, slen};
+		void *dst[] = {m.p, m.p + (6u << 20), m.p + (7u << 20) + 1, m.p + (8u << 20)};
+		const char *paths[] = {"/big.bin", "/big.bin", "/big.bin", "/sparse.bin"};
+		for (k = 0; k < 4; k++)
+			cr_assert_eq(gpuos_file_load_host(b.sys, paths[k], 1, &off[k], &len[k], &dst[k], NULL), 0, "%s",
+				     gpuos_sys_error(b.sys));
+		/* the three ranges of big.bin in one call too */
+		cr_assert_eq(gpuos_file_load_host(b.sys, "/big.bin", 3, off, len, dst, NULL), 0, "%s", gpuos_sys_error(b.sys));
+		got = host_copy(&m, 0, 32u << 20);
+		cr_assert(memcmp(got, big, blen) == 0, "/big.bin whole");
+		cr_assert(memcmp(got + (6u << 20), big + 4097, 100) == 0, "/big.bin at 4097");
+		cr_assert(memcmp(got + (7u << 20) + 1, big + blen - 3, 3) == 0, "/big.bin's last bytes");
+		cr_assert(memcmp(got + (8u << 20), sparse, slen) == 0, "/sparse.bin (%zu bytes, two requests)", slen);
+		free(got);
+	}
+
+	/* Refusals: each says why, and none leaks a handle (more than
+	 * GPUOS_MAX_HANDLES of them). */
+	for (k = 0; k < (int)GPUOS_MAX_HANDLES + 8; k++) {
+		void *dst2[] = {m.p, m.p + 4096};
+		uint64_t off = blen - 2, len = 3, zero = 0;
+		void *out_of_room = m.p + m.len - 100, *mine = &stack_byte;
+		cr_assert_eq(gpuos_model_load_host(b.sys, "/models/m.gguf", 2, bad1, dst2, NULL), -ENOENT);
+		cr_assert(strstr(gpuos_sys_error(b.sys), "no tensor 'nosuch.weight'"), "%s", gpuos_sys_error(b.sys));
+		cr_assert_eq(gpuos_model_load_host(b.sys, "/models/m.gguf", 1, name1, &out_of_room, NULL), -EFAULT,
+			     "a tensor of 2176 bytes into the last 100 of the region");
+		cr_assert_eq(gpuos_model_load_host(b.sys, "/models/m.gguf", 1, name1, &mine, NULL), -EFAULT);
+		cr_assert(strstr(gpuos_sys_error(b.sys), "registered memory"), "%s", gpuos_sys_error(b.sys));
+		cr_assert_eq(gpuos_model_load_host(b.sys, "/models/none.gguf", 1, name1, dst2, NULL), -ENOENT);
+		cr_assert(strstr(gpuos_sys_error(b.sys), "/models/none.gguf: no such file"), "%s", gpuos_sys_error(b.sys));
+		cr_assert_eq(gpuos_model_load_host(b.sys, "/big.bin", 1, name1, dst2, NULL), -EUCLEAN, "%s",
+			     gpuos_sys_error(b.sys));
+		cr_assert_eq(gpuos_file_load_host(b.sys, "/big.bin", 1, &off, &len, dst2, NULL), -ERANGE);
+		cr_assert(strstr(gpuos_sys_error(b.sys), "past its end"), "%s", gpuos_sys_error(b.sys));
+		cr_assert_eq(gpuos_file_load_host(b.sys, "/dir", 1, &zero, &len, dst2, NULL), -EISDIR);
+		cr_assert_eq(gpuos_file_load_host(b.sys, "/big.bin", 0, &zero, &len, dst2, NULL), -EINVAL);
+	}
+	dst1 = m.p;
+	cr_assert_eq(gpuos_model_load_host(b.sys, "/models/m.gguf", 1, name1, &dst1, NULL), 0, "still serving: %s",
+		     gpuos_sys_error(b.sys));
+	cr_assert_str_eq(gpuos_sys_sync(b.sys) == 0 ? "" : gpuos_sys_error(b.sys), "");
+
+	/* Two threads at once, each into its own half. */
+	{
+		pthread_t th[2];
+		struct loader_arg a[2] = {{b.sys, m.p, 30, 0}, {b.sys, m.p + (16u << 20), 30, 0}};
+		for (k = 0; k < 2; k++)
+			cr_assert_eq(pthread_create(&th[k], NULL, loader_thread, &a[k]), 0);
+		for (k = 0; k < 2; k++)
+			pthread_join(th[k], NULL);
+		cr_assert_eq(a[0].failures + a[1].failures, 0);
+		got = host_copy(&m, 16u << 20, 32768);
+		cr_assert(memcmp(got + 16384, big, 100) == 0 && memcmp(got + 20480, big + 5000, 3) == 0);
+		free(got);
+	}
+
+	/* Memory comes back: more allocations than regions, each freed. */
+	cr_assert_eq(gpuos_sys_unregister(b.sys, m.p), -EINVAL, "the system's own memory is freed, not unregistered");
+	cr_assert_eq(gpuos_sys_free(b.sys, m.p), 0);
+	cr_assert_eq(gpuos_sys_free(b.sys, m.p), -EINVAL);
+	for (i = 0; i < 2u * GPUOS_SYS_USER_REGIONS; i++) {
+		host_alloc(&m, b.sys, 8192);
+		dst1 = m.p;
+		cr_assert_eq(gpuos_model_load_host(b.sys, "/models/m.gguf", 1, name1, &dst1, NULL), 0, "%s",
+			     gpuos_sys_error(b.sys));
+		cr_assert_eq(gpuos_sys_free(b.sys, m.p), 0);
+	}
+	shut(&b);
+	free(big);
+	free(sparse);
+}
