@@ -151,7 +151,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok
 	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
 
-test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines
+test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/run.sh $(BUILD)
 	$(Q)bash tests/emu/apps.sh $(BUILD)
 	$(Q)bash tests/emu/apps_model.sh $(BUILD)
@@ -163,6 +163,8 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines
 	$(Q)bash tests/emu/service.sh $(BUILD)
 	$(Q)bash tests/emu/root.sh $(BUILD)
 	$(Q)bash tests/emu/install.sh $(BUILD)
+	$(Q)bash tests/emu/embed.sh $(BUILD)
+	$(Q)bash tests/emu/python.sh $(BUILD)
 	$(Q)bash tests/emu/bench.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
@@ -233,7 +235,10 @@ $(GPU_DIR)/lazy_boot: tests/gpu/lazy_boot.c $(BUILD)/libgpuos.a $(BUILD)/boot/cu
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
-gpu-build: all $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok
+# apps/embed's programs (static, as the GPU machine needs them) and
+# libgpuos.so for the Python binding come from tests/emu/embed.sh and lib.
+gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok
+	$(Q)bash tests/emu/embed.sh $(BUILD) > $(BUILD)/embed.log 2>&1 || { cat $(BUILD)/embed.log; exit 1; }
 gpu-test: gpu-build
 	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
 

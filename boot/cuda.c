@@ -124,11 +124,10 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	 * W = 16). 32 (CUDA's most) keeps apart the streams gpuos makes: its
 	 * own, and at most GPUOS_GPU_WORKER_STREAMS of emulator workers
 	 * (boot/gpu.h). A lower value from the environment is raised. */
-	{
-		const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-		if (!v || atoi(v) < 32)
-			setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
-	}
+	const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	int conn0 = conn ? atoi(conn) : 8; /* what a context made before this call has */
+	if (conn0 < 32)
+		setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
 	e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
 		/* Say it plainly: the runtime's own words for "no driver" are
@@ -146,6 +145,25 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 		if (drv)
 			dlclose(drv);
 		return -ENODEV;
+	}
+	/* The program may have made its first CUDA call before gpuos_boot, its
+	 * context made with fewer than 32 work queues: then the settings above
+	 * came too late, and streams (the emulator's among them) would share a
+	 * queue with the runtime kernel and wait behind it forever. Refuse
+	 * rather than hang (docs/embedding.md). Asked before our own first call
+	 * that makes the context (cudaSetDevice). */
+	if (conn0 < 32) {
+		CUresult (*ctx_state)(CUdevice, unsigned *, int *) = NULL;
+		unsigned flags = 0;
+		int active = 0;
+		if (!entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) && ctx_state(0, &flags, &active) == CUDA_SUCCESS &&
+		    active) {
+			snprintf(why, whylen,
+				 "CUDA was initialised before gpuos_boot with CUDA_DEVICE_MAX_CONNECTIONS %d: set "
+				 "CUDA_DEVICE_MAX_CONNECTIONS=32 (and CUDA_MODULE_LOADING=EAGER) in the environment before "
+				 "the program's first CUDA call (docs/embedding.md)", conn0);
+			return -EPERM;
+		}
 	}
 	g = calloc(1, sizeof(*g));
 	if (!g)

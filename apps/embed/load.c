@@ -8,7 +8,9 @@
  * runs on CPU threads and the buffer is host memory.
  *
  *   cc -o gpuos-load load.c $(pkg-config --cflags --libs gpuos) \
- *      -I$CUDA/include -L$CUDA/lib64 -lcudart_static -ldl -lrt -lpthread
+ *      -I$CUDA/include $CUDA/lib64/libcudart_static.a -ldl -lrt -lpthread
+ *   (libgpuos.so keeps its CUDA runtime to itself; libgpuos.a carries one
+ *   that the program uses too: link no other with it)
  *   ./gpuos-load [--host] DEVICE MODEL_PATH TENSOR_NAME... > BYTES
  *
  * Exit status 0, 1 when the device, the model or a tensor fails (one line
@@ -78,9 +80,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Start CUDA here, eagerly, so that every module of the program is
-	 * loaded before the runtime's kernel spins: a module load beside it
-	 * deadlocks, and gpuos_boot refuses lazy loading for that reason. */
+	 * loaded before the runtime's kernel spins (a module load beside it
+	 * deadlocks), with 32 hardware work queues (a stream that shares one
+	 * with the runtime's kernel waits behind it forever). gpuos_boot
+	 * refuses a CUDA started otherwise. */
 	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
 	gpu = !host_mode && cudaFree(0) == cudaSuccess;
 
 	gpuos_boot_opts_default(&o);

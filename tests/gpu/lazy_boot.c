@@ -5,7 +5,8 @@
  * the boot must refuse, saying what to do (a launch behind the runtime
  * kernel would wait forever); with CUDA_MODULE_LOADING=EAGER in the
  * environment from the start it must boot on the GPU and read, also into
- * memory the program pinned itself (gpuos_sys_register).
+ * memory the program pinned itself (gpuos_sys_register); with fewer than
+ * 32 hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS) it must refuse too.
  *   lazy_boot IMAGE     exit 0: what the environment asked for happened
  */
 #include <errno.h>
@@ -24,7 +25,9 @@ int main(int argc, char **argv)
 	struct gpuos_sys *sys;
 	char dev[600], err[512];
 	const char *m = getenv("CUDA_MODULE_LOADING");
+	const char *c = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
 	int eager = m && !strcmp(m, "EAGER"), r; /* the suite runs it with EAGER and with LAZY */
+	int queues = c ? atoi(c) : 8;
 	uint64_t rt, len, got = 0;
 	if (argc != 2)
 		return 2;
@@ -39,7 +42,10 @@ int main(int argc, char **argv)
 	o.allow_raw = 1;
 	o.quiet = 1;
 	r = gpuos_boot(&o, &sys, err, sizeof(err));
-	printf("CUDA_MODULE_LOADING=%s: boot %d: %s\n", m ? m : "(unset)", r, r ? err : "ok");
+	printf("CUDA_MODULE_LOADING=%s CUDA_DEVICE_MAX_CONNECTIONS=%s: boot %d: %s\n", m ? m : "(unset)",
+	       c ? c : "(unset)", r, r ? err : "ok");
+	if (queues < 32)
+		return r == -EPERM && strstr(err, "CUDA_DEVICE_MAX_CONNECTIONS=32") ? 0 : 1;
 	if (!eager)
 		return r == -EPERM && strstr(err, "CUDA_MODULE_LOADING=EAGER") ? 0 : 1;
 	if (r)

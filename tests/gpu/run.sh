@@ -56,10 +56,45 @@ tail -4 /dev/shm/io-gpu.out
 rm -f /dev/shm/ls-*.out /dev/shm/gl-*.out /dev/shm/io-gpu.out
 
 step "a program that starts CUDA itself (issue 18): lazy module loading refused, EAGER boots"
-CUDA_MODULE_LOADING=LAZY timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
+CUDA_MODULE_LOADING=LAZY CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
 res $? "CUDA started lazily before gpuos_boot: refused, saying to set CUDA_MODULE_LOADING=EAGER"
 CUDA_MODULE_LOADING=EAGER timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
-res $? "CUDA started eagerly before gpuos_boot: boots on the GPU and reads"
+res $? "CUDA started before gpuos_boot with 8 work queues (the default): refused, saying to set CUDA_DEVICE_MAX_CONNECTIONS=32"
+CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img"
+res $? "CUDA started eagerly, 32 work queues, before gpuos_boot: boots on the GPU and reads"
+
+step "your own program (issue 18): apps/embed on the GPU runtime, the Python binding with PyTorch"
+em=$build/embed
+if [ -x "$em/gpuos-load-static" ] && [ -x "$em/gpuos-layers-static" ]; then
+	names="token_embd.weight blk.0.attn_norm.weight blk.7.ffn_down.weight blk.39.attn_q.weight"
+	timeout 60 "$em/gpuos-load-static" "emu:$fi/ext4.img" /models/m.gguf $names > /dev/shm/embed-load.out 2> /dev/shm/embed-load.err
+	rc=$?
+	cat /dev/shm/embed-load.err
+	python3 - "$fi/src/models/m.gguf" "$fi/m.json" /dev/shm/embed-load.out $names <<'PY'
+import json, sys
+model, desc, out, names = open(sys.argv[1], "rb").read(), json.load(open(sys.argv[2])), open(sys.argv[3], "rb").read(), sys.argv[4:]
+t = {x["name"]: x for x in desc["tensors"]}
+want = b"".join(model[t[n]["abs_offset"]:t[n]["abs_offset"] + t[n]["byte_size"]] for n in names)
+sys.exit(0 if out == want else 1)
+PY
+	prc=$?
+	GPUOS_QUIET_HOST=1 timeout 60 "$em/gpuos-load-static" --host "emu:$fi/ext4.img" /models/m.gguf $names > /dev/shm/embed-load.host 2>/dev/null
+	[ $rc -eq 0 ] && [ $prc -eq 0 ] && cmp -s /dev/shm/embed-load.out /dev/shm/embed-load.host
+	res $? "gpuos-load: 4 tensors into its own cudaMalloc buffer, ordered on its stream: the file's bytes (and host mode's)"
+	timeout 120 "$em/gpuos-layers-static" "emu:$fi/ext4.img" /models/m.gguf > /dev/shm/embed-layers.gpu 2>&1; rc=$?
+	GPUOS_QUIET_HOST=1 timeout 120 "$em/gpuos-layers-static" --host "emu:$fi/ext4.img" /models/m.gguf > /dev/shm/embed-layers.host 2>&1
+	tail -1 /dev/shm/embed-layers.gpu
+	[ $rc -eq 0 ] && grep -q ' gpu$' /dev/shm/embed-layers.gpu &&
+		[ "$(grep '^layer ' /dev/shm/embed-layers.gpu)" = "$(grep '^layer ' /dev/shm/embed-layers.host)" ] &&
+		[ "$(grep -c '^layer ' /dev/shm/embed-layers.gpu)" -gt 0 ]
+	res $? "gpuos-layers: its own kernel loads every layer through the mailbox and sums it; equal to its host-mode variant"
+	rm -f /dev/shm/embed-*
+else
+	res 1 "apps/embed programs missing in $em (make gpu-build runs tests/emu/embed.sh)"
+fi
+GPUOS_LIBRARY=$build/lib/libgpuos.so timeout 300 python3 tests/gpu/python_torch.py "$build"; rc=$?
+[ $rc -eq 77 ] && echo "   (77: PyTorch or the GPU missing: a failure here, the GPU machine has both)"
+res $rc "Python binding with PyTorch: tensors through DLPack without a copy, equal to the file; matmul parked and after resume"
 
 step "gpu-null identify"
 timeout 60 "$g" identify --json --device gpu-null; res $? "identify gpu-null"
