@@ -39,8 +39,10 @@ void gpuos_sys_dev_free(struct gpuos_sys *s, uint64_t rt)
 	else if (!s->running)
 		gpuos_gpu_dev_free(s->gpu, rt);
 	else {
-		/* Freeing now would deadlock against the spinning runtime: park around it. */
+		/* Freeing now would deadlock against the spinning runtime: park around it
+		 * (after the stream-ordered loads, which wait for the runtime on their streams). */
 		char e[128];
+		gpuos_sys_load_drain(s);
 		gpuos_park(s, e, sizeof(e));
 		gpuos_gpu_dev_free(s->gpu, rt);
 		gpuos_resume(s, e, sizeof(e));

@@ -60,6 +60,10 @@ static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size
 {
 	char e[256];
 	int was = s->running, r;
+	/* A stream-ordered load waits for the runtime on its stream; a
+	 * cudaFree or cudaHostUnregister while it is parked would wait for
+	 * that stream: let those loads end first. */
+	gpuos_sys_load_drain(s);
 	if (was && gpuos_park(s, e, sizeof(e)))
 		return -EIO;
 	r = f(s, ptr, len, flags);

@@ -211,7 +211,8 @@ int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr);
  * as gpuos_sys_register does (one of GPUOS_SYS_USER_REGIONS). *ptr is its
  * runtime address (a device pointer, or the host pointer). gpuos_sys_free
  * unregisters and frees it with the runtime parked (cudaFree beside the
- * spinning runtime deadlocks, docs/platform.md). Returns 0, -EINVAL (len
+ * spinning runtime deadlocks, docs/platform.md), once the stream-ordered
+ * loads have ended. Returns 0, -EINVAL (len
  * 0, unknown flags; free: ptr not from gpuos_sys_alloc), -EOPNOTSUPP
  * (device memory in host mode), -ENOMEM, -ENOSPC, -EIO (as register).
  * Not from two threads at once.
