@@ -623,9 +623,8 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 int gpuos_sys_sync(struct gpuos_sys *s)
 {
 	int r;
+	gpuos_sys_load_drain(s);
 	pthread_mutex_lock(&s->load.async_lock);
-	while (s->load.pending)
-		pthread_cond_wait(&s->load.idle, &s->load.async_lock);
 	r = s->load.async_err;
 	last_err[0] = 0;
 	if (r)
