@@ -682,6 +682,11 @@ static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 		uint32_t tail = __atomic_load_n(emu_sq_db(e, q), __ATOMIC_ACQUIRE);
 		if (tail >= sq->size)
 			continue;       /* invalid doorbell write (3.1.24): ignored */
+		/* The model's time runs from the fetch, which comes after the
+		 * doorbell was seen: a clock read before that load could predate
+		 * the doorbell (a worker preempted in between) and complete early. */
+		if (sq->head != tail)
+			now = gpuos_now_ns();
 		while (sq->head != tail && n < EMU_BATCH && w->npend + n < EMU_PEND_MAX) {
 			uint64_t cfs_at = e->o.cfs_after ? e->o.cfs_after : e->o.dead_after;
 			if (cfs_at && !__atomic_load_n(&e->cfs_fired, __ATOMIC_RELAXED) &&
