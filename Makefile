@@ -112,7 +112,7 @@ $(BUILD)/apps/%.cubin: apps/%.c
 $(BUILD)/apps/%.so: apps/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $< (host-mode variant)")
-	$(Q)$(CC) $(CFLAGS) -MF $@.d -fPIC -shared -Wl,--no-undefined -o $@ $<
+	$(Q)$(CC) $(CFLAGS) -MF $@.d -fPIC -shared -Wl,--no-undefined -o $@ $< -lm
 
 # A GPU client in a process of its own (bench/xproc_client.cu): its kernels
 # post to a service's GPU client area; against a host-mode service CPU

@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * apps/llama.c - a llama-family forward pass whose weights come through
+ * gpuos (issue 19; DESIGN.md section 13): the model is opened and its
+ * layers loaded with the device API (gpuos_model_*), the first R layers
+ * kept in VRAM, the others loaded again for every token.
+ *
+ *   gpuos run llama.cubin --grid G --block B -- MODEL_PATH --prompt-ids ID,ID,...
+ *             [--tokens N] [--resident R] [--temp T --seed S]
+ *
+ * It prints the prompt's and the generated token ids ("tokens: ..."), then
+ * tokens/s and the load rate. Greedy unless --temp is given.
+ *
+ * The arithmetic follows llama.cpp's CPU path so that the tokens can be
+ * held to its tokens (tests/emu/llama.sh): the activations are converted to
+ * each weight type's dot type before a product (apps/llama/quant.h), the
+ * KV cache is binary16, attention scores are binary16 dot products,
+ * RMSNorm sums in double, RoPE advances its angle by repeated products.
+ *
+ * Threads: every thread takes rows of each matrix-vector product; thread 0
+ * also loads, normalises and samples; a barrier over all G x B threads
+ * separates the steps (they must all be resident: keep G at most one block
+ * per SM). Host mode runs the same on G x B CPU threads.
+ *
+ * Memory (args->vram): a table area, then the activations and the KV
+ * cache, then the weights: the global tensors and the resident layers once,
+ * one slot for a streamed layer.
+ */
+#include <math.h>
+
+#include "gpuos/app.h"
+#include "gpuos/gpuos.h"
+#include "llama/quant.h"
+#include "report.h"
+
+GPUOS_APP_ABI_NOTE;
+
+#define MAX_LAYERS 512u
+#define MAX_CTX 4096u
+#define MAX_IDS 1024u
+#define ALIGN 256u
+
+/* The tensors of a layer, in the order the engine uses them. */
+enum { T_ATTN_NORM, T_Q, T_K, T_V, T_O, T_FFN_NORM, T_GATE, T_UP, T_DOWN, T_PER_LAYER };
+static inline GPUOS_HD const char *tname(uint32_t k)
+{
+	switch (k) {
+	case T_ATTN_NORM: return "attn_norm.weight";
+	case T_Q: return "attn_q.weight";
+	case T_K: return "attn_k.weight";
+	case T_V: return "attn_v.weight";
+	case T_O: return "attn_output.weight";
+	case T_FFN_NORM: return "ffn_norm.weight";
+	case T_GATE: return "ffn_gate.weight";
+	case T_UP: return "ffn_up.weight";
+	default: return "ffn_down.weight";
+	}
+}
+
+struct wt {
+	uint32_t idx, type;   /* tensor index, GPUOS_GGML_TYPE_* */
+	uint64_t ne0, ne1;    /* row length, rows */
+	uint64_t size, off;   /* bytes; offset in its layer's memory */
+};
+
+/* What thread 0 sets up and every thread reads (in args->vram). */
+struct model {
+	uint32_t n_embd, n_head, n_head_kv, n_layer, n_ff, n_vocab, n_rot, head_dim;
+	float eps, rope_base;
+	uint32_t handle, resident, n_ctx, n_prompt, n_gen;
+	float temp;
+	uint64_t seed;
+	struct wt embd, out_norm, output;
+	struct wt layer[MAX_LAYERS][T_PER_LAYER];
+	uint64_t layer_bytes[MAX_LAYERS];
+	uint8_t *layer_mem[MAX_LAYERS];     /* resident layers' weights, else the slot */
+	uint8_t *glob;                      /* out_norm and output (resident) */
+	uint8_t *slot;
+	/* activations */
+	float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2, *logits;
+	uint8_t *act;                       /* an activation in a dot type */
+	uint16_t *kc, *vc;                  /* binary16 KV cache: [layer][pos][kv dim] */
+	uint32_t ids[MAX_IDS];              /* prompt, then generated */
+	uint64_t t_start, t_end, load_ns, load_bytes;
+	char why[256];
+	uint8_t tensor[sizeof(struct gpuos_gguf_tensor)];
+	uint8_t xhdr[sizeof(struct gpuos_gguf_export)];
+	char name[GPUOS_GGUF_NAME_MAX];
+};
+
+/* args->scratch: the barrier and the state. */
+struct shared {
+	uint32_t state;      /* 0 setting up, 1 go, 2 failed (release by thread 0) */
+	uint32_t count;      /* the barrier's arrivals */
+	uint32_t gen;        /* its generation */
+	uint32_t rsvd[13];
+};
+static_assert(sizeof(struct shared) == 64, "llama scratch");
+
+/* ---- a barrier over every thread ------------------------------------------------- */
+
+static inline GPUOS_HD void barrier(struct shared *sh, uint32_t n)
+{
+	uint32_t g = gpuos_load_acquire_dev32(&sh->gen), spins = 0;
+	/* acq_rel: this thread's writes before its arrival; the last arrival
+	 * reads them all (every arrival is an RMW on one word) and publishes
+	 * them with the generation's release; the others acquire it. */
+	if (gpuos_fetch_add_acq_rel_dev32(&sh->count, 1u) + 1u == n) {
+		gpuos_store_relaxed_sys32(&sh->count, 0);
+		gpuos_store_release_dev32(&sh->gen, g + 1u);
+		return;
+	}
+	while (gpuos_load_acquire_dev32(&sh->gen) == g)
+		gpuos_backoff(&spins);
+}
+
+/* ---- the steps ------------------------------------------------------------------- */
+
+/* out[r] = W[r] . act for this thread's rows. */
+static inline GPUOS_HD void matvec(const struct wt *w, const uint8_t *mem, const uint8_t *act, float *out, uint32_t tid,
+				   uint32_t nthreads)
+{
+	uint64_t r, rb = llama_row_bytes(w->type, w->ne0);
+	for (r = tid; r < w->ne1; r += nthreads)
+		out[r] = llama_dot(w->type, mem + w->off + r * rb, act, w->ne0);
+}
+
+/* RMSNorm (ggml_rms_norm, then the weight): y = x / sqrt(mean(x^2) + eps) * w. */
+static inline GPUOS_HD void rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps)
+{
+	double sum = 0.0;
+	uint32_t i;
+	float scale;
+	for (i = 0; i < n; i++)
+		sum += (double)(x[i] * x[i]);
+	scale = 1.0f / sqrtf((float)(sum / n) + eps);
+	for (i = 0; i < n; i++)
+		y[i] = x[i] * scale * w[i];
+}
+
+/* RoPE, llama's "normal" mode: pairs (2i, 2i + 1) of the first n_rot
+ * dimensions of each head turned by pos * base^(-2i / n_rot). */
+static inline GPUOS_HD void rope(float *v, uint32_t heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos, float base)
+{
+	float theta_scale = powf(base, -2.0f / (float)n_rot);
+	uint32_t h, i;
+	for (h = 0; h < heads; h++) {
+		float theta = (float)pos, *p = v + (uint64_t)h * head_dim;
+		for (i = 0; i < n_rot; i += 2) {
+			float c = cosf(theta), s = sinf(theta), x0 = p[i], x1 = p[i + 1];
+			p[i] = x0 * c - x1 * s;
+			p[i + 1] = x0 * s + x1 * c;
+			theta *= theta_scale;
+		}
+	}
+}
+
+/* Head h's attention over positions 0..pos (this thread's heads). */
+static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, uint32_t tid, uint32_t nthreads)
+{
+	uint32_t kvd = m->n_head_kv * m->head_dim, hd = m->head_dim, h, t, i;
+	float scale = 1.0f / sqrtf((float)hd);
+	for (h = tid; h < m->n_head; h += nthreads) {
+		uint32_t kvh = h / (m->n_head / m->n_head_kv);
+		const uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx) * kvd + (uint64_t)kvh * hd;
+		const uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx) * kvd + (uint64_t)kvh * hd;
+		float *att = m->att + (uint64_t)h * m->n_ctx, *q = m->q + (uint64_t)h * hd, max = -INFINITY;
+		uint16_t qh[256];
+		double sum = 0.0;
+		for (i = 0; i < hd; i++)
+			qh[i] = llama_f32_to_f16(q[i]); /* the score's dot type */
+		for (t = 0; t <= pos; t++) {
+			float s = llama_dot(GPUOS_GGML_TYPE_F16, kc + (uint64_t)t * kvd, qh, hd) * scale;
+			att[t] = s;
+			max = s > max ? s : max;
+		}
+		for (t = 0; t <= pos; t++) {
+			float e = expf(att[t] - max);
+			sum += (double)e;
+			att[t] = e;
+		}
+		{
+			float inv = (float)(1.0 / sum);
+			for (t = 0; t <= pos; t++)
+				att[t] = llama_f16_to_f32(llama_f32_to_f16(att[t] * inv)); /* the weights' dot type */
+		}
+		for (i = 0; i < hd; i++) {
+			double acc = 0.0;
+			for (t = 0; t <= pos; t++)
+				acc += (double)(llama_f16_to_f32(vc[(uint64_t)t * kvd + i]) * att[t]);
+			m->xb2[(uint64_t)h * hd + i] = (float)acc;
+		}
+	}
+}
+
+/* ---- loading (thread 0) --------------------------------------------------------------- */
+
+static inline GPUOS_HD uint32_t load_layer(struct gpuos_app_args *a, struct model *m, uint32_t l, uint8_t *to)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint32_t k, st = GPUOS_ST_OK;
+	uint64_t t0 = gpuos_now_ns(), got = 0;
+	uint32_t idx[T_PER_LAYER];
+	void *dst[T_PER_LAYER];
+	for (k = 0; k < T_PER_LAYER; k++) {
+		idx[k] = m->layer[l][k].idx;
+		dst[k] = to + m->layer[l][k].off;
+	}
+	st = gpuos_model_load_tensors(mb, m->handle, idx, dst, T_PER_LAYER, &got);
+	if (st == GPUOS_ST_OK && got != m->layer_bytes[l])
+		st = GPUOS_ST_BAD_RANGE;
+	m->load_ns += gpuos_now_ns() - t0;
+	m->load_bytes += got;
+	gpuos_app_progress_add(a, got);
+	return st;
+}
+
+/* ---- setup (thread 0) ----------------------------------------------------------------- */
+
+static inline GPUOS_HD int streq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+/* Parse a decimal; -1 on anything else. */
+static inline GPUOS_HD int64_t num(const char *s)
+{
+	int64_t v = 0;
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > 100000000)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
+}
+
+/* The tensor called name into *w (its shape checked against ne0 x ne1 when
+ * those are given); 0, or a reason in r. */
+static inline GPUOS_HD int find(struct gpuos_mbox *mb, struct model *m, const char *name, struct wt *w, struct rep *r)
+{
+	struct gpuos_gguf_tensor *t = (struct gpuos_gguf_tensor *)m->tensor;
+	uint32_t st, i;
+	for (i = 0; name[i] && i + 1 < sizeof(m->name); i++)
+		m->name[i] = name[i];
+	m->name[i] = 0;
+	st = gpuos_model_find(mb, m->handle, m->name, &w->idx);
+	if (st == GPUOS_ST_OK)
+		st = gpuos_model_tensor(mb, m->handle, w->idx, t);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "llama: tensor ");
+		rs(r, name);
+		rs(r, ": ");
+		rs(r, stname(st));
+		rs(r, "\n");
+		return -1;
+	}
+	w->type = t->type;
+	w->ne0 = t->ne[0];
+	w->ne1 = t->n_dims > 1 ? t->ne[1] : 1;
+	w->size = t->size;
+	if (!llama_type_block(w->type, NULL) || !llama_row_bytes(w->type, w->ne0) ||
+	    (w->type == LLAMA_TYPE_Q8_K) || t->n_dims > 2) {
+		rs(r, "llama: tensor ");
+		rs(r, name);
+		rs(r, ": type ");
+		rn(r, w->type);
+		rs(r, t->n_dims > 2 ? " with more than 2 dimensions" : " is not one the engine computes on");
+		rs(r, " (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static inline GPUOS_HD int shape(const struct wt *w, uint64_t ne0, uint64_t ne1, const char *name, struct rep *r)
+{
+	if (w->ne0 == ne0 && w->ne1 == ne1)
+		return 0;
+	rs(r, "llama: tensor ");
+	rs(r, name);
+	rs(r, " is ");
+	rn(r, w->ne0);
+	rs(r, " x ");
+	rn(r, w->ne1);
+	rs(r, ", the model's hyperparameters say ");
+	rn(r, ne0);
+	rs(r, " x ");
+	rn(r, ne1);
+	rs(r, "\n");
+	return -1;
+}
+
+/* A KV of the model's export (header and tables in `x`, at `xbytes`): its
+ * scalar as a double, or `def` when absent. */
+static inline GPUOS_HD double kv_num(const struct gpuos_gguf_export *x, const char *key, double def, int *found)
+{
+	const struct gpuos_gguf_kv *kv = (const struct gpuos_gguf_kv *)((const char *)x + x->kv_off);
+	const char *arena = (const char *)x + x->arena_off;
+	uint64_t i;
+	for (i = 0; i < x->kv_count; i++) {
+		if (!streq(arena + kv[i].key_off, key))
+			continue;
+		if (found)
+			*found = 1;
+		switch (kv[i].type) {
+		case GPUOS_GGUF_TYPE_FLOAT32:
+		case GPUOS_GGUF_TYPE_FLOAT64: return kv[i].val.f64;
+		case GPUOS_GGUF_TYPE_INT8:
+		case GPUOS_GGUF_TYPE_INT16:
+		case GPUOS_GGUF_TYPE_INT32:
+		case GPUOS_GGUF_TYPE_INT64: return (double)kv[i].val.i64;
+		case GPUOS_GGUF_TYPE_ARRAY: return (double)kv[i].arr.count;
+		default: return (double)kv[i].val.u64;
+		}
+	}
+	return def;
+}
+
+static inline GPUOS_HD const char *kv_str(const struct gpuos_gguf_export *x, const char *key)
+{
+	const struct gpuos_gguf_kv *kv = (const struct gpuos_gguf_kv *)((const char *)x + x->kv_off);
+	const char *arena = (const char *)x + x->arena_off;
+	uint64_t i;
+	for (i = 0; i < x->kv_count; i++)
+		if (kv[i].type == GPUOS_GGUF_TYPE_STRING && streq(arena + kv[i].key_off, key))
+			return arena + kv[i].str.off;
+	return "";
+}
+
+static inline GPUOS_HD uint8_t *bump(uint8_t **at, uint64_t bytes)
+{
+	uint8_t *p = *at;
+	*at += GPUOS_ALIGN_UP(bytes, (uint64_t)ALIGN);
+	return p;
+}
+
+static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint8_t *base = (uint8_t *)(uintptr_t)a->vram, *at = base + GPUOS_ALIGN_UP(sizeof(*m), (uint64_t)ALIGN), *xt;
+	struct gpuos_gguf_export *x = (struct gpuos_gguf_export *)m->xhdr;
+	uint64_t ntens, needed, kvd, actb, i;
+	uint32_t st, l, k, n_ids = 0;
+	int64_t ntok = 16, resident = 0;
+	int have = 0;
+	m->temp = 0.0f;
+	m->seed = 1;
+	if (a->argc < 1) {
+		rs(r, "usage: llama -- MODEL_PATH --prompt-ids ID,ID,... [--tokens N] [--resident R] [--temp T --seed S]\n");
+		return -1;
+	}
+	for (k = 1; k < a->argc; k++) {
+		const char *o = argv[k], *v = k + 1 < a->argc ? argv[k + 1] : "";
+		if (streq(o, "--tokens") && (ntok = num(v)) >= 0)
+			k++;
+		else if (streq(o, "--resident") && (resident = num(v)) >= 0)
+			k++;
+		else if (streq(o, "--seed") && num(v) >= 0)
+			m->seed = (uint64_t)num(v), k++;
+		else if (streq(o, "--temp") && num(v) >= 0)
+			m->temp = (float)num(v) / 100.0f, k++; /* hundredths: no strtod on a GPU lane */
+		else if (streq(o, "--prompt-ids")) {
+			const char *p = v;
+			while (*p && n_ids < MAX_IDS) {
+				int64_t id = 0;
+				const char *s = p;
+				for (; *p >= '0' && *p <= '9' && id < 100000000; p++)
+					id = id * 10 + (*p - '0');
+				if (p == s || (*p && *p != ','))
+					break;
+				m->ids[n_ids++] = (uint32_t)id;
+				if (*p == ',')
+					p++;
+			}
+			if (*p || !n_ids) {
+				rs(r, "llama: --prompt-ids takes token ids separated by commas\n");
+				return -1;
+			}
+			k++;
+		} else {
+			rs(r, "llama: unknown or incomplete option ");
+			rs(r, o);
+			rs(r, " (--prompt-ids, --tokens, --resident, --temp in hundredths, --seed)\n");
+			return -1;
+		}
+	}
+	if (!n_ids) {
+		rs(r, "llama: no prompt (--prompt-ids)\n");
+		return -1;
+	}
+	m->n_prompt = n_ids;
+	m->n_gen = (uint32_t)ntok;
+	if (n_ids + ntok > MAX_IDS) {
+		rs(r, "llama: prompt and tokens above 1024\n");
+		return -1;
+	}
+	m->why[0] = 0;
+	st = gpuos_model_open(mb, argv[0], 0, &m->handle, &ntens, m->why, sizeof(m->why));
+	if (st != GPUOS_ST_OK) {
+		ropen_failed(r, "llama", argv[0], st, m->why);
+		return -1;
+	}
+	/* The tables (KVs included) after the model struct, for the hyperparameters. */
+	xt = at;
+	st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)xt, sizeof(struct gpuos_gguf_export), &needed);
+	if (st == GPUOS_ST_OK && (uint64_t)(xt - base) + needed > a->vram_len)
+		st = GPUOS_ST_NOSPC;
+	if (st == GPUOS_ST_OK)
+		st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)xt, needed, &needed);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "llama: model tables: ");
+		rs(r, stname(st));
+		rs(r, "\n");
+		return -1;
+	}
+	*x = *(struct gpuos_gguf_export *)xt;
+	{
+		const struct gpuos_gguf_export *e = (const struct gpuos_gguf_export *)xt;
+		const char *arch = kv_str(e, "general.architecture");
+		if (!streq(arch, "llama")) {
+			rs(r, "llama: architecture '");
+			rs(r, arch);
+			rs(r, "' is not one the engine runs (llama)\n");
+			return -1;
+		}
+		m->n_embd = (uint32_t)kv_num(e, "llama.embedding_length", 0, &have);
+		m->n_layer = (uint32_t)kv_num(e, "llama.block_count", 0, NULL);
+		m->n_ff = (uint32_t)kv_num(e, "llama.feed_forward_length", 0, NULL);
+		m->n_head = (uint32_t)kv_num(e, "llama.attention.head_count", 0, NULL);
+		m->n_head_kv = (uint32_t)kv_num(e, "llama.attention.head_count_kv", m->n_head, NULL);
+		m->eps = (float)kv_num(e, "llama.attention.layer_norm_rms_epsilon", 1e-5, NULL);
+		m->rope_base = (float)kv_num(e, "llama.rope.freq_base", 10000.0, NULL);
+		m->head_dim = m->n_head ? m->n_embd / m->n_head : 0;
+		m->n_rot = (uint32_t)kv_num(e, "llama.rope.dimension_count", m->head_dim, NULL);
+	}
+	if (!have || !m->n_layer || !m->n_head || !m->n_head_kv || m->n_head % m->n_head_kv || m->n_embd % m->n_head ||
+	    m->n_layer > MAX_LAYERS || m->head_dim > 256u || m->n_rot > m->head_dim || m->n_rot % 2u) {
+		rs(r, "llama: hyperparameters the engine cannot run (embedding, heads, layers up to 512, head size up to 256)\n");
+		return -1;
+	}
+	if (find(mb, m, "token_embd.weight", &m->embd, r) || find(mb, m, "output_norm.weight", &m->out_norm, r))
+		return -1;
+	m->n_vocab = (uint32_t)m->embd.ne1;
+	if (find(mb, m, "output.weight", &m->output, r)) {
+		/* tied embeddings: the output head is token_embd itself */
+		r->n = 0;
+		r->p[0] = 0;
+		m->output = m->embd;
+	}
+	if (shape(&m->embd, m->n_embd, m->n_vocab, "token_embd.weight", r) ||
+	    shape(&m->out_norm, m->n_embd, 1, "output_norm.weight", r) || m->out_norm.type != GPUOS_GGML_TYPE_F32 ||
+	    shape(&m->output, m->n_embd, m->n_vocab, "output.weight", r))
+		return -1;
+	kvd = (uint64_t)m->n_head_kv * m->head_dim;
+	for (l = 0; l < m->n_layer; l++) {
+		uint64_t off = 0;
+		for (k = 0; k < T_PER_LAYER; k++) {
+			char name[64];
+			uint32_t n = 0, d = l, j;
+			char digits[12];
+			int nd = 0;
+			const char *s = "blk.";
+			struct wt *w = &m->layer[l][k];
+			uint64_t ne0, ne1;
+			while (*s)
+				name[n++] = *s++;
+			do {
+				digits[nd++] = (char)('0' + d % 10u);
+				d /= 10u;
+			} while (d);
+			while (nd)
+				name[n++] = digits[--nd];
+			name[n++] = '.';
+			for (j = 0; tname(k)[j]; j++)
+				name[n++] = tname(k)[j];
+			name[n] = 0;
+			if (find(mb, m, name, w, r))
+				return -1;
+			ne0 = k == T_DOWN ? m->n_ff : m->n_embd;
+			ne1 = k == T_ATTN_NORM || k == T_FFN_NORM ? 1u : k == T_K || k == T_V ? kvd
+				: k == T_GATE || k == T_UP ? m->n_ff : m->n_embd;
+			if (shape(w, ne0, ne1, name, r))
+				return -1;
+			if ((k == T_ATTN_NORM || k == T_FFN_NORM) && w->type != GPUOS_GGML_TYPE_F32) {
+				rs(r, "llama: ");
+				rs(r, name);
+				rs(r, " is not F32\n");
+				return -1;
+			}
+			w->off = off;
+			off = GPUOS_ALIGN_UP(off + w->size, (uint64_t)ALIGN);
+		}
+		m->layer_bytes[l] = 0;
+		for (k = 0; k < T_PER_LAYER; k++)
+			m->layer_bytes[l] += m->layer[l][k].size;
+		m->layer_mem[l] = (uint8_t *)(uintptr_t)off; /* its span, for now */
+	}
+	if ((uint64_t)resident > m->n_layer) {
+		rs(r, "llama: --resident is more than the model's layers\n");
+		return -1;
+	}
+	m->resident = (uint32_t)resident;
+	m->n_ctx = n_ids + (uint32_t)ntok;
+	/* activations, KV cache, then weights */
+	actb = 4u * (uint64_t)(m->n_ff > m->n_embd ? m->n_ff : m->n_embd) + 1024u;
+	m->x = (float *)bump(&at, 4u * m->n_embd);
+	m->xb = (float *)bump(&at, 4u * m->n_embd);
+	m->xb2 = (float *)bump(&at, 4u * m->n_embd);
+	m->q = (float *)bump(&at, 4u * m->n_embd);
+	m->k = (float *)bump(&at, 4u * kvd);
+	m->v = (float *)bump(&at, 4u * kvd);
+	m->att = (float *)bump(&at, 4u * (uint64_t)m->n_head * m->n_ctx);
+	m->hb = (float *)bump(&at, 4u * m->n_ff);
+	m->hb2 = (float *)bump(&at, 4u * m->n_ff);
+	m->logits = (float *)bump(&at, 4u * (uint64_t)m->n_vocab);
+	m->act = bump(&at, actb);
+	m->kc = (uint16_t *)bump(&at, 2u * (uint64_t)m->n_layer * m->n_ctx * kvd);
+	m->vc = (uint16_t *)bump(&at, 2u * (uint64_t)m->n_layer * m->n_ctx * kvd);
+	m->glob = bump(&at, GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN) + m->output.size);
+	m->output.off = GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN);
+	m->out_norm.off = 0;
+	{
+		uint64_t slot = 0;
+		for (l = 0; l < m->n_layer; l++) {
+			uint64_t span = (uint64_t)(uintptr_t)m->layer_mem[l];
+			if (l < m->resident)
+				m->layer_mem[l] = bump(&at, span);
+			else
+				slot = span > slot ? span : slot;
+		}
+		m->slot = bump(&at, slot);
+		for (l = m->resident; l < m->n_layer; l++)
+			m->layer_mem[l] = m->slot;
+		/* the embedding rows: one per token, loaded alone */
+		if ((uint64_t)(at - base) > a->vram_len) {
+			rs(r, "llama: the model needs ");
+			rn(r, (uint64_t)(at - base));
+			rs(r, " bytes of vram (activations, KV cache, output head, resident layers and a slot); there are ");
+			rn(r, a->vram_len);
+			rs(r, " (--vram-mib)\n");
+			return -1;
+		}
+	}
+	for (i = 0; i < n_ids; i++)
+		if (m->ids[i] >= m->n_vocab) {
+			rs(r, "llama: token id ");
+			rn(r, m->ids[i]);
+			rs(r, " is past the vocabulary\n");
+			return -1;
+		}
+	/* the global tensors and the resident layers, once */
+	{
+		uint32_t idx[2] = {m->out_norm.idx, m->output.idx};
+		void *dst[2] = {m->glob + m->out_norm.off, m->glob + m->output.off};
+		uint64_t got = 0;
+		st = gpuos_model_load_tensors(mb, m->handle, idx, dst, 2, &got);
+		if (st == GPUOS_ST_OK && got != m->out_norm.size + m->output.size)
+			st = GPUOS_ST_BAD_RANGE;
+		for (l = 0; st == GPUOS_ST_OK && l < m->resident; l++)
+			st = load_layer(a, m, l, m->layer_mem[l]);
+		if (st != GPUOS_ST_OK) {
+			rs(r, "llama: loading the weights: ");
+			rs(r, stname(st));
+			rs(r, "\n");
+			return -1;
+		}
+	}
+	{
+		uint64_t streamed = 0;
+		for (l = m->resident; l < m->n_layer; l++)
+			streamed += m->layer_bytes[l];
+		gpuos_app_progress_total(a, streamed * (n_ids + (uint64_t)ntok));
+	}
+	return 0;
+}
+
+/* ---- one token through the model ------------------------------------------------------ */
+
+static inline GPUOS_HD float silu(float x)
+{
+	return x / (1.0f + expf(-x));
+}
+
+/* x = embedding(token), then every layer, then the logits. Thread 0 does
+ * the vector steps, all threads the products. 0, or a load's status. */
+static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t tok,
+					uint32_t pos, uint32_t tid, uint32_t nthreads, uint32_t *fail)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint32_t kvd = m->n_head_kv * m->head_dim, l, i;
+	if (tid == 0) {
+		/* the embedding row, loaded alone, dequantised */
+		uint64_t rb = llama_row_bytes(m->embd.type, m->n_embd), got = 0;
+		uint32_t st = gpuos_model_load(mb, m->handle, m->embd.idx, m->act, (uint64_t)tok * rb, rb, &got);
+		if (st != GPUOS_ST_OK || got != rb)
+			*fail = st != GPUOS_ST_OK ? st : GPUOS_ST_BAD_RANGE;
+		else
+			llama_dequant_row(m->embd.type, m->act, m->x, m->n_embd);
+	}
+	barrier(sh, nthreads);
+	if (*fail)
+		return *fail;
+	for (l = 0; l < m->n_layer; l++) {
+		const struct wt *w = m->layer[l];
+		uint8_t *mem = m->layer_mem[l];
+		if (tid == 0) {
+			if (l >= m->resident) {
+				uint32_t st = load_layer(a, m, l, mem);
+				if (st != GPUOS_ST_OK)
+					*fail = st;
+			}
+			rmsnorm(m->xb, m->x, (const float *)(mem + w[T_ATTN_NORM].off), m->n_embd, m->eps);
+			llama_quantize_act(llama_dot_type(w[T_Q].type), m->xb, m->act, m->n_embd);
+		}
+		barrier(sh, nthreads);
+		if (*fail)
+			return *fail;
+		matvec(&w[T_Q], mem, m->act, m->q, tid, nthreads);
+		if (llama_dot_type(w[T_K].type) == llama_dot_type(w[T_Q].type) &&
+		    llama_dot_type(w[T_V].type) == llama_dot_type(w[T_Q].type)) {
+			matvec(&w[T_K], mem, m->act, m->k, tid, nthreads);
+			matvec(&w[T_V], mem, m->act, m->v, tid, nthreads);
+		} else {
+			barrier(sh, nthreads);
+			if (tid == 0)
+				llama_quantize_act(llama_dot_type(w[T_K].type), m->xb, m->act, m->n_embd);
+			barrier(sh, nthreads);
+			matvec(&w[T_K], mem, m->act, m->k, tid, nthreads);
+			barrier(sh, nthreads);
+			if (tid == 0)
+				llama_quantize_act(llama_dot_type(w[T_V].type), m->xb, m->act, m->n_embd);
+			barrier(sh, nthreads);
+			matvec(&w[T_V], mem, m->act, m->v, tid, nthreads);
+		}
+		barrier(sh, nthreads);
+		if (tid == 0) {
+			uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx + pos) * kvd;
+			uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx + pos) * kvd;
+			rope(m->q, m->n_head, m->head_dim, m->n_rot, pos, m->rope_base);
+			rope(m->k, m->n_head_kv, m->head_dim, m->n_rot, pos, m->rope_base);
+			for (i = 0; i < kvd; i++) {
+				kc[i] = llama_f32_to_f16(m->k[i]);
+				vc[i] = llama_f32_to_f16(m->v[i]);
+			}
+		}
+		barrier(sh, nthreads);
+		attend(m, l, pos, tid, nthreads);
+		barrier(sh, nthreads);
+		if (tid == 0)
+			llama_quantize_act(llama_dot_type(w[T_O].type), m->xb2, m->act, m->n_embd);
+		barrier(sh, nthreads);
+		matvec(&w[T_O], mem, m->act, m->xb, tid, nthreads);
+		barrier(sh, nthreads);
+		if (tid == 0) {
+			for (i = 0; i < m->n_embd; i++)
+				m->x[i] += m->xb[i];
+			rmsnorm(m->xb, m->x, (const float *)(mem + w[T_FFN_NORM].off), m->n_embd, m->eps);
+			llama_quantize_act(llama_dot_type(w[T_GATE].type), m->xb, m->act, m->n_embd);
+		}
+		barrier(sh, nthreads);
+		matvec(&w[T_GATE], mem, m->act, m->hb, tid, nthreads);
+		if (llama_dot_type(w[T_UP].type) != llama_dot_type(w[T_GATE].type)) {
+			barrier(sh, nthreads);
+			if (tid == 0)
+				llama_quantize_act(llama_dot_type(w[T_UP].type), m->xb, m->act, m->n_embd);
+			barrier(sh, nthreads);
+		}
+		matvec(&w[T_UP], mem, m->act, m->hb2, tid, nthreads);
+		barrier(sh, nthreads);
+		if (tid == 0) {
+			for (i = 0; i < m->n_ff; i++)
+				m->hb[i] = silu(m->hb[i]) * m->hb2[i];
+			llama_quantize_act(llama_dot_type(w[T_DOWN].type), m->hb, m->act, m->n_ff);
+		}
+		barrier(sh, nthreads);
+		matvec(&w[T_DOWN], mem, m->act, m->xb, tid, nthreads);
+		barrier(sh, nthreads);
+		if (tid == 0)
+			for (i = 0; i < m->n_embd; i++)
+				m->x[i] += m->xb[i];
+		/* the slot is loaded again for the next layer only after every
+		 * thread has left this one */
+		barrier(sh, nthreads);
+	}
+	if (tid == 0) {
+		rmsnorm(m->xb, m->x, (const float *)(m->glob + m->out_norm.off), m->n_embd, m->eps);
+		llama_quantize_act(llama_dot_type(m->output.type), m->xb, m->act, m->n_embd);
+	}
+	barrier(sh, nthreads);
+	matvec(&m->output, m->glob, m->act, m->logits, tid, nthreads);
+	barrier(sh, nthreads);
+	return 0;
+}
+
+/* Greedy: the first largest logit; else a draw from softmax(logits / temp). */
+static inline GPUOS_HD uint32_t sample(struct model *m)
+{
+	uint32_t i, best = 0;
+	for (i = 1; i < m->n_vocab; i++)
+		if (m->logits[i] > m->logits[best])
+			best = i;
+	if (m->temp > 0.0f) {
+		double sum = 0.0, u, c = 0.0;
+		for (i = 0; i < m->n_vocab; i++)
+			sum += exp((double)((m->logits[i] - m->logits[best]) / m->temp));
+		m->seed ^= m->seed << 13;
+		m->seed ^= m->seed >> 7;
+		m->seed ^= m->seed << 17;
+		u = (double)(m->seed >> 11) / 9007199254740992.0 * sum;
+		for (i = 0; i < m->n_vocab; i++) {
+			c += exp((double)((m->logits[i] - m->logits[best]) / m->temp));
+			if (c >= u)
+				return i;
+		}
+	}
+	return best;
+}
+
+/* ---- the entry ------------------------------------------------------------------------ */
+
+GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
+{
+	struct shared *sh = (struct shared *)(uintptr_t)a->scratch;
+	struct model *m = (struct model *)(uintptr_t)a->vram;
+	uint32_t spins = 0, pos, n_all, fail = 0, *failp = &sh->rsvd[0];
+	struct rep r;
+	r.p = (char *)(uintptr_t)a->out;
+	r.n = 0;
+	r.cap = a->out_len;
+	if (tid == 0) {
+		if (a->vram_len < sizeof(*m) + (1u << 20) || setup(a, m, &r)) {
+			if (a->vram_len < sizeof(*m) + (1u << 20))
+				rs(&r, "llama: needs more vram (--vram-mib)\n");
+			a->status = 2;
+			/* Publish "failed"; pairs with the others' acquire load of state. */
+			gpuos_store_release_dev32(&sh->state, 2);
+			return;
+		}
+		m->t_start = gpuos_now_ns();
+		/* Publish the model's tables; pairs with the others' acquire load. */
+		gpuos_store_release_dev32(&sh->state, 1);
+	}
+	while (gpuos_load_acquire_dev32(&sh->state) == 0)
+		gpuos_backoff(&spins);
+	if (gpuos_load_acquire_dev32(&sh->state) == 2)
+		return;
+	n_all = m->n_prompt + m->n_gen;
+	for (pos = 0; pos + 1 < n_all; pos++) {
+		fail = forward(a, m, sh, m->ids[pos], pos, tid, nthreads, failp);
+		if (fail)
+			break;
+		if (tid == 0 && pos + 1 >= m->n_prompt)
+			m->ids[pos + 1] = sample(m);
+		barrier(sh, nthreads);
+	}
+	if (tid != 0)
+		return;
+	m->t_end = gpuos_now_ns();
+	if (fail) {
+		rs(&r, "llama: loading weights at position ");
+		rn(&r, pos);
+		rs(&r, ": ");
+		rs(&r, stname(fail));
+		rs(&r, "\n");
+		a->status = 1;
+	}
+	rs(&r, "tokens:");
+	for (pos = 0; pos < n_all; pos++) {
+		rs(&r, pos == m->n_prompt ? " |" : "");
+		rs(&r, " ");
+		rn(&r, m->ids[pos]);
+	}
+	rs(&r, "\n");
+	{
+		uint64_t ns = m->t_end - m->t_start, gen = m->n_gen;
+		rs(&r, "llama: ");
+		rn(&r, m->n_layer);
+		rs(&r, " layers (");
+		rn(&r, m->resident);
+		rs(&r, " resident), ");
+		rn(&r, gen);
+		rs(&r, " tokens in ");
+		rf(&r, ns / 1000u, 1000u, 3, 0);
+		rs(&r, " ms: ");
+		rf(&r, ns ? (n_all - 1u) * 1000000000000ull / ns : 0, 1000u, 3, 0);
+		rs(&r, " tokens/s (prompt included), loads ");
+		rf(&r, m->load_ns ? m->load_bytes * 1000u / m->load_ns : 0, 1000u, 3, 0);
+		rs(&r, " GB/s, ");
+		rn(&r, m->load_bytes);
+		rs(&r, " bytes");
+		rs(&r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
+	}
+	gpuos_close((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle);
+}
+
+GPUOS_APP_ENTRY(llama)
