@@ -177,6 +177,7 @@ class Tensor:
         self.offset = offset        # explicit rel offset (sparse/gap layouts)
         self.raw_type = raw_type    # type id written instead (hostile)
         self.raw = raw              # whole tensor info bytes written instead (hostile)
+        self.data = None            # the tensor's bytes, when the caller makes them (llama_derive.py)
 
 
 class Spec:
@@ -294,7 +295,12 @@ def build(spec, path, seed=0):
                 continue
             size = tensor_bytes(GGML_ID[tn.type_name], tn.dims)
             end = max(end, o + size)
-            if fast is not None:
+            if tn.data is not None:
+                if len(tn.data) != size:
+                    raise SystemExit("gguf_writer: %s: %d bytes given, its shape takes %d" % (tn.name, len(tn.data), size))
+                f.seek(data_offset + o)
+                f.write(tn.data)
+            elif fast is not None:
                 f.seek(data_offset + o)
                 fast.write(f, size, i)
             elif fill is not None:

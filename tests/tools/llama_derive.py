@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Llama models derived from another for the engine's tests (issue 19).
+
+usage: llama_derive.py SOURCE.gguf OUT.gguf --type TYPE [--embd 256] [--ff 512]
+                       [--heads 4] [--kv-heads 2] [--layers 2] [--seed N]
+
+Keeps every tokenizer.* KV of SOURCE (its vocabulary, scores, token types,
+special ids) and general.architecture, and writes a llama of the given
+shape with random weights: the matrices (token_embd, attention, FFN, the
+output head) in TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K), the
+norms in F32. Quantised blocks hold random quants under binary16 scales of
+a size that keeps the activations in range. The file is written by the
+project's writer (gguf_writer.py). Deterministic for a --seed.
+"""
+import argparse
+import array
+import os
+import random
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_writer as gw  # noqa: E402
+
+SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def skip_value(b, o, t):
+    """Offset past a value of type t encoded at b[o:]."""
+    if t in SCALAR:
+        return o + SCALAR[t]
+    if t == 8:
+        n, = struct.unpack_from("<Q", b, o)
+        return o + 8 + n
+    if t == 9:
+        et, n = struct.unpack_from("<IQ", b, o)
+        o += 12
+        if et in SCALAR:
+            return o + n * SCALAR[et]
+        for _ in range(n):
+            o = skip_value(b, o, et)
+        return o
+    raise SystemExit("llama_derive: KV value type %d unknown" % t)
+
+
+def source_kvs(path):
+    """(key, type id, raw encoded value) of every KV of a GGUF v2/v3."""
+    b = open(path, "rb").read()
+    if b[:4] != b"GGUF":
+        raise SystemExit("llama_derive: %s is no GGUF" % path)
+    _, n_t, n_kv = struct.unpack_from("<IQQ", b, 4)
+    o, out = 24, []
+    for _ in range(n_kv):
+        n, = struct.unpack_from("<Q", b, o)
+        key = b[o + 8:o + 8 + n].decode("utf-8")
+        o += 8 + n
+        t, = struct.unpack_from("<I", b, o)
+        end = skip_value(b, o + 4, t)
+        out.append((key, t, b[o + 4:end]))
+        o = end
+    return out
+
+
+def f16(x):
+    try:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    except OverflowError:
+        return 0x7bff
+
+
+def floats(rng, n, scale):
+    """n values, roughly uniform in [-scale, scale], as binary32."""
+    raw = array.array("h", rng.randbytes(2 * n))
+    return array.array("f", (v * (scale / 32768.0) for v in raw))
+
+
+def tensor_data(rng, type_name, n0, n1, scale):
+    n = n0 * n1
+    if type_name == "F32":
+        return floats(rng, n, scale).tobytes()
+    if type_name == "F16":
+        return b"".join(struct.pack("<e", v) for v in floats(rng, n, scale))
+    if type_name == "BF16":
+        a = floats(rng, n, scale)
+        return array.array("H", (struct.unpack("<I", struct.pack("<f", v))[0] >> 16 for v in a)).tobytes()
+    _, blk, size = gw.GGML[gw.GGML_ID[type_name]]
+    nb = n // blk
+    data = bytearray(rng.randbytes(nb * size))
+    for i in range(nb):
+        o = i * size
+        if type_name in ("Q8_0", "Q4_0"):
+            # d such that quants (up to 127 or 8) reach about `scale`
+            struct.pack_into("<H", data, o, f16(rng.uniform(0.5, 1.0) * scale / (127 if type_name == "Q8_0" else 8)))
+        elif type_name in ("Q4_K", "Q5_K"):
+            # d * scale (6 bits) * q (4 or 5 bits) - dmin * min
+            q = 15 if type_name == "Q4_K" else 31
+            struct.pack_into("<HH", data, o, f16(rng.uniform(0.5, 1.0) * 2 * scale / (63 * q)),
+                             f16(rng.uniform(0.5, 1.0) * scale / 63))
+        elif type_name == "Q6_K":
+            struct.pack_into("<H", data, o + 208, f16(rng.uniform(0.5, 1.0) * scale / (127 * 32)))
+        else:
+            raise SystemExit("llama_derive: type %s is not one the engine computes on" % type_name)
+    return bytes(data)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("source")
+    ap.add_argument("out")
+    ap.add_argument("--type", required=True)
+    ap.add_argument("--embd", type=int, default=256)
+    ap.add_argument("--ff", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--arch", default="llama", help="general.architecture to write (refusal tests)")
+    ap.add_argument("--override", action="append", default=[], metavar="NAME=TYPE",
+                    help="write tensor NAME in TYPE instead, random bytes (refusal tests)")
+    a = ap.parse_args()
+    override = dict(o.split("=", 1) for o in a.override)
+    rng = random.Random(a.seed)
+    kvs = source_kvs(a.source)
+    vocab = None
+    spec = gw.Spec()
+    spec.kvs = [("general.architecture", "string", a.arch), ("general.name", "string", "derived for tests")]
+    for key, t, raw in kvs:
+        if key.startswith("tokenizer."):
+            spec.kvs.append((key, t, gw.Raw(raw)))
+            if key == "tokenizer.ggml.tokens":
+                vocab, = struct.unpack_from("<Q", raw, 4)
+    if not vocab:
+        raise SystemExit("llama_derive: %s has no tokenizer.ggml.tokens" % a.source)
+    hd = a.embd // a.heads
+    for key, t, v in (("llama.context_length", "uint32", 4096), ("llama.embedding_length", "uint32", a.embd),
+                      ("llama.block_count", "uint32", a.layers), ("llama.feed_forward_length", "uint32", a.ff),
+                      ("llama.rope.dimension_count", "uint32", hd), ("llama.attention.head_count", "uint32", a.heads),
+                      ("llama.attention.head_count_kv", "uint32", a.kv_heads),
+                      ("llama.attention.layer_norm_rms_epsilon", "float32", 1e-5),
+                      ("llama.rope.freq_base", "float32", 10000.0)):
+        spec.kvs.append((key, t, v))
+
+    def add(name, type_name, n0, n1, scale):
+        type_name = override.pop(name, type_name)
+        tn = gw.Tensor(name, type_name, [n0] if n1 == 1 else [n0, n1])
+        if type_name in ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"):
+            tn.data = tensor_data(rng, type_name, n0, n1, scale)
+        else:
+            tn.data = rng.randbytes(gw.tensor_bytes(gw.GGML_ID[type_name], tn.dims))
+        spec.tensors.append(tn)
+
+    kvd = a.kv_heads * hd
+    add("token_embd.weight", a.type, a.embd, vocab, 1.0)
+    for l in range(a.layers):
+        p = "blk.%d." % l
+        add(p + "attn_norm.weight", "F32", a.embd, 1, 1.0)
+        for n, rows in (("attn_q.weight", a.embd), ("attn_k.weight", kvd), ("attn_v.weight", kvd),
+                        ("attn_output.weight", a.embd)):
+            add(p + n, a.type, a.embd, rows, 0.15)
+        add(p + "ffn_norm.weight", "F32", a.embd, 1, 1.0)
+        add(p + "ffn_gate.weight", a.type, a.embd, a.ff, 0.15)
+        add(p + "ffn_up.weight", a.type, a.embd, a.ff, 0.15)
+        add(p + "ffn_down.weight", a.type, a.ff, a.embd, 0.1)
+    add("output_norm.weight", "F32", a.embd, 1, 1.0)
+    add("output.weight", a.type, a.embd, vocab, 0.2)
+    if override:
+        raise SystemExit("llama_derive: no tensor %s" % ", ".join(override))
+    gw.build(spec, a.out, seed=None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
