@@ -68,6 +68,7 @@ struct model {
 	uint32_t n_embd, n_head, n_head_kv, n_layer, n_ff, n_vocab, n_rot, head_dim;
 	float eps, rope_base;
 	uint32_t handle, resident, n_ctx, n_prompt, n_gen;
+	uint32_t eos, ignore_eos, n_done;    /* generation stops at eos unless told */
 	float temp;
 	uint64_t seed;
 	struct wt embd, out_norm, output;
@@ -389,6 +390,7 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	int have = 0;
 	m->temp = 0.0f;
 	m->seed = 1;
+	m->ignore_eos = 0;
 	if (a->argc < 1) {
 		rs(r, "usage: llama -- MODEL_PATH --prompt-ids ID,ID,... [--tokens N] [--resident R] [--temp T --seed S]\n");
 		return -1;
@@ -399,6 +401,8 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			k++;
 		else if (streq(o, "--resident") && (resident = num(v)) >= 0)
 			k++;
+		else if (streq(o, "--ignore-eos"))
+			m->ignore_eos = 1;
 		else if (streq(o, "--seed") && num(v) >= 0)
 			m->seed = (uint64_t)num(v), k++;
 		else if (streq(o, "--temp") && num(v) >= 0)
@@ -424,7 +428,7 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		} else {
 			rs(r, "llama: unknown or incomplete option ");
 			rs(r, o);
-			rs(r, " (--prompt-ids, --tokens, --resident, --temp in hundredths, --seed)\n");
+			rs(r, " (--prompt-ids, --tokens, --resident, --temp in hundredths, --seed, --ignore-eos)\n");
 			return -1;
 		}
 	}
@@ -476,6 +480,7 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		m->rope_base = (float)kv_num(e, "llama.rope.freq_base", 10000.0, NULL);
 		m->head_dim = m->n_head ? m->n_embd / m->n_head : 0;
 		m->n_rot = (uint32_t)kv_num(e, "llama.rope.dimension_count", m->head_dim, NULL);
+		m->eos = (uint32_t)kv_num(e, "tokenizer.ggml.eos_token_id", 2, NULL);
 	}
 	if (!have || !m->n_layer || !m->n_head || !m->n_head_kv || m->n_head % m->n_head_kv || m->n_embd % m->n_head ||
 	    m->n_layer > MAX_LAYERS || m->head_dim > 256u || m->n_rot > m->head_dim || m->n_rot % 2u) {
@@ -789,17 +794,25 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	if (gpuos_load_acquire_dev32(&sh->state) == 2)
 		return;
 	n_all = m->n_prompt + m->n_gen;
+	m->n_done = m->n_prompt;
 	for (pos = 0; pos + 1 < n_all; pos++) {
 		fail = forward(a, m, sh, m->ids[pos], pos, tid, nthreads, failp);
 		if (fail)
 			break;
-		if (tid == 0 && pos + 1 >= m->n_prompt)
+		if (tid == 0 && pos + 1 >= m->n_prompt) {
 			m->ids[pos + 1] = sample(m);
+			m->n_done = pos + 2;
+			if (m->ids[pos + 1] == m->eos && !m->ignore_eos)
+				m->n_done |= 1u << 31; /* the end of the text: stop */
+		}
 		barrier(sh, nthreads);
+		if (m->n_done >> 31)
+			break;
 	}
 	if (tid != 0)
 		return;
 	m->t_end = gpuos_now_ns();
+	n_all = m->n_done & ~(1u << 31);
 	if (fail) {
 		rs(&r, "llama: loading weights at position ");
 		rn(&r, pos);
@@ -816,14 +829,14 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	}
 	rs(&r, "\n");
 	{
-		uint64_t ns = m->t_end - m->t_start, gen = m->n_gen;
+		uint64_t ns = m->t_end - m->t_start, gen = n_all - m->n_prompt;
 		rs(&r, "llama: ");
 		rn(&r, m->n_layer);
 		rs(&r, " layers (");
 		rn(&r, m->resident);
 		rs(&r, " resident), ");
 		rn(&r, gen);
-		rs(&r, " tokens in ");
+		rs(&r, m->n_done >> 31 ? " tokens (then the end of the text) in " : " tokens in ");
 		rf(&r, ns / 1000u, 1000u, 3, 0);
 		rs(&r, " ms: ");
 		rf(&r, ns ? (n_all - 1u) * 1000000000000ull / ns : 0, 1000u, 3, 0);

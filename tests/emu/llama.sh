@@ -55,7 +55,7 @@ ref() {
 }
 # the engine's generated ids: model, prompt ids, gpuos run's options, the app's options
 eng() {
-	timeout 120 "$g" run "$app" --host --device "emu:$tmp/img" --vram-mib 160 --heap-mib 320 ${3:-} -- "/$1.gguf" --prompt-ids "$2" \
+	timeout 120 "$g" run "$app" --host --device "emu:$tmp/img" --vram-mib 160 --heap-mib 320 ${3:-} -- "/$1.gguf" --prompt-ids "$2" --ignore-eos \
 		--tokens $N ${4:-} > "$tmp/eng.out" 2>&1
 	sed -n 's/^tokens:.* | //p' "$tmp/eng.out"
 }
