@@ -39,10 +39,28 @@ if [ ${#missing[@]} -ne 0 ]; then
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The npm reader the GGUF tests compare with, installed here once, beside
-# the Makefile (node_modules/, ignored by git): tests never reach the network.
+# The npm packages the tests compare with, installed here once, beside the
+# Makefile (node_modules/, ignored by git): tests never reach the network.
+#  - @huggingface/gguf: a GGUF reader written by others (tests/tools/gguf_ref.mjs);
+#  - node-llama-cpp, pinned, with its prebuilt llama.cpp for linux-x64 (CPU
+#    only): the referee of apps/llama (tests/tools/llama_ref.mjs). Its
+#    optional packages (CUDA, Vulkan and other platforms' builds, hundreds of
+#    MB) are left out, and so is its postinstall script, which would look for
+#    a GPU build or fetch llama.cpp's source to build one.
+# One npm command installs them all: npm removes, from node_modules/, the
+# packages that a later install does not name.
 cd "$(dirname "$0")/.."
-if [ ! -f node_modules/@huggingface/gguf/package.json ]; then
-	echo "deps.sh: installing @huggingface/gguf (npm)" >&2
-	npm install --prefix . --no-audit --no-fund --no-save --no-package-lock --silent @huggingface/gguf >/dev/null
+nlc_version=3.22.1
+npm_pkgs=(@huggingface/gguf "node-llama-cpp@$nlc_version")
+[ "$(uname -m)" = x86_64 ] && npm_pkgs+=("@node-llama-cpp/linux-x64@$nlc_version")
+npm_ok=1
+[ -f node_modules/@huggingface/gguf/package.json ] || npm_ok=0
+grep -qs "\"version\": \"$nlc_version\"" node_modules/node-llama-cpp/package.json || npm_ok=0
+if [ "$(uname -m)" = x86_64 ]; then
+	grep -qs "\"version\": \"$nlc_version\"" node_modules/@node-llama-cpp/linux-x64/package.json || npm_ok=0
+fi
+if [ $npm_ok -eq 0 ]; then
+	echo "deps.sh: installing ${npm_pkgs[*]} (npm)" >&2
+	NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --prefix . --no-audit --no-fund --no-save --no-package-lock \
+		--omit=optional --ignore-scripts --silent "${npm_pkgs[@]}" >/dev/null
 fi
