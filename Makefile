@@ -166,6 +166,8 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/embed.sh $(BUILD)
 	$(Q)bash tests/emu/python.sh $(BUILD)
 	$(Q)bash tests/emu/llama_quant.sh $(BUILD)
+	$(Q)bash tests/emu/llama_tok.sh $(BUILD)
+	$(Q)bash tests/emu/llama.sh $(BUILD)
 	$(Q)bash tests/emu/bench.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:

@@ -5,11 +5,15 @@
  * layers loaded with the device API (gpuos_model_*), the first R layers
  * kept in VRAM, the others loaded again for every token.
  *
- *   gpuos run llama.cubin --grid G --block B -- MODEL_PATH --prompt-ids ID,ID,...
- *             [--tokens N] [--resident R] [--temp T --seed S]
+ *   gpuos run llama.cubin --grid G --block B -- MODEL_PATH --prompt TEXT
+ *             [--tokens N] [--resident R] [--temp T --seed S] [--ignore-eos]
  *
- * It prints the prompt's and the generated token ids ("tokens: ..."), then
- * tokens/s and the load rate. Greedy unless --temp is given.
+ * It prints the generated text, the prompt's and the generated token ids
+ * ("tokens: PROMPT | GENERATED"), then tokens/s and the load rate. Greedy
+ * unless --temp is given (hundredths: 80 is 0.8). The prompt is tokenized
+ * with the model's own vocabulary (apps/llama/tokenizer.h), as llama.cpp's
+ * completion does (BOS as the vocabulary says, special tokens parsed);
+ * --prompt-ids ID,ID,... gives the ids instead.
  *
  * The arithmetic follows llama.cpp's CPU path so that the tokens can be
  * held to its tokens (tests/emu/llama.sh): the activations are converted to
@@ -31,6 +35,7 @@
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
 #include "llama/quant.h"
+#include "llama/tokenizer.h"
 #include "report.h"
 
 GPUOS_APP_ABI_NOTE;
@@ -82,11 +87,15 @@ struct model {
 	uint8_t *act;                       /* an activation in a dot type */
 	uint16_t *kc, *vc;                  /* binary16 KV cache: [layer][pos][kv dim] */
 	uint32_t ids[MAX_IDS];              /* prompt, then generated */
+	const struct gpuos_tok *tok;        /* the vocabulary's arena, or NULL (--prompt-ids) */
+	char *text;                         /* the generated text, decoded */
+	uint64_t text_cap;
 	uint64_t t_start, t_end, load_ns, load_bytes;
 	char why[256];
 	uint8_t tensor[sizeof(struct gpuos_gguf_tensor)];
 	uint8_t xhdr[sizeof(struct gpuos_gguf_export)];
 	char name[GPUOS_GGUF_NAME_MAX];
+	char kvpath[GPUOS_PATH_MAX];        /* the file holding the KVs (a split model's first shard) */
 };
 
 /* args->scratch: the barrier and the state. */
@@ -378,6 +387,191 @@ static inline GPUOS_HD uint8_t *bump(uint8_t **at, uint64_t bytes)
 	return p;
 }
 
+/* ---- the vocabulary (thread 0) ----------------------------------------------------- */
+
+/* The KV called key of the export, or NULL. */
+static inline GPUOS_HD const struct gpuos_gguf_kv *kv_of(const struct gpuos_gguf_export *x, const char *key)
+{
+	const struct gpuos_gguf_kv *kv = (const struct gpuos_gguf_kv *)((const char *)x + x->kv_off);
+	const char *arena = (const char *)x + x->arena_off;
+	uint64_t i;
+	for (i = 0; i < x->kv_count; i++)
+		if (streq(arena + kv[i].key_off, key))
+			return &kv[i];
+	return NULL;
+}
+
+static inline GPUOS_HD int64_t kv_id(const struct gpuos_gguf_export *x, const char *key)
+{
+	const struct gpuos_gguf_kv *kv = kv_of(x, key);
+	if (!kv || kv->type == GPUOS_GGUF_TYPE_STRING || kv->type == GPUOS_GGUF_TYPE_ARRAY ||
+	    kv->type == GPUOS_GGUF_TYPE_FLOAT32 || kv->type == GPUOS_GGUF_TYPE_FLOAT64)
+		return -1;
+	if (kv->type == GPUOS_GGUF_TYPE_INT8 || kv->type == GPUOS_GGUF_TYPE_INT16 || kv->type == GPUOS_GGUF_TYPE_INT32 ||
+	    kv->type == GPUOS_GGUF_TYPE_INT64)
+		return kv->val.i64 < 0 ? 0x7fffffffffffffffll : kv->val.i64;
+	return kv->val.u64 > 0x7fffffffffffffffull ? 0x7fffffffffffffffll : (int64_t)kv->val.u64;
+}
+
+/* The path of the file that holds the KVs: the model's, or its first
+ * shard's (a gguf-split model keeps every KV in shard 1). */
+static inline GPUOS_HD void kv_file(const char *path, const struct gpuos_gguf_export *x, char *out, uint32_t cap)
+{
+	uint32_t n = 0, len = 0, k, cnt, i;
+	int p;
+	while (path[len])
+		len++;
+	if (len + 32u > cap) { /* no room to build a name: no such file */
+		out[0] = 0;
+		return;
+	}
+	if (!(x->flags & GPUOS_GGUF_F_SPLIT)) {
+		for (i = 0; i <= len; i++)
+			out[i] = path[i];
+		return;
+	}
+	p = gpuos_gguf_split_parse(path, len, &k, &cnt);
+	if (p < 0) { /* the base name, P or P.gguf */
+		p = (int)len;
+		if (len > 5u && streq(path + len - 5u, ".gguf"))
+			p = (int)len - 5;
+		cnt = x->split_count;
+	}
+	for (i = 0; i < (uint32_t)p; i++)
+		out[n++] = path[i];
+	{
+		const char *mid = "-00001-of-";
+		for (i = 0; mid[i]; i++)
+			out[n++] = mid[i];
+		for (i = 0; i < 5u; i++) {
+			uint32_t d = cnt, j;
+			for (j = 0; j < 4u - i; j++)
+				d /= 10u;
+			out[n++] = (char)('0' + d % 10u);
+		}
+		mid = ".gguf";
+		for (i = 0; mid[i]; i++)
+			out[n++] = mid[i];
+	}
+	out[n] = 0;
+}
+
+/* Read the encoded value of an array KV from file h into *at; its bytes. */
+static inline GPUOS_HD const uint8_t *kv_array(struct gpuos_mbox *mb, uint32_t h, const struct gpuos_gguf_export *x,
+					       const char *key, uint8_t **at, uint64_t *len, uint32_t *st)
+{
+	const struct gpuos_gguf_kv *kv = kv_of(x, key);
+	uint8_t *p = *at;
+	uint64_t got = 0;
+	*len = 0;
+	if (!kv || kv->type != GPUOS_GGUF_TYPE_ARRAY || *st != GPUOS_ST_OK)
+		return NULL;
+	*st = gpuos_read(mb, h, kv->val_off, kv->val_bytes, p, &got);
+	if (*st == GPUOS_ST_OK && got != kv->val_bytes)
+		*st = GPUOS_ST_BAD_RANGE;
+	*len = kv->val_bytes;
+	*at += GPUOS_ALIGN_UP(kv->val_bytes, (uint64_t)ALIGN);
+	return p;
+}
+
+static inline GPUOS_HD const char *kv_string(const struct gpuos_gguf_export *x, const char *key, uint32_t *len)
+{
+	const struct gpuos_gguf_kv *kv = kv_of(x, key);
+	if (!kv || kv->type != GPUOS_GGUF_TYPE_STRING || kv->str.len != kv->str.full_len)
+		return NULL;
+	*len = kv->str.len;
+	return (const char *)x + x->arena_off + kv->str.off;
+}
+
+/* With --prompt: the vocabulary's arena at *at (kept, for decoding the
+ * output), and the prompt's ids. The arrays are read from the file into
+ * the end of vram for the while. 0, or a reason in r. */
+static inline GPUOS_HD int tokenizer(struct gpuos_app_args *a, struct model *m, const struct gpuos_gguf_export *x,
+				     uint8_t **at, const char *prompt, uint32_t *n_ids, struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint8_t *base = (uint8_t *)(uintptr_t)a->vram, *end = base + a->vram_len;
+	struct gpuos_tok_src src;
+	uint64_t need = 0, total = 0, size, plen = 0, wb;
+	uint32_t h = 0, st, k;
+	uint8_t *tmp;
+	char *path = m->kvpath, *why = m->why;
+	int rc;
+	int64_t n;
+	/* how much the arrays take, to place them at the end of vram */
+	total += kv_of(x, "tokenizer.ggml.tokens") ? kv_of(x, "tokenizer.ggml.tokens")->val_bytes + ALIGN : 0;
+	total += kv_of(x, "tokenizer.ggml.scores") ? kv_of(x, "tokenizer.ggml.scores")->val_bytes + ALIGN : 0;
+	total += kv_of(x, "tokenizer.ggml.token_type") ? kv_of(x, "tokenizer.ggml.token_type")->val_bytes + ALIGN : 0;
+	total += kv_of(x, "tokenizer.ggml.merges") ? kv_of(x, "tokenizer.ggml.merges")->val_bytes + ALIGN : 0;
+	if (!prompt)
+		return 0;
+	while (prompt[plen])
+		plen++;
+	wb = gpuos_tok_work_bytes(plen);
+	if ((uint64_t)(end - *at) < total + wb + 2u * ALIGN) {
+		rs(r, "llama: the vocabulary needs more vram (--vram-mib)\n");
+		return -1;
+	}
+	tmp = (uint8_t *)((uintptr_t)(end - total - wb - ALIGN) & ~(uintptr_t)(ALIGN - 1u));
+	kv_file(argv[0], x, path, GPUOS_PATH_MAX);
+	why[0] = 0;
+	st = gpuos_open(mb, path, 0, &h, &size, why, sizeof(m->why));
+	if (st != GPUOS_ST_OK) {
+		ropen_failed(r, "llama", path, st, why);
+		return -1;
+	}
+	gpuos_tok_src_clear(&src);
+	src.model = kv_string(x, "tokenizer.ggml.model", &src.model_len);
+	src.pre = kv_string(x, "tokenizer.ggml.pre", &src.pre_len);
+	src.name = kv_string(x, "general.name", &src.name_len);
+	{
+		uint8_t *p = tmp;
+		src.tokens = kv_array(mb, h, x, "tokenizer.ggml.tokens", &p, &src.tokens_len, &st);
+		src.scores = kv_array(mb, h, x, "tokenizer.ggml.scores", &p, &src.scores_len, &st);
+		src.types = kv_array(mb, h, x, "tokenizer.ggml.token_type", &p, &src.types_len, &st);
+		src.merges = kv_array(mb, h, x, "tokenizer.ggml.merges", &p, &src.merges_len, &st);
+		tmp = p;
+	}
+	gpuos_close(mb, h);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "llama: reading the vocabulary: ");
+		rs(r, stname(st));
+		rs(r, "\n");
+		return -1;
+	}
+	for (k = 0; k < GPUOS_TOK_KEY_COUNT; k++)
+		src.id[k] = kv_id(x, gpuos_tok_key_name(k));
+	src.add_bos = (int32_t)kv_id(x, "tokenizer.ggml.add_bos_token");
+	src.add_eos = (int32_t)kv_id(x, "tokenizer.ggml.add_eos_token");
+	src.add_space_prefix = (int32_t)kv_id(x, "tokenizer.ggml.add_space_prefix");
+	rc = gpuos_tok_init(&src, NULL, 0, &need, why, sizeof(m->why));
+	if (rc == GPUOS_TOK_E_NOSPC && (uint64_t)(tmp - *at) >= need + ALIGN) {
+		uint8_t *arena = bump(at, need);
+		rc = gpuos_tok_init(&src, arena, need, &need, why, sizeof(m->why));
+		if (rc == GPUOS_TOK_OK)
+			m->tok = (const struct gpuos_tok *)arena;
+	}
+	if (rc != GPUOS_TOK_OK) {
+		rs(r, "llama: the vocabulary: ");
+		rs(r, rc == GPUOS_TOK_E_NOSPC ? "needs more vram (--vram-mib)" : why);
+		rs(r, "\n");
+		return -1;
+	}
+	/* as llama.cpp's completion: BOS as the vocabulary says, special texts parsed */
+	n = gpuos_tok_encode(m->tok, prompt, (uint32_t)plen, GPUOS_TOK_ADD_SPECIAL | GPUOS_TOK_PARSE_SPECIAL,
+			     (int32_t *)m->ids, MAX_IDS, tmp, wb);
+	if (n <= 0 || n > (int64_t)MAX_IDS) {
+		rs(r, n <= 0 ? "llama: the prompt gives no tokens\n" : "llama: the prompt is over 1024 tokens\n");
+		return -1;
+	}
+	*n_ids = (uint32_t)n;
+	m->text_cap = 64u * MAX_IDS;
+	m->text = (char *)bump(at, m->text_cap + 1u);
+	return 0;
+}
+
+
 static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, struct rep *r)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
@@ -388,11 +582,12 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	uint32_t st, l, k, n_ids = 0;
 	int64_t ntok = 16, resident = 0;
 	int have = 0;
+	const char *prompt = NULL;
 	m->temp = 0.0f;
 	m->seed = 1;
 	m->ignore_eos = 0;
 	if (a->argc < 1) {
-		rs(r, "usage: llama -- MODEL_PATH --prompt-ids ID,ID,... [--tokens N] [--resident R] [--temp T --seed S]\n");
+		rs(r, "usage: llama -- MODEL_PATH --prompt TEXT [--tokens N] [--resident R] [--temp T --seed S] [--ignore-eos]\n");
 		return -1;
 	}
 	for (k = 1; k < a->argc; k++) {
@@ -407,6 +602,8 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			m->seed = (uint64_t)num(v), k++;
 		else if (streq(o, "--temp") && num(v) >= 0)
 			m->temp = (float)num(v) / 100.0f, k++; /* hundredths: no strtod on a GPU lane */
+		else if (streq(o, "--prompt") && k + 1 < a->argc)
+			prompt = v, k++;
 		else if (streq(o, "--prompt-ids")) {
 			const char *p = v;
 			while (*p && n_ids < MAX_IDS) {
@@ -428,18 +625,12 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		} else {
 			rs(r, "llama: unknown or incomplete option ");
 			rs(r, o);
-			rs(r, " (--prompt-ids, --tokens, --resident, --temp in hundredths, --seed, --ignore-eos)\n");
+			rs(r, " (--prompt, --prompt-ids, --tokens, --resident, --temp in hundredths, --seed, --ignore-eos)\n");
 			return -1;
 		}
 	}
-	if (!n_ids) {
-		rs(r, "llama: no prompt (--prompt-ids)\n");
-		return -1;
-	}
-	m->n_prompt = n_ids;
-	m->n_gen = (uint32_t)ntok;
-	if (n_ids + ntok > MAX_IDS) {
-		rs(r, "llama: prompt and tokens above 1024\n");
+	if (!n_ids == !prompt) {
+		rs(r, "llama: give the prompt as --prompt TEXT or --prompt-ids ID,... (one of them)\n");
 		return -1;
 	}
 	m->why[0] = 0;
@@ -448,11 +639,14 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		ropen_failed(r, "llama", argv[0], st, m->why);
 		return -1;
 	}
-	/* The tables (KVs included) after the model struct, for the hyperparameters. */
+	/* The tables (KVs included) after the model struct, for the
+	 * hyperparameters and the vocabulary; kept there. */
 	xt = at;
 	st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)xt, sizeof(struct gpuos_gguf_export), &needed);
 	if (st == GPUOS_ST_OK && (uint64_t)(xt - base) + needed > a->vram_len)
 		st = GPUOS_ST_NOSPC;
+	if (st == GPUOS_ST_OK)
+		bump(&at, needed);
 	if (st == GPUOS_ST_OK)
 		st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)xt, needed, &needed);
 	if (st != GPUOS_ST_OK) {
@@ -485,6 +679,15 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	if (!have || !m->n_layer || !m->n_head || !m->n_head_kv || m->n_head % m->n_head_kv || m->n_embd % m->n_head ||
 	    m->n_layer > MAX_LAYERS || m->head_dim > 256u || m->n_rot > m->head_dim || m->n_rot % 2u) {
 		rs(r, "llama: hyperparameters the engine cannot run (embedding, heads, layers up to 512, head size up to 256)\n");
+		return -1;
+	}
+	m->tok = NULL;
+	if (tokenizer(a, m, (const struct gpuos_gguf_export *)xt, &at, prompt, &n_ids, r))
+		return -1;
+	m->n_prompt = n_ids;
+	m->n_gen = (uint32_t)ntok;
+	if (n_ids + ntok > MAX_IDS) {
+		rs(r, "llama: prompt and tokens above 1024\n");
 		return -1;
 	}
 	if (find(mb, m, "token_embd.weight", &m->embd, r) || find(mb, m, "output_norm.weight", &m->out_norm, r))
@@ -802,7 +1005,8 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		if (tid == 0 && pos + 1 >= m->n_prompt) {
 			m->ids[pos + 1] = sample(m);
 			m->n_done = pos + 2;
-			if (m->ids[pos + 1] == m->eos && !m->ignore_eos)
+			if (!m->ignore_eos && (m->tok ? gpuos_tok_is_eog(m->tok, (int32_t)m->ids[pos + 1])
+						      : m->ids[pos + 1] == m->eos))
 				m->n_done |= 1u << 31; /* the end of the text: stop */
 		}
 		barrier(sh, nthreads);
@@ -820,6 +1024,15 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		rs(&r, stname(fail));
 		rs(&r, "\n");
 		a->status = 1;
+	}
+	if (m->tok && n_all > m->n_prompt) {
+		int64_t n = gpuos_tok_decode(m->tok, (const int32_t *)m->ids + m->n_prompt, n_all - m->n_prompt, 0, m->text,
+					     m->text_cap);
+		if (n >= 0) {
+			m->text[n < (int64_t)m->text_cap ? n : (int64_t)m->text_cap] = 0;
+			rs(&r, m->text);
+			rs(&r, "\n");
+		}
 	}
 	rs(&r, "tokens:");
 	for (pos = 0; pos < n_all; pos++) {

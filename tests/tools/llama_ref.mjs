@@ -186,6 +186,7 @@ function parseOpts(args, pos, global) {
 		else if (a === "--remove-special") o.removeSpecial = true;
 		else if (a === "--ignore-eos") o.ignoreEos = true;
 		else if (a === "--no-flash-attention") o.noFlashAttention = true;
+		else if (a === "--top2") o.top2 = true;
 		else if (a === "--prompt" && i + 1 < args.length) o.prompt = args[++i];
 		else if (a === "--tokens" && i + 1 < args.length) o.tokens = Number(args[++i]);
 		else if (a.startsWith("--") || !pos) usage(`unknown option ${a}`);
@@ -269,19 +270,28 @@ async function main() {
 		if (o.noFlashAttention) ctxOpts.flashAttention = false;
 		const ctx = await m.createContext(ctxOpts);
 		const seq = ctx.getSequence();
-		const out = [];
+		const out = [], top2 = [];
 		let stop = "length";
 		if (o.tokens > 0) {
-			for await (const t of seq.evaluate(prompt, { temperature: 0 })) {
+			const gen = o.top2 ? seq.evaluateWithMetadata(prompt, { probabilities: true }, { temperature: 0 })
+				: seq.evaluate(prompt, { temperature: 0 });
+			for await (const e of gen) {
+				const t = o.top2 ? e.token : e;
 				if (!o.ignoreEos && m.isEogToken(t)) {
 					stop = "eog";
 					break;
 				}
 				out.push(t);
+				if (o.top2) {
+					// the two likeliest next tokens at this step, and their probabilities
+					const best = [...e.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, 2);
+					top2.push(best.map(([tok, p]) => [tok, p]));
+				}
 				if (out.length >= o.tokens) break;
 			}
 		}
-		process.stdout.write(JSON.stringify({ prompt_tokens: prompt, tokens: out, stop, text: m.detokenize(out) }) + "\n");
+		process.stdout.write(JSON.stringify({ prompt_tokens: prompt, tokens: out, stop, text: m.detokenize(out),
+			...(o.top2 ? { top2 } : {}) }) + "\n");
 		await ctx.dispose();
 		return 0;
 	}
