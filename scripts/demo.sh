@@ -14,7 +14,11 @@
 # 5. streams every layer into two VRAM slots (apps/layer_stream.c) and
 #    compares its per-layer checksums with the host's,
 # 6. loads a few tensors and a whole layer (apps/gguf_load.c) and has the app
-#    verify their SHA-256 against the host's.
+#    verify their SHA-256 against the host's,
+# 7. generates tokens with the llama engine (apps/llama.c) from a model whose
+#    layers stream through gpuos for every token (Q4_K, derived from
+#    ../shared/testdata's llama-2-tiny-random.gguf with its tokenizer), and
+#    checks them against llama.cpp's own (tests/tools/llama_ref.mjs).
 # Steps 1-3 run once: their results stay in BUILD_DIR/demo, keyed by the
 # generator's options and source, and a second run reuses them.
 #
@@ -31,7 +35,7 @@ g=$build/gpuos
 dir=$build/demo
 layers=8
 seed=7
-nsteps=6
+nsteps=7
 t_start=$(date +%s.%N)
 
 die() {
@@ -82,11 +86,11 @@ run_app() {
 now() { date +%s.%N; }
 secs() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
 
-for tool in python3 mke2fs; do
+for tool in python3 mke2fs node; do
 	command -v "$tool" >/dev/null 2>&1 || die "needs $tool (python3; e2fsprogs for mke2fs)"
 done
 [ -x "$g" ] || die "$g is missing: run make first"
-for app in layer_stream gguf_load; do
+for app in layer_stream gguf_load llama; do
 	[ -f "$build/apps/$app.cubin" ] || [ -f "$build/apps/$app.so" ] ||
 		die "$build/apps/$app.{cubin,so} missing: run make first"
 done
@@ -239,9 +243,49 @@ nok=$(grep -c '^ok ' "$dir/load.txt" || true)
 nwant=$(( ${#specs[@]} - 1 + $(tr ',' '\n' <<< "$l1" | wc -l) ))
 [ "$nok" = "$nwant" ] || die "gguf_load verified $nok tensors, $nwant expected"
 
+# ---- 7: tokens from a model streamed through gpuos, against llama.cpp ------------------------
+step 7 "generating tokens with the llama engine, every layer streamed through gpuos, against llama.cpp"
+tiny=../shared/testdata/gguf/llama-2-tiny-random.gguf
+prompt="Once upon a time"
+gen_verdict="skipped (no $tiny to derive the model from)"
+if [ -f "$tiny" ]; then
+	mkdir -p "$dir/llama/src"
+	python3 tests/tools/llama_derive.py "$tiny" "$dir/llama/src/q4k.gguf" --type Q4_K --layers 4 --seed 11 ||
+		die "llama_derive.py failed"
+	mke2fs -q -F -t ext4 -d "$dir/llama/src" "$dir/llama/img" 64M > /dev/null 2>&1 || die "mke2fs -d of the llama model failed"
+	node tests/tools/llama_ref.mjs generate "$dir/llama/src/q4k.gguf" --prompt "$prompt" --tokens 12 --ignore-eos \
+		--no-flash-attention > "$dir/llama/ref.json" 2> "$dir/llama/ref.err" ||
+		die "llama.cpp (node tests/tools/llama_ref.mjs) failed: $(head -n 3 "$dir/llama/ref.err")"
+	if [ "$mode" = GPU ]; then llama_geom=(--grid 1 --block 128); else llama_geom=(--grid 1 --block 4); fi
+	t0=$(now)
+	rc=0
+	run_app "$dir/llama.txt" --device "emu:$dir/llama/img" "${run_opts[@]}" "$build/apps/llama.cubin" "${llama_geom[@]}" \
+		-- /q4k.gguf --prompt "$prompt" --tokens 12 --ignore-eos || rc=$?
+	t_gen=$(secs "$t0" "$(now)")
+	done_step 7 "generating tokens with the llama engine, every layer streamed through gpuos, against llama.cpp"
+	say "    gpuos run llama.cubin ${llama_geom[*]} -- /q4k.gguf --prompt \"$prompt\" --tokens 12 (${t_gen} s)"
+	sed 's/^/      /' "$dir/llama.txt"
+	[ "$rc" = 0 ] || die "the llama engine exited $rc"
+	gen_verdict=$(python3 - "$dir/llama/ref.json" "$dir/llama.txt" <<'PY'
+import json, re, sys
+ref = json.load(open(sys.argv[1]))
+m = re.search(r"^tokens: (.*) \| (.*)$", open(sys.argv[2]).read(), re.M)
+if not m:
+    sys.exit("the engine printed no tokens")
+prompt, gen = [int(t) for t in m.group(1).split()], [int(t) for t in m.group(2).split()]
+if prompt != ref["prompt_tokens"] or gen != ref["tokens"]:
+    sys.exit("llama.cpp: %s | %s; gpuos: %s | %s" % (ref["prompt_tokens"], ref["tokens"], prompt, gen))
+print("%d tokens equal llama.cpp's" % len(gen))
+PY
+) || die "the engine's tokens differ from llama.cpp's: $gen_verdict"
+	say "    $gen_verdict: \"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["text"])' "$dir/llama/ref.json")\""
+else
+	done_step 7 "generating tokens with the llama engine: $gen_verdict"
+fi
+
 # ---- summary ------------------------------------------------------------------------------
 bar_clear
 total=$(secs "$t_start" "$(now)")
 echo
 echo "throughput: layer streaming ${stream_gbs:-?} GB/s over the whole pass ($(sed -n 's/.*, loads \([0-9.]*\) GB\/s.*/\1/p' <<< "$stream_total") GB/s in the loads alone)"
-echo "demo: ok: $(($(stat -c %s "$gguf") >> 20)) MiB GGUF ($ntens tensors, $layers layers) on ext4 via emu:, $verdict layer checksums and $nok/$nwant tensor SHA-256s equal the host's, ${stream_gbs:-?} GB/s streaming ($mode), ${total} s"
+echo "demo: ok: $(($(stat -c %s "$gguf") >> 20)) MiB GGUF ($ntens tensors, $layers layers) on ext4 via emu:, $verdict layer checksums and $nok/$nwant tensor SHA-256s equal the host's, ${stream_gbs:-?} GB/s streaming ($mode); llama engine: $gen_verdict; ${total} s"
