@@ -227,46 +227,6 @@ static inline GPUOS_HD uint32_t load_layer(struct gpuos_app_args *a, struct mode
 
 /* ---- setup (thread 0) ----------------------------------------------------------------- */
 
-/* A ggml type's name (gpuos/gguf.h's list), for refusals. */
-static inline GPUOS_HD const char *type_name(uint32_t t)
-{
-	switch (t) {
-	case GPUOS_GGML_TYPE_F32: return "F32";
-	case GPUOS_GGML_TYPE_F16: return "F16";
-	case GPUOS_GGML_TYPE_Q4_0: return "Q4_0";
-	case GPUOS_GGML_TYPE_Q4_1: return "Q4_1";
-	case GPUOS_GGML_TYPE_Q5_0: return "Q5_0";
-	case GPUOS_GGML_TYPE_Q5_1: return "Q5_1";
-	case GPUOS_GGML_TYPE_Q8_0: return "Q8_0";
-	case GPUOS_GGML_TYPE_Q8_1: return "Q8_1";
-	case GPUOS_GGML_TYPE_Q2_K: return "Q2_K";
-	case GPUOS_GGML_TYPE_Q3_K: return "Q3_K";
-	case GPUOS_GGML_TYPE_Q4_K: return "Q4_K";
-	case GPUOS_GGML_TYPE_Q5_K: return "Q5_K";
-	case GPUOS_GGML_TYPE_Q6_K: return "Q6_K";
-	case GPUOS_GGML_TYPE_Q8_K: return "Q8_K";
-	case GPUOS_GGML_TYPE_IQ2_XXS: return "IQ2_XXS";
-	case GPUOS_GGML_TYPE_IQ2_XS: return "IQ2_XS";
-	case GPUOS_GGML_TYPE_IQ3_XXS: return "IQ3_XXS";
-	case GPUOS_GGML_TYPE_IQ1_S: return "IQ1_S";
-	case GPUOS_GGML_TYPE_IQ4_NL: return "IQ4_NL";
-	case GPUOS_GGML_TYPE_IQ3_S: return "IQ3_S";
-	case GPUOS_GGML_TYPE_IQ2_S: return "IQ2_S";
-	case GPUOS_GGML_TYPE_IQ4_XS: return "IQ4_XS";
-	case GPUOS_GGML_TYPE_I8: return "I8";
-	case GPUOS_GGML_TYPE_I16: return "I16";
-	case GPUOS_GGML_TYPE_I32: return "I32";
-	case GPUOS_GGML_TYPE_I64: return "I64";
-	case GPUOS_GGML_TYPE_F64: return "F64";
-	case GPUOS_GGML_TYPE_IQ1_M: return "IQ1_M";
-	case GPUOS_GGML_TYPE_BF16: return "BF16";
-	case GPUOS_GGML_TYPE_TQ1_0: return "TQ1_0";
-	case GPUOS_GGML_TYPE_TQ2_0: return "TQ2_0";
-	case GPUOS_GGML_TYPE_MXFP4: return "MXFP4";
-	default: return "(unknown)";
-	}
-}
-
 static inline GPUOS_HD int streq(const char *a, const char *b)
 {
 	while (*a && *a == *b)
@@ -317,7 +277,7 @@ static inline GPUOS_HD int find(struct gpuos_mbox *mb, struct model *m, const ch
 		rs(r, "llama: tensor ");
 		rs(r, name);
 		rs(r, ": type ");
-		rs(r, type_name(w->type));
+		rs(r, gpuos_ggml_type_name(w->type) ? gpuos_ggml_type_name(w->type) : "(unknown)");
 		rs(r, t->n_dims > 2 ? " with more than 2 dimensions" : " is not one the engine computes on");
 		rs(r, " (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)\n");
 		return -1;

@@ -134,48 +134,6 @@ GPUOS_HD int gpuos_ggml_type_size(uint32_t type, uint32_t *block, uint32_t *byte
 	return 0;
 }
 
-GPUOS_HD const char *gpuos_ggml_type_name(uint32_t type)
-{
-	switch (type) {
-	case GPUOS_GGML_TYPE_F32: return "F32";
-	case GPUOS_GGML_TYPE_F16: return "F16";
-	case GPUOS_GGML_TYPE_Q4_0: return "Q4_0";
-	case GPUOS_GGML_TYPE_Q4_1: return "Q4_1";
-	case GPUOS_GGML_TYPE_Q5_0: return "Q5_0";
-	case GPUOS_GGML_TYPE_Q5_1: return "Q5_1";
-	case GPUOS_GGML_TYPE_Q8_0: return "Q8_0";
-	case GPUOS_GGML_TYPE_Q8_1: return "Q8_1";
-	case GPUOS_GGML_TYPE_Q2_K: return "Q2_K";
-	case GPUOS_GGML_TYPE_Q3_K: return "Q3_K";
-	case GPUOS_GGML_TYPE_Q4_K: return "Q4_K";
-	case GPUOS_GGML_TYPE_Q5_K: return "Q5_K";
-	case GPUOS_GGML_TYPE_Q6_K: return "Q6_K";
-	case GPUOS_GGML_TYPE_Q8_K: return "Q8_K";
-	case GPUOS_GGML_TYPE_IQ2_XXS: return "IQ2_XXS";
-	case GPUOS_GGML_TYPE_IQ2_XS: return "IQ2_XS";
-	case GPUOS_GGML_TYPE_IQ3_XXS: return "IQ3_XXS";
-	case GPUOS_GGML_TYPE_IQ1_S: return "IQ1_S";
-	case GPUOS_GGML_TYPE_IQ4_NL: return "IQ4_NL";
-	case GPUOS_GGML_TYPE_IQ3_S: return "IQ3_S";
-	case GPUOS_GGML_TYPE_IQ2_S: return "IQ2_S";
-	case GPUOS_GGML_TYPE_IQ4_XS: return "IQ4_XS";
-	case GPUOS_GGML_TYPE_I8: return "I8";
-	case GPUOS_GGML_TYPE_I16: return "I16";
-	case GPUOS_GGML_TYPE_I32: return "I32";
-	case GPUOS_GGML_TYPE_I64: return "I64";
-	case GPUOS_GGML_TYPE_F64: return "F64";
-	case GPUOS_GGML_TYPE_IQ1_M: return "IQ1_M";
-	case GPUOS_GGML_TYPE_BF16: return "BF16";
-	case GPUOS_GGML_TYPE_TQ1_0: return "TQ1_0";
-	case GPUOS_GGML_TYPE_TQ2_0: return "TQ2_0";
-	case GPUOS_GGML_TYPE_MXFP4: return "MXFP4";
-	case GPUOS_GGML_TYPE_NVFP4: return "NVFP4";
-	case GPUOS_GGML_TYPE_Q1_0: return "Q1_0";
-	case GPUOS_GGML_TYPE_Q2_0: return "Q2_0";
-	default: return NULL;
-	}
-}
-
 /* ---- small helpers ---------------------------------------------------------------- */
 
 #define FNV_OFFSET 2166136261u
