@@ -228,17 +228,22 @@ t0=$(date +%s%N)
 $gpuos run --socket "$sock" sha256.cubin -- /sub/deeper/big > "$tmp/out" 2> /dev/null &
 runp=$!
 sleep 0.3
-t1=$(date +%s%N)
-python3 -c 'import socket, sys
+# The round trip is timed inside the client: the interpreter's start (a
+# pyenv shim takes up to a second on a loaded machine) is not the service's.
+python3 -c 'import socket, sys, time
+t = time.monotonic()
 s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); s.sendall(b"stats\n")
-print(s.recv(4096).decode().strip())' "$sock" > "$tmp/stats" 2>&1
+r = s.recv(4096).decode().strip()
+print(r)
+print(int((time.monotonic() - t) * 1000))' "$sock" > "$tmp/stats" 2>&1
 t2=$(date +%s%N)
+stats_ms=$(sed -n 2p "$tmp/stats")
 wait $runp; rc=$?
 t3=$(date +%s%N)
-echo "       the app ran $(( (t3 - t0) / 1000000 )) ms; stats answered in $(( (t2 - t1) / 1000000 )) ms meanwhile"
+echo "       the app ran $(( (t3 - t0) / 1000000 )) ms; stats answered in ${stats_ms:-?} ms meanwhile"
 check "a slow app's run still gives the right digest" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
 check "while it runs, another client's request is answered at once" \
-	test "$(cut -c1-12 "$tmp/stats")" = '{"requests":' -a $(( (t2 - t1) / 1000000 )) -lt 500 -a $(( (t3 - t2) / 1000000 )) -gt 300
+	test "$(head -1 "$tmp/stats" | cut -c1-12)" = '{"requests":' -a "${stats_ms:-9999}" -lt 500 -a $(( (t3 - t2) / 1000000 )) -gt 300
 $gpuos stop --socket "$sock"
 wait $svc
 svc=
