@@ -3,10 +3,17 @@
  * apps/llama.c - a llama-family forward pass whose weights come through
  * gpuos (issue 19; DESIGN.md section 13): the model is opened and its
  * layers loaded with the device API (gpuos_model_*), the first R layers
- * kept in VRAM, the others loaded again for every token.
+ * kept in VRAM, the others loaded again for every token, double-buffered:
+ * layer N+1 lands in one slot while layer N computes from the other.
  *
  *   gpuos run llama.cubin --grid G --block B -- MODEL_PATH --prompt TEXT
- *             [--tokens N] [--resident R] [--temp T --seed S] [--ignore-eos]
+ *             [--tokens N] [--resident R | --vram-gib G] [--temp T --seed S]
+ *             [--ignore-eos] [--timeline]
+ *
+ * --vram-gib G (a decimal) keeps as many layers resident as fit in G GiB
+ * beside everything else (at most the app's memory, --vram-mib). --timeline
+ * prints, for the last token, when each streamed layer's load was posted
+ * and landed and when its computation began and ended.
  *
  * It prints the generated text, the prompt's and the generated token ids
  * ("tokens: PROMPT | GENERATED"), then tokens/s and the load rate. Greedy
@@ -22,13 +29,13 @@
  * RMSNorm sums in double, RoPE advances its angle by repeated products.
  *
  * Threads: every thread takes rows of each matrix-vector product; thread 0
- * also loads, normalises and samples; a barrier over all G x B threads
+ * also posts and collects the loads, normalises and samples; a barrier over all G x B threads
  * separates the steps (they must all be resident: keep G at most one block
  * per SM). Host mode runs the same on G x B CPU threads.
  *
  * Memory (args->vram): a table area, then the activations and the KV
  * cache, then the weights: the global tensors and the resident layers once,
- * one slot for a streamed layer.
+ * two slots for the streamed layers.
  */
 #include <math.h>
 
@@ -79,9 +86,14 @@ struct model {
 	struct wt embd, out_norm, output;
 	struct wt layer[MAX_LAYERS][T_PER_LAYER];
 	uint64_t layer_bytes[MAX_LAYERS];
-	uint8_t *layer_mem[MAX_LAYERS];     /* resident layers' weights, else the slot */
+	uint8_t *layer_mem[MAX_LAYERS];     /* resident layers' weights, else the slot it is in */
 	uint8_t *glob;                      /* out_norm and output (resident) */
-	uint8_t *slot;
+	uint8_t *slot[2];                   /* streamed layers land in these in turn */
+	uint32_t seq;                       /* streamed loads so far: the next goes to slot[seq & 1] */
+	uint32_t pend_active, pend_layer;   /* the load in flight, if any */
+	uint32_t pend_slot[T_PER_LAYER];    /* its mailbox slots */
+	uint32_t timeline, by_budget;       /* --timeline; resident count from --vram-gib */
+	uint64_t t_post[MAX_LAYERS], t_ready[MAX_LAYERS], t_begin[MAX_LAYERS], t_done[MAX_LAYERS], t_token;
 	/* activations */
 	float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2, *logits;
 	uint8_t *act;                       /* an activation in a dot type */
@@ -90,7 +102,7 @@ struct model {
 	const struct gpuos_tok *tok;        /* the vocabulary's arena, or NULL (--prompt-ids) */
 	char *text;                         /* the generated text, decoded */
 	uint64_t text_cap;
-	uint64_t t_start, t_end, load_ns, load_bytes;
+	uint64_t t_start, t_end, load_bytes, stall_ns; /* stall: compute waiting for a load */
 	char why[256];
 	uint8_t tensor[sizeof(struct gpuos_gguf_tensor)];
 	uint8_t xhdr[sizeof(struct gpuos_gguf_export)];
@@ -205,21 +217,58 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 
 /* ---- loading (thread 0) --------------------------------------------------------------- */
 
-static inline GPUOS_HD uint32_t load_layer(struct gpuos_app_args *a, struct model *m, uint32_t l, uint8_t *to)
+static inline GPUOS_HD void layer_dst(const struct model *m, uint32_t l, uint8_t *to, uint32_t *idx, void **dst)
 {
-	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
-	uint32_t k, st = GPUOS_ST_OK;
-	uint64_t t0 = gpuos_now_ns(), got = 0;
-	uint32_t idx[T_PER_LAYER];
-	void *dst[T_PER_LAYER];
+	uint32_t k;
 	for (k = 0; k < T_PER_LAYER; k++) {
 		idx[k] = m->layer[l][k].idx;
 		dst[k] = to + m->layer[l][k].off;
 	}
+}
+
+/* A resident layer, once, before generation. */
+static inline GPUOS_HD uint32_t load_layer(struct gpuos_app_args *a, struct model *m, uint32_t l, uint8_t *to)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint32_t idx[T_PER_LAYER], st;
+	void *dst[T_PER_LAYER];
+	uint64_t got = 0;
+	layer_dst(m, l, to, idx, dst);
 	st = gpuos_model_load_tensors(mb, m->handle, idx, dst, T_PER_LAYER, &got);
 	if (st == GPUOS_ST_OK && got != m->layer_bytes[l])
 		st = GPUOS_ST_BAD_RANGE;
-	m->load_ns += gpuos_now_ns() - t0;
+	return st;
+}
+
+/* A streamed layer into the next slot, posted: it lands while the layer
+ * before it computes. The slot's last layer has finished: every thread
+ * passed the barrier at the end of that layer before thread 0 got here. */
+static inline GPUOS_HD void stream_post(struct gpuos_app_args *a, struct model *m, uint32_t l)
+{
+	uint32_t idx[T_PER_LAYER];
+	void *dst[T_PER_LAYER];
+	uint8_t *to = m->slot[m->seq & 1u];
+	layer_dst(m, l, to, idx, dst);
+	gpuos_model_post_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle, idx, dst, T_PER_LAYER,
+				 m->pend_slot);
+	m->layer_mem[l] = to;
+	m->pend_layer = l;
+	m->pend_active = 1;
+	m->t_post[l] = gpuos_now_ns();
+}
+
+/* Wait for the load in flight; the time waited is compute stalled. */
+static inline GPUOS_HD uint32_t stream_wait(struct gpuos_app_args *a, struct model *m)
+{
+	uint64_t t0 = gpuos_now_ns(), got = 0;
+	uint32_t l = m->pend_layer;
+	uint32_t st = gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend_slot, T_PER_LAYER, &got);
+	if (st == GPUOS_ST_OK && got != m->layer_bytes[l])
+		st = GPUOS_ST_BAD_RANGE;
+	m->pend_active = 0;
+	m->seq++;
+	m->t_ready[l] = gpuos_now_ns();
+	m->stall_ns += m->t_ready[l] - t0;
 	m->load_bytes += got;
 	gpuos_app_progress_add(a, got);
 	return st;
@@ -348,6 +397,23 @@ static inline GPUOS_HD uint8_t *bump(uint8_t **at, uint64_t bytes)
 }
 
 /* ---- the vocabulary (thread 0) ----------------------------------------------------- */
+
+/* "G" or "G.DDD" GiB in bytes, or -1 (no strtod on a GPU lane). */
+static inline GPUOS_HD int64_t gib_bytes(const char *s)
+{
+	uint64_t whole = 0, frac = 0, scale = 1;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9' && whole < 1000000u; p++)
+		whole = whole * 10u + (uint64_t)(*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9' && scale < 1000000000u; p++) {
+			frac = frac * 10u + (uint64_t)(*p - '0');
+			scale *= 10u;
+		}
+	if (p == s || *p || whole >= 1000000u)
+		return -1;
+	return (int64_t)((whole << 30) + (frac << 30) / scale);
+}
 
 /* The KV called key of the export, or NULL. */
 static inline GPUOS_HD const struct gpuos_gguf_kv *kv_of(const struct gpuos_gguf_export *x, const char *key)
@@ -540,14 +606,16 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	struct gpuos_gguf_export *x = (struct gpuos_gguf_export *)m->xhdr;
 	uint64_t ntens, needed, kvd, actb, i;
 	uint32_t st, l, k, n_ids = 0;
-	int64_t ntok = 16, resident = 0;
+	int64_t ntok = 16, resident = -1, budget = -1;
 	int have = 0;
 	const char *prompt = NULL;
 	m->temp = 0.0f;
 	m->seed = 1;
 	m->ignore_eos = 0;
+	m->timeline = 0;
 	if (a->argc < 1) {
-		rs(r, "usage: llama -- MODEL_PATH --prompt TEXT [--tokens N] [--resident R] [--temp T --seed S] [--ignore-eos]\n");
+		rs(r, "usage: llama -- MODEL_PATH --prompt TEXT [--tokens N] [--resident R | --vram-gib G] [--temp T --seed S] "
+		      "[--ignore-eos] [--timeline]\n");
 		return -1;
 	}
 	for (k = 1; k < a->argc; k++) {
@@ -556,8 +624,12 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			k++;
 		else if (streq(o, "--resident") && (resident = num(v)) >= 0)
 			k++;
+		else if (streq(o, "--vram-gib") && (budget = gib_bytes(v)) >= 0)
+			k++;
 		else if (streq(o, "--ignore-eos"))
 			m->ignore_eos = 1;
+		else if (streq(o, "--timeline"))
+			m->timeline = 1;
 		else if (streq(o, "--seed") && num(v) >= 0)
 			m->seed = (uint64_t)num(v), k++;
 		else if (streq(o, "--temp") && num(v) >= 0)
@@ -585,9 +657,14 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		} else {
 			rs(r, "llama: unknown or incomplete option ");
 			rs(r, o);
-			rs(r, " (--prompt, --prompt-ids, --tokens, --resident, --temp in hundredths, --seed, --ignore-eos)\n");
+			rs(r, " (--prompt, --prompt-ids, --tokens, --resident, --vram-gib, --temp in hundredths, --seed, --ignore-eos, "
+			      "--timeline)\n");
 			return -1;
 		}
+	}
+	if (resident >= 0 && budget >= 0) {
+		rs(r, "llama: give --resident R or --vram-gib G, not both\n");
+		return -1;
 	}
 	if (!n_ids == !prompt) {
 		rs(r, "llama: give the prompt as --prompt TEXT or --prompt-ids ID,... (one of them)\n");
@@ -707,11 +784,6 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			m->layer_bytes[l] += m->layer[l][k].size;
 		m->layer_mem[l] = (uint8_t *)(uintptr_t)off; /* its span, for now */
 	}
-	if ((uint64_t)resident > m->n_layer) {
-		rs(r, "llama: --resident is more than the model's layers\n");
-		return -1;
-	}
-	m->resident = (uint32_t)resident;
 	m->n_ctx = n_ids + (uint32_t)ntok;
 	/* activations, KV cache, then weights */
 	actb = 4u * (uint64_t)(m->n_ff > m->n_embd ? m->n_ff : m->n_embd) + 1024u;
@@ -732,25 +804,55 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	m->output.off = GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN);
 	m->out_norm.off = 0;
 	{
-		uint64_t slot = 0;
-		for (l = 0; l < m->n_layer; l++) {
-			uint64_t span = (uint64_t)(uintptr_t)m->layer_mem[l];
-			if (l < m->resident)
-				m->layer_mem[l] = bump(&at, span);
-			else
-				slot = span > slot ? span : slot;
-		}
-		m->slot = bump(&at, slot);
-		for (l = m->resident; l < m->n_layer; l++)
-			m->layer_mem[l] = m->slot;
-		/* the embedding rows: one per token, loaded alone */
-		if ((uint64_t)(at - base) > a->vram_len) {
-			rs(r, "llama: the model needs ");
-			rn(r, (uint64_t)(at - base));
-			rs(r, " bytes of vram (activations, KV cache, output head, resident layers and a slot); there are ");
-			rn(r, a->vram_len);
-			rs(r, " (--vram-mib)\n");
+		/* What the weights need with R layers resident: those layers, and
+		 * two slots of the largest streamed one when any is streamed. */
+		uint64_t fixed = (uint64_t)(at - base), cap = a->vram_len, need = 0;
+		int64_t R;
+		if (budget >= 0 && (uint64_t)budget < cap)
+			cap = (uint64_t)budget;
+		if (budget < 0 && resident < 0)
+			resident = 0; /* every layer streamed */
+		if (resident > (int64_t)m->n_layer) {
+			rs(r, "llama: --resident is more than the model's layers\n");
 			return -1;
+		}
+		for (R = resident >= 0 ? resident : (int64_t)m->n_layer; R >= 0; R--) {
+			uint64_t slot = 0;
+			need = fixed;
+			for (l = 0; l < m->n_layer; l++) {
+				uint64_t span = GPUOS_ALIGN_UP((uint64_t)(uintptr_t)m->layer_mem[l], (uint64_t)ALIGN);
+				if (l < (uint32_t)R)
+					need += span;
+				else
+					slot = span > slot ? span : slot;
+			}
+			need += 2u * slot;
+			if (need <= cap || resident >= 0 || R == 0)
+				break;
+		}
+		if (need > cap) {
+			rs(r, "llama: the model needs ");
+			rn(r, need);
+			rs(r, " bytes of vram (activations, KV cache, output head, resident layers and two slots); there are ");
+			rn(r, cap);
+			rs(r, budget >= 0 && (uint64_t)budget < a->vram_len ? " (--vram-gib)\n" : " (--vram-mib)\n");
+			return -1;
+		}
+		m->resident = (uint32_t)R;
+		m->by_budget = budget >= 0;
+		{
+			uint64_t slot = 0;
+			for (l = 0; l < m->n_layer; l++) {
+				uint64_t span = (uint64_t)(uintptr_t)m->layer_mem[l];
+				if (l < m->resident)
+					m->layer_mem[l] = bump(&at, span);
+				else
+					slot = span > slot ? span : slot;
+			}
+			m->slot[0] = slot ? bump(&at, slot) : NULL;
+			m->slot[1] = slot ? bump(&at, slot) : NULL;
+			m->seq = 0;
+			m->pend_active = 0;
 		}
 	}
 	for (i = 0; i < n_ids; i++)
@@ -794,13 +896,16 @@ static inline GPUOS_HD float silu(float x)
 }
 
 /* x = embedding(token), then every layer, then the logits. Thread 0 does
- * the vector steps, all threads the products. 0, or a load's status. */
+ * the vector steps, all threads the products. `more`: another token
+ * follows (its first streamed layer may be loaded during this one's last).
+ * 0, or a load's status. */
 static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t tok,
-					uint32_t pos, uint32_t tid, uint32_t nthreads, uint32_t *fail)
+					uint32_t pos, uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
 	uint32_t kvd = m->n_head_kv * m->head_dim, l, i;
 	if (tid == 0) {
+		m->t_token = gpuos_now_ns();
 		/* the embedding row, loaded alone, dequantised */
 		uint64_t rb = llama_row_bytes(m->embd.type, m->n_embd), got = 0;
 		uint32_t st = gpuos_model_load(mb, m->handle, m->embd.idx, m->act, (uint64_t)tok * rb, rb, &got);
@@ -814,19 +919,34 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		return *fail;
 	for (l = 0; l < m->n_layer; l++) {
 		const struct wt *w = m->layer[l];
-		uint8_t *mem = m->layer_mem[l];
+		uint8_t *mem;
 		if (tid == 0) {
 			if (l >= m->resident) {
-				uint32_t st = load_layer(a, m, l, mem);
+				uint32_t st;
+				/* the first streamed layer of the run, else posted
+				 * during the layer before it */
+				if (!m->pend_active)
+					stream_post(a, m, l);
+				st = stream_wait(a, m);
 				if (st != GPUOS_ST_OK)
 					*fail = st;
+				else if (l + 1u < m->n_layer)
+					stream_post(a, m, l + 1u);
+				else if (more)
+					stream_post(a, m, m->resident);
 			}
-			rmsnorm(m->xb, m->x, (const float *)(mem + w[T_ATTN_NORM].off), m->n_embd, m->eps);
-			llama_quantize_act(llama_dot_type(w[T_Q].type), m->xb, m->act, m->n_embd);
+			m->t_begin[l] = gpuos_now_ns();
+			if (!*fail) {
+				mem = m->layer_mem[l];
+				rmsnorm(m->xb, m->x, (const float *)(mem + w[T_ATTN_NORM].off), m->n_embd, m->eps);
+				llama_quantize_act(llama_dot_type(w[T_Q].type), m->xb, m->act, m->n_embd);
+			}
 		}
+		/* thread 0's layer_mem[l] and *fail reach the others through it */
 		barrier(sh, nthreads);
 		if (*fail)
 			return *fail;
+		mem = m->layer_mem[l];
 		matvec(&w[T_Q], mem, m->act, m->q, tid, nthreads);
 		if (llama_dot_type(w[T_K].type) == llama_dot_type(w[T_Q].type) &&
 		    llama_dot_type(w[T_V].type) == llama_dot_type(w[T_Q].type)) {
@@ -890,9 +1010,11 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		if (tid == 0)
 			for (i = 0; i < m->n_embd; i++)
 				m->x[i] += m->xb[i];
-		/* the slot is loaded again for the next layer only after every
-		 * thread has left this one */
+		/* this layer's slot is loaded again (two streamed layers on) only
+		 * after every thread has left it */
 		barrier(sh, nthreads);
+		if (tid == 0)
+			m->t_done[l] = gpuos_now_ns();
 	}
 	if (tid == 0) {
 		rmsnorm(m->xb, m->x, (const float *)(m->glob + m->out_norm.off), m->n_embd, m->eps);
@@ -959,7 +1081,7 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	n_all = m->n_prompt + m->n_gen;
 	m->n_done = m->n_prompt;
 	for (pos = 0; pos + 1 < n_all; pos++) {
-		fail = forward(a, m, sh, m->ids[pos], pos, tid, nthreads, failp);
+		fail = forward(a, m, sh, m->ids[pos], pos, tid, nthreads, failp, pos + 2u < n_all);
 		if (fail)
 			break;
 		if (tid == 0 && pos + 1 >= m->n_prompt) {
@@ -976,6 +1098,10 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	if (tid != 0)
 		return;
 	m->t_end = gpuos_now_ns();
+	if (m->pend_active) { /* the next token's layer, posted before the end of the text */
+		gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend_slot, T_PER_LAYER, NULL);
+		m->pend_active = 0;
+	}
 	n_all = m->n_done & ~(1u << 31);
 	if (fail) {
 		rs(&r, "llama: loading weights at position ");
@@ -1007,18 +1133,44 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		rn(&r, m->n_layer);
 		rs(&r, " layers (");
 		rn(&r, m->resident);
-		rs(&r, " resident), ");
+		rs(&r, m->by_budget ? " resident, as --vram-gib allows), " : " resident), ");
 		rn(&r, gen);
 		rs(&r, m->n_done >> 31 ? " tokens (then the end of the text) in " : " tokens in ");
 		rf(&r, ns / 1000u, 1000u, 3, 0);
 		rs(&r, " ms: ");
 		rf(&r, ns ? (n_all - 1u) * 1000000000000ull / ns : 0, 1000u, 3, 0);
-		rs(&r, " tokens/s (prompt included), loads ");
-		rf(&r, m->load_ns ? m->load_bytes * 1000u / m->load_ns : 0, 1000u, 3, 0);
-		rs(&r, " GB/s, ");
+		rs(&r, " tokens/s (prompt included), streamed ");
 		rn(&r, m->load_bytes);
-		rs(&r, " bytes");
+		rs(&r, " bytes at ");
+		rf(&r, ns ? m->load_bytes * 1000u / ns : 0, 1000u, 3, 0);
+		rs(&r, " GB/s over the run, compute waited ");
+		rf(&r, m->stall_ns / 1000u, 1000u, 3, 0);
+		rs(&r, " ms for them");
 		rs(&r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
+	}
+	if (m->timeline && !fail) {
+		/* the last token's layers, microseconds from its start */
+		uint32_t l;
+		rs(&r, "timeline: layer load_posted load_landed compute_begin compute_end (us from the last token's start)\n");
+		for (l = 0; l < m->n_layer; l++) {
+			uint64_t t0 = m->t_token;
+			rs(&r, "timeline: ");
+			rn(&r, l);
+			if (l < m->resident) {
+				rs(&r, " resident - -");
+			} else {
+				/* posted during the token before: negative */
+				rs(&r, m->t_post[l] < t0 ? " -" : " ");
+				rf(&r, (m->t_post[l] < t0 ? t0 - m->t_post[l] : m->t_post[l] - t0) / 1000u, 1u, 0, 0);
+				rs(&r, " ");
+				rf(&r, (m->t_ready[l] - t0) / 1000u, 1u, 0, 0);
+			}
+			rs(&r, " ");
+			rf(&r, (m->t_begin[l] - t0) / 1000u, 1u, 0, 0);
+			rs(&r, " ");
+			rf(&r, (m->t_done[l] - t0) / 1000u, 1u, 0, 0);
+			rs(&r, "\n");
+		}
 	}
 	gpuos_close((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle);
 }

@@ -375,6 +375,20 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_layer(struct gpuos_mbox *mb, uint32_t
 	return st;
 }
 
+/* The request that loads the whole of tensor idx into dst. */
+GPUOS_INLINE GPUOS_HD void gpuos_tensor_req(struct gpuos_req *rq, uint32_t handle, uint32_t idx, void *dst, uint32_t tag)
+{
+	rq->opcode = GPUOS_OP_GGUF_LOAD;
+	rq->flags = 0;
+	rq->handle = handle;
+	rq->offset = 0;
+	rq->length = 0;
+	rq->dst = (uint64_t)(uintptr_t)dst;
+	rq->arg = idx;
+	rq->batch = 0;
+	rq->tag = tag;
+}
+
 /* Load n whole tensors, idx[i] into dst[i], in the caller's order, all in
  * flight at once (as many as the mailbox takes). Returns OK or the first
  * failure; *bytes is the total delivered. One thread; a layer loader calls
@@ -389,15 +403,7 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_load_tensors(struct gpuos_mbox *mb, u
 	while (done < n) {
 		while (posted < n && posted - done < GPUOS_LOAD_WINDOW) {
 			struct gpuos_req rq;
-			rq.opcode = GPUOS_OP_GGUF_LOAD;
-			rq.flags = 0;
-			rq.handle = handle;
-			rq.offset = 0;
-			rq.length = 0;
-			rq.dst = (uint64_t)(uintptr_t)dst[posted];
-			rq.arg = idx[posted];
-			rq.batch = 0;
-			rq.tag = posted;
+			gpuos_tensor_req(&rq, handle, idx[posted], dst[posted], posted);
 			if (gpuos_post(mb, &rq, &slot[posted % GPUOS_LOAD_WINDOW]) != GPUOS_ST_OK)
 				break; /* full: collect first */
 			posted++;
@@ -415,6 +421,41 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_load_tensors(struct gpuos_mbox *mb, u
 				first_bad = st;
 			done++;
 		}
+	}
+	if (bytes)
+		*bytes = total;
+	return first_bad;
+}
+
+/* The same in two halves, for a loader that computes while its next
+ * tensors land (double buffering): post n (at most GPUOS_LOAD_WINDOW; a
+ * full mailbox is waited out) and keep their slots, then later wait for
+ * them all. gpuos_model_wait_tensors returns OK or the first failure and
+ * the total delivered; every slot is released either way. */
+GPUOS_INLINE GPUOS_HD void gpuos_model_post_tensors(struct gpuos_mbox *mb, uint32_t handle, const uint32_t *idx,
+						   void *const *dst, uint32_t n, uint32_t *slots)
+{
+	uint32_t i, spins = 0;
+	for (i = 0; i < n; i++) {
+		struct gpuos_req rq;
+		gpuos_tensor_req(&rq, handle, idx[i], dst[i], i);
+		while (gpuos_post(mb, &rq, &slots[i]) != GPUOS_ST_OK)
+			gpuos_backoff(&spins);
+	}
+}
+
+GPUOS_INLINE GPUOS_HD uint32_t gpuos_model_wait_tensors(struct gpuos_mbox *mb, const uint32_t *slots, uint32_t n,
+						       uint64_t *bytes)
+{
+	uint32_t i, first_bad = GPUOS_ST_OK;
+	uint64_t total = 0;
+	for (i = 0; i < n; i++) {
+		struct gpuos_result res;
+		uint32_t st = gpuos_wait(mb, slots[i], 0, &res);
+		if (st == GPUOS_ST_OK)
+			total += res.result;
+		else if (first_bad == GPUOS_ST_OK)
+			first_bad = st;
 	}
 	if (bytes)
 		*bytes = total;
