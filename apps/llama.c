@@ -29,7 +29,9 @@
  * RMSNorm sums in double, RoPE advances its angle by repeated products.
  *
  * Threads: every thread takes rows of each matrix-vector product; thread 0
- * also posts and collects the loads, normalises and samples; a barrier over all G x B threads
+ * also posts and collects the loads, sums the norms and samples; the
+ * elementwise steps are cut among all threads by blocks (each element
+ * computed as a serial loop would); a barrier over all G x B threads
  * separates the steps (they must all be resident: keep G at most one block
  * per SM). Host mode runs the same on G x B CPU threads.
  *
@@ -102,6 +104,7 @@ struct model {
 	const struct gpuos_tok *tok;        /* the vocabulary's arena, or NULL (--prompt-ids) */
 	char *text;                         /* the generated text, decoded */
 	uint64_t text_cap;
+	float scale;                        /* the norm's, thread 0's for all */
 	uint64_t t_start, t_end, load_bytes, stall_ns; /* stall: compute waiting for a load */
 	char why[256];
 	uint8_t tensor[sizeof(struct gpuos_gguf_tensor)];
@@ -147,26 +150,60 @@ static inline GPUOS_HD void matvec(const struct wt *w, const uint8_t *mem, const
 		out[r] = llama_dot(w->type, mem + w->off + r * rb, act, w->ne0);
 }
 
-/* RMSNorm (ggml_rms_norm, then the weight): y = x / sqrt(mean(x^2) + eps) * w. */
-static inline GPUOS_HD void rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps)
+/* This thread's share [*b, *e) of n items. The elementwise steps are cut
+ * this way; each element is computed as the serial loop would, so the
+ * number of threads changes no bit of the result. */
+static inline GPUOS_HD void part(uint64_t n, uint32_t tid, uint32_t nthreads, uint64_t *b, uint64_t *e)
+{
+	*b = n * tid / nthreads;
+	*e = n * (tid + 1u) / nthreads;
+}
+
+/* This thread's blocks of x[0, n) as type t (the next product's dot type). */
+static inline GPUOS_HD void quantize_part(uint32_t t, const float *x, uint8_t *out, uint64_t n, uint32_t tid,
+					  uint32_t nthreads)
+{
+	uint32_t bytes, e = llama_type_block(t, &bytes);
+	uint64_t b, f;
+	part(n / e, tid, nthreads, &b, &f);
+	if (f > b)
+		llama_quantize_act(t, x + b * e, out + b * bytes, (f - b) * e);
+}
+
+/* RMSNorm's scale (ggml_rms_norm): 1 / sqrt(mean(x^2) + eps), summed in
+ * double in order (one thread). */
+static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps)
 {
 	double sum = 0.0;
 	uint32_t i;
-	float scale;
 	for (i = 0; i < n; i++)
 		sum += (double)(x[i] * x[i]);
-	scale = 1.0f / sqrtf((float)(sum / n) + eps);
-	for (i = 0; i < n; i++)
+	return 1.0f / sqrtf((float)(sum / n) + eps);
+}
+
+/* y = x * scale * w for this thread's blocks of the dot type t, then those
+ * blocks of y as t into out: no barrier between, the blocks are its own. */
+static inline GPUOS_HD void norm_quantize_part(float *y, const float *x, const float *w, float scale, uint32_t t,
+					       uint8_t *out, uint64_t n, uint32_t tid, uint32_t nthreads)
+{
+	uint32_t bytes, e = llama_type_block(t, &bytes);
+	uint64_t b, f, i;
+	part(n / e, tid, nthreads, &b, &f);
+	for (i = b * e; i < f * e; i++)
 		y[i] = x[i] * scale * w[i];
+	if (f > b)
+		llama_quantize_act(t, y + b * e, out + b * bytes, (f - b) * e);
 }
 
 /* RoPE, llama's "normal" mode: pairs (2i, 2i + 1) of the first n_rot
- * dimensions of each head turned by pos * base^(-2i / n_rot). */
-static inline GPUOS_HD void rope(float *v, uint32_t heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos, float base)
+ * dimensions of each head turned by pos * base^(-2i / n_rot); heads
+ * [h0, h1) of v. */
+static inline GPUOS_HD void rope(float *v, uint32_t h0, uint32_t h1, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
+				 float base)
 {
 	float theta_scale = powf(base, -2.0f / (float)n_rot);
 	uint32_t h, i;
-	for (h = 0; h < heads; h++) {
+	for (h = h0; h < h1; h++) {
 		float theta = (float)pos, *p = v + (uint64_t)h * head_dim;
 		for (i = 0; i < n_rot; i += 2) {
 			float c = cosf(theta), s = sinf(theta), x0 = p[i], x1 = p[i + 1];
@@ -895,15 +932,17 @@ static inline GPUOS_HD float silu(float x)
 	return x / (1.0f + expf(-x));
 }
 
-/* x = embedding(token), then every layer, then the logits. Thread 0 does
- * the vector steps, all threads the products. `more`: another token
- * follows (its first streamed layer may be loaded during this one's last).
- * 0, or a load's status. */
+/* x = embedding(token), then every layer, then the logits. Thread 0 loads
+ * and sums the norms; all threads take the products and their parts of
+ * the elementwise steps. `more`: another token follows (its first
+ * streamed layer may be loaded during this one's last). 0, or a load's
+ * status. */
 static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t tok,
 					uint32_t pos, uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
-	uint32_t kvd = m->n_head_kv * m->head_dim, l, i;
+	uint32_t kvd = m->n_head_kv * m->head_dim, hd = m->head_dim, l;
+	uint64_t b, e, i;
 	if (tid == 0) {
 		m->t_token = gpuos_now_ns();
 		/* the embedding row, loaded alone, dequantised */
@@ -920,6 +959,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 	for (l = 0; l < m->n_layer; l++) {
 		const struct wt *w = m->layer[l];
 		uint8_t *mem;
+		uint32_t dq = llama_dot_type(w[T_Q].type);
 		if (tid == 0) {
 			if (l >= m->resident) {
 				uint32_t st;
@@ -936,41 +976,40 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 					stream_post(a, m, m->resident);
 			}
 			m->t_begin[l] = gpuos_now_ns();
-			if (!*fail) {
-				mem = m->layer_mem[l];
-				rmsnorm(m->xb, m->x, (const float *)(mem + w[T_ATTN_NORM].off), m->n_embd, m->eps);
-				llama_quantize_act(llama_dot_type(w[T_Q].type), m->xb, m->act, m->n_embd);
-			}
+			m->scale = rms_scale(m->x, m->n_embd, m->eps);
 		}
-		/* thread 0's layer_mem[l] and *fail reach the others through it */
+		/* thread 0's layer_mem[l], scale and *fail reach the others through it */
 		barrier(sh, nthreads);
 		if (*fail)
 			return *fail;
 		mem = m->layer_mem[l];
+		norm_quantize_part(m->xb, m->x, (const float *)(mem + w[T_ATTN_NORM].off), m->scale, dq, m->act, m->n_embd,
+				   tid, nthreads);
+		barrier(sh, nthreads);
 		matvec(&w[T_Q], mem, m->act, m->q, tid, nthreads);
-		if (llama_dot_type(w[T_K].type) == llama_dot_type(w[T_Q].type) &&
-		    llama_dot_type(w[T_V].type) == llama_dot_type(w[T_Q].type)) {
+		if (llama_dot_type(w[T_K].type) == dq && llama_dot_type(w[T_V].type) == dq) {
 			matvec(&w[T_K], mem, m->act, m->k, tid, nthreads);
 			matvec(&w[T_V], mem, m->act, m->v, tid, nthreads);
 		} else {
 			barrier(sh, nthreads);
-			if (tid == 0)
-				llama_quantize_act(llama_dot_type(w[T_K].type), m->xb, m->act, m->n_embd);
+			quantize_part(llama_dot_type(w[T_K].type), m->xb, m->act, m->n_embd, tid, nthreads);
 			barrier(sh, nthreads);
 			matvec(&w[T_K], mem, m->act, m->k, tid, nthreads);
 			barrier(sh, nthreads);
-			if (tid == 0)
-				llama_quantize_act(llama_dot_type(w[T_V].type), m->xb, m->act, m->n_embd);
+			quantize_part(llama_dot_type(w[T_V].type), m->xb, m->act, m->n_embd, tid, nthreads);
 			barrier(sh, nthreads);
 			matvec(&w[T_V], mem, m->act, m->v, tid, nthreads);
 		}
 		barrier(sh, nthreads);
-		if (tid == 0) {
+		/* RoPE by heads; a KV head's cache row written by whoever turned it */
+		part(m->n_head, tid, nthreads, &b, &e);
+		rope(m->q, (uint32_t)b, (uint32_t)e, hd, m->n_rot, pos, m->rope_base);
+		part(m->n_head_kv, tid, nthreads, &b, &e);
+		rope(m->k, (uint32_t)b, (uint32_t)e, hd, m->n_rot, pos, m->rope_base);
+		{
 			uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx + pos) * kvd;
 			uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx + pos) * kvd;
-			rope(m->q, m->n_head, m->head_dim, m->n_rot, pos, m->rope_base);
-			rope(m->k, m->n_head_kv, m->head_dim, m->n_rot, pos, m->rope_base);
-			for (i = 0; i < kvd; i++) {
+			for (i = b * hd; i < e * hd; i++) {
 				kc[i] = llama_f32_to_f16(m->k[i]);
 				vc[i] = llama_f32_to_f16(m->v[i]);
 			}
@@ -978,48 +1017,55 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		barrier(sh, nthreads);
 		attend(m, l, pos, tid, nthreads);
 		barrier(sh, nthreads);
-		if (tid == 0)
-			llama_quantize_act(llama_dot_type(w[T_O].type), m->xb2, m->act, m->n_embd);
+		quantize_part(llama_dot_type(w[T_O].type), m->xb2, m->act, m->n_embd, tid, nthreads);
 		barrier(sh, nthreads);
 		matvec(&w[T_O], mem, m->act, m->xb, tid, nthreads);
 		barrier(sh, nthreads);
-		if (tid == 0) {
-			for (i = 0; i < m->n_embd; i++)
-				m->x[i] += m->xb[i];
-			rmsnorm(m->xb, m->x, (const float *)(mem + w[T_FFN_NORM].off), m->n_embd, m->eps);
-			llama_quantize_act(llama_dot_type(w[T_GATE].type), m->xb, m->act, m->n_embd);
-		}
+		part(m->n_embd, tid, nthreads, &b, &e);
+		for (i = b; i < e; i++)
+			m->x[i] += m->xb[i];
+		barrier(sh, nthreads);
+		if (tid == 0)
+			m->scale = rms_scale(m->x, m->n_embd, m->eps);
+		barrier(sh, nthreads);
+		norm_quantize_part(m->xb, m->x, (const float *)(mem + w[T_FFN_NORM].off), m->scale,
+				   llama_dot_type(w[T_GATE].type), m->act, m->n_embd, tid, nthreads);
 		barrier(sh, nthreads);
 		matvec(&w[T_GATE], mem, m->act, m->hb, tid, nthreads);
 		if (llama_dot_type(w[T_UP].type) != llama_dot_type(w[T_GATE].type)) {
 			barrier(sh, nthreads);
-			if (tid == 0)
-				llama_quantize_act(llama_dot_type(w[T_UP].type), m->xb, m->act, m->n_embd);
+			quantize_part(llama_dot_type(w[T_UP].type), m->xb, m->act, m->n_embd, tid, nthreads);
 			barrier(sh, nthreads);
 		}
 		matvec(&w[T_UP], mem, m->act, m->hb2, tid, nthreads);
 		barrier(sh, nthreads);
-		if (tid == 0) {
-			for (i = 0; i < m->n_ff; i++)
+		{
+			/* SwiGLU by blocks of the down product's dot type, each
+			 * block then quantised by the thread that made it */
+			uint32_t dd = llama_dot_type(w[T_DOWN].type), bytes, be = llama_type_block(dd, &bytes);
+			part(m->n_ff / be, tid, nthreads, &b, &e);
+			for (i = b * be; i < e * be; i++)
 				m->hb[i] = silu(m->hb[i]) * m->hb2[i];
-			llama_quantize_act(llama_dot_type(w[T_DOWN].type), m->hb, m->act, m->n_ff);
+			if (e > b)
+				llama_quantize_act(dd, m->hb + b * be, m->act + b * bytes, (e - b) * be);
 		}
 		barrier(sh, nthreads);
 		matvec(&w[T_DOWN], mem, m->act, m->xb, tid, nthreads);
 		barrier(sh, nthreads);
-		if (tid == 0)
-			for (i = 0; i < m->n_embd; i++)
-				m->x[i] += m->xb[i];
+		part(m->n_embd, tid, nthreads, &b, &e);
+		for (i = b; i < e; i++)
+			m->x[i] += m->xb[i];
 		/* this layer's slot is loaded again (two streamed layers on) only
-		 * after every thread has left it */
+		 * after every thread has left it; thread 0's next norm sums x */
 		barrier(sh, nthreads);
 		if (tid == 0)
 			m->t_done[l] = gpuos_now_ns();
 	}
-	if (tid == 0) {
-		rmsnorm(m->xb, m->x, (const float *)(m->glob + m->out_norm.off), m->n_embd, m->eps);
-		llama_quantize_act(llama_dot_type(m->output.type), m->xb, m->act, m->n_embd);
-	}
+	if (tid == 0)
+		m->scale = rms_scale(m->x, m->n_embd, m->eps);
+	barrier(sh, nthreads);
+	norm_quantize_part(m->xb, m->x, (const float *)(m->glob + m->out_norm.off), m->scale,
+			   llama_dot_type(m->output.type), m->act, m->n_embd, tid, nthreads);
 	barrier(sh, nthreads);
 	matvec(&m->output, m->glob, m->act, m->logits, tid, nthreads);
 	barrier(sh, nthreads);
