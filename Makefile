@@ -239,9 +239,12 @@ $(GPU_DIR)/lazy_boot: tests/gpu/lazy_boot.c $(BUILD)/libgpuos.a $(BUILD)/boot/cu
 	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
 # apps/embed's programs (static, as the GPU machine needs them) and
-# libgpuos.so for the Python binding come from tests/emu/embed.sh and lib.
+# libgpuos.so for the Python binding come from tests/emu/embed.sh and lib;
+# llama.cpp's answers for the GPU suite's llama checks from
+# tests/gpu/llama_refs.sh (the GPU machine has no node).
 gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok
 	$(Q)bash tests/emu/embed.sh $(BUILD) > $(BUILD)/embed.log 2>&1 || { cat $(BUILD)/embed.log; exit 1; }
+	$(Q)bash tests/gpu/llama_refs.sh $(BUILD)
 gpu-test: gpu-build
 	$(Q)if [ -z "$$GPU_TEST_BUILD_ONLY" ]; then bash tests/gpu/run.sh $(BUILD); fi
 

@@ -70,23 +70,7 @@ print(",".join(m.group(1).split()), m.group(2)) if m else None' "$tmp/eng.out"
 # other: float rounding in another order decides such a tie either way)
 same() {
 	local verdict
-	verdict=$(python3 -c 'import json, sys
-want, got = sys.argv[1].split(), sys.argv[2].split()
-if not want or want != got and len(want) != len(got):
-    sys.exit("no answer" if not got else "%d ids, not %d" % (len(got), len(want)))
-k = next((i for i in range(len(want)) if want[i] != got[i]), None)
-if k is None:
-    sys.exit(0)
-d = json.load(open(sys.argv[3]))
-step = k - 1  # want[0] is the prompt
-top = d.get("top2", [])
-if step < 0 or step >= len(top) or len(top[step]) < 2:
-    sys.exit("first difference at token %d" % k)
-(a, pa), (b, pb) = top[step]
-if str(a) == want[k] and str(b) == got[k] and (pa - pb) / pa < 0.01:
-    print("equal for %d tokens, then a tie llama.cpp itself saw (%d: %.6g, %d: %.6g)" % (step, a, pa, b, pb))
-    sys.exit(0)
-sys.exit("first difference at token %d (llama.cpp: %d %.6g, then %d %.6g)" % (step, a, pa, b, pb))' "$2" "$3" "$tmp/ref.json" 2>&1)
+	verdict=$(python3 tests/tools/llama_same.py "$tmp/ref.json" "$2" "$3" 2>&1)
 	if [ $? -eq 0 ]; then ok "$1${verdict:+ ($verdict)}"; else
 		bad "$1 ($verdict)"
 		echo "       llama.cpp: $2"; echo "       gpuos:     $3"; sed 's/^/       | /' "$tmp/eng.out" | head -5

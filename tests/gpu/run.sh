@@ -96,6 +96,13 @@ GPUOS_LIBRARY=$build/lib/libgpuos.so timeout 300 python3 tests/gpu/python_torch.
 [ $rc -eq 77 ] && echo "   (77: PyTorch or the GPU missing: a failure here, the GPU machine has both)"
 res $rc "Python binding with PyTorch: tensors through DLPack without a copy, equal to the file; matmul parked and after resume"
 
+step "the llama engine on the GPU (issue 19): llama.cpp's tokens, every type, layers streamed through gpuos"
+timeout 500 bash tests/gpu/llama.sh "$build" > /dev/shm/llama-gpu.out 2>&1; rc=$?
+cat /dev/shm/llama-gpu.out
+grep -q "skip:" /dev/shm/llama-gpu.out && rc=1 # the answers are made by make gpu-build: their absence fails
+res $rc "llama engine on the GPU: $(tail -1 /dev/shm/llama-gpu.out)"
+rm -f /dev/shm/llama-gpu.out
+
 step "gpu-null identify"
 timeout 60 "$g" identify --json --device gpu-null; res $? "identify gpu-null"
 
