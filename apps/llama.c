@@ -94,6 +94,7 @@ struct model {
 	uint32_t seq;                       /* streamed loads so far: the next goes to slot[seq & 1] */
 	uint32_t pend_active, pend_layer;   /* the load in flight, if any */
 	uint32_t pend_slot[T_PER_LAYER];    /* its mailbox slots */
+	uint8_t *pend_mem;                  /* and the slot it lands in */
 	uint32_t timeline, by_budget;       /* --timeline; resident count from --vram-gib */
 	uint64_t t_post[MAX_LAYERS], t_ready[MAX_LAYERS], t_begin[MAX_LAYERS], t_done[MAX_LAYERS], t_token;
 	/* activations */
@@ -288,7 +289,8 @@ static inline GPUOS_HD void stream_post(struct gpuos_app_args *a, struct model *
 	layer_dst(m, l, to, idx, dst);
 	gpuos_model_post_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle, idx, dst, T_PER_LAYER,
 				 m->pend_slot);
-	m->layer_mem[l] = to;
+	m->pend_mem = to; /* layer_mem[l] when it lands: with one streamed layer, the
+			   * next token's copy of it is posted while this one computes */
 	m->pend_layer = l;
 	m->pend_active = 1;
 	m->t_post[l] = gpuos_now_ns();
@@ -304,6 +306,7 @@ static inline GPUOS_HD uint32_t stream_wait(struct gpuos_app_args *a, struct mod
 		st = GPUOS_ST_BAD_RANGE;
 	m->pend_active = 0;
 	m->seq++;
+	m->layer_mem[l] = m->pend_mem;
 	m->t_ready[l] = gpuos_now_ns();
 	m->stall_ns += m->t_ready[l] - t0;
 	m->load_bytes += got;

@@ -177,7 +177,8 @@ class Tensor:
         self.offset = offset        # explicit rel offset (sparse/gap layouts)
         self.raw_type = raw_type    # type id written instead (hostile)
         self.raw = raw              # whole tensor info bytes written instead (hostile)
-        self.data = None            # the tensor's bytes, when the caller makes them (llama_derive.py)
+        self.data = None            # the tensor's bytes, or a function(f, size) that writes them, when the
+                                    # caller makes them (llama_derive.py)
 
 
 class Spec:
@@ -295,7 +296,10 @@ def build(spec, path, seed=0):
                 continue
             size = tensor_bytes(GGML_ID[tn.type_name], tn.dims)
             end = max(end, o + size)
-            if tn.data is not None:
+            if callable(tn.data):       # a writer of its own: tn.data(f, size)
+                f.seek(data_offset + o)
+                tn.data(f, size)
+            elif tn.data is not None:
                 if len(tn.data) != size:
                     raise SystemExit("gguf_writer: %s: %d bytes given, its shape takes %d" % (tn.name, len(tn.data), size))
                 f.seek(data_offset + o)

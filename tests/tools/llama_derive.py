@@ -4,6 +4,7 @@
 
 usage: llama_derive.py SOURCE.gguf OUT.gguf --type TYPE [--embd 256] [--ff 512]
                        [--heads 4] [--kv-heads 2] [--layers 2] [--seed N]
+                       [--mix q4_k_m] [--tile]
 
 Keeps every tokenizer.* KV of SOURCE (its vocabulary, scores, token types,
 special ids) and general.architecture, and writes a llama of the given
@@ -12,6 +13,13 @@ output head) in TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K), the
 norms in F32. Quantised blocks hold random quants under binary16 scales of
 a size that keeps the activations in range. The file is written by the
 project's writer (gguf_writer.py). Deterministic for a --seed.
+
+--mix q4_k_m writes attn_v, ffn_down and the output head in Q6_K, as
+llama.cpp's Q4_K_M mostly does. --tile is for models of tens of gigabytes
+(the engine's speed figures, bench/llama_speed.sh): each type's blocks come
+from one tile of 16384 random blocks, every matrix written from a random
+block of it onwards and round (streamed: memory stays small; a few seconds
+a gigabyte, disk-bound).
 """
 import argparse
 import array
@@ -115,6 +123,8 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mix", choices=["q4_k_m"], help="Q6_K for attn_v, ffn_down and output")
+    ap.add_argument("--tile", action="store_true", help="matrices repeat one tile of random blocks (big models)")
     ap.add_argument("--arch", default="llama", help="general.architecture to write (refusal tests)")
     ap.add_argument("--override", action="append", default=[], metavar="NAME=TYPE",
                     help="write tensor NAME in TYPE instead, random bytes (refusal tests)")
@@ -141,10 +151,35 @@ def main():
                       ("llama.rope.freq_base", "float32", 10000.0)):
         spec.kvs.append((key, t, v))
 
+    tiles = {}
+
+    def tiled(type_name, scale):
+        """A writer of n bytes from the type's tile, from a random block on."""
+        if type_name not in tiles:
+            _, blk, _ = gw.GGML[gw.GGML_ID[type_name]] if type_name in gw.GGML_ID else (0, 1, 0)
+            t = tensor_data(rng, type_name, blk * 16384, 1, scale)
+            tiles[type_name] = (t + t, len(t) // 16384)
+        tile, bsize = tiles[type_name]
+        start = rng.randrange(16384) * bsize
+        half = len(tile) // 2
+
+        def write(f, size):
+            pos, at = 0, start
+            while pos < size:
+                n = min(size - pos, half)
+                f.write(tile[at:at + n])
+                pos += n
+                at = (at + n) % half
+        return write
+
     def add(name, type_name, n0, n1, scale):
         type_name = override.pop(name, type_name)
+        if a.mix and n1 > 1 and (name.endswith(("attn_v.weight", "ffn_down.weight")) or name == "output.weight"):
+            type_name = "Q6_K"
         tn = gw.Tensor(name, type_name, [n0] if n1 == 1 else [n0, n1])
-        if type_name in ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"):
+        if a.tile and n1 > 1:
+            tn.data = tiled(type_name, scale)
+        elif type_name in ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"):
             tn.data = tensor_data(rng, type_name, n0, n1, scale)
         else:
             tn.data = rng.randbytes(gw.tensor_bytes(gw.GGML_ID[type_name], tn.dims))
