@@ -142,13 +142,15 @@ for s in $steps; do
 	plot)
 		{
 			echo "set terminal pngcairo size 1200,500; set output 'timeline.png'"
-			echo "set title 'llama engine, the last token: each layer's load (posted to landed) and compute'"
-			echo "set xlabel 'ms from the token's start'; set ylabel 'layer'; set key outside"
+			echo 'set title "llama engine, the last token: each layer'"'"'s load (posted to landed) and compute"'
+			echo 'set xlabel "ms from the start of the token"; set ylabel "layer"; set key outside'
 			plots=()
+			dy=0 # each case a little above the one before, so that none hides another
 			for c in ram ssd4 resident; do
 				[ -s "$out/$c.timeline" ] || continue
-				plots+=("'$c.timeline' using (\$2/1000):1:(\$3/1000-\$2/1000):(0) with vectors nohead lw 3 title '$c load'")
-				plots+=("'$c.timeline' using (\$4/1000):1:(\$5/1000-\$4/1000):(0) with vectors nohead lw 1 title '$c compute'")
+				plots+=("'$c.timeline' using (\$2/1000):(\$1+$dy):(\$3/1000-\$2/1000):(0) with vectors nohead lw 3 title '$c load'")
+				plots+=("'$c.timeline' using (\$4/1000):(\$1+$dy):(\$5/1000-\$4/1000):(0) with vectors nohead lw 1 title '$c compute'")
+				dy=$(awk -v d="$dy" 'BEGIN { print d + 0.25 }')
 			done
 			(IFS=,; echo "plot ${plots[*]}")
 		} > "$out/timeline.gp"
