@@ -73,14 +73,6 @@ __host__ __device__ static void block_sync(void)
 #endif
 }
 
-__host__ __device__ static void block_add(unsigned long long *acc, uint64_t v)
-{
-#ifdef __CUDA_ARCH__
-	atomicAdd(acc, (unsigned long long)v);
-#else
-	*acc += v;
-#endif
-}
 
 /* Layer L's tensors, their sizes and places at data (one thread). */
 __host__ __device__ static uint32_t layer_tensors(struct gpuos_mbox *mb, struct ctl *c, uint32_t L, uint8_t *data)
@@ -120,13 +112,15 @@ __host__ __device__ static void plan(struct gpuos_mbox *mb, struct ctl *c)
 }
 
 /* Second pass (all threads of a block): thread 0 loads layer after layer
- * into data, then every thread sums a strided share of each tensor's words. */
+ * into data, then every thread sums a strided share of each tensor's words
+ * into parts[tid], and thread 0 adds the parts (no atomics: the barrier
+ * orders the parts before it reads them). */
 __host__ __device__ static void run(struct gpuos_mbox *mb, struct ctl *c, struct layer_out *out, uint8_t *data,
-				    uint32_t tid, uint32_t nth, unsigned long long *acc)
+				    uint32_t tid, uint32_t nth, uint64_t *parts)
 {
 	uint32_t L, i;
 	for (L = 0; L < c->res.n_layers; L++) {
-		uint64_t got = 0, w;
+		uint64_t got = 0, w, mine = 0;
 		if (tid == 0) {
 			uint32_t st = layer_tensors(mb, c, L, data);
 			if (st == GPUOS_ST_OK && c->n)
@@ -135,20 +129,26 @@ __host__ __device__ static void run(struct gpuos_mbox *mb, struct ctl *c, struct
 			c->res.layer = (int32_t)L;
 			out[L].tensors = c->n;
 			out[L].bytes = got;
-			*acc = 0;
 		}
 		block_sync();
 		if (c->res.status != GPUOS_ST_OK)
 			break;
 		for (i = 0; i < c->n; i++) {
-			uint64_t part = 0, len = c->t[i].size;
+			uint64_t len = c->t[i].size;
 			for (w = tid; w < gpuos_bench_words(len); w += nth)
-				part += gpuos_bench_sum_words(c->dst[i], len, 0, w, 1);
-			block_add(acc, part);
+				mine += gpuos_bench_sum_words(c->dst[i], len, 0, w, 1);
 		}
+		parts[tid] = mine;
 		block_sync();
-		if (tid == 0)
-			out[L].sum = *acc;
+		if (tid == 0) {
+			uint64_t sum = 0;
+			for (i = 0; i < nth; i++)
+				sum += parts[i];
+			out[L].sum = sum;
+		}
+		/* the parts are written again for the next layer only after
+		 * thread 0 has read them */
+		block_sync();
 	}
 	if (tid == 0)
 		gpuos_close(mb, c->res.handle);
@@ -161,8 +161,8 @@ __global__ void plan_kernel(struct gpuos_mbox *mb, struct ctl *c)
 
 __global__ void run_kernel(struct gpuos_mbox *mb, struct ctl *c, struct layer_out *out, uint8_t *data)
 {
-	__shared__ unsigned long long acc;
-	run(mb, c, out, data, threadIdx.x, blockDim.x, &acc);
+	__shared__ uint64_t parts[THREADS];
+	run(mb, c, out, data, threadIdx.x, blockDim.x, parts);
 }
 
 /* Memory of the program's own, registered as a destination: cudaMalloc'd
@@ -277,8 +277,8 @@ int main(int argc, char **argv)
 		if (cudaGetLastError() != cudaSuccess)
 			goto cuda_failed;
 	} else {
-		unsigned long long acc;
-		run(mb, c, out, data, 0, 1, &acc);
+		uint64_t part;
+		run(mb, c, out, data, 0, 1, &part);
 	}
 	if (copy(stream, h, c, offsetof(struct ctl, path), cudaMemcpyDeviceToHost) ||
 	    copy(stream, lo, out, h->res.n_layers * sizeof(*lo), cudaMemcpyDeviceToHost))

@@ -31,6 +31,9 @@ if [ ! -x "$build/gpuos" ] || [ ! -f "$build/lib/libgpuos.so" ]; then
 	summary
 fi
 build=$(cd "$build" && pwd)
+# make's dependency files name objects by the BUILD it was given (build/...):
+# an absolute BUILD would match none of them and relink stale objects
+mk_build=$(realpath --relative-to="$root" "$build")
 tmp=$(mktemp -d /tmp/gpuos-embed.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export GPUOS_QUIET_HOST=1 LC_ALL=C
@@ -38,7 +41,7 @@ export GPUOS_QUIET_HOST=1 LC_ALL=C
 # ---- install, build ---------------------------------------------------------------
 echo "== make install DESTDIR=$build/root, the examples built against it"
 rm -rf "$build/root"
-make --no-print-directory BUILD="$build" -o "$build/gpuos" DESTDIR="$build/root" PREFIX=/usr/local install \
+make --no-print-directory BUILD="$mk_build" -o "$mk_build/gpuos" DESTDIR="$build/root" PREFIX=/usr/local install \
 	> "$tmp/make.log" 2>&1
 rc=$?
 check "make install DESTDIR=$build/root: exit 0" test $rc -eq 0
