@@ -168,18 +168,7 @@ make_model() { # once; 0 when $mdir holds model.gguf, model.json, table.txt and 
 	echo "## the model: $layers layers of $layer_mib MiB"
 	timeout 600 python3 "$root/tests/tools/gguf_writer.py" --case demo --layers "$layers" --layer-mib "$layer_mib" \
 		"$mdir/src/model.gguf" --json "$mdir/model.json" > /dev/null || return 1
-	python3 - "$mdir/model.json" > "$mdir/table.txt" <<'PY' || return 1
-import json, re, sys
-ts = json.load(open(sys.argv[1]))["tensors"]
-lay = {}
-for t in sorted(ts, key=lambda t: t["abs_offset"]):
-    m = re.match(r"blk\.(\d+)\.", t["name"])
-    if m:
-        lay.setdefault(int(m.group(1)), []).append(t)
-for n in sorted(lay):
-    for rank, t in enumerate(lay[n]):
-        print(n, rank, t["abs_offset"], t["byte_size"])
-PY
+	python3 "$here/layer_table.py" "$mdir/model.json" > "$mdir/table.txt" || return 1
 	local bytes
 	bytes=$(stat -c %s "$mdir/src/model.gguf")
 	echo "   $bytes bytes"

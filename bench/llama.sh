@@ -89,18 +89,7 @@ step_make() {
 	say "image in $((SECONDS - t0)) s"
 	# the layer table of the baseline: "LAYER RANK ABS_OFFSET BYTES", file order
 	GPUOS_QUIET_HOST=1 "$g" gguf --host --json --device "emu:$dir/model.img" /m.gguf > "$dir/model.json" || return 1
-	python3 - "$dir/model.json" > "$dir/table.txt" <<'PY' || return 1
-import json, re, sys
-d = json.load(open(sys.argv[1]))
-lay = {}
-for t in sorted(d["tensors"], key=lambda t: t["abs_offset"]):
-    m = re.match(r"blk\.(\d+)\.", t["name"])
-    if m:
-        lay.setdefault(int(m.group(1)), []).append(t)
-for n in sorted(lay):
-    for rank, t in enumerate(lay[n]):
-        print(n, rank, t["abs_offset"], t["byte_size"])
-PY
+	python3 "$root/bench/layer_table.py" "$dir/model.json" > "$dir/table.txt" || return 1
 }
 
 # CASE DEVICE APP_OPTIONS...: one engine run; 2 tokens after a 1-token prompt
