@@ -95,6 +95,7 @@ struct model {
 	uint32_t pend_active, pend_layer;   /* the load in flight, if any */
 	uint32_t pend_slot[T_PER_LAYER];    /* its mailbox slots */
 	uint8_t *pend_mem;                  /* and the slot it lands in */
+	uint64_t pend_t;                    /* and when it was posted */
 	uint32_t timeline, by_budget;       /* --timeline; resident count from --vram-gib */
 	uint64_t t_post[MAX_LAYERS], t_ready[MAX_LAYERS], t_begin[MAX_LAYERS], t_done[MAX_LAYERS], t_token;
 	/* activations */
@@ -293,7 +294,7 @@ static inline GPUOS_HD void stream_post(struct gpuos_app_args *a, struct model *
 			   * next token's copy of it is posted while this one computes */
 	m->pend_layer = l;
 	m->pend_active = 1;
-	m->t_post[l] = gpuos_now_ns();
+	m->pend_t = gpuos_now_ns(); /* t_post[l] when it lands: the row stays this token's */
 }
 
 /* Wait for the load in flight; the time waited is compute stalled. */
@@ -307,6 +308,7 @@ static inline GPUOS_HD uint32_t stream_wait(struct gpuos_app_args *a, struct mod
 	m->pend_active = 0;
 	m->seq++;
 	m->layer_mem[l] = m->pend_mem;
+	m->t_post[l] = m->pend_t;
 	m->t_ready[l] = gpuos_now_ns();
 	m->stall_ns += m->t_ready[l] - t0;
 	m->load_bytes += got;
@@ -450,7 +452,7 @@ static inline GPUOS_HD int64_t gib_bytes(const char *s)
 			frac = frac * 10u + (uint64_t)(*p - '0');
 			scale *= 10u;
 		}
-	if (p == s || *p || whole >= 1000000u)
+	if (p == s || *p || whole >= 1000000u || (p == s + 1 && *s == '.'))
 		return -1;
 	return (int64_t)((whole << 30) + (frac << 30) / scale);
 }
@@ -891,6 +893,12 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			}
 			m->slot[0] = slot ? bump(&at, slot) : NULL;
 			m->slot[1] = slot ? bump(&at, slot) : NULL;
+			/* a streamed layer's loads stay in the mailbox until collected,
+			 * beside the embedding row's */
+			if (slot && ((struct gpuos_mbox *)(uintptr_t)a->mbox)->nslots < T_PER_LAYER + 1u) {
+				rs(r, "llama: streaming a layer needs a mailbox of at least 10 slots (--mbox-slots)\n");
+				return -1;
+			}
 			m->seq = 0;
 			m->pend_active = 0;
 		}
@@ -1197,7 +1205,7 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		rs(&r, " ms for them");
 		rs(&r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
 	}
-	if (m->timeline && !fail) {
+	if (m->timeline && !fail && n_all > 1u) { /* a forward pass ran */
 		/* the last token's layers, microseconds from its start */
 		uint32_t l;
 		rs(&r, "timeline: layer load_posted load_landed compute_begin compute_end (us from the last token's start)\n");
