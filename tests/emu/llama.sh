@@ -56,16 +56,14 @@ mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/img" 320M > /dev/null 2>&1 || { bad "mk
 ref() {
 	node tests/tools/llama_ref.mjs generate "$tmp/src/$1.gguf" --prompt "$2" --tokens $N --ignore-eos \
 		--no-flash-attention --top2 > "$tmp/ref.json" 2> "$tmp/ref.err"
-	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(",".join(map(str, d["prompt_tokens"])), " ".join(map(str, d["tokens"])))' "$tmp/ref.json"
+	python3 tests/tools/llama_same.py --want "$tmp/ref.json"
 }
 # the engine's prompt ids and generated ids, printed as ref prints them:
 # model, prompt text, gpuos run's options, the app's options
 eng() {
 	timeout 120 "$g" run "$app" --host --device "emu:$tmp/img" --vram-mib 160 --heap-mib 320 ${3:-} -- "/$1.gguf" \
 		--prompt "$2" --ignore-eos --tokens $N ${4:-} > "$tmp/eng.out" 2>&1
-	python3 -c 'import re, sys
-m = re.search(r"^tokens: (.*) \| (.*)$", open(sys.argv[1]).read(), re.M)
-print(",".join(m.group(1).split()), m.group(2)) if m else None' "$tmp/eng.out"
+	python3 tests/tools/llama_same.py --got "$tmp/eng.out"
 }
 # name, want, got: equal; or equal up to a step where llama.cpp itself was
 # torn between its token and ours (its two likeliest, within 1 % of each

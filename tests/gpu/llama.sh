@@ -45,11 +45,9 @@ eng() {
 	read -r _ _ _ _ tokens prompt < <(grep "^$name " tests/gpu/llama_cases.txt)
 	timeout 300 "$g" run "$app" --require-gpu --device "emu:$tmp/img" --vram-mib 256 --heap-mib 512 ${geom:---grid 8 --block 128} -- \
 		"/$name.gguf" --prompt "$prompt" --ignore-eos --tokens "$tokens" "$@" > "$tmp/eng.out" 2>&1
-	python3 -c 'import re, sys
-m = re.search(r"^tokens: (.*) \| (.*)$", open(sys.argv[1]).read(), re.M)
-print(",".join(m.group(1).split()), m.group(2)) if m else None' "$tmp/eng.out"
+	python3 tests/tools/llama_same.py --got "$tmp/eng.out"
 }
-want() { python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(",".join(map(str, d["prompt_tokens"])), " ".join(map(str, d["tokens"])))' "$refs/$1.json"; }
+want() { python3 tests/tools/llama_same.py --want "$refs/$1.json"; }
 same() { # TEXT NAME GOT
 	local verdict
 	verdict=$(python3 tests/tools/llama_same.py "$refs/$2.json" "$(want "$2")" "$3" 2>&1)
