@@ -103,20 +103,22 @@ void gpuos_ctrl_close(struct gpuos_ctrl *c)
 	free(c);
 }
 
-int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out)
+int gpuos_dma_alloc_on(struct gpuos_ctrl *c, struct gpuos_gpu *gpu, size_t len, enum gpuos_mem_kind kind, int map,
+		       struct gpuos_dma *out)
 {
 	int r;
 
 	memset(out, 0, sizeof(*out));
 	len = GPUOS_ALIGN_UP(len, (size_t)4096);
 	out->len = len;
-	if (c->gpu && kind == GPUOS_MEM_VRAM) {
-		r = gpuos_gpu_dev_alloc(c->gpu, len, &out->rt);
+	out->gpu = gpu;
+	if (gpu && kind == GPUOS_MEM_VRAM) {
+		r = gpuos_gpu_dev_alloc(gpu, len, &out->rt);
 		if (r)
 			return r;
-		r = gpuos_gpu_memset(c->gpu, out->rt, 0, len);
+		r = gpuos_gpu_memset(gpu, out->rt, 0, len);
 		if (r) {
-			gpuos_gpu_dev_free(c->gpu, out->rt);
+			gpuos_gpu_dev_free(gpu, out->rt);
 			return r;
 		}
 		out->vram = 1;
@@ -125,15 +127,15 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 		if (r)
 			return r;
 		out->rt = (uint64_t)(uintptr_t)out->host;
-		if (c->gpu && (r = gpuos_gpu_host_register(c->gpu, out->host, len, &out->rt))) {
+		if (gpu && (r = gpuos_gpu_host_register(gpu, out->host, len, &out->rt))) {
 			c->ops->free(c, out->host, out->iova, len);
 			memset(out, 0, sizeof(*out));
 			return r;
 		}
 		out->ctrl_mem = 1;
 		return 0;
-	} else if (c->gpu) {
-		r = gpuos_gpu_host_alloc(c->gpu, len, &out->host, &out->rt);
+	} else if (gpu) {
+		r = gpuos_gpu_host_alloc(gpu, len, &out->host, &out->rt);
 		if (r)
 			return r;
 	} else {
@@ -157,11 +159,16 @@ int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, 
 	return 0;
 }
 
+int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out)
+{
+	return gpuos_dma_alloc_on(c, c->gpu, len, kind, map, out);
+}
+
 void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d)
 {
 	if (d->ctrl_mem) {
-		if (c->gpu)
-			gpuos_gpu_host_unregister(c->gpu, d->host);
+		if (d->gpu)
+			gpuos_gpu_host_unregister(d->gpu, d->host);
 		c->ops->free(c, d->host, d->iova, d->len);
 		memset(d, 0, sizeof(*d));
 		return;
@@ -169,9 +176,9 @@ void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d)
 	if (d->iova)
 		c->ops->unmap(c, d->iova, d->len);
 	if (d->vram)
-		gpuos_gpu_dev_free(c->gpu, d->rt);
-	else if (c->gpu)
-		gpuos_gpu_host_free(c->gpu, d->host);
+		gpuos_gpu_dev_free(d->gpu, d->rt);
+	else if (d->gpu)
+		gpuos_gpu_host_free(d->gpu, d->host);
 	else
 		munmap(d->host, d->len);
 	memset(d, 0, sizeof(*d));

@@ -115,11 +115,17 @@ struct gpuos_dma {
 	size_t len;
 	int vram;
 	int ctrl_mem;     /* from ops->alloc: ops->free releases it */
+	struct gpuos_gpu *gpu; /* the GPU whose memory (VRAM, pinned) it is; NULL in host mode */
 };
 
 /* Allocate len bytes (rounded up to 4 KiB, zeroed) and map them for the
  * controller unless map == 0. 0 or -ENOMEM / the controller's map error. */
 int gpuos_dma_alloc(struct gpuos_ctrl *c, size_t len, enum gpuos_mem_kind kind, int map, struct gpuos_dma *out);
+/* The same on a given GPU's memory (a group's runtime on another GPU than
+ * the controller's, docs/design.md "Scale-out"); gpuos_dma_alloc is it on
+ * the controller's GPU. */
+int gpuos_dma_alloc_on(struct gpuos_ctrl *c, struct gpuos_gpu *gpu, size_t len, enum gpuos_mem_kind kind, int map,
+		       struct gpuos_dma *out);
 void gpuos_dma_free(struct gpuos_ctrl *c, struct gpuos_dma *d);
 
 /* Register operations of one member for the host side of bring-up (port.h's

@@ -55,6 +55,16 @@ struct gpuos_gpu_module {
 
 static const char *cu_err(struct gpuos_gpu *g, CUresult r);
 
+/* The CUDA runtime acts on the calling thread's current device (and the
+ * Driver API on its primary context, current with it): every call on g's
+ * behalf makes g's device current first. Several runtimes of a group may
+ * run on different GPUs of one process (docs/design.md, "Scale-out"). */
+static void use(const struct gpuos_gpu *g)
+{
+	if (g)
+		(void)cudaSetDevice(g->dev);
+}
+
 static int entry(const char *sym, void **fn)
 {
 	enum cudaDriverEntryPointQueryResult q;
@@ -106,7 +116,7 @@ int gpuos_gpu_mps(char *dir, size_t len)
 	return mps_daemon_alive();
 }
 
-int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
+int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen)
 {
 	struct gpuos_gpu *g;
 	struct cudaDeviceProp prop;
@@ -156,7 +166,7 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 		CUresult (*ctx_state)(CUdevice, unsigned *, int *) = NULL;
 		unsigned flags = 0;
 		int active = 0;
-		if (!entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) && ctx_state(0, &flags, &active) == CUDA_SUCCESS &&
+		if (!entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) && ctx_state((CUdevice)dev, &flags, &active) == CUDA_SUCCESS &&
 		    active) {
 			snprintf(why, whylen,
 				 "CUDA was initialised before gpuos_boot with CUDA_DEVICE_MAX_CONNECTIONS %d: set "
@@ -165,16 +175,28 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 			return -EPERM;
 		}
 	}
+	if (dev >= (uint32_t)n) {
+		snprintf(why, whylen, "no GPU %u: this machine has %d (0 to %d)", dev, n, n - 1);
+		return -ENODEV;
+	}
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	g->dev = 0;
+	g->dev = (int)dev;
 	pthread_mutex_init(&g->lock, NULL);
 	/* Host threads that wait for the GPU sleep instead of spinning: after
 	 * boot the CPU has nothing to do, and should use no time doing it. */
-	cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost);
-	if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-		snprintf(why, whylen, "cannot open GPU 0");
+	if (dev == 0) {
+		cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost);
+	} else {
+		/* cudaSetDeviceFlags sets the current device's, which is GPU 0
+		 * until cudaSetDevice below makes g's current (and its context) */
+		CUresult (*set_flags)(CUdevice, unsigned) = NULL;
+		if (!entry("cuDevicePrimaryCtxSetFlags", (void **)&set_flags))
+			(void)set_flags((CUdevice)dev, CU_CTX_SCHED_BLOCKING_SYNC | CU_CTX_MAP_HOST);
+	}
+	if (cudaSetDevice(g->dev) != cudaSuccess || cudaGetDeviceProperties(&prop, g->dev) != cudaSuccess) {
+		snprintf(why, whylen, "cannot open GPU %u", dev);
 		free(g);
 		return -ENODEV;
 	}
@@ -182,7 +204,7 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 	{
 		/* the gather kernel reads pinned sources by their host address */
 		int same = 0;
-		g->host_ptr_is_dev = cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, 0) ==
+		g->host_ptr_is_dev = cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, g->dev) ==
 					     cudaSuccess && same;
 	}
 	g->sm = prop.major * 10 + prop.minor;
@@ -247,11 +269,35 @@ int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
 
 void gpuos_gpu_close(struct gpuos_gpu *g)
 {
+	use(g);
 	if (!g)
 		return;
 	for (int i = 0; i < GPUOS_STREAMS; i++)
 		cudaStreamDestroy(g->stream[i]);
 	free(g);
+}
+
+int gpuos_gpu_peer(struct gpuos_gpu *g, struct gpuos_gpu *to, char *why, size_t whylen)
+{
+	int can = 0;
+	cudaError_t e;
+	if (g->dev == to->dev)
+		return 0;
+	if (cudaDeviceCanAccessPeer(&can, g->dev, to->dev) != cudaSuccess || !can) {
+		snprintf(why, whylen, "GPU %d cannot reach GPU %d's memory (no peer access between them)", g->dev, to->dev);
+		return -EOPNOTSUPP;
+	}
+	use(g);
+	e = cudaDeviceEnablePeerAccess(to->dev, 0);
+	if (e == cudaErrorPeerAccessAlreadyEnabled) {
+		(void)cudaGetLastError();
+		e = cudaSuccess;
+	}
+	if (e != cudaSuccess) {
+		snprintf(why, whylen, "peer access from GPU %d to GPU %d: %s", g->dev, to->dev, cudaGetErrorString(e));
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 const char *gpuos_gpu_name(const struct gpuos_gpu *g) { return g->name; }
@@ -261,6 +307,7 @@ int gpuos_gpu_sm_count(const struct gpuos_gpu *g) { return g->sm_count; }
 int gpuos_gpu_host_alloc(struct gpuos_gpu *g, size_t len, void **host, uint64_t *dev)
 {
 	void *p = NULL, *d = NULL;
+	use(g);
 	(void)g;
 	if (cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
 		return -ENOMEM;
@@ -284,6 +331,7 @@ void gpuos_gpu_host_free(struct gpuos_gpu *g, void *host)
 int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev)
 {
 	void *d = NULL;
+	use(g);
 	(void)g;
 	if (cudaHostRegister(host, len, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess)
 		return -ENOMEM;
@@ -306,6 +354,7 @@ int gpuos_gpu_host_adopt(struct gpuos_gpu *g, void *host, size_t len, uint64_t *
 	void *d = NULL;
 	struct cudaPointerAttributes a;
 	cudaError_t e;
+	use(g);
 	(void)g;
 	*pinned = 0;
 	/* The caller's own pinning (cudaHostAlloc, cudaHostRegister): take it
@@ -352,6 +401,7 @@ int gpuos_gpu_is_device(struct gpuos_gpu *g, const void *ptr, size_t len)
 int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why,
 			  size_t whylen)
 {
+	use(g);
 	void *p = (void *)(uintptr_t)mmio, *d = NULL;
 	int ok = 0;
 	cudaError_t e;
@@ -401,6 +451,7 @@ void gpuos_gpu_io_unregister(struct gpuos_gpu *g, volatile void *mmio)
 int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev)
 {
 	void *p = NULL;
+	use(g);
 	(void)g;
 	if (cudaMalloc(&p, len) != cudaSuccess)
 		return -ENOMEM;
@@ -410,6 +461,7 @@ int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev)
 
 void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev)
 {
+	use(g);
 	(void)g;
 	/* cudaFree synchronises the device: never while the runtime spins
 	 * (docs/platform.md); callers free only after it has stopped. */
@@ -481,6 +533,7 @@ static cudaStream_t my_stream(void)
 
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device)
 {
+	use(g);
 	cudaStream_t s = my_stream();
 	(void)g;
 	if (!s)
@@ -492,6 +545,7 @@ int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, 
 
 void gpuos_gpu_thread_init(struct gpuos_gpu *g)
 {
+	use(g);
 	struct chan *c = my_chan();
 	if (!c || c->dma)
 		return;
@@ -662,6 +716,7 @@ int gpuos_gpu_dma_poll(struct gpuos_gpu *g, uint64_t ticket)
 int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size_t whylen)
 {
 	int r = 0;
+	use(g);
 	pthread_mutex_lock(&g->lock);
 	if (!g->module || g->image != image) {
 		CUresult cr = g->module_load_data(&g->module, image);
@@ -678,6 +733,7 @@ int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size
 
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len)
 {
+	use(g);
 	cudaStream_t s = my_stream();
 	(void)g;
 	if (!s)
@@ -733,6 +789,7 @@ int gpuos_gpu_vmm_reserve(struct gpuos_gpu *g, size_t len, uint64_t *va)
 {
 	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 	CUdeviceptr p = 0;
+	use(g);
 	(void)g;
 	if (entry("cuMemAddressReserve", (void **)&reserve))
 		return -ENOSYS;
@@ -759,6 +816,7 @@ int gpuos_gpu_vmm_map_new(struct gpuos_gpu *g, uint64_t va, size_t len, uint64_t
 	CUmemGenericAllocationHandle h;
 	CUmemAllocationProp p;
 	int f = -1;
+	use(g);
 
 	if (entry("cuMemCreate", (void **)&create) || entry("cuMemMap", (void **)&map) ||
 	    entry("cuMemExportToShareableHandle", (void **)&exp) || entry("cuMemRelease", (void **)&release))
@@ -862,6 +920,7 @@ static int launch(struct gpuos_gpu *g, int stream, const void *image, const char
 	CUfunction fn;
 	CUresult r;
 	void *params[1];
+	use(g);
 
 	if (!g->module || g->image != image) {
 		r = g->module_load_data(&g->module, image);
@@ -899,6 +958,7 @@ int gpuos_gpu_launch_value(struct gpuos_gpu *g, int stream, const void *image, c
 
 int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen)
 {
+	use(g);
 	cudaError_t e = cudaStreamSynchronize(g->stream[stream]);
 	if (e != cudaSuccess) {
 		snprintf(why, whylen, "%s kernel failed: %s", stream == GPUOS_STREAM_CLIENT ? "the client" : "runtime",
@@ -920,6 +980,7 @@ int gpuos_gpu_module_load(struct gpuos_gpu *g, const void *image, const char *en
 	struct gpuos_gpu_module *m;
 	int local = 0, maxt = 0;
 	CUresult r;
+	use(g);
 
 	*out = NULL;
 	m = calloc(1, sizeof(*m));
@@ -956,6 +1017,7 @@ int gpuos_gpu_module_load(struct gpuos_gpu *g, const void *image, const char *en
 
 void gpuos_gpu_module_unload(struct gpuos_gpu *g, struct gpuos_gpu_module *m)
 {
+	use(g);
 	if (!m)
 		return;
 	/* Parked: unloading synchronises with the device like cudaFree. */
@@ -966,6 +1028,7 @@ void gpuos_gpu_module_unload(struct gpuos_gpu *g, struct gpuos_gpu_module *m)
 int gpuos_gpu_stack_reserve(struct gpuos_gpu *g, size_t bytes, char *why, size_t whylen)
 {
 	size_t cur = 0;
+	use(g);
 	(void)g;
 	if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess) {
 		(void)cudaGetLastError();
@@ -991,6 +1054,7 @@ int gpuos_gpu_module_launch(struct gpuos_gpu *g, struct gpuos_gpu_module *m, int
 {
 	void *params[1];
 	CUresult r;
+	use(g);
 	params[0] = &arg;
 	r = g->launch_kernel(m->fn, grid, 1, 1, block, 1, 1, 0, (CUstream)g->stream[stream], params, NULL);
 	if (r != CUDA_SUCCESS) {

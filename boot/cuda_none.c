@@ -5,13 +5,15 @@
 
 #include "gpu.h"
 
-int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen)
+int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen)
 {
+	(void)dev;
 	*out = NULL;
 	snprintf(why, whylen, "this gpuos binary is built without CUDA (host mode only)");
 	return -ENODEV;
 }
 void gpuos_gpu_close(struct gpuos_gpu *g) { (void)g; }
+int gpuos_gpu_peer(struct gpuos_gpu *g, struct gpuos_gpu *to, char *why, size_t whylen) { (void)g; (void)to; snprintf(why, whylen, "no CUDA"); return -EOPNOTSUPP; }
 const char *gpuos_gpu_name(const struct gpuos_gpu *g) { (void)g; return "none"; }
 int gpuos_gpu_sm(const struct gpuos_gpu *g) { (void)g; return 0; }
 int gpuos_gpu_sm_count(const struct gpuos_gpu *g) { (void)g; return 0; }

@@ -24,13 +24,19 @@
 
 struct gpuos_gpu;
 
-/* Open the first GPU. -ENODEV (with the reason in why) when there is no
- * driver or no device: the caller runs in host mode. Sets
+/* Open GPU dev (a CUDA device ordinal, 0 the first). -ENODEV (with the
+ * reason in why) when there is no driver or no such device: the caller
+ * runs in host mode. Every call on g makes its device the calling
+ * thread's current one. Sets
  * CUDA_MODULE_LOADING=EAGER first (a lazy load while the runtime spins
  * deadlocks, docs/platform.md). -EPERM when CUDA was started before with
  * lazy loading: the caller refuses to boot (never CPU threads instead). */
-int gpuos_gpu_open(struct gpuos_gpu **out, char *why, size_t whylen);
+int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen);
 void gpuos_gpu_close(struct gpuos_gpu *g);
+/* Let g (its kernels and copies) reach to's memory, another GPU's: peer
+ * access (NVLink or PCIe), for a group's runtimes on several GPUs. 0, or
+ * -EOPNOTSUPP with the reason in why. */
+int gpuos_gpu_peer(struct gpuos_gpu *g, struct gpuos_gpu *to, char *why, size_t whylen);
 const char *gpuos_gpu_name(const struct gpuos_gpu *g);
 /* 1 if an MPS control daemon serves this machine (its pipe directory,
  * CUDA_MPS_PIPE_DIRECTORY or /tmp/nvidia-mps, holds its control endpoint and

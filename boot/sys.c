@@ -23,7 +23,7 @@ void gpuos_boot_opts_default(struct gpuos_boot_opts *o)
 
 /* The GPU the runtime will run on, with the runtime image loaded; or none:
  * host mode, asked for or because no GPU can be used (a notice says why). */
-static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
+int gpuos_sys_open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	char why[320];
 	int r = 0;
@@ -41,7 +41,7 @@ static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 	}
 	if (!gpuos_rt_image)
 		snprintf(why, sizeof(why), "this binary carries no GPU runtime image");
-	if (!gpuos_rt_image || (r = gpuos_gpu_open(&s->gpu, why, sizeof(why)))) {
+	if (!gpuos_rt_image || (r = gpuos_gpu_open(&s->gpu, s->opts.gpu, why, sizeof(why)))) {
 		s->gpu = NULL;
 		if (r == -EPERM) { /* a GPU gpuos must not use as things are: never CPU threads instead */
 			snprintf(err, errlen, "%s", why);
@@ -67,7 +67,7 @@ static int open_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 static void fill_info(struct gpuos_sys *s)
 {
 	struct gpuos_info *i = &s->info;
-	const struct gpuos_nvme_dev *a = &s->nvme[0];
+	const struct gpuos_nvme_dev *nv = gpuos_sys_ctrls(s)->nvme, *a = &nv[0];
 	uint32_t m;
 	memcpy(i->model, a->model, sizeof(i->model));
 	memcpy(i->serial, a->serial, sizeof(i->serial));
@@ -89,12 +89,12 @@ static void fill_info(struct gpuos_sys *s)
 		struct gpuos_ctrl_info *c = &i->ctrl[m];
 		const struct gpuos_ctrl_member *cm = &s->ctrl->member[m];
 		snprintf(c->name, sizeof(c->name), "%s", cm->name);
-		memcpy(c->model, s->nvme[m].model, sizeof(c->model));
-		memcpy(c->serial, s->nvme[m].serial, sizeof(c->serial));
-		memcpy(c->firmware, s->nvme[m].firmware, sizeof(c->firmware));
-		c->namespace_lbas = s->nvme[m].ns_lbas;
-		c->io_queues = s->nvme[m].io_queues;
-		c->mdts_bytes = s->nvme[m].mdts_bytes;
+		memcpy(c->model, nv[m].model, sizeof(c->model));
+		memcpy(c->serial, nv[m].serial, sizeof(c->serial));
+		memcpy(c->firmware, nv[m].firmware, sizeof(c->firmware));
+		c->namespace_lbas = nv[m].ns_lbas;
+		c->io_queues = nv[m].io_queues;
+		c->mdts_bytes = nv[m].mdts_bytes;
 		c->gbps = cm->gbps;
 		c->iops = cm->iops;
 		c->latency_us = cm->latency_us;
@@ -102,8 +102,10 @@ static void fill_info(struct gpuos_sys *s)
 }
 
 /* Free everything a system holds, the runtime stopped first; what is not
- * there is skipped, so that a failure at any step of gpuos_boot ends here. */
-static void teardown(struct gpuos_sys *s)
+ * there is skipped, so that a failure at any step of gpuos_boot ends here.
+ * A group's other runtimes leave the controllers to their owner, which is
+ * torn down last (sys_group.c). */
+void gpuos_sys_teardown(struct gpuos_sys *s)
 {
 	char e[256];
 
@@ -116,10 +118,11 @@ static void teardown(struct gpuos_sys *s)
 	gpuos_sys_load_fini(s);
 	gpuos_sys_free_shm(s);
 	free(s->desc);
-	if (s->ctrl)
+	if (s->ctrl && !s->owner)
 		gpuos_ctrl_close(s->ctrl);
 	if (s->gpu)
 		gpuos_gpu_close(s->gpu);
+	pthread_mutex_destroy(&s->admin_lock);
 	free(s);
 }
 
@@ -130,10 +133,11 @@ int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, cha
 	if (!s)
 		return -ENOMEM;
 	s->opts = *o;
+	pthread_mutex_init(&s->admin_lock, NULL);
 	/* identify needs no runtime; only gpu-null needs the GPU to exist at all */
 	s->opts.quiet = 1;
 	s->opts.host_mode = o->host_mode || !o->device || strncmp(o->device, "gpu-null", 8) != 0;
-	r = open_gpu(s, err, errlen);
+	r = gpuos_sys_open_gpu(s, err, errlen);
 	if (!r)
 		r = gpuos_sys_bring_up(s, err, errlen);
 	if (!r && s->ctrl->ops->loopback)
@@ -145,7 +149,7 @@ int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, cha
 		*info = s->info;
 		r = gpuos_sys_shutdown_ctrls(s, err, errlen);
 	}
-	teardown(s);
+	gpuos_sys_teardown(s);
 	return r;
 }
 
@@ -161,12 +165,13 @@ static void print_notices(const struct gpuos_boot_opts *o, const struct gpuos_pl
 
 /* Ask every controller for the queue pairs the options want (plan step 2);
  * gpu-null grants what it is asked. */
-static int grant_queues(struct gpuos_sys *s, const struct gpuos_boot_opts *o, struct gpuos_plan_in *in, char *err,
-			size_t errlen)
+static int grant_queues(struct gpuos_sys *s, const struct gpuos_boot_opts *o, struct gpuos_plan_in *in,
+			uint32_t runtimes, char *err, size_t errlen)
 {
 	int r;
 	memset(in, 0, sizeof(*in));
 	in->opts = &s->opts;
+	in->runtimes = runtimes;
 	in->dev = s->dev;
 	in->loopback = s->ctrl->ops->loopback;
 	r = gpuos_plan_ask(in, &s->plan, err, errlen);
@@ -214,32 +219,39 @@ static void boot_info(struct gpuos_sys *s)
 	fill_info(s);
 }
 
-int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen)
+int gpuos_sys_new(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen)
 {
-	struct gpuos_sys *s = calloc(1, sizeof(*s));
-	struct gpuos_plan_in in;
+	struct gpuos_sys *s;
 	int r;
 
 	*out = NULL;
+	r = gpuos_plan_check(o, err, errlen);
+	if (r)
+		return r;
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->opts = *o;
+	pthread_mutex_init(&s->admin_lock, NULL);
 	gpuos_sys_load_init(s);
-	r = gpuos_plan_check(o, err, errlen);
-	if (r) {
-		gpuos_sys_load_fini(s);
-		free(s);
-		return r;
-	}
-	r = open_gpu(s, err, errlen);
+	*out = s;
+	return 0;
+}
+
+int gpuos_sys_boot_device(struct gpuos_sys *s, uint32_t runtimes, char *err, size_t errlen)
+{
+	struct gpuos_plan_in in;
+	int r = gpuos_sys_bring_up(s, err, errlen);
 	if (!r)
-		r = gpuos_sys_bring_up(s, err, errlen);
+		r = grant_queues(s, &s->opts, &in, runtimes, err, errlen);
 	if (!r)
-		r = grant_queues(s, o, &in, err, errlen);
-	if (!r)
-		r = plan_geometry(s, o, &in, err, errlen);
-	if (!r)
-		r = gpuos_sys_create_queues(s, err, errlen);
+		r = plan_geometry(s, &s->opts, &in, err, errlen);
+	return r;
+}
+
+int gpuos_sys_boot_runtime(struct gpuos_sys *s, char *err, size_t errlen)
+{
+	int r = gpuos_sys_create_queues(s, err, errlen);
 	if (!r)
 		r = gpuos_sys_alloc_buffers(s, err, errlen);
 	if (!r)
@@ -251,10 +263,28 @@ int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *er
 	if (!r) {
 		read_smart_baseline(s);
 		boot_info(s);
-		r = gpuos_sys_start(s, err, errlen);
 	}
+	return r;
+}
+
+int gpuos_boot(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen)
+{
+	struct gpuos_sys *s;
+	int r;
+
+	*out = NULL;
+	r = gpuos_sys_new(o, &s, err, errlen);
+	if (r)
+		return r;
+	r = gpuos_sys_open_gpu(s, err, errlen);
+	if (!r)
+		r = gpuos_sys_boot_device(s, 1, err, errlen);
+	if (!r)
+		r = gpuos_sys_boot_runtime(s, err, errlen);
+	if (!r)
+		r = gpuos_sys_start(s, err, errlen);
 	if (r) {
-		teardown(s);
+		gpuos_sys_teardown(s);
 		return r;
 	}
 	*out = s;
@@ -268,6 +298,10 @@ int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
 
 	if (!s)
 		return 0;
+	if (s->group) {
+		snprintf(err, errlen, "a runtime of a group: gpuos_group_shutdown stops them all");
+		return -EINVAL;
+	}
 	gpuos_sys_load_drain(s); /* a load still to come on a stream posts to the runtime */
 	if (s->running)
 		r = gpuos_sys_stop(s, GPUOS_RT_CMD_STOP, err, errlen);
@@ -277,7 +311,7 @@ int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
 	r2 = gpuos_sys_shutdown_ctrls(s, r ? e2 : err, r ? sizeof(e2) : errlen);
 	if (r2 && !r)
 		r = r2;
-	teardown(s);
+	gpuos_sys_teardown(s);
 	return r;
 }
 

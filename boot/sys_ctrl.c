@@ -4,6 +4,8 @@
  * controller of the device, the number of queues, the I/O queue pairs, the
  * SMART log and the way back (delete queues, CC.SHN). One controller at a
  * time through boot/bringup.h; an error from an array's member names it.
+ * A group's runtimes (sys_group.c) use their owner's controllers: its
+ * nvme[] and admin queues, under its admin_lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -101,7 +103,11 @@ int gpuos_sys_set_queues(struct gpuos_sys *s, uint32_t want, char *err, size_t e
 /* Queue pair i of the runtime's, on controller m as qid. */
 static int create_qpair(struct gpuos_sys *s, uint32_t i, uint32_t m, uint32_t qid, char *err, size_t errlen)
 {
-	int r = gpuos_nvme_create_qpair(&s->nvme[m], qid, s->plan.depth, s->sq[i].iova, s->cq[i].iova, err, errlen);
+	struct gpuos_sys *o = gpuos_sys_ctrls(s);
+	int r;
+	pthread_mutex_lock(&o->admin_lock);
+	r = gpuos_nvme_create_qpair(&o->nvme[m], qid, s->plan.depth, s->sq[i].iova, s->cq[i].iova, err, errlen);
+	pthread_mutex_unlock(&o->admin_lock);
 	if (!r)
 		s->nq[m] = qid; /* qids of a controller come in increasing order */
 	return r;
@@ -142,16 +148,26 @@ int gpuos_sys_create_queues(struct gpuos_sys *s, char *err, size_t errlen)
 
 int gpuos_sys_delete_queues(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	struct gpuos_sys *o = gpuos_sys_ctrls(s);
 	uint32_t m, q;
 	int r = 0, r2;
-	for (m = 0; m < s->nvme_up; m++) {
-		for (q = s->nq[m]; q > 0; q--) {
-			r2 = gpuos_nvme_delete_qpair(&s->nvme[m], q, err, errlen);
+	/* its own qids only: a group's other runtimes' lie below qid_base
+	 * and above its highest */
+	pthread_mutex_lock(&o->admin_lock);
+	for (m = 0; m < o->nvme_up; m++) {
+		/* A controller that left one admin command unanswered answers
+		 * no more (each would wait CAP.TO): its queues go with CC.EN = 0
+		 * at shutdown (NVMe 3.7.2). The error is the first one. */
+		for (q = s->nq[m]; q > s->plan.qid_base && !(o->admin_dead & 1u << m); q--) {
+			r2 = gpuos_nvme_delete_qpair(&o->nvme[m], q, r ? NULL : err, r ? 0 : errlen);
+			if (r2 == -ETIMEDOUT)
+				o->admin_dead |= 1u << m;
 			if (r2 && !r)
 				r = r2;
 		}
 		s->nq[m] = 0;
 	}
+	pthread_mutex_unlock(&o->admin_lock);
 	return r;
 }
 
@@ -173,19 +189,23 @@ int gpuos_sys_shutdown_ctrls(struct gpuos_sys *s, char *err, size_t errlen)
  * gpuos_sys_ctrl_stats parks it around the read. */
 int gpuos_sys_smart_read(struct gpuos_sys *s, uint32_t m, struct gpuos_nvme_smart_log *out)
 {
-	struct gpuos_nvme_dev *d = &s->nvme[m];
+	struct gpuos_sys *o = gpuos_sys_ctrls(s);
+	struct gpuos_nvme_dev *d = &o->nvme[m];
 	struct gpuos_nvme_sqe cmd;
 	char e[256];
 	int r;
-	if (m >= s->nvme_up || !d->buf.host)
+	if (m >= o->nvme_up || !d->buf.host)
 		return -EOPNOTSUPP;
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.opc = GPUOS_NVME_ADMIN_GET_LOG_PAGE;
 	cmd.nsid = 0xffffffffu; /* the controller as a whole */
 	cmd.prp1 = d->buf.iova;
 	cmd.cdw10 = GPUOS_NVME_LOG_SMART | ((uint32_t)(sizeof(*out) / 4u - 1u) << 16); /* NUMDL, 0's based */
+	/* a group's runtimes may ask from their own threads (their services) */
+	pthread_mutex_lock(&o->admin_lock);
 	r = gpuos_nvme_admin(d, &cmd, NULL, "get log page (SMART)", e, sizeof(e));
 	if (!r)
 		memcpy(out, d->buf.host, sizeof(*out));
+	pthread_mutex_unlock(&o->admin_lock);
 	return r;
 }

@@ -151,9 +151,9 @@ static void desc_queues(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 	for (q = 0; q < p->nq; q++) {
 		uint32_t qid = gpuos_plan_queue_qid(p, q), m = gpuos_plan_queue_ctrl(p, q);
 		int loop = s->ctrl->ops->loopback;
-		desc_queue(&d->queue[q], &s->sq[q], &s->cq[q],
-			   loop ? s->loop_sq_db[q] : gpuos_nvme_sq_db_rt(&s->nvme[m], qid),
-			   loop ? s->loop_cq_db[q] : gpuos_nvme_cq_db_rt(&s->nvme[m], qid), qid, p->depth, m);
+		struct gpuos_nvme_dev *n = &gpuos_sys_ctrls(s)->nvme[m];
+		desc_queue(&d->queue[q], &s->sq[q], &s->cq[q], loop ? s->loop_sq_db[q] : gpuos_nvme_sq_db_rt(n, qid),
+			   loop ? s->loop_cq_db[q] : gpuos_nvme_cq_db_rt(n, qid), qid, p->depth, m);
 	}
 }
 
@@ -180,7 +180,9 @@ static void admin_entry(struct gpuos_sys *s, uint32_t m, struct gpuos_rt_admin *
 
 /* The admin table: one entry per controller, and every I/O queue as the
  * controller addresses it (to create it again after a reset). gpu-null has
- * no admin queue. */
+ * no admin queue, nor has a group's runtime: the admin queues are the
+ * host's, shared by all, and a reset would take the other runtimes'
+ * queue pairs (rec_admin: no aborts, no resets; timeouts fail). */
 static int desc_admin(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, size_t errlen)
 {
 	const struct gpuos_plan *p = &s->plan;
@@ -188,7 +190,7 @@ static int desc_admin(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, s
 	uint32_t m, q;
 	int r;
 
-	if (s->ctrl->ops->loopback)
+	if (s->ctrl->ops->loopback || s->group)
 		return 0;
 	r = gpuos_sys_alloc_rt(s, p->nctrl * sizeof(*A), GPUOS_MEM_HOST, &s->admin, "the runtime's admin table", err,
 			       errlen);
@@ -237,7 +239,8 @@ static int desc_meta(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, si
 		snprintf(d->root, sizeof(d->root), "%s", s->opts.root);
 	for (m = 0; m < p->nctrl; m++)
 		desc_queue(&d->queue[p->nq + m], &s->sq[p->nq + m], &s->cq[p->nq + m],
-			   gpuos_nvme_sq_db_rt(&s->nvme[m], qid), gpuos_nvme_cq_db_rt(&s->nvme[m], qid), qid, p->depth, m);
+			   gpuos_nvme_sq_db_rt(&gpuos_sys_ctrls(s)->nvme[m], qid),
+			   gpuos_nvme_cq_db_rt(&gpuos_sys_ctrls(s)->nvme[m], qid), qid, p->depth, m);
 	d->meta_bounce = s->meta_bounce.rt;
 	d->meta_bounce_iova = s->meta_bounce.iova;
 	d->meta_prp = s->meta_prp.rt;

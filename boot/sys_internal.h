@@ -3,6 +3,7 @@
  * boot/sys_internal.h - the system of include/gpuos/host.h from inside:
  * struct gpuos_sys and what its files share, one file per idea:
  *   sys.c          boot, identify and shutdown as named steps; info and statistics
+ *   sys_group.c    several runtimes on one device's controllers (a group)
  *   sys_plan.c     the geometry, planned: pure, unit-tested (sys_plan.h)
  *   sys_ctrl.c     the controllers: bring-up, queue counts, queue pairs, SMART log, shutdown
  *   sys_mem.c      DMA and VRAM regions, the shared-memory segment, freeing them
@@ -36,6 +37,13 @@ extern const char gpuos_rt_image[] __attribute__((weak));
 
 struct gpuos_sys {
 	struct gpuos_boot_opts opts;
+	/* A group's (sys_group.c): the group, and the runtime that owns the
+	 * controllers (the first; its nvme[], nvme_up and ctrl are the ones in
+	 * use), or NULL where s is that runtime or alone */
+	struct gpuos_group *group;
+	struct gpuos_sys *owner;
+	pthread_mutex_t admin_lock;   /* the host's admin queues (boot's commands), in the owner */
+	uint32_t admin_dead;          /* bit m: controller m left an admin command unanswered */
 	struct gpuos_info info;
 	struct gpuos_gpu *gpu;
 	struct gpuos_ctrl *ctrl;
@@ -103,6 +111,34 @@ struct gpuos_sys {
 	pthread_t *threads;
 	int running;
 };
+
+/* The system whose controllers s uses: s itself, or its group's owner. */
+static inline struct gpuos_sys *gpuos_sys_ctrls(struct gpuos_sys *s)
+{
+	return s->owner ? s->owner : s;
+}
+
+/* ---- sys.c: the steps of boot, for sys_group.c ------------------------------------ */
+/* A system for o, not yet booted (the options checked). 0 or -errno. */
+int gpuos_sys_new(const struct gpuos_boot_opts *o, struct gpuos_sys **out, char *err, size_t errlen);
+/* The GPU (s->opts.gpu, or host mode), with the runtime image loaded. */
+int gpuos_sys_open_gpu(struct gpuos_sys *s, char *err, size_t errlen);
+/* The controllers up, the queues granted for in->runtimes, the plan. */
+int gpuos_sys_boot_device(struct gpuos_sys *s, uint32_t runtimes, char *err, size_t errlen);
+/* On a planned system (its own controllers or its owner's): the queue
+ * pairs, buffers, shared segment, client memory and descriptor; then
+ * what gpuos_sys_info reports. Not started. */
+int gpuos_sys_boot_runtime(struct gpuos_sys *s, char *err, size_t errlen);
+/* Free what s holds (stopping its runtime first); the controllers only
+ * where s owns them. */
+void gpuos_sys_teardown(struct gpuos_sys *s);
+
+/* ---- sys_group.c: parking a group's runtime ------------------------------------- */
+/* Park or resume s and, in a group, every runtime on its GPU: a module
+ * load, a stack limit or a VRAM mapping waits for every kernel of the
+ * context, so none of them may spin. Nested parks resume at the last. */
+int gpuos_group_park(struct gpuos_sys *s, char *err, size_t errlen);
+int gpuos_group_resume(struct gpuos_sys *s, char *err, size_t errlen);
 
 /* ---- sys_ctrl.c: the controllers ------------------------------------------------- */
 /* Errors name the controller of an array they come from. */

@@ -25,7 +25,7 @@
 int gpuos_sys_alloc_rt(struct gpuos_sys *s, size_t len, enum gpuos_mem_kind kind, struct gpuos_dma *out,
 		       const char *what, char *err, size_t errlen)
 {
-	int r = gpuos_dma_alloc(s->ctrl, len, kind, 0, out);
+	int r = gpuos_dma_alloc_on(s->ctrl, s->gpu, len, kind, 0, out);
 	if (r)
 		snprintf(err, errlen, "allocate %s: %s", what, strerror(-r));
 	return r;
@@ -33,9 +33,9 @@ int gpuos_sys_alloc_rt(struct gpuos_sys *s, size_t len, enum gpuos_mem_kind kind
 
 int gpuos_sys_alloc_qpair(struct gpuos_sys *s, uint32_t i)
 {
-	int r = gpuos_dma_alloc(s->ctrl, s->plan.sq_bytes, GPUOS_MEM_HOST, 1, &s->sq[i]);
+	int r = gpuos_dma_alloc_on(s->ctrl, s->gpu, s->plan.sq_bytes, GPUOS_MEM_HOST, 1, &s->sq[i]);
 	if (!r)
-		r = gpuos_dma_alloc(s->ctrl, s->plan.cq_bytes, GPUOS_MEM_HOST, 1, &s->cq[i]);
+		r = gpuos_dma_alloc_on(s->ctrl, s->gpu, s->plan.cq_bytes, GPUOS_MEM_HOST, 1, &s->cq[i]);
 	return r;
 }
 
@@ -52,9 +52,9 @@ static int alloc_meta_buffer(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	const struct gpuos_plan *p = &s->plan;
 	uint32_t pg;
-	int r = gpuos_dma_alloc(s->ctrl, p->meta_bounce_bytes, bounce_kind(s), 1, &s->meta_bounce);
+	int r = gpuos_dma_alloc_on(s->ctrl, s->gpu, p->meta_bounce_bytes, bounce_kind(s), 1, &s->meta_bounce);
 	if (!r)
-		r = gpuos_dma_alloc(s->ctrl, p->meta_prp_bytes, GPUOS_MEM_HOST, 1, &s->meta_prp);
+		r = gpuos_dma_alloc_on(s->ctrl, s->gpu, p->meta_prp_bytes, GPUOS_MEM_HOST, 1, &s->meta_prp);
 	if (r) {
 		snprintf(err, errlen, "allocate the metadata buffer: %s", strerror(-r));
 		return r;
@@ -70,9 +70,9 @@ int gpuos_sys_alloc_buffers(struct gpuos_sys *s, char *err, size_t errlen)
 	/* One bounce buffer and one PRP list per command slot. The slots' PRP
 	 * lists are written by the runtime with each command (into the bounce
 	 * buffer, or straight into the destination). */
-	int r = gpuos_dma_alloc(s->ctrl, p->bounce_bytes, bounce_kind(s), 1, &s->bounce);
+	int r = gpuos_dma_alloc_on(s->ctrl, s->gpu, p->bounce_bytes, bounce_kind(s), 1, &s->bounce);
 	if (!r)
-		r = gpuos_dma_alloc(s->ctrl, p->prp_bytes, GPUOS_MEM_HOST, 1, &s->prp);
+		r = gpuos_dma_alloc_on(s->ctrl, s->gpu, p->prp_bytes, GPUOS_MEM_HOST, 1, &s->prp);
 	if (r) {
 		snprintf(err, errlen, "allocate %llu bytes of bounce buffers: %s", (unsigned long long)p->bounce_bytes,
 			 strerror(-r));
@@ -433,7 +433,7 @@ static int alloc_mbox_vram(struct gpuos_sys *s, char *err, size_t errlen)
 	struct gpuos_mbox hdr = *gpuos_sys_mbox(s);
 	int r;
 	hdr.flags |= GPUOS_MBOX_F_DEVICE;
-	r = gpuos_dma_alloc(s->ctrl, s->plan.mbox_bytes, GPUOS_MEM_VRAM, 0, &s->mbox_dev);
+	r = gpuos_dma_alloc_on(s->ctrl, s->gpu, s->plan.mbox_bytes, GPUOS_MEM_VRAM, 0, &s->mbox_dev);
 	if (!r)
 		r = gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->mbox_dev.rt, &hdr, sizeof(hdr), 1);
 	if (r)
@@ -448,9 +448,9 @@ static int alloc_dev_heap(struct gpuos_sys *s, char *err, size_t errlen)
 	uint64_t len = s->opts.dev_heap_bytes;
 	int r = -EOPNOTSUPP;
 	if (!s->opts.no_zero_copy && !s->ctrl->dma_host_only)
-		r = gpuos_dma_alloc(s->ctrl, len, GPUOS_MEM_VRAM, 1, &s->dev_heap);
+		r = gpuos_dma_alloc_on(s->ctrl, s->gpu, len, GPUOS_MEM_VRAM, 1, &s->dev_heap);
 	if (r)
-		r = gpuos_dma_alloc(s->ctrl, len, GPUOS_MEM_VRAM, 0, &s->dev_heap);
+		r = gpuos_dma_alloc_on(s->ctrl, s->gpu, len, GPUOS_MEM_VRAM, 0, &s->dev_heap);
 	if (r)
 		snprintf(err, errlen, "allocate %llu bytes of VRAM client memory: %s", (unsigned long long)len,
 			 strerror(-r));

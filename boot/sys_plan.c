@@ -171,6 +171,14 @@ int gpuos_plan_ask(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *e
 	 * shares no queue with a service warp. The gpu-null loopback (one
 	 * controller) moves no data, so it serves no files. */
 	p->ask = in->loopback ? p->nq : GPUOS_DIV_ROUND_UP(p->nq, nctrl) + (o->no_files ? 0u : 1u);
+	/* A group asks for every runtime's: Number of Queues counts to 65535
+	 * (NVMe 5.27.1.5, NSQR and NCQR are 16-bit and 0's based) */
+	p->runtimes = in->runtimes > 1u ? in->runtimes : 1u;
+	if (p->runtimes > 1u && in->loopback) {
+		snprintf(err, errlen, "gpu-null has no controller to share among %u runtimes", p->runtimes);
+		return -EINVAL;
+	}
+	p->ask = (uint32_t)GPUOS_MIN((uint64_t)p->ask * p->runtimes, 65535u);
 	p->ask_notices = p->nnotices;
 	return 0;
 }
@@ -188,8 +196,14 @@ static int plan_queues(const struct gpuos_plan_in *in, struct gpuos_plan *p, cha
 		snprintf(err, errlen, "the controller grants no I/O queue");
 		return -EINVAL;
 	}
-	/* more than asked (QEMU grants 64 whatever) changes nothing below */
-	granted = in->io_queues;
+	/* more than asked (QEMU grants 64 whatever) changes nothing below;
+	 * a group's runtimes take equal shares, none shared */
+	granted = in->io_queues / p->runtimes;
+	if (granted == 0) {
+		snprintf(err, errlen, "the controller grants %u I/O queues: fewer than the %u runtimes, which share no "
+			 "queue pair", in->io_queues, p->runtimes);
+		return -EINVAL;
+	}
 	p->meta = !o->no_files && !in->loopback && granted >= 2;
 	avail = granted - p->meta;
 	if (!p->meta && !o->no_files && !in->loopback)
@@ -359,10 +373,20 @@ uint32_t gpuos_plan_queue_ctrl(const struct gpuos_plan *p, uint32_t q)
 
 uint32_t gpuos_plan_queue_qid(const struct gpuos_plan *p, uint32_t q)
 {
-	return (q / p->qpw) * (p->qpw / p->nctrl) + (q % p->qpw) / p->nctrl + 1u;
+	return p->qid_base + (q / p->qpw) * (p->qpw / p->nctrl) + (q % p->qpw) / p->nctrl + 1u;
 }
 
 uint32_t gpuos_plan_meta_qid(const struct gpuos_plan *p)
 {
-	return p->nq / p->nctrl + 1u;
+	return p->qid_base + p->nq / p->nctrl + 1u;
+}
+
+uint32_t gpuos_plan_ctrl_queues(const struct gpuos_plan *p)
+{
+	return p->nq / p->nctrl + p->meta;
+}
+
+void gpuos_plan_runtime(struct gpuos_plan *p, uint32_t i)
+{
+	p->qid_base = i * gpuos_plan_ctrl_queues(p);
 }

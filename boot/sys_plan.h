@@ -17,6 +17,10 @@
  * An array is served by every service warp: queue k of a warp is on
  * controller k % nctrl, so each warp owns as many queue pairs on every
  * controller, and the metadata warp owns one on each.
+ *
+ * A group of runtimes on the same controllers (one per GPU) is planned
+ * once: each runtime gets an equal share of the queue pairs granted, and
+ * runtime i's qids come after runtime i-1's (gpuos_plan_runtime).
  */
 #ifndef GPUOS_BOOT_SYS_PLAN_H
 #define GPUOS_BOOT_SYS_PLAN_H
@@ -55,6 +59,9 @@ struct gpuos_plan_in {
 	struct gpuos_plan_device dev;
 	int loopback;            /* gpu-null: grants what it is asked, moves no data, serves no files */
 	uint32_t io_queues;      /* step 3: I/O queue pairs granted, the fewest of any controller */
+	uint32_t runtimes;       /* runtimes sharing the controllers (a group, docs/design.md
+	                          * "Scale-out"): 0 or 1 for one. Each is planned alike: step 2
+	                          * asks for all of them, step 3 gives each io_queues / runtimes */
 };
 
 /* Notices: one line each, without "gpuos: " and newline; boot prints them
@@ -73,6 +80,9 @@ struct gpuos_plan {
 	uint32_t slots;          /* command slots (in-flight commands) per warp */
 	uint32_t xfer_bytes;     /* bytes per command at most, a multiple of 4 KiB, MDTS at most */
 	uint32_t mbox_slots;     /* mailbox slots, one partition per warp, a multiple of warps */
+	uint32_t runtimes;       /* runtimes planned alike on the same controllers (1: alone) */
+	uint32_t qid_base;       /* qids below this one on each controller are other runtimes'
+	                          * (gpuos_plan_runtime); 0 for the first or only one */
 	uint64_t timeout_ns;     /* per command */
 	/* Region sizes in bytes */
 	uint64_t sq_bytes, cq_bytes;   /* one queue pair's */
@@ -130,5 +140,13 @@ int gpuos_plan_make(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *
 uint32_t gpuos_plan_queue_ctrl(const struct gpuos_plan *p, uint32_t q);
 uint32_t gpuos_plan_queue_qid(const struct gpuos_plan *p, uint32_t q);
 uint32_t gpuos_plan_meta_qid(const struct gpuos_plan *p);
+
+/* Queue pairs one runtime uses on each controller: its service warps'
+ * share of p->nq and the metadata warp's. */
+uint32_t gpuos_plan_ctrl_queues(const struct gpuos_plan *p);
+/* Runtime i (0 <= i < p->runtimes) of a group: the same plan, its qids
+ * after those of runtimes 0..i-1 on every controller, so that no queue
+ * pair is shared and all fit in what was granted. */
+void gpuos_plan_runtime(struct gpuos_plan *p, uint32_t i);
 
 #endif /* GPUOS_BOOT_SYS_PLAN_H */

@@ -154,11 +154,15 @@ int gpuos_sys_stop(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen)
 
 int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	if (s->group)
+		return gpuos_group_park(s, err, errlen);
 	return gpuos_sys_stop(s, GPUOS_RT_CMD_PARK, err, errlen);
 }
 
 int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	if (s->group)
+		return gpuos_group_resume(s, err, errlen);
 	if (s->running)
 		return 0;
 	return gpuos_sys_start(s, err, errlen);

@@ -40,6 +40,8 @@ struct cli {
 	const char *apps_dir;    /* boot: --apps DIR */
 	int allow_host_apps;
 	int no_perms;            /* boot --no-perms */
+	uint32_t gpus[GPUOS_GROUP_MAX]; /* boot --gpus: a runtime on each */
+	uint32_t ngpus;
 	/* positional arguments */
 	int argc;
 	char **argv;

@@ -8,6 +8,10 @@
  * during the run, without the emulated controller's own threads.
  * --stages: where the time goes, from the runtime's stamps in the mailbox
  * slots (a runtime built with GPUOS_TRACE; docs/benchmarks-log.md).
+ * --gpus LIST: a group (gpuos_boot_group), a runtime per GPU listed on the
+ * device's controllers, each with the same clients, all at once; the
+ * figures of each and of all together (requests over the wall clock of
+ * the whole run).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -162,26 +166,40 @@ static int bench_parse(struct cli *c, struct bench_plan *p, int argc, char **arg
 /* Boot a runtime with room for every thread's destination and learn where
  * the clients run; 0, or GPUOS_EXIT_FAIL with the reason printed (nothing
  * left booted). */
-static int bench_boot(struct cli *c, struct bench_plan *p, struct gpuos_sys **s)
+static void bench_opts(struct cli *c, const struct bench_plan *p)
 {
-	char err[512];
-	const struct gpuos_info *in;
-
 	c->boot.allow_raw = 1;
 	c->boot.quiet = 1;
 	c->boot.mbox_vram = 1;
 	c->boot.dev_heap_bytes = (uint64_t)p->threads * p->bytes;
 	if (c->boot.heap_bytes == 0)
 		c->boot.heap_bytes = GPUOS_MAX((uint64_t)p->threads * p->bytes, 1u << 20);
-	if (gpuos_boot(&c->boot, s, err, sizeof(err))) {
-		cli_err("bench", "%s", err);
-		return GPUOS_EXIT_FAIL;
-	}
-	in = gpuos_sys_info(*s);
+}
+
+/* Where the clients run and what they may read, from a booted runtime;
+ * 0, or -1 with the reason printed. */
+static int bench_learn(struct bench_plan *p, struct gpuos_sys *s)
+{
+	const struct gpuos_info *in = gpuos_sys_info(s);
 	p->gpu = in->gpu;
 	p->span = GPUOS_MIN(in->namespace_lbas * in->lba_bytes, 1ull << 40);
 	if (p->span < p->bytes) {
 		cli_err("bench", "the device is smaller than one request");
+		return -1;
+	}
+	return 0;
+}
+
+static int bench_boot(struct cli *c, struct bench_plan *p, struct gpuos_sys **s)
+{
+	char err[512];
+
+	bench_opts(c, p);
+	if (gpuos_boot(&c->boot, s, err, sizeof(err))) {
+		cli_err("bench", "%s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	if (bench_learn(p, *s)) {
 		gpuos_shutdown(*s, err, sizeof(err));
 		return GPUOS_EXIT_FAIL;
 	}
@@ -301,49 +319,59 @@ static void bench_summarise(const struct bench_plan *p, struct bench_result *r)
 	r->p99_us = r->lat[(p->n_lat * 99) / 100] / 1000.0;
 }
 
-/* gpuos.bench/1 (docs/json.md). */
+/* gpuos.bench/1 (docs/json.md): what one runtime's run and a group's
+ * share, st the runtime's counters (a group's summed), the controllers'
+ * counters from s. The caller ends the object. */
+static void json_bench(struct json *j, const struct cli *c, const struct bench_plan *p, const struct bench_result *r,
+		       struct gpuos_sys *s, const struct gpuos_stats *st)
+{
+	const struct gpuos_info *in = gpuos_sys_info(s);
+	uint32_t k;
+
+	json_begin(j, stdout, "bench");
+	json_str(j, "device", c->boot.device);
+	json_str(j, "runtime", p->gpu ? in->gpu_name : "host");
+	json_str(j, "op", p->opname);
+	json_u64(j, "bytes", p->bytes);
+	json_u64(j, "threads", p->threads);
+	json_u64(j, "iters", p->iters);
+	json_u64(j, "warps", in->warps);
+	json_u64(j, "queues", in->queues_used);
+	json_fixed(j, "requests_per_s", r->per_s, 0);
+	json_fixed(j, "gb_per_s", r->gb_per_s, 3);
+	json_fixed(j, "lat_median_us", r->median_us, 2);
+	json_fixed(j, "lat_p99_us", r->p99_us, 2);
+	json_u64(j, "errors", r->errors);
+	json_fixed(j, "cpu_s", r->cpu_s, 3);
+	json_fixed(j, "wall_s", r->wall_s, 3);
+	/* the runtime's counters (struct gpuos_stats) */
+	json_u64(j, "commands", st->commands);
+	json_u64(j, "doorbells", st->doorbells);
+	json_u64(j, "zero_copy", st->zero_copy);
+	json_u64(j, "timeouts", st->timeouts);
+	json_u64(j, "strays", st->strays);
+	json_u64(j, "aborts", st->aborts);
+	json_u64(j, "resets", st->resets);
+	json_u64(j, "retries", st->retries);
+	/* each controller (of an array: every member) with its own counters */
+	json_arr(j, "controllers");
+	for (k = 0; k < in->nctrl; k++) {
+		struct gpuos_ctrl_stats cs;
+		int have = gpuos_sys_ctrl_stats(s, k, &cs) == 0;
+		cli_ctrl_json(j, k, &in->ctrl[k], have ? &cs : NULL);
+	}
+	json_end(j);
+}
+
 static void report_json(const struct cli *c, const struct bench_plan *p, const struct bench_result *r,
 			struct gpuos_sys *s)
 {
-	const struct gpuos_info *in = gpuos_sys_info(s);
 	struct gpuos_stats st;
 	struct json j;
 	uint32_t k;
 
 	gpuos_sys_stats(s, &st);
-	json_begin(&j, stdout, "bench");
-	json_str(&j, "device", c->boot.device);
-	json_str(&j, "runtime", p->gpu ? in->gpu_name : "host");
-	json_str(&j, "op", p->opname);
-	json_u64(&j, "bytes", p->bytes);
-	json_u64(&j, "threads", p->threads);
-	json_u64(&j, "iters", p->iters);
-	json_u64(&j, "warps", in->warps);
-	json_u64(&j, "queues", in->queues_used);
-	json_fixed(&j, "requests_per_s", r->per_s, 0);
-	json_fixed(&j, "gb_per_s", r->gb_per_s, 3);
-	json_fixed(&j, "lat_median_us", r->median_us, 2);
-	json_fixed(&j, "lat_p99_us", r->p99_us, 2);
-	json_u64(&j, "errors", r->errors);
-	json_fixed(&j, "cpu_s", r->cpu_s, 3);
-	json_fixed(&j, "wall_s", r->wall_s, 3);
-	/* the runtime's counters (struct gpuos_stats) */
-	json_u64(&j, "commands", st.commands);
-	json_u64(&j, "doorbells", st.doorbells);
-	json_u64(&j, "zero_copy", st.zero_copy);
-	json_u64(&j, "timeouts", st.timeouts);
-	json_u64(&j, "strays", st.strays);
-	json_u64(&j, "aborts", st.aborts);
-	json_u64(&j, "resets", st.resets);
-	json_u64(&j, "retries", st.retries);
-	/* each controller (of an array: every member) with its own counters */
-	json_arr(&j, "controllers");
-	for (k = 0; k < in->nctrl; k++) {
-		struct gpuos_ctrl_stats cs;
-		int have = gpuos_sys_ctrl_stats(s, k, &cs) == 0;
-		cli_ctrl_json(&j, k, &in->ctrl[k], have ? &cs : NULL);
-	}
-	json_end(&j);
+	json_bench(&j, c, p, r, s, &st);
 	if (r->stages) {
 		/* median us of each stage from the one before */
 		json_obj(&j, "stages_us");
@@ -390,6 +418,161 @@ static void report_text(const struct cli *c, const struct bench_plan *p, const s
 	}
 }
 
+/* ---- --gpus: a group, every runtime benched at once ------------------------------- */
+
+struct group_bench {
+	struct gpuos_sys *s;
+	struct bench_plan p;
+	struct bench_result r;
+	int rc;
+};
+
+static void *group_bench_one(void *arg)
+{
+	struct group_bench *b = (struct group_bench *)arg;
+	b->rc = bench_run(b->s, &b->p, &b->r);
+	return NULL;
+}
+
+/* All runtimes together: every latency, requests over the wall clock. */
+static void group_summarise(struct group_bench *b, uint32_t n, struct bench_plan *all, struct bench_result *r)
+{
+	uint32_t i;
+	for (i = 0; i < n; i++) {
+		memcpy(r->lat + (uint64_t)i * b[i].p.n_lat, b[i].r.lat, b[i].p.n_lat * sizeof(uint32_t));
+		r->errors += b[i].r.errors;
+		bench_summarise(&b[i].p, &b[i].r);
+	}
+	bench_summarise(all, r);
+}
+
+static void group_report(const struct cli *c, const struct bench_plan *all, const struct bench_result *r,
+			 struct group_bench *b, uint32_t n)
+{
+	const struct gpuos_info *in = gpuos_sys_info(b[0].s);
+	struct gpuos_stats st, sum;
+	struct json j;
+	uint32_t i, k;
+
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < n; i++) {
+		gpuos_sys_stats(b[i].s, &st);
+		sum.commands += st.commands;
+		sum.doorbells += st.doorbells;
+		sum.zero_copy += st.zero_copy;
+		sum.timeouts += st.timeouts;
+		sum.strays += st.strays;
+		sum.retries += st.retries; /* no aborts or resets: a group's runtimes send none */
+	}
+	if (!c->json) {
+		printf("%s on %s, %u runtimes: %u threads x %u %s of %u bytes each\n", all->opname, c->boot.device, n,
+		       b[0].p.threads, all->iters, all->opname, all->bytes);
+		for (i = 0; i < n; i++)
+			printf("  runtime %u on %s: %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors\n",
+			       i, b[i].p.gpu ? gpuos_sys_info(b[i].s)->gpu_name : "CPU threads", b[i].r.per_s,
+			       b[i].r.gb_per_s, b[i].r.median_us, b[i].r.p99_us, b[i].r.errors);
+		printf("  all together: %.0f requests/s, %.3f GB/s, latency median %.2f us, p99 %.2f us, %u errors over %.3f s\n"
+		       "  %llu commands, %llu timed out\n",
+		       r->per_s, r->gb_per_s, r->median_us, r->p99_us, r->errors, r->secs,
+		       (unsigned long long)sum.commands, (unsigned long long)sum.timeouts);
+		for (k = 0; k < in->nctrl; k++) {
+			struct gpuos_ctrl_stats cs;
+			int have = gpuos_sys_ctrl_stats(b[0].s, k, &cs) == 0;
+			cli_ctrl_text(stdout, k, &in->ctrl[k], have ? &cs : NULL);
+		}
+		return;
+	}
+	json_bench(&j, c, all, r, b[0].s, &sum);
+	json_arr(&j, "runtimes");
+	for (i = 0; i < n; i++) {
+		gpuos_sys_stats(b[i].s, &st);
+		json_obj(&j, NULL);
+		json_u64(&j, "index", i);
+		json_u64(&j, "gpu", c->gpus[i]);
+		json_str(&j, "runtime", b[i].p.gpu ? gpuos_sys_info(b[i].s)->gpu_name : "host");
+		json_u64(&j, "threads", b[i].p.threads);
+		json_fixed(&j, "requests_per_s", b[i].r.per_s, 0);
+		json_fixed(&j, "gb_per_s", b[i].r.gb_per_s, 3);
+		json_fixed(&j, "lat_median_us", b[i].r.median_us, 2);
+		json_fixed(&j, "lat_p99_us", b[i].r.p99_us, 2);
+		json_u64(&j, "errors", b[i].r.errors);
+		json_u64(&j, "commands", st.commands);
+		json_u64(&j, "timeouts", st.timeouts);
+		json_end(&j);
+	}
+	json_end(&j);
+	json_finish(&j);
+}
+
+static int bench_group(struct cli *c, struct bench_plan *p)
+{
+	struct group_bench b[GPUOS_GROUP_MAX];
+	pthread_t t[GPUOS_GROUP_MAX];
+	int started[GPUOS_GROUP_MAX] = { 0 };
+	struct bench_plan all = *p;
+	struct bench_result r;
+	struct gpuos_group *g;
+	char err[512];
+	double cpu0, wall0;
+	uint32_t i, n = c->ngpus;
+	int rc = 0;
+
+	if (p->want_stages) {
+		cli_err("bench", "--stages with --gpus: bench one runtime for its stages");
+		return GPUOS_EXIT_USAGE;
+	}
+	bench_opts(c, p);
+	if (gpuos_boot_group(&c->boot, n, c->gpus, &g, err, sizeof(err))) {
+		cli_err("bench", "%s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	memset(b, 0, sizeof(b));
+	memset(&r, 0, sizeof(r));
+	all.threads = p->threads * n;
+	all.n_lat = p->n_lat * n;
+	r.lat = calloc(all.n_lat, sizeof(uint32_t));
+	for (i = 0; i < n && r.lat && !rc; i++) {
+		b[i].s = gpuos_group_sys(g, i);
+		b[i].p = *p;
+		b[i].r.lat = calloc(p->n_lat, sizeof(uint32_t));
+		if (!b[i].r.lat || bench_learn(&b[i].p, b[i].s))
+			rc = GPUOS_EXIT_FAIL;
+	}
+	if (!r.lat)
+		rc = GPUOS_EXIT_FAIL;
+	if (!rc) {
+		all.gpu = b[0].p.gpu;
+		cpu0 = cli_cpu_seconds_without_emu();
+		wall0 = cli_now_s();
+		for (i = 0; i < n; i++)
+			started[i] = pthread_create(&t[i], NULL, group_bench_one, &b[i]) == 0;
+		for (i = 0; i < n; i++)
+			if (!started[i]) /* no thread: this one runs here, beside the others */
+				group_bench_one(&b[i]);
+		for (i = 0; i < n; i++)
+			if (started[i])
+				pthread_join(t[i], NULL);
+		r.secs = r.wall_s = cli_now_s() - wall0;
+		r.cpu_s = cli_cpu_seconds_without_emu() - cpu0;
+		for (i = 0; i < n; i++)
+			if (b[i].rc)
+				rc = GPUOS_EXIT_FAIL;
+	}
+	if (!rc) {
+		group_summarise(b, n, &all, &r);
+		group_report(c, &all, &r, b, n);
+	}
+	for (i = 0; i < n; i++)
+		free(b[i].r.lat);
+	free(r.lat);
+	if (gpuos_group_shutdown(g, err, sizeof(err))) {
+		if (!rc)
+			cli_err("bench", "shutdown: %s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	return rc ? rc : r.errors ? GPUOS_EXIT_FAIL : GPUOS_EXIT_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct cli c;
@@ -399,7 +582,11 @@ int cmd_bench(int argc, char **argv)
 	char err[512];
 	int rc = 0;
 
-	if ((rc = bench_parse(&c, &p, argc, argv)) || (rc = bench_boot(&c, &p, &s)))
+	if ((rc = bench_parse(&c, &p, argc, argv)))
+		return rc;
+	if (c.ngpus)
+		return bench_group(&c, &p);
+	if ((rc = bench_boot(&c, &p, &s)))
 		return rc;
 	memset(&r, 0, sizeof(r));
 	r.lat = calloc(p.n_lat, sizeof(uint32_t));

@@ -8,9 +8,16 @@
  * (GPU atomics on pinned host memory do not reach over PCIe, and the host
  * cannot take part in device-scope atomics in VRAM), so attach is refused.
  * SIGINT and SIGTERM stop it the same way as `gpuos stop`.
+ *
+ * --gpus LIST boots a group (gpuos_boot_group): a runtime per GPU listed,
+ * all on the device's controllers, each served on a socket of its own
+ * (the first at --socket's path, runtime i at PATH.i), each from a thread
+ * of its own. A stop through any of them stops them all.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,6 +111,100 @@ static void say_serving(const struct cli *c, struct gpuos_sys *s)
 			in->mps_dir);
 }
 
+struct group_service {
+	struct gpuos_service *v;
+	struct gpuos_sys *s;
+	char path[4096];
+	pthread_t thread;
+	int started, rc;
+	char err[512];
+};
+
+/* One runtime's service; when it ends (a stop through it, or its runtime
+ * failed) the others are told to end too. */
+static void *serve_one(void *arg)
+{
+	struct group_service *g = (struct group_service *)arg;
+	int zero = 0;
+	g->rc = gpuos_service_serve(g->v, g->s, &stop_signal, g->err, sizeof(g->err));
+	/* -1: not a signal; relaxed: the services poll it and need nothing
+	 * else from this thread */
+	__atomic_compare_exchange_n((int *)&stop_signal, &zero, -1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int boot_group(struct cli *c, struct gpuos_service_opts *o)
+{
+	const char *base = c->socket ? c->socket : GPUOS_DEFAULT_SOCKET;
+	struct group_service gs[GPUOS_GROUP_MAX];
+	struct gpuos_group *grp;
+	char err[512];
+	uint32_t i, n = c->ngpus;
+	int rc = 0;
+
+	memset(gs, 0, sizeof(gs));
+	/* every socket first, as for one runtime */
+	for (i = 0; i < n; i++) {
+		if ((size_t)snprintf(gs[i].path, sizeof(gs[i].path), i ? "%s.%u" : "%s", base, i) >= sizeof(gs[i].path)) {
+			cli_err("boot", "--socket %s: too long", base);
+			rc = GPUOS_EXIT_USAGE;
+			break;
+		}
+		o->socket = gs[i].path;
+		if (gpuos_service_listen(o, &gs[i].v, err, sizeof(err))) {
+			cli_err("boot", "%s", err);
+			rc = GPUOS_EXIT_FAIL;
+			break;
+		}
+	}
+	if (!rc && gpuos_boot_group(&c->boot, n, c->gpus, &grp, err, sizeof(err))) {
+		cli_err("boot", "%s", err);
+		rc = GPUOS_EXIT_FAIL;
+	}
+	if (rc) {
+		for (i = 0; i < n; i++)
+			gpuos_service_close(gs[i].v);
+		return rc;
+	}
+	printf("ready socket=%s sockets=", base);
+	for (i = 0; i < n; i++)
+		printf("%s%s", i ? "," : "", gs[i].path);
+	printf("\n");
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		gs[i].s = gpuos_group_sys(grp, i);
+		if (!c->boot.quiet)
+			fprintf(stderr, "gpuos: runtime %u at %s:\n", i, gs[i].path);
+		say_serving(c, gs[i].s);
+	}
+	for (i = 1; i < n; i++)
+		gs[i].started = pthread_create(&gs[i].thread, NULL, serve_one, &gs[i]) == 0;
+	for (i = 1; i < n; i++)
+		if (!gs[i].started) { /* serve_one never ran: nothing serves runtime i */
+			cli_err("boot", "runtime %u: cannot start its service thread", i);
+			stop_signal = -1;
+			rc = GPUOS_EXIT_FAIL;
+		}
+	serve_one(&gs[0]);
+	for (i = 1; i < n; i++)
+		if (gs[i].started)
+			pthread_join(gs[i].thread, NULL);
+	for (i = 0; i < n; i++) {
+		if (gs[i].rc) {
+			cli_err("boot", "runtime %u: %s", i, gs[i].err);
+			rc = GPUOS_EXIT_FAIL;
+		}
+		gpuos_service_close(gs[i].v); /* the sockets go first: no client reaches a stopping runtime */
+	}
+	if (gpuos_group_shutdown(grp, err, sizeof(err))) {
+		cli_err("boot", "shutdown: %s", err);
+		rc = GPUOS_EXIT_FAIL;
+	}
+	if (!c->boot.quiet)
+		fprintf(stderr, "gpuos: stopped%s\n", stop_signal > 0 ? " (signal)" : "");
+	return rc;
+}
+
 int cmd_boot(int argc, char **argv)
 {
 	struct cli c;
@@ -123,6 +224,13 @@ int cmd_boot(int argc, char **argv)
 	}
 	if (service_opts(&c, &o, &apps))
 		return GPUOS_EXIT_USAGE;
+	if (c.ngpus) {
+		catch_signals();
+		if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
+			c.boot.dev_heap_bytes = 256ull << 20;
+		c.boot.heap_shares = GPUOS_SERVICE_SHARES;
+		return boot_group(&c, &o);
+	}
 	/* The socket first: a second service on the path is refused before
 	 * it touches the device. */
 	if (gpuos_service_listen(&o, &v, err, sizeof(err))) {

@@ -19,7 +19,7 @@ enum {
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_FILES_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
 	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT, OPT_NO_PERMS,
-	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB, OPT_SHARD,
+	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB, OPT_SHARD, OPT_GPU, OPT_GPUS,
 };
 
 /* How an option's value is read. */
@@ -60,6 +60,10 @@ static const struct cli_option {
 	/* the runtime's own (commands that boot one) */
 	{ "host", OPT_HOST, V_NONE, 0, 0, NULL, "run the runtime on CPU threads (the default without a GPU)" },
 	{ "require-gpu", OPT_REQUIRE_GPU, V_NONE, 0, 0, NULL, "fail rather than run on CPU threads" },
+	{ "gpu", OPT_GPU, V_COUNT, 0, 1023, "N", "run the runtime on GPU N, a CUDA device number (default 0)" },
+	{ "gpus", OPT_GPUS, V_TEXT, 0, 0, "LIST",
+	  "one runtime per GPU of LIST (CUDA device numbers, such as 0,1; a number twice: two runtimes on that GPU), "
+	  "all on the device's controllers, with no queue pair shared (boot: runtime i > 0 serves at SOCKET.i)" },
 	{ "no-files", OPT_NO_FILES, V_NONE, 0, 0, NULL, "no metadata warp (no file or model requests)" },
 	{ "no-zero-copy", OPT_NO_ZERO_COPY, V_NONE, 0, 0, NULL, "every read through the bounce buffers" },
 	{ "warps", OPT_WARPS, V_COUNT, 0, 1u << 30, "N", "service warps (default 1)" },
@@ -89,7 +93,7 @@ static const struct cli_option {
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 /* The runtime's options, for every command that boots one. */
-#define RT_OPTS "host require-gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib files-mib force"
+#define RT_OPTS "host require-gpu gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib files-mib force"
 
 const struct cli_command cli_commands[] = {
 	{ "identify", cmd_identify, "--device DEV", "bring up a controller, print what it is",
@@ -98,7 +102,7 @@ const struct cli_command cli_commands[] = {
 	  "device socket allow-raw offset length output " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
 	  "device socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps "
-	  "gpu-clients gpu-client-mib " RT_OPTS },
+	  "gpu-clients gpu-client-mib gpus " RT_OPTS },
 	{ "stop", cmd_stop, "", "stop a running service", "socket" },
 	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
 	  "device socket json " RT_OPTS },
@@ -113,7 +117,7 @@ const struct cli_command cli_commands[] = {
 	  "run an app (APP.so, or --host: its host-mode variant); its output on stdout, the run's on stderr",
 	  "device socket part root entry grid block arch vram-mib " RT_OPTS },
 	{ "bench", cmd_bench, "--device DEV", "requests/s and latency through the whole path",
-	  "device threads iters bytes op stages json " RT_OPTS },
+	  "device threads iters bytes op stages json gpus " RT_OPTS },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -307,6 +311,27 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_STAGES: c->stages = 1; break;
 	case OPT_HOST: c->boot.host_mode = 1; break;
 	case OPT_REQUIRE_GPU: c->boot.require_gpu = 1; break;
+	case OPT_GPU: c->boot.gpu = (uint32_t)v; break;
+	case OPT_GPUS: {
+		const char *p = val;
+		c->ngpus = 0;
+		while (*p) {
+			char *end = NULL;
+			unsigned long g = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 1024;
+			if (g > 1023 || c->ngpus == GPUOS_GROUP_MAX || (*end && *end != ',') || (*end == ',' && !end[1])) {
+				cli_err(cmd, "--gpus %s: give CUDA device numbers separated by commas, such as 0,1 (at most %u)",
+					val, GPUOS_GROUP_MAX);
+				return -1;
+			}
+			c->gpus[c->ngpus++] = (uint32_t)g;
+			p = *end ? end + 1 : end;
+		}
+		if (!c->ngpus) {
+			cli_err(cmd, "--gpus: give CUDA device numbers separated by commas, such as 0,1");
+			return -1;
+		}
+		break;
+	}
 	case OPT_NO_FILES: c->boot.no_files = 1; break;
 	case OPT_NO_ZERO_COPY: c->boot.no_zero_copy = 1; break;
 	case OPT_WARPS: c->boot.warps = (uint32_t)v; break;

@@ -65,6 +65,7 @@ struct gpuos_boot_opts {
 	uint32_t files_mib;       /* device memory for the open files' extent maps, MiB (0: 6, 262144
 	                           * extents): a file opens when its map fits beside the others' */
 	uint32_t map_extents;     /* tests: the same pool counted in extents, over files_mib */
+	uint32_t gpu;             /* the CUDA device the runtime runs on (0: the first) */
 };
 #define GPUOS_GPU_AREA_DEFAULT (64ull << 20)
 #define GPUOS_GPU_AREA_ALIGN   (2ull << 20) /* the H100's VRAM allocation granularity */
@@ -160,6 +161,26 @@ int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen);
  * Resume: it continues where it stopped. */
 int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen);
 int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen);
+
+/* ---- several runtimes on one device (docs/design.md, "Scale-out") ----
+ * The device's controllers are brought up once and their I/O queue pairs
+ * divided among n runtimes, one per entry of gpus (CUDA devices; a device
+ * may be named twice; ignored in host mode, where every runtime runs on
+ * CPU threads). No queue pair is shared: each runtime gets an equal share
+ * of what the controllers grant, with o's options for the rest. Each is a
+ * struct gpuos_sys of its own (its mailbox, heap, clients), for everything
+ * above but gpuos_shutdown. A reset would take every runtime's queue pairs
+ * with it, so a group's runtimes abort and reset nothing: a command that
+ * times out fails (docs/design.md). Parking one parks those on its GPU. */
+#define GPUOS_GROUP_MAX 8u
+struct gpuos_group;
+int gpuos_boot_group(const struct gpuos_boot_opts *o, uint32_t n, const uint32_t *gpus, struct gpuos_group **out,
+		     char *err, size_t errlen);
+uint32_t gpuos_group_size(const struct gpuos_group *g);
+struct gpuos_sys *gpuos_group_sys(const struct gpuos_group *g, uint32_t i);
+/* Stop every runtime, then delete their queues and shut the controllers
+ * down. 0 or the first error. */
+int gpuos_group_shutdown(struct gpuos_group *g, char *err, size_t errlen);
 
 const struct gpuos_info *gpuos_sys_info(const struct gpuos_sys *s);
 void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st);

@@ -24,7 +24,7 @@ static int connections_after_open(const char *before)
 		setenv("CUDA_DEVICE_MAX_CONNECTIONS", before, 1);
 	else
 		unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
-	if (gpuos_gpu_open(&g, why, sizeof(why)) == 0)
+	if (gpuos_gpu_open(&g, 0, why, sizeof(why)) == 0)
 		gpuos_gpu_close(g);
 	v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
 	return v ? atoi(v) : 8; /* unset: CUDA's default */

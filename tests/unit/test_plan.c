@@ -589,3 +589,69 @@ Test(plan, gpu_clients)
 	plan_refused(&f, 0, "GPU clients post to areas of their own: not with the mailbox in VRAM (which serves apps the "
 			    "service runs)");
 }
+
+/* ---- a group: runtimes sharing the controllers (docs/design.md, "Scale-out") ---- */
+
+/* n runtimes on `nctrl` controllers that grant at most `most` each: the ask
+ * covers all of them, each runtime's qids are its own, and together they
+ * stay within the grant. */
+static void group(uint32_t nctrl, uint32_t n, uint32_t warps, uint32_t most, int no_files)
+{
+	struct fx f;
+	uint8_t used[GPUOS_MAX_CTRL][1024];
+	uint32_t i, q, m, granted;
+	fx_init(&f, nctrl);
+	f.o.warps = warps;
+	f.o.no_files = no_files;
+	f.in.runtimes = n;
+	memset(used, 0, sizeof(used));
+	cr_assert_eq(fx_plan(&f, most), 0, "%u runtimes, %u warps, %u controllers: %s", n, warps, nctrl, f.err);
+	invariants(&f.p);
+	cr_assert_eq(f.p.runtimes, n);
+	cr_assert_eq(f.p.ask, GPUOS_MIN((warps + (no_files ? 0u : 1u)) * n, 65535u), "ask %u", f.p.ask);
+	granted = GPUOS_MIN(f.in.io_queues, f.p.ask);
+	cr_assert(gpuos_plan_ctrl_queues(&f.p) * n <= granted, "%u runtimes x %u queues in %u granted", n,
+		  gpuos_plan_ctrl_queues(&f.p), granted);
+	for (i = 0; i < n; i++) {
+		struct gpuos_plan p = f.p;
+		gpuos_plan_runtime(&p, i);
+		for (q = 0; q < p.nq; q++) {
+			uint32_t qid = gpuos_plan_queue_qid(&p, q);
+			m = gpuos_plan_queue_ctrl(&p, q);
+			cr_assert(qid >= 1 && qid <= granted && qid < 1024, "runtime %u queue %u: qid %u", i, q, qid);
+			cr_assert_eq(used[m][qid], 0, "runtime %u: qid %u of controller %u is taken", i, qid, m);
+			used[m][qid] = 1;
+		}
+		for (m = 0; p.meta && m < nctrl; m++) {
+			uint32_t qid = gpuos_plan_meta_qid(&p);
+			cr_assert(qid >= 1 && qid <= granted, "runtime %u: metadata qid %u", i, qid);
+			cr_assert_eq(used[m][qid], 0, "runtime %u: metadata qid %u of controller %u is taken", i, qid, m);
+			used[m][qid] = 1;
+		}
+	}
+}
+
+Test(plan, group_shares_no_queue_pair)
+{
+	group(1, 2, 1, 1024, 0);
+	group(1, 2, 4, 1024, 0);
+	group(1, 3, 2, 9, 0);       /* 9 granted: 3 each, one for files */
+	group(4, 2, 2, 1024, 0);    /* 2 GPUs x 4 SSDs */
+	group(2, 8, 1, 64, 1);
+	group(1, 2, 8, 10, 0);      /* fewer than asked: 5 each, 4 warps */
+}
+
+Test(plan, group_refusals)
+{
+	struct fx f;
+	fx_init(&f, 1);
+	f.in.runtimes = 3;
+	cr_assert_eq(fx_device(&f), 0);
+	f.in.io_queues = 2;
+	plan_refused(&f, 1, "the controller grants 2 I/O queues: fewer than the 3 runtimes, which share no queue pair");
+	fx_init(&f, 1);
+	f.in.runtimes = 2;
+	f.in.loopback = 1;
+	cr_assert_neq(fx_plan(&f, 0), 0);
+	cr_assert_str_eq(f.err, "gpu-null has no controller to share among 2 runtimes");
+}

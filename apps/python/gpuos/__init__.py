@@ -67,7 +67,7 @@ _ERRLEN = 512
 # metadata warp) would take away what the binding needs.
 _OPTS = {
     "warps": int, "queues": int, "depth": int, "slots": int, "xfer_kib": int, "mbox_slots": int,
-    "heap_bytes": int, "timeout_ms": int, "part": int, "files_mib": int, "map_extents": int,
+    "heap_bytes": int, "timeout_ms": int, "part": int, "files_mib": int, "map_extents": int, "gpu": int,
     "require_gpu": bool, "sim_vram": bool, "no_zero_copy": bool, "force": bool, "root": str,
 }
 
@@ -103,8 +103,9 @@ class System(object):
     host: run the runtime on CPU threads even with a GPU (without one it
     runs there anyway). verbose: the runtime's notices on stderr.
     opts: warps, queues, depth, slots, xfer_kib, mbox_slots, heap_bytes,
-    timeout_ms, part, files_mib, map_extents, require_gpu, sim_vram,
-    no_zero_copy, force, root (struct gpuos_boot_opts, gpuos/host.h).
+    timeout_ms, part, files_mib, map_extents, gpu (the CUDA device),
+    require_gpu, sim_vram, no_zero_copy, force, root (struct
+    gpuos_boot_opts, gpuos/host.h).
 
     .gpu is True when the runtime runs on the GPU. close() (or leaving the
     with block) shuts it down and frees every tensor's memory: tensors must

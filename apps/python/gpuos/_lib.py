@@ -71,6 +71,7 @@ class BootOpts(ctypes.Structure):
         ("gpu_area_bytes", ctypes.c_uint64),
         ("files_mib", ctypes.c_uint32),
         ("map_extents", ctypes.c_uint32),
+        ("gpu", ctypes.c_uint32),
     ]
 
 
