@@ -161,6 +161,7 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/split.sh $(BUILD)
 	$(Q)bash tests/emu/cli_hostile.sh $(BUILD)
 	$(Q)bash tests/emu/service.sh $(BUILD)
+	$(Q)bash tests/emu/group.sh $(BUILD)
 	$(Q)bash tests/emu/root.sh $(BUILD)
 	$(Q)bash tests/emu/install.sh $(BUILD)
 	$(Q)bash tests/emu/embed.sh $(BUILD)

@@ -51,6 +51,7 @@ SECTIONS = [
     ("runtime", "4. Runtime ceiling and latency"),
     ("xproc", "GPU clients in other processes"),
     ("fragmented", "Files of 50,000 extents against one unfragmented"),
+    ("scaleout", "Scale-out: runtimes x SSDs, one group (bench/scaleout.sh)"),
 ]
 
 

@@ -21,6 +21,31 @@ GPUOS_TEST_GPU=1 timeout 500 "$build/gpu/test_runtime"; res $? "runtime suite on
 step "files suite, runtime and metadata warp on the GPU, controller emu:"
 GPUOS_TEST_GPU=1 GPUOS_FILES_DIR="$build/files-img" timeout 400 "$build/gpu/test_files"; res $? "files suite on the GPU"
 
+step "a group (issue 20): runtimes on one controller's queue pairs, two on GPU 0"
+GPUOS_TEST_GPU=1 GPUOS_FILES_DIR="$build/files-img" timeout 300 "$build/gpu/test_group"
+res $? "group suite on the GPU: two runtimes on GPU 0 reading one SSD and four at once, the grant divided, parking, a hung controller"
+ngpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+glists="0,0"
+[ "$ngpu" -ge 2 ] && glists="0,0 0,1"
+[ "$ngpu" -ge 2 ] || echo "-- one GPU here: gpuos boot --gpus 0,1 (runtimes on two GPUs) not run"
+for gl in $glists; do
+	gsock=/dev/shm/gpuos-group.sock
+	timeout 120 "$g" boot --device "emu:$build/files-img/ext4.img" --socket $gsock --gpus $gl > /dev/shm/gpuos-group.svc 2>&1 &
+	gpid=$!
+	for i in $(seq 150); do grep -q ready /dev/shm/gpuos-group.svc 2>/dev/null && break; sleep 0.2; done
+	want_big=$(md5sum < "$build/files-img/src/big.bin" | cut -d' ' -f1)
+	gpids=
+	for s in $gsock $gsock.1; do timeout 60 "$g" cat --socket $s /big.bin 2>/dev/null | md5sum | cut -d' ' -f1 > $s.md5 & gpids="$gpids $!"; done
+	wait $gpids
+	[ "$(cat $gsock.md5)" = "$want_big" ] && [ "$(cat $gsock.1.md5)" = "$want_big" ] &&
+		[ "$(grep -c 'runtime on NVIDIA\|runtime on .*H[12]00' /dev/shm/gpuos-group.svc)" -eq 2 ]
+	res $? "gpuos boot --gpus $gl: two runtimes on the GPU, clients of both at once, every byte of /big.bin"
+	timeout 20 "$g" stop --socket $gsock.1 > /dev/null 2>&1
+	wait $gpid; res $? "gpuos stop through runtime 1 stops the group --gpus $gl (exit 0)"
+	grep -v '^gpuos: MPS' /dev/shm/gpuos-group.svc | head -6
+	rm -f /dev/shm/gpuos-group.* $gsock.md5 $gsock.1.md5
+done
+
 step "file tools with the GPU runtime, compared with host mode"
 fi="$build/files-img"
 for args in "ls --json --device emu:$fi/ext4.img /dir" "stat --json --device emu:$fi/gpt.img /big.bin" \

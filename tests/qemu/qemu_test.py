@@ -334,6 +334,39 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     p.collect()
     p.service_stop("%s-b-service-stop" % tag, tag + "_b", sb)
 
+    # A group on A (docs/design.md, "Scale-out"): A brought up once, its
+    # queue pairs divided between two runtimes (no GPU in the guest: both on
+    # CPU threads), each serving its own socket; clients of both read at
+    # once, and a stop through the second stops both.
+    sg = "/tmp/%s-g.sock" % tag
+    p.service("%s-group-service" % tag, tag + "_g", sg, a_dev, ["--gpus", "0,0", "--warps", "2"],
+              r"^gpuos: runtime 0 at /tmp/")
+    for i in range(4):
+        ln = rng.randint(100 << 10, 2 << 20)
+        p.read("%s-group-par%d" % (tag, i), a_img, A_LBA, avoid_bad(rng, A_SIZE, ln), ln,
+               socket=sg + (".1" if i % 2 else ""), bg=True)
+    p.collect()
+    p.service_stop("%s-group-stop-through-runtime-1" % tag, tag + "_g", sg + ".1")
+
+    # B grants 2 queue pairs: two runtimes without the metadata warp take one
+    # each, three are refused.
+    def group_bench(text):
+        try:
+            d = json.loads(text)
+        except ValueError:
+            return "not one JSON object: %s" % text[:400]
+        rs = d.get("runtimes", [])
+        if len(rs) != 2 or d.get("errors") != 0 or any(r["errors"] or r["requests_per_s"] <= 0 for r in rs):
+            return "want two runtimes that both read without errors: %s" % text[:600]
+        if sum(r["commands"] for r in rs) != d.get("commands") or d.get("commands") != 2 * 2 * 16:
+            return "commands of the runtimes do not add up to 64: %s" % text[:600]
+        return None
+    p.text("%s-b-group-bench" % tag, ["gpuos", "bench", "--device", b_dev, "--gpus", "0,0", "--no-files", "--threads",
+                                      "2", "--iters", "16", "--json"] + HEAP, out=group_bench)
+    p.text("%s-b-group-of-3-refused" % tag, ["gpuos", "bench", "--device", b_dev, "--gpus", "0,0,0", "--no-files",
+                                             "--iters", "4"] + HEAP, rc=1,
+           err=r"grants 2 I/O queues: fewer than the 3 runtimes, which share no queue pair")
+
     # Commands the slow controller cannot answer within a 20 ms timeout:
     # QEMU answers the runtime's Aborts "not aborted", so the runtime resets
     # B by itself (CC.EN, admin registers, Set Features, queues re-created;
