@@ -182,10 +182,11 @@ $(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_SRC) $
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ThreadSanitizer)")
 	$(Q)$(CC) $(TSAN_FLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_SRC) $(LDLIBS_HOST)
-tsan: $(TSAN_DIR)/test_runtime $(TSAN_DIR)/test_files $(TSAN_DIR)/test_group
+tsan: $(TSAN_DIR)/test_runtime $(TSAN_DIR)/test_files $(TSAN_DIR)/test_group $(TSAN_DIR)/test_remote
 	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_runtime
 	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_files
 	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_group
+	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_remote
 
 # ---- fuzzing ----------------------------------------------------------------------
 # Smoke run in make test: gcc + ASan/UBSan and the mutating driver of
@@ -244,7 +245,13 @@ $(GPU_DIR)/lazy_boot: tests/gpu/lazy_boot.c $(BUILD)/libgpuos.a $(BUILD)/boot/cu
 # libgpuos.so for the Python binding come from tests/emu/embed.sh and lib;
 # llama.cpp's answers for the GPU suite's llama checks from
 # tests/gpu/llama_refs.sh (the GPU machine has no node).
-gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/test_group $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok
+# The host libraries as static archives, for what the GPU machine links
+# itself against its own NVSHMEM (tests/gpu/remote.sh): it has none of them.
+$(BUILD)/lib/static/ok: $(filter %.a,$(LDLIBS_HOST))
+	@mkdir -p $(dir $@)
+	$(Q)cp $^ $(dir $@) && touch $@
+gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/test_group $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok \
+	   $(BUILD)/lib/static/ok
 	$(Q)bash tests/emu/embed.sh $(BUILD) > $(BUILD)/embed.log 2>&1 || { cat $(BUILD)/embed.log; exit 1; }
 	$(Q)bash tests/gpu/llama_refs.sh $(BUILD)
 gpu-test: gpu-build

@@ -46,6 +46,15 @@ for gl in $glists; do
 	rm -f /dev/shm/gpuos-group.* $gsock.md5 $gsock.1.md5
 done
 
+step "remote loads through NVSHMEM (issue 20): a client PE asks PE 0's runtime, compared with its own local loads"
+if [ -n "${GPUOS_REMOTE_APART:-}" ]; then
+	echo "-- not here: GPUOS_REMOTE_APART is set (tests/gpu/remote.sh runs on its own, in a call of its own)"
+else
+	timeout 420 bash tests/gpu/remote.sh "$build"; rc=$?
+	[ $rc -eq 77 ] && echo "   (77: no NVSHMEM here: a failure on the GPU machine, whose Python environment has it)"
+	res $rc "remote loads through NVSHMEM: every byte and tensor equal to the local load; the figures above"
+fi
+
 step "file tools with the GPU runtime, compared with host mode"
 fi="$build/files-img"
 for args in "ls --json --device emu:$fi/ext4.img /dir" "stat --json --device emu:$fi/gpt.img /big.bin" \

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Disk images for the runtime's file and model suite (tests/unit/test_files.c),
 # built from a source tree this script writes, so the test compares what the
-# runtime reads with the source files themselves. Built here (mke2fs, sgdisk)
-# and carried to the GPU machine, which may lack them.
+# runtime reads with the source files themselves. Built here (mke2fs, sgdisk),
+# and on the GPU machine, which has no sgdisk (tests/tools/gpt_write.py
+# writes the same partitions there).
 #   tests/tools/files_images.sh DIR
 # DIR/src/...        the source tree
 # DIR/ext4.img       ext4 (inline_data, 4 KiB blocks) of DIR/src, whole device (32 MiB)
@@ -73,7 +74,11 @@ mke2fs -q -F -t ext4 -b 4096 -O inline_data -d "$src" "$dir/ext4.img" 32M
 # GPT: partition 2 holds ext4 and starts at LBA 6161
 mke2fs -q -F -t ext4 -b 1024 -d "$src" "$dir/part.img" 24M
 truncate -s 30M "$dir/gpt.img"
-sgdisk -a 1 -n 1:2048:4095 -t 1:8300 -n 2:6161:+24M -t 2:8300 "$dir/gpt.img" >/dev/null
+if command -v sgdisk > /dev/null; then
+	sgdisk -a 1 -n 1:2048:4095 -t 1:8300 -n 2:6161:+24M -t 2:8300 "$dir/gpt.img" >/dev/null
+else # the GPU machine has no sgdisk: the same two partitions
+	python3 "$here/gpt_write.py" "$dir/gpt.img" 2048:4095 6161:55312
+fi
 dd if="$dir/part.img" of="$dir/gpt.img" bs=512 seek=6161 conv=notrunc status=none
 rm -f "$dir/part.img"
 truncate -s 4M "$dir/raw.img"
