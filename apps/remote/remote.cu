@@ -79,7 +79,11 @@ __device__ static void nv_answer(void *ctx, uint32_t pe, uint32_t slot, const st
 	/* the server's own res[slot] (it is no client) holds the answer as the
 	 * put's symmetric source */
 	y->area->res[slot] = *res;
-	nvshmem_fence(); /* the data's puts to pe land before the answer's */
+	/* what the runtime wrote into pe's buffer directly (the answer of its
+	 * mailbox request, acquired, came after it) and the data's puts, all
+	 * before the answer's put and signal */
+	__threadfence_system();
+	nvshmem_fence();
 	nvshmem_putmem_signal(&y->area->res[slot], &y->area->res[slot], sizeof(*res), &y->area->res_sig[slot], res->seq,
 			      NVSHMEM_SIGNAL_SET, (int)pe);
 }
@@ -100,6 +104,7 @@ __global__ void serve_kernel(struct remote_server *s, const struct sym *y, const
 			spins = 0;
 		else
 			gpuos_backoff(&spins);
+	remote_close_all(s);
 	if (s->model)
 		gpuos_close(s->mb, s->model);
 }
@@ -426,6 +431,14 @@ int main(int argc, char **argv)
 		hs.name = (char *)reg(sys, name, GPUOS_REMOTE_NAME_MAX);
 		reg(sys, model, GPUOS_PATH_MAX);
 		hs.recv_bytes = RECV_BYTES;
+		/* direct where this GPU reaches a client's receive buffer (NVLink,
+		 * PCIe peer, or the same GPU), unless GPUOS_REMOTE_PUT asks for the
+		 * put path (what InfiniBand would take) */
+		for (int p = 1; p < npes && !getenv("GPUOS_REMOTE_PUT"); p++) {
+			uint8_t *peer = (uint8_t *)nvshmem_ptr(y.recv, p);
+			if (peer && gpuos_sys_register(sys, peer, RECV_BYTES, GPUOS_REGISTER_DEVICE) == 0)
+				hs.direct[p] = peer;
+		}
 		hs.npes = (uint32_t)npes;
 		hs.me = 0;
 		hs.area = y.area;
@@ -439,9 +452,9 @@ int main(int argc, char **argv)
 		CK(cudaMemcpyAsync(&hs, ds, sizeof(hs), cudaMemcpyDeviceToHost, st));
 		CK(cudaMemcpyAsync(&mst, dmst, sizeof(mst), cudaMemcpyDeviceToHost, st));
 		CK(cudaStreamSynchronize(st));
-		printf("{\"pe\": 0, \"gpu\": %d, \"served\": %llu, \"failed\": %llu, \"bytes\": %llu, \"model\": \"%s\"}\n", gpu,
-		       (unsigned long long)hs.served, (unsigned long long)hs.failed, (unsigned long long)hs.bytes,
-		       gpuos_status_name(mst));
+		printf("{\"pe\": 0, \"gpu\": %d, \"path\": \"%s\", \"served\": %llu, \"failed\": %llu, \"bytes\": %llu, "
+		       "\"model\": \"%s\"}\n", gpu, hs.direct[1] ? "direct" : "put", (unsigned long long)hs.served,
+		       (unsigned long long)hs.failed, (unsigned long long)hs.bytes, gpuos_status_name(mst));
 	} else {
 		struct cjob *c, *hc = (struct cjob *)calloc(1, sizeof(*hc));
 		uint8_t *local;

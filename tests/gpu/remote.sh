@@ -34,13 +34,18 @@ export LD_LIBRARY_PATH
 hostlib=$(ls "$nv"/lib/libnvshmem_host.so* 2>/dev/null | head -1)
 [ -n "$hostlib" ] || { echo "remote: no libnvshmem_host.so in $nv/lib"; exit 77; }
 
-# libgpuos.a carries the CUDA runtime (hence --cudart=none) and the runtime
-# image; the host libraries come static from make gpu-build (BUILD/lib/static)
-nvcc -std=c++17 -O2 -rdc=true -arch=sm_90 --cudart=none -I"$here/include" -I"$nv/include" \
-	-o "$work/gpuos-remote" "$here/apps/remote/remote.cu" \
-	-L"$build/lib" -L"$build/lib/static" -L"$nv/lib" \
-	-Xlinker -Bstatic,-lgpuos,-luring,-lelf,-lz,-lzstd,-Bdynamic "$hostlib" -lnvshmem_device \
-	-lstdc++ -lpthread -ldl -lrt -lm -lcuda -Xlinker -rpath,"$nv/lib" > "$work/cc.log" 2>&1
+# Three steps: the program as relocatable device code, the device link
+# with NVSHMEM's device library, the host link. libgpuos.a carries the CUDA
+# runtime (the program links no other) and the runtime image; the host
+# libraries come static from make gpu-build (BUILD/lib/static).
+{
+	nvcc -std=c++17 -O2 -rdc=true -arch=sm_90 -I"$here/include" -I"$nv/include" \
+		-c "$here/apps/remote/remote.cu" -o "$work/remote.o" &&
+	nvcc -arch=sm_90 -dlink "$work/remote.o" -L"$nv/lib" -lnvshmem_device -o "$work/dlink.o" &&
+	g++ -o "$work/gpuos-remote" "$work/remote.o" "$work/dlink.o" -L"$build/lib" -L"$build/lib/static" -L"$nv/lib" \
+		-Wl,-Bstatic -lgpuos -luring -lelf -lz -lzstd -Wl,-Bdynamic "$hostlib" -lnvshmem_device \
+		-lstdc++ -lpthread -ldl -lrt -lm -Wl,-rpath,"$nv/lib"
+} > "$work/cc.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ]; then
 	cat "$work/cc.log"
@@ -85,42 +90,52 @@ else
 	g0=0 g1=1
 fi
 dev="emu:$work/fs.img,workers=4"
-GPUOS_REMOTE_GPU=$g0 timeout 240 "$work/gpuos-remote" serve "$work/uid" 2 "$dev" /models/m.gguf \
-	> "$work/pe0.json" 2> "$work/pe0.err" &
-pids="$!"
-p0=$!
-GPUOS_REMOTE_GPU=$g1 timeout 240 "$work/gpuos-remote" client "$work/uid" 2 1 "$dev" /big.bin /models/m.gguf $tensors \
-	> "$work/pe1.json" 2> "$work/pe1.err" &
-p1=$!
-pids="$pids $p1"
-wait $p1; r1=$?
-wait $p0; r0=$?
-pids=
-sed 's/^/   pe0: /' "$work/pe0.err" | tail -20
-sed 's/^/   pe1: /' "$work/pe1.err" | tail -20
-cat "$work/pe0.json" "$work/pe1.json"
-python3 - "$work/pe0.json" "$work/pe1.json" "$r0" "$r1" "$(echo $tensors | wc -w)" <<'PY'
+# pair NAME [ENV=VALUE...]: PE 0 and PE 1 once; their reports in $work/NAME.pe0 and .pe1
+pair() {
+	local name=$1 p0 p1 r0 r1
+	shift
+	env "$@" GPUOS_REMOTE_GPU=$g0 timeout 200 "$work/gpuos-remote" serve "$work/uid.$name" 2 "$dev" /models/m.gguf \
+		> "$work/$name.pe0" 2> "$work/$name.err0" &
+	p0=$!
+	env "$@" GPUOS_REMOTE_GPU=$g1 timeout 200 "$work/gpuos-remote" client "$work/uid.$name" 2 1 "$dev" /big.bin \
+		/models/m.gguf $tensors > "$work/$name.pe1" 2> "$work/$name.err1" &
+	p1=$!
+	pids="$p0 $p1"
+	wait $p1; r1=$?
+	wait $p0; r0=$?
+	pids=
+	tail -5 "$work/$name.err0" | sed "s/^/   $name pe0: /"
+	tail -5 "$work/$name.err1" | sed "s/^/   $name pe1: /"
+	cat "$work/$name.pe0" "$work/$name.pe1"
+	python3 - "$work/$name.pe0" "$work/$name.pe1" "$r0" "$r1" "$(echo $tensors | wc -w)" "$name" <<'PY'
 import json, sys
+name = sys.argv[6]
 try:
     s, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 except ValueError:
-    sys.exit("remote: FAIL no report (exit %s and %s)" % (sys.argv[3], sys.argv[4]))
+    sys.exit("remote %s: FAIL no report (exit %s and %s)" % (name, sys.argv[3], sys.argv[4]))
 bad = []
 if sys.argv[3] != "0" or sys.argv[4] != "0":
     bad.append("exit %s and %s" % (sys.argv[3], sys.argv[4]))
-if c["status"] != "OK":
+if c["status"] != "ok":
     bad.append("client status " + c["status"])
 if c["mismatch"]:
     bad.append("remote bytes differ from the local read at byte %d" % c["mismatch_at"])
 if c["tensors_ok"] != int(sys.argv[5]) or c["tensors_bad"]:
     bad.append("tensors %d right, %d wrong of %s" % (c["tensors_ok"], c["tensors_bad"], sys.argv[5]))
-if s["failed"] or s["model"] != "OK":
+if s["failed"] or s["model"] != "ok":
     bad.append("server: %d failed, model %s" % (s["failed"], s["model"]))
-print("remote: 4 KiB round trip %.2f us remote, %.2f us local (%.2fx); 8 MiB reads %.3f GB/s remote, %.3f GB/s local "
-      "(%.2fx); %d tensors equal" % (c["remote_4k_median_us"], c["local_4k_median_us"],
+if s["path"] != name:
+    bad.append("the server took the %s path" % s["path"])
+print("remote %s: 4 KiB round trip %.2f us remote, %.2f us local (%.2fx); 8 MiB reads %.3f GB/s remote, %.3f GB/s "
+      "local (%.2fx); %d tensors equal" % (name, c["remote_4k_median_us"], c["local_4k_median_us"],
       c["local_4k_median_us"] / c["remote_4k_median_us"] if c["remote_4k_median_us"] else 0,
       c["remote_gb_per_s"], c["local_gb_per_s"], c["remote_gb_per_s"] / c["local_gb_per_s"] if c["local_gb_per_s"] else 0,
       c["tensors_ok"]))
-print("remote: " + ("FAIL " + "; ".join(bad) if bad else "PASS"))
+print("remote %s: " % name + ("FAIL " + "; ".join(bad) if bad else "PASS"))
 sys.exit(1 if bad else 0)
 PY
+}
+pair direct; rd=$?
+pair put GPUOS_REMOTE_PUT=1; rp=$?
+[ $rd -eq 0 ] && [ $rp -eq 0 ]

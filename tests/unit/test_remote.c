@@ -4,7 +4,9 @@
  * transport: PE 0 serves from a host-mode runtime on the files image, PE 1
  * is a client; "put" is memcpy into the client's receive buffer, a signal
  * a release store. The server side is the code the NVSHMEM program runs on
- * the GPU (apps/remote/remote.cu), checked here against the source files:
+ * the GPU (apps/remote/remote.cu), both ways (staging and put; direct into
+ * the client's buffer, registered with the runtime), checked here against
+ * the source files:
  * byte ranges and tensors, chunked through a small staging buffer, short
  * at a file's end, several slots in flight; and every hostile request
  * (outside the receive buffer, overflowing, unknown op, unterminated or
@@ -67,7 +69,7 @@ static void *server(void *arg)
 	return NULL;
 }
 
-static struct job *job_start(const char *root)
+static struct job *job_start(const char *root, int direct)
 {
 	struct gpuos_boot_opts o;
 	struct job *j = calloc(1, sizeof(*j));
@@ -82,10 +84,14 @@ static struct job *job_start(const char *root)
 	o.heap_bytes = 8u << 20;
 	o.root = root;
 	booted_start(&j->b, &o);
-	j->recv[0] = malloc(RECV);
-	j->recv[1] = malloc(RECV);
+	j->recv[0] = aligned_alloc(4096, RECV);
+	j->recv[1] = aligned_alloc(4096, RECV);
 	cr_assert(j->recv[0] && j->recv[1]);
 	memset(j->recv[1], CANARY, RECV);
+	if (direct) { /* the client's buffer as the server writes it: registered with its runtime */
+		cr_assert_eq(gpuos_sys_register(j->b.sys, j->recv[1], RECV, 0), 0);
+		j->s.direct[1] = j->recv[1];
+	}
 	j->s.mb = j->b.mb;
 	j->s.name = j->b.heap;                             /* the heap is registered */
 	j->s.stage = (uint8_t *)j->b.heap + (1u << 20);
@@ -112,6 +118,7 @@ static void job_stop(struct job *j)
 	/* release: pairs with the server loop's acquire load */
 	gpuos_store_release_sys64(&j->area[0].stop, 1);
 	pthread_join(j->thread, NULL);
+	remote_close_all(&j->s);
 	if (j->s.model)
 		gpuos_close(j->b.mb, j->s.model);
 	shut(&j->b);
@@ -183,9 +190,9 @@ static int untouched(const struct job *j, uint64_t from, uint64_t to)
 
 TestSuite(remote, .init = images, .timeout = 120);
 
-Test(remote, byte_ranges_equal_the_file)
+static void byte_ranges_equal_the_file(int direct)
 {
-	struct job *j = job_start(NULL);
+	struct job *j = job_start(NULL, direct);
 	size_t len;
 	unsigned char *big = slurp("big.bin", &len);
 	uint64_t s = 3;
@@ -212,9 +219,12 @@ Test(remote, byte_ranges_equal_the_file)
 	job_stop(j);
 }
 
-Test(remote, tensors_by_name_equal_the_model)
+Test(remote, byte_ranges_equal_the_file_put) { byte_ranges_equal_the_file(0); }
+Test(remote, byte_ranges_equal_the_file_direct) { byte_ranges_equal_the_file(1); }
+
+static void tensors_by_name_equal_the_model(int direct)
 {
-	struct job *j = job_start(NULL);
+	struct job *j = job_start(NULL, direct);
 	size_t len;
 	unsigned char *model = slurp("models/m.gguf", &len);
 	struct gpuos_gguf_tensor *t = (struct gpuos_gguf_tensor *)(j->b.heap + (4u << 20)); /* the test's own place */
@@ -244,9 +254,12 @@ Test(remote, tensors_by_name_equal_the_model)
 	job_stop(j);
 }
 
-Test(remote, slots_in_flight_at_once)
+Test(remote, tensors_by_name_equal_the_model_put) { tensors_by_name_equal_the_model(0); }
+Test(remote, tensors_by_name_equal_the_model_direct) { tensors_by_name_equal_the_model(1); }
+
+static void slots_in_flight_at_once(int direct)
 {
-	struct job *j = job_start(NULL);
+	struct job *j = job_start(NULL, direct);
 	size_t len;
 	unsigned char *big = slurp("big.bin", &len);
 	uint32_t k, round;
@@ -274,9 +287,12 @@ Test(remote, slots_in_flight_at_once)
 	job_stop(j);
 }
 
-Test(remote, hostile_requests_get_their_status)
+Test(remote, slots_in_flight_at_once_put) { slots_in_flight_at_once(0); }
+Test(remote, slots_in_flight_at_once_direct) { slots_in_flight_at_once(1); }
+
+static void hostile_requests_get_their_status(int direct)
 {
-	struct job *j = job_start(NULL);
+	struct job *j = job_start(NULL, direct);
 	struct gpuos_remote_req rq;
 	struct gpuos_remote_res r;
 	memset(j->recv[1], CANARY, RECV);
@@ -331,11 +347,14 @@ Test(remote, hostile_requests_get_their_status)
 	job_stop(j);
 }
 
+Test(remote, hostile_requests_get_their_status_put) { hostile_requests_get_their_status(0); }
+Test(remote, hostile_requests_get_their_status_direct) { hostile_requests_get_their_status(1); }
+
 /* A server whose runtime has --root /dir: a client names files under it
  * only; no model is served. */
 Test(remote, the_servers_root_holds)
 {
-	struct job *j = job_start("/dir");
+	struct job *j = job_start("/dir", 0);
 	size_t len;
 	unsigned char *deep = slurp("dir/sub/deep.txt", &len);
 	struct gpuos_remote_res r = ask(j, GPUOS_REMOTE_RANGE, "/sub/deep.txt", 0, len, 0);
