@@ -245,13 +245,16 @@ $(GPU_DIR)/lazy_boot: tests/gpu/lazy_boot.c $(BUILD)/libgpuos.a $(BUILD)/boot/cu
 # libgpuos.so for the Python binding come from tests/emu/embed.sh and lib;
 # llama.cpp's answers for the GPU suite's llama checks from
 # tests/gpu/llama_refs.sh (the GPU machine has no node).
-# The host libraries as static archives, for what the GPU machine links
-# itself against its own NVSHMEM (tests/gpu/remote.sh): it has none of them.
-$(BUILD)/lib/static/ok: $(filter %.a,$(LDLIBS_HOST))
+# The host libraries for the GPU machine, which has none of them: static
+# archives for what it links itself against its own NVSHMEM
+# (tests/gpu/remote.sh), and the shared objects libgpuos.so needs (the
+# Python binding's step of tests/gpu/run.sh puts them on its library path).
+$(BUILD)/lib/deps/ok: $(filter %.a,$(LDLIBS_HOST))
 	@mkdir -p $(dir $@)
-	$(Q)cp $^ $(dir $@) && touch $@
+	$(Q)cp $^ $(dir $@) && for l in liburing.so.2 libelf.so.1; do \
+		p=$$($(CC) -print-file-name=$$l); if [ -f "$$p" ]; then cp -L "$$p" $(dir $@); fi; done && touch $@
 gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/test_group $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok \
-	   $(BUILD)/lib/static/ok
+	   $(BUILD)/lib/deps/ok
 	$(Q)bash tests/emu/embed.sh $(BUILD) > $(BUILD)/embed.log 2>&1 || { cat $(BUILD)/embed.log; exit 1; }
 	$(Q)bash tests/gpu/llama_refs.sh $(BUILD)
 gpu-test: gpu-build

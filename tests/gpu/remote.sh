@@ -37,12 +37,12 @@ hostlib=$(ls "$nv"/lib/libnvshmem_host.so* 2>/dev/null | head -1)
 # Three steps: the program as relocatable device code, the device link
 # with NVSHMEM's device library, the host link. libgpuos.a carries the CUDA
 # runtime (the program links no other) and the runtime image; the host
-# libraries come static from make gpu-build (BUILD/lib/static).
+# libraries come static from make gpu-build (BUILD/lib/deps).
 {
 	nvcc -std=c++17 -O2 -rdc=true -arch=sm_90 -I"$here/include" -I"$nv/include" \
 		-c "$here/apps/remote/remote.cu" -o "$work/remote.o" &&
 	nvcc -arch=sm_90 -dlink "$work/remote.o" -L"$nv/lib" -lnvshmem_device -o "$work/dlink.o" &&
-	g++ -o "$work/gpuos-remote" "$work/remote.o" "$work/dlink.o" -L"$build/lib" -L"$build/lib/static" -L"$nv/lib" \
+	g++ -o "$work/gpuos-remote" "$work/remote.o" "$work/dlink.o" -L"$build/lib" -L"$build/lib/deps" -L"$nv/lib" \
 		-Wl,-Bstatic -lgpuos -luring -lelf -lz -lzstd -Wl,-Bdynamic "$hostlib" -lnvshmem_device \
 		-lstdc++ -lpthread -ldl -lrt -lm -Wl,-rpath,"$nv/lib"
 } > "$work/cc.log" 2>&1

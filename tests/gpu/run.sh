@@ -126,7 +126,10 @@ PY
 else
 	res 1 "apps/embed programs missing in $em (make gpu-build runs tests/emu/embed.sh)"
 fi
-GPUOS_LIBRARY=$build/lib/libgpuos.so timeout 300 python3 tests/gpu/python_torch.py "$build"; rc=$?
+# libgpuos.so needs liburing and libelf, which this machine lacks: make
+# gpu-build carries them in BUILD/lib/deps
+LD_LIBRARY_PATH=$build/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPUOS_LIBRARY=$build/lib/libgpuos.so \
+	timeout 300 python3 tests/gpu/python_torch.py "$build"; rc=$?
 [ $rc -eq 77 ] && echo "   (77: PyTorch or the GPU missing: a failure here, the GPU machine has both)"
 res $rc "Python binding with PyTorch: tensors through DLPack without a copy, equal to the file; matmul parked and after resume"
 
