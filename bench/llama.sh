@@ -26,7 +26,8 @@
 #   the next (the model stays in $LLAMA_DIR while the machine stays warm).
 # Environment: LLAMA_DIR (work folder, default /tmp/gpuos-llama: the image
 # there, the GGUF in /dev/shm), LLAMA_LAYERS (default: 80, fewer when the
-# disk or memory would not hold two copies), LLAMA_SHAPE=small (a
+# disk or memory would not hold two copies), LLAMA_EMU (more emu: options
+# for the engine's cases, such as backend=file), LLAMA_SHAPE=small (a
 # 1024-wide, 8-layer model: to try the script in host mode, LLAMA_HOST=1).
 set -u
 build=${1:?usage: bench/llama.sh BUILD RESULTS [STEP...]}
@@ -50,7 +51,9 @@ if [ -n "${LLAMA_HOST:-}" ]; then
 	app=$build/apps/llama.so; mode=(--host); geom=(--grid 1 --block 2)
 else
 	app=$build/apps/llama.cubin; mode=(--require-gpu)
-	sms=$(nvidia-smi --query-gpu=multiprocessor_count --format=csv,noheader 2>/dev/null | head -1)
+	# nvidia-smi has no field for it: CUDA's count, through PyTorch where it is
+	sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null |
+		grep -E '^[0-9]+$')
 	geom=(--grid "${sms:-64}" --block 256)
 fi
 say() { echo "llama bench: $*"; }
@@ -117,9 +120,9 @@ PY
 for s in $steps; do
 	case $s in
 	make) step_make || { say "making the model failed"; exit 1; } ;;
-	ram) engine ram "emu:$dir/model.img" || exit 1 ;;
-	ssd4) engine ssd4 "emu:$dir/model.img,ssds=4,gbps=7,iops=1400000" || exit 1 ;;
-	resident) engine resident "emu:$dir/model.img" --vram-gib 4096 || exit 1 ;;
+	ram) engine ram "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" || exit 1 ;;
+	ssd4) engine ssd4 "emu:$dir/model.img,ssds=4,gbps=7,iops=1400000${LLAMA_EMU:+,$LLAMA_EMU}" || exit 1 ;;
+	resident) engine resident "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" --vram-gib 4096 || exit 1 ;;
 	mmap)
 		say "mmap: layer-base m.gguf --table --path mmap (one pass over every layer)"
 		timeout 560 "$build/bench/layer-base" "$shm/m.gguf" --table "$dir/table.txt" --path mmap > "$out/mmap.json" ||

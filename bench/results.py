@@ -52,6 +52,7 @@ SECTIONS = [
     ("xproc", "GPU clients in other processes"),
     ("fragmented", "Files of 50,000 extents against one unfragmented"),
     ("scaleout", "Scale-out: runtimes x SSDs, one group (bench/scaleout.sh)"),
+    ("remote", "Remote loads through NVSHMEM (tests/gpu/remote.sh)"),
 ]
 
 

@@ -55,12 +55,12 @@ one() {
 	# shellcheck disable=SC2086 # the argument lists split on purpose
 	timeout 180 "$g" bench --device "$dev" --gpus "$gpus" $host $a4 --json |
 		add "$res/scaleout.csv" scaleout "$name" "$what" "$src" "$base" \
-			"gpuos bench --device emu:IMG,ssds=$ssds,$model --gpus $gpus $a4" \
+			"gpuos bench --device ${dev/$img/IMG} --gpus $gpus $a4" \
 			iops=requests_per_s:reads/s lat_p99_us=lat_p99_us:us || return 1
 	# shellcheck disable=SC2086
 	timeout 180 "$g" bench --device "$dev" --gpus "$gpus" $host $a1 --json |
 		add "$res/scaleout.csv" scaleout "$name" "$what" "$src" "$base" \
-			"gpuos bench --device emu:IMG,ssds=$ssds,$model --gpus $gpus $a1" \
+			"gpuos bench --device ${dev/$img/IMG} --gpus $gpus $a1" \
 			gb_per_s=gb_per_s:GB/s || return 1
 }
 one 1x1 1 0 || exit 1

@@ -100,6 +100,9 @@ PY
 check "2 runtimes x 4 SSDs: each runtime's figures, all together, and the controllers executed every command" \
 	says $rc 0 '^ok$' "$tmp/out"
 [ $rc -eq 0 ] || cat "$tmp/err" "$tmp/out"
+here=$(cd "$(dirname "$0")/../.." && pwd)
+check "its JSON: gpuos.bench/1 with runtimes[] as docs/json.md says" \
+	python3 "$here/tests/tools/check_json.py" --doc "$here/docs/json.md" "$tmp/b.json"
 $gpuos bench --device "emu:$tmp/fs.img" --host --gpus 0,0 --threads 2 --iters 50 > "$tmp/out" 2>&1; rc=$?
 check "the text report: each runtime and all together" says $rc 0 "^  all together: " "$tmp/out"
 $gpuos bench --device "emu:$tmp/fs.img" --host --gpus 0,0 --stages > /dev/null 2> "$tmp/err"; rc=$?
