@@ -78,10 +78,12 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 	c->force = force;
 	c->sim_vram = sim_vram && !gpu;
 	c->next_iova = 0x100000000ull; /* synthetic IOVAs start at 4 GiB: never a host pointer by accident */
+	pthread_mutex_init(&c->iova_lock, NULL);
 	c->nmembers = 1;
 	snprintf(c->member[0].name, sizeof(c->member[0].name), "%s%s", ops->prefix, dev);
 	r = ops->open(c, dev, err, errlen);
 	if (r) {
+		pthread_mutex_destroy(&c->iova_lock);
 		free(c);
 		return r;
 	}
@@ -100,6 +102,7 @@ void gpuos_ctrl_close(struct gpuos_ctrl *c)
 	if (!c)
 		return;
 	c->ops->close(c);
+	pthread_mutex_destroy(&c->iova_lock);
 	free(c);
 }
 

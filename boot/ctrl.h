@@ -14,6 +14,7 @@
 #ifndef GPUOS_BOOT_CTRL_H
 #define GPUOS_BOOT_CTRL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,6 +84,7 @@ struct gpuos_ctrl {
 	int regs_gpu_readable;    /* the GPU may read the registers (emu: memory); a GPU
 	                           * may not read another device's BAR on every platform */
 	uint64_t next_iova;       /* for controllers that pick IOVAs themselves */
+	pthread_mutex_t iova_lock; /* next_iova: a group's runtimes map from their own threads */
 };
 
 /* Controllers that pick IOVAs themselves start each region on a 1 MiB

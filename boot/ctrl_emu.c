@@ -341,9 +341,14 @@ static void emu_close(struct gpuos_ctrl *c)
 static int emu_map(struct gpuos_ctrl *c, void *ptr, size_t len, int vram, uint64_t *iova)
 {
 	struct emu_priv *p = (struct emu_priv *)c->priv;
-	uint64_t a = c->next_iova;
+	uint64_t a;
 	uint32_t i;
 	int r = 0;
+	/* a group's runtimes map from their own threads: one IOVA range each */
+	pthread_mutex_lock(&c->iova_lock);
+	a = c->next_iova;
+	c->next_iova = gpuos_iova_after(a, len);
+	pthread_mutex_unlock(&c->iova_lock);
 	for (i = 0; i < p->n && !r; i++)
 		r = gpuos_emu_map(p->emu[i], a, ptr, len, vram ? GPUOS_EMU_REGION_DEVICE : GPUOS_EMU_REGION_HOST);
 	if (r) {
@@ -351,7 +356,6 @@ static int emu_map(struct gpuos_ctrl *c, void *ptr, size_t len, int vram, uint64
 			gpuos_emu_unmap(p->emu[i - 1], a);
 		return r;
 	}
-	c->next_iova = gpuos_iova_after(a, len);
 	*iova = a;
 	return 0;
 }

@@ -186,11 +186,15 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	pthread_mutex_init(&g->lock, NULL);
 	/* Host threads that wait for the GPU sleep instead of spinning: after
 	 * boot the CPU has nothing to do, and should use no time doing it. */
-	if (dev == 0) {
+	int cur = 0;
+	if (cudaGetDevice(&cur) != cudaSuccess)
+		cur = 0;
+	if ((int)dev == cur) {
 		cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost);
 	} else {
-		/* cudaSetDeviceFlags sets the current device's, which is GPU 0
-		 * until cudaSetDevice below makes g's current (and its context) */
+		/* cudaSetDeviceFlags sets the current device's, which is another
+		 * GPU until cudaSetDevice below makes g's current (a group opens
+		 * several from one thread, in any order) */
 		CUresult (*set_flags)(CUdevice, unsigned) = NULL;
 		if (!entry("cuDevicePrimaryCtxSetFlags", (void **)&set_flags))
 			(void)set_flags((CUdevice)dev, CU_CTX_SCHED_BLOCKING_SYNC | CU_CTX_MAP_HOST);
@@ -491,12 +495,20 @@ struct chan {
 	size_t clen;
 };
 
+/* A thread's channels, one per GPU it works for: a stream belongs to the
+ * device current when it was made, and a group's runtimes on several GPUs
+ * are set up from one thread. */
+#define CHAN_DEVICES 16u
+
+struct chans {
+	struct chan *on[CHAN_DEVICES];
+};
+
 static pthread_key_t chan_key;
 static pthread_once_t chan_once = PTHREAD_ONCE_INIT;
 
-static void chan_free(void *p)
+static void chan_free_one(struct chan *c)
 {
-	struct chan *c = (struct chan *)p;
 	if (c->dma) {
 		for (uint32_t i = 0; i < CHAN_TICKETS; i++)
 			cudaEventDestroy(c->ev[i]);
@@ -505,36 +517,59 @@ static void chan_free(void *p)
 	cudaStreamDestroy(c->s);
 	free(c);
 }
+
+static void chan_free(void *p)
+{
+	struct chans *cs = (struct chans *)p;
+	for (uint32_t d = 0; d < CHAN_DEVICES; d++)
+		if (cs->on[d])
+			chan_free_one(cs->on[d]);
+	free(cs);
+}
 static void chan_key_make(void) { pthread_key_create(&chan_key, chan_free); }
 
-static struct chan *my_chan(void)
+/* The calling thread's channel for g's device, made on first use (with g's
+ * device current). NULL when it cannot be made. */
+static struct chan *my_chan(const struct gpuos_gpu *g)
 {
+	struct chans *cs;
 	struct chan *c;
+	uint32_t d = g && g->dev > 0 ? (uint32_t)g->dev : 0u;
+	if (d >= CHAN_DEVICES)
+		return NULL;
 	pthread_once(&chan_once, chan_key_make);
-	c = (struct chan *)pthread_getspecific(chan_key);
+	cs = (struct chans *)pthread_getspecific(chan_key);
+	if (!cs) {
+		cs = (struct chans *)calloc(1, sizeof(*cs));
+		if (!cs)
+			return NULL;
+		pthread_setspecific(chan_key, cs);
+	}
+	c = cs->on[d];
 	if (!c) {
 		c = (struct chan *)calloc(1, sizeof(*c));
 		if (!c)
 			return NULL;
+		use(g);
 		if (cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking) != cudaSuccess) {
 			free(c);
 			return NULL;
 		}
-		pthread_setspecific(chan_key, c);
+		cs->on[d] = c;
 	}
 	return c;
 }
 
-static cudaStream_t my_stream(void)
+static cudaStream_t my_stream(const struct gpuos_gpu *g)
 {
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	return c ? c->s : NULL;
 }
 
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device)
 {
 	use(g);
-	cudaStream_t s = my_stream();
+	cudaStream_t s = my_stream(g);
 	(void)g;
 	if (!s)
 		return -EIO;
@@ -546,7 +581,7 @@ int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, 
 void gpuos_gpu_thread_init(struct gpuos_gpu *g)
 {
 	use(g);
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	if (!c || c->dma)
 		return;
 	/* everything the channel needs, made now: while a kernel spins later,
@@ -593,7 +628,7 @@ static int chan_flush_copy(struct chan *c)
 
 int gpuos_gpu_dma_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len)
 {
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	(void)g;
 	if (!c || !c->dma)
 		return -EIO;
@@ -636,7 +671,7 @@ static int gather_add(struct gpuos_gpu *g, struct chan *c, void *dst, const void
 
 int gpuos_gpu_dma_gather(struct gpuos_gpu *g, void *dst, const void *src, size_t len)
 {
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	int r;
 	if (!c || !c->dma)
 		return -EIO;
@@ -646,7 +681,7 @@ int gpuos_gpu_dma_gather(struct gpuos_gpu *g, void *dst, const void *src, size_t
 
 int gpuos_gpu_dma_zero(struct gpuos_gpu *g, void *dst, size_t len)
 {
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	int r;
 	if (!c || !c->dma)
 		return -EIO;
@@ -657,7 +692,7 @@ int gpuos_gpu_dma_zero(struct gpuos_gpu *g, void *dst, size_t len)
 
 int gpuos_gpu_dma_mark(struct gpuos_gpu *g, uint64_t *ticket)
 {
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	uint64_t t;
 	if (!c || !c->dma)
 		return -EIO;
@@ -695,7 +730,7 @@ int gpuos_gpu_dma_mark(struct gpuos_gpu *g, uint64_t *ticket)
 
 int gpuos_gpu_dma_poll(struct gpuos_gpu *g, uint64_t ticket)
 {
-	struct chan *c = my_chan();
+	struct chan *c = my_chan(g);
 	cudaError_t e;
 	(void)g;
 	if (!c || !c->dma || ticket > c->marked)
@@ -734,7 +769,7 @@ int gpuos_gpu_image_load(struct gpuos_gpu *g, const void *image, char *why, size
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len)
 {
 	use(g);
-	cudaStream_t s = my_stream();
+	cudaStream_t s = my_stream(g);
 	(void)g;
 	if (!s)
 		return -EIO;

@@ -36,7 +36,7 @@ void gpuos_sys_dev_free(struct gpuos_sys *s, uint64_t rt)
 {
 	if (!s->gpu)
 		free((void *)(uintptr_t)rt);
-	else if (!s->running)
+	else if (!s->running && !s->group) /* a group's others may spin on this GPU */
 		gpuos_gpu_dev_free(s->gpu, rt);
 	else {
 		/* Freeing now would deadlock against the spinning runtime: park around it

@@ -27,6 +27,7 @@ struct gpuos_group {
 	struct gpuos_sys *sys[GPUOS_GROUP_MAX];   /* [0] owns the controllers */
 	pthread_mutex_t park_lock;
 	uint32_t parks[GPUOS_GROUP_MAX];          /* parks outstanding on each (they nest) */
+	uint32_t was_running[GPUOS_GROUP_MAX];    /* running when its first park came */
 };
 
 uint32_t gpuos_group_size(const struct gpuos_group *g)
@@ -46,27 +47,40 @@ static int same_gpu(const struct gpuos_sys *a, const struct gpuos_sys *b)
 	return a == b || (a->gpu && b->gpu && a->opts.gpu == b->opts.gpu);
 }
 
-/* Park (park 1) or resume every runtime on s's GPU; parks nest: a
- * runtime runs again at the resume that matches its first park. */
+/* Park (park 1) or resume every runtime on s's GPU. Parks nest: the park
+ * that takes a runtime's count from 0 stops it (and notes whether it was
+ * running), the resume that brings it back to 0 restarts it if it was. A
+ * park that fails undoes what it did, so nothing stays parked for a caller
+ * that does not resume after an error. */
 static int park_same_gpu(struct gpuos_sys *s, int park, char *err, size_t errlen)
 {
 	struct gpuos_group *g = s->group;
+	uint32_t took[GPUOS_GROUP_MAX] = { 0 };
 	char e2[256];
 	uint32_t i;
 	int r = 0;
 	pthread_mutex_lock(&g->park_lock);
-	for (i = 0; i < g->n; i++) {
+	for (i = 0; i < g->n && !r; i++) {
 		struct gpuos_sys *t = g->sys[i];
-		int r2;
 		if (!same_gpu(s, t))
 			continue;
-		if (park ? g->parks[i]++ != 0 : !g->parks[i] || --g->parks[i] != 0 || t->running)
-			continue;
-		r2 = park ? gpuos_sys_stop(t, GPUOS_RT_CMD_PARK, r ? e2 : err, r ? sizeof(e2) : errlen)
-			  : gpuos_sys_start(t, r ? e2 : err, r ? sizeof(e2) : errlen);
-		if (r2 && !r)
-			r = r2;
+		if (park) {
+			took[i] = 1;
+			if (g->parks[i]++)
+				continue;
+			g->was_running[i] = (uint32_t)t->running;
+			if (t->running)
+				r = gpuos_sys_stop(t, GPUOS_RT_CMD_PARK, err, errlen);
+		} else if (g->parks[i] ? --g->parks[i] == 0 : t == s) {
+			/* the last resume, or a resume of s itself with no park
+			 * outstanding (after a start that failed): start it if it ran */
+			if (g->was_running[i] && !t->running)
+				r = gpuos_sys_start(t, err, errlen);
+		}
 	}
+	for (i = 0; park && r && i < g->n; i++) /* undo: this park never happened */
+		if (took[i] && --g->parks[i] == 0 && g->was_running[i] && !g->sys[i]->running)
+			gpuos_sys_start(g->sys[i], e2, sizeof(e2));
 	pthread_mutex_unlock(&g->park_lock);
 	return r;
 }
@@ -100,6 +114,14 @@ static int open_gpus(struct gpuos_group *g, char *err, size_t errlen)
 	uint32_t i;
 	int r;
 	for (i = 0; i < g->n; i++) {
+		/* the first decides: on a GPU, the others must be too (their own
+		 * reason if they cannot), in host mode all are */
+		if (i && g->sys[0]->gpu)
+			g->sys[i]->opts.require_gpu = 1;
+		if (i && !g->sys[0]->gpu) {
+			g->sys[i]->opts.host_mode = 1;
+			g->sys[i]->opts.quiet = 1; /* the first said so already */
+		}
 		r = gpuos_sys_open_gpu(g->sys[i], e, sizeof(e));
 		if (r) {
 			runtime_err(g, i, e, err, errlen);
@@ -185,6 +207,17 @@ int gpuos_boot_group(const struct gpuos_boot_opts *o, uint32_t n, const uint32_t
 		r = open_gpus(g, err, errlen);
 	if (!r)
 		r = gpuos_sys_boot_device(g->sys[0], n, err, errlen);
+	for (i = 1; !r && i < n; i++) {
+		/* a real controller's registers are mapped for the owner's GPU
+		 * only (cudaHostRegisterIoMemory in its context); an emulated
+		 * one's are pinned host memory every GPU reaches */
+		if (g->sys[i]->gpu && g->sys[i]->opts.gpu != g->sys[0]->opts.gpu && !g->sys[0]->ctrl->regs_gpu_readable) {
+			snprintf(err, errlen, "runtime %u (GPU %u): the controller's doorbells are mapped for GPU %u only, the "
+				 "owner's: runtimes on other GPUs of a real controller are not built yet", i,
+				 g->sys[i]->opts.gpu, g->sys[0]->opts.gpu);
+			r = -EOPNOTSUPP;
+		}
+	}
 	for (i = 0; !r && i < n; i++) {
 		if (i)
 			share_device(g, i);
@@ -226,6 +259,8 @@ int gpuos_group_shutdown(struct gpuos_group *g, char *err, size_t errlen)
 		}
 	}
 	for (i = g->n; i-- > 0;) {
+		if (g->sys[i]->running)
+			continue; /* it may still ring its doorbells: its queues go with CC.EN = 0 */
 		r2 = gpuos_sys_delete_queues(g->sys[i], e, sizeof(e));
 		if (r2 && !r) {
 			runtime_err(g, i, e, err, errlen);

@@ -204,18 +204,23 @@ static int plan_queues(const struct gpuos_plan_in *in, struct gpuos_plan *p, cha
 			 "queue pair", in->io_queues, p->runtimes);
 		return -EINVAL;
 	}
+	/* whose share the notices speak of */
+	char who[48];
+	if (p->runtimes > 1)
+		snprintf(who, sizeof(who), "each of the %u runtimes gets", p->runtimes);
+	else
+		snprintf(who, sizeof(who), "the controller grants");
 	p->meta = !o->no_files && !in->loopback && granted >= 2;
 	avail = granted - p->meta;
 	if (!p->meta && !o->no_files && !in->loopback)
-		notice(p, "the controller grants 1 I/O queue: no metadata warp, file and model requests are refused");
+		notice(p, "%s 1 I/O queue: no metadata warp, file and model requests are refused", who);
 	if (avail < p->warps) {
-		notice(p, "the controller grants %u I/O queues; running %u service warps instead of %u", granted, avail,
-		       p->warps);
+		notice(p, "%s %u I/O queues; running %u service warps instead of %u", who, granted, avail, p->warps);
 		p->warps = avail;
 	}
 	if (p->meta && (uint64_t)avail * p->nctrl < p->nq)
-		notice(p, "the controller grants %u I/O queues, one of them for files: %u left for %u service warps",
-		       granted, avail, p->warps);
+		notice(p, "%s %u I/O queues, one of them for files: %u left for %u service warps", who, granted, avail,
+		       p->warps);
 	unit = p->warps * p->nctrl;
 	nq = GPUOS_MIN((uint64_t)p->nq, (uint64_t)avail * p->nctrl);
 	nq -= nq % unit;

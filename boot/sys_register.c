@@ -59,7 +59,9 @@ static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size
 		  size_t len, uint32_t flags)
 {
 	char e[256];
-	int was = s->running, r;
+	/* in a group another runtime's park may have stopped this one: park
+	 * through the group's counts all the same */
+	int was = s->running || s->group, r;
 	/* A stream-ordered load waits for the runtime on its stream; a
 	 * cudaFree or cudaHostUnregister while it is parked would wait for
 	 * that stream: let those loads end first. */

@@ -20,6 +20,12 @@
  *       remotely by name and compared with its local load. Prints one JSON
  *       line.
  *
+ * The server's clients read what its runtime lets any client read:
+ * GPUOS_REMOTE_ROOT=DIR confines them to DIR (the runtime's --root); never
+ * raw device bytes. The server also ends when its host raises area->stop:
+ * after GPUOS_REMOTE_SECONDS (default 600), so that a client that died
+ * without saying it is done does not keep it for ever.
+ *
  * GPU: GPUOS_REMOTE_GPU (default: PE modulo the GPUs). Bootstrapped with
  * the unique ID (nvshmemx_init_attr), no launcher. NVLink multicast stays
  * off (NVSHMEM_DISABLE_NVLS=1, set here before NVSHMEM starts). Built on
@@ -98,8 +104,9 @@ __global__ void serve_kernel(struct remote_server *s, const struct sym *y, const
 	*model_status = GPUOS_ST_OK;
 	if (model[0])
 		*model_status = gpuos_model_open(s->mb, model, 0, &s->model, NULL, NULL, 0);
-	/* acquire: pairs with each client's atomic add after its last answer */
-	while (gpuos_load_acquire_sys64(y->done) < clients)
+	/* acquire: pairs with each client's atomic add after its last answer,
+	 * and with the host's copy that raises stop */
+	while (gpuos_load_acquire_sys64(y->done) < clients && !gpuos_load_acquire_sys64(&y->area->stop))
 		if (remote_poll(s))
 			spins = 0;
 		else
@@ -212,18 +219,22 @@ __global__ void client_kernel(const struct sym *y, struct cjob *c)
 	t0 = gpuos_now_ns();
 	for (i = 0; i < n_big + INFLIGHT; i++) {
 		k = (uint32_t)(i % INFLIGHT);
-		if (i >= INFLIGHT) {
+		if (i >= INFLIGHT && i - INFLIGHT < n_big) { /* request i - 8 was posted (or skipped after a failure) */
 			r = answer(y, c, k);
-			if (r.status != GPUOS_ST_OK || r.bytes != BIG) {
+			if ((r.status != GPUOS_ST_OK || r.bytes != BIG) && c->status == GPUOS_ST_OK)
 				c->status = r.status != GPUOS_ST_OK ? r.status : GPUOS_ST_BAD_RANGE;
-				goto out;
-			}
 		}
-		if (i < n_big) {
+		/* after a failure nothing more is posted, but the loop runs on
+		 * and takes the answer of everything in flight (a slot with
+		 * nothing new answers at once), so that none lands after this PE
+		 * says it is done */
+		if (i < n_big && c->status == GPUOS_ST_OK) {
 			req_range(&rq, c->path, i * BIG, BIG, k * BIG);
 			post(y, c, k, &rq);
 		}
 	}
+	if (c->status != GPUOS_ST_OK)
+		goto out;
 	c->remote_big_ns = gpuos_now_ns() - t0;
 	t0 = gpuos_now_ns();
 	for (i = 0; i < n_big; i++) {
@@ -317,7 +328,7 @@ static void nv_start(const char *uidfile, int npes, int pe)
 	}
 }
 
-static struct gpuos_sys *boot(const char *device, int mbox_vram)
+static struct gpuos_sys *boot(const char *device, int mbox_vram, const char *root)
 {
 	struct gpuos_boot_opts o;
 	struct gpuos_sys *s;
@@ -329,6 +340,7 @@ static struct gpuos_sys *boot(const char *device, int mbox_vram)
 	o.gpu = (uint32_t)dev;
 	o.require_gpu = 1;
 	o.mbox_vram = mbox_vram;
+	o.root = root;
 	o.warps = 4;
 	o.quiet = 1;
 	if (gpuos_boot(&o, &s, err, sizeof(err))) {
@@ -421,7 +433,7 @@ int main(int argc, char **argv)
 		struct remote_server hs, *ds;
 		uint32_t mst = 0, *dmst;
 		char *name, *model;
-		sys = boot(argv[4], 1);
+		sys = boot(argv[4], 1, getenv("GPUOS_REMOTE_ROOT"));
 		memset(&hs, 0, sizeof(hs));
 		CK(cudaMalloc(&name, GPUOS_REMOTE_NAME_MAX));
 		model = (char *)dev_str(st, argc > 5 ? argv[5] : "", GPUOS_PATH_MAX);
@@ -448,6 +460,22 @@ int main(int argc, char **argv)
 		serve_kernel<<<1, 1, 0, st>>>(ds, dy, model, (uint32_t)npes - 1, dmst);
 		CK(cudaGetLastError());
 		fprintf(stderr, "gpuos-remote: PE 0 serving on GPU %d\n", gpu);
+		{
+			/* until every client is done, or the time is up: then raise
+			 * stop through a stream of its own (the kernel spins on st) */
+			const char *sec = getenv("GPUOS_REMOTE_SECONDS");
+			long left = (sec ? atol(sec) : 600) * 10;
+			uint64_t one = 1;
+			cudaStream_t st2;
+			CK(cudaStreamCreateWithFlags(&st2, cudaStreamNonBlocking));
+			while (cudaStreamQuery(st) == cudaErrorNotReady && left-- > 0)
+				usleep(100000);
+			if (cudaStreamQuery(st) == cudaErrorNotReady) {
+				fprintf(stderr, "gpuos-remote: time is up: stopping the server\n");
+				CK(cudaMemcpyAsync(&y.area->stop, &one, sizeof(one), cudaMemcpyHostToDevice, st2));
+				CK(cudaStreamSynchronize(st2));
+			}
+		}
 		CK(cudaStreamSynchronize(st));
 		CK(cudaMemcpyAsync(&hs, ds, sizeof(hs), cudaMemcpyDeviceToHost, st));
 		CK(cudaMemcpyAsync(&mst, dmst, sizeof(mst), cudaMemcpyDeviceToHost, st));
@@ -460,7 +488,7 @@ int main(int argc, char **argv)
 		uint8_t *local;
 		char *path, *model = NULL, *names = NULL;
 		uint32_t nt = argc > 8 ? (uint32_t)argc - 8 : 0, i;
-		sys = boot(argv[5], 1);
+		sys = boot(argv[5], 1, NULL);
 		CK(cudaMalloc(&c, sizeof(*c)));
 		CK(cudaMalloc(&local, RECV_BYTES));
 		path = (char *)reg(sys, dev_str(st, argv[6], GPUOS_PATH_MAX), GPUOS_PATH_MAX);

@@ -49,7 +49,7 @@ struct remote_server {
 	uint32_t npes, me;
 	struct gpuos_remote_area *area; /* this PE's */
 	struct remote_xport x;
-	uint32_t seen[GPUOS_REMOTE_PES][GPUOS_REMOTE_SLOTS]; /* the last seq served in each slot */
+	uint64_t seen[GPUOS_REMOTE_PES][GPUOS_REMOTE_SLOTS]; /* the last signal served in each slot */
 	struct {
 		char name[GPUOS_REMOTE_NAME_MAX];
 		uint32_t h;               /* 0: free */
@@ -181,7 +181,7 @@ GPUOS_INLINE GPUOS_HD uint32_t remote_poll(struct remote_server *s)
 			res.status = sig < s->seen[pe][k] || sig > 0xffffffffull || rq.seq != (uint32_t)sig
 					     ? (uint32_t)GPUOS_ST_CORRUPT
 					     : remote_serve(s, pe, &rq, &res.bytes);
-			s->seen[pe][k] = (uint32_t)sig;
+			s->seen[pe][k] = sig; /* whole: a signal past 2^32 is answered once, not on every pass */
 			s->x.answer(s->x.ctx, pe, k, &res);
 			s->served++;
 			s->failed += res.status != GPUOS_ST_OK;

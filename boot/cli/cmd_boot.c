@@ -225,6 +225,19 @@ int cmd_boot(int argc, char **argv)
 	if (service_opts(&c, &o, &apps))
 		return GPUOS_EXIT_USAGE;
 	if (c.ngpus) {
+		uint32_t i, j, twice = 0;
+		for (i = 0; i < c.ngpus; i++)
+			for (j = i + 1; j < c.ngpus; j++)
+				twice |= c.gpus[i] == c.gpus[j];
+		/* an app's kernel waits on its runtime; another runtime of the same
+		 * GPU parking both to load a module or renew a client's area would
+		 * wait for that kernel for ever (docs/design.md, "a group") */
+		if (twice && !c.boot.host_mode && (apps.dir || c.boot.gpu_clients)) {
+			cli_err("boot", "--gpus names a GPU twice: not with %s (runtimes of one GPU park together, and an "
+				"app or a GPU client of one would wait for the other for ever)",
+				apps.dir ? "--apps" : "--gpu-clients");
+			return GPUOS_EXIT_USAGE;
+		}
 		catch_signals();
 		if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
 			c.boot.dev_heap_bytes = 256ull << 20;

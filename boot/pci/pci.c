@@ -221,7 +221,7 @@ static int vfio_iova_ranges(struct pci_priv *p, char *err, size_t errlen)
 
 /* IOVAs only grow: one allocation never reuses another's addresses, and
  * the gap after each (gpuos_iova_after) makes an overrun an IOMMU fault. */
-static int iova_pick(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint64_t *out)
+static int iova_pick_locked(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint64_t *out)
 {
 	uint64_t a = GPUOS_ALIGN_UP(c->next_iova, GPUOS_IOVA_ALIGN);
 	unsigned i;
@@ -244,6 +244,16 @@ static int iova_pick(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint6
 		}
 	}
 	return -ENOSPC;
+}
+
+/* A group's runtimes pick from their own threads (boot/ctrl.h, iova_lock). */
+static int iova_pick(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint64_t *out)
+{
+	int r;
+	pthread_mutex_lock(&c->iova_lock);
+	r = iova_pick_locked(c, p, len, out);
+	pthread_mutex_unlock(&c->iova_lock);
+	return r;
 }
 
 static int vfio_map(struct gpuos_ctrl *c, struct pci_priv *p, void *ptr, size_t len, uint64_t *iova)

@@ -79,6 +79,10 @@ $gpuos boot --device "emu:$tmp/fs.img,queues=2" --host --socket "$sock" --gpus 0
 check "3 runtimes on a controller granting 2 queues: refused, exit 1" \
 	says $rc 1 "fewer than the 3 runtimes, which share no queue pair" "$tmp/err"
 check "  and no socket is left" test ! -e "$sock" -a ! -e "$sock.1"
+mkdir -p "$tmp/apps"; chmod 755 "$tmp/apps"
+$gpuos boot --device "emu:$tmp/fs.img" --socket "$sock" --gpus 0,0 --apps "$tmp/apps" > /dev/null 2> "$tmp/err"; rc=$?
+check "a GPU named twice with --apps: refused, exit 2 (an app of one runtime would wait on the other's park)" \
+	says $rc 2 "names a GPU twice" "$tmp/err"
 $gpuos boot --device gpu-null --host --socket "$sock" --gpus 0,0 > /dev/null 2> "$tmp/err"; rc=$?
 check "gpu-null in a group: refused, exit 1" says $rc 1 "gpu-null" "$tmp/err"
 

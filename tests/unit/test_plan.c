@@ -641,6 +641,20 @@ Test(plan, group_shares_no_queue_pair)
 	group(1, 2, 8, 10, 0);      /* fewer than asked: 5 each, 4 warps */
 }
 
+Test(plan, group_notices_speak_of_each_runtimes_share)
+{
+	struct fx f;
+	fx_init(&f, 1);
+	f.o.warps = 8;
+	f.in.runtimes = 2;
+	cr_assert_eq(fx_plan(&f, 10), 0, "%s", f.err);
+	cr_assert_eq(f.p.warps, 4);
+	cr_assert_eq(f.p.nnotices, 2);
+	cr_assert_str_eq(f.p.notice[0], "each of the 2 runtimes gets 5 I/O queues; running 4 service warps instead of 8");
+	cr_assert_str_eq(f.p.notice[1], "each of the 2 runtimes gets 5 I/O queues, one of them for files: 4 left for 4 "
+			 "service warps");
+}
+
 Test(plan, group_refusals)
 {
 	struct fx f;
