@@ -312,7 +312,6 @@ int gpuos_gpu_host_alloc(struct gpuos_gpu *g, size_t len, void **host, uint64_t 
 {
 	void *p = NULL, *d = NULL;
 	use(g);
-	(void)g;
 	if (cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
 		return -ENOMEM;
 	if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) {
@@ -336,7 +335,6 @@ int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_
 {
 	void *d = NULL;
 	use(g);
-	(void)g;
 	if (cudaHostRegister(host, len, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess)
 		return -ENOMEM;
 	if (cudaHostGetDevicePointer(&d, host, 0) != cudaSuccess) {
@@ -359,7 +357,6 @@ int gpuos_gpu_host_adopt(struct gpuos_gpu *g, void *host, size_t len, uint64_t *
 	struct cudaPointerAttributes a;
 	cudaError_t e;
 	use(g);
-	(void)g;
 	*pinned = 0;
 	/* The caller's own pinning (cudaHostAlloc, cudaHostRegister): take it
 	 * as it is, when it covers the whole range. */
@@ -456,7 +453,6 @@ int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev)
 {
 	void *p = NULL;
 	use(g);
-	(void)g;
 	if (cudaMalloc(&p, len) != cudaSuccess)
 		return -ENOMEM;
 	*dev = (uint64_t)(uintptr_t)p;
@@ -466,7 +462,6 @@ int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev)
 void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev)
 {
 	use(g);
-	(void)g;
 	/* cudaFree synchronises the device: never while the runtime spins
 	 * (docs/platform.md); callers free only after it has stopped. */
 	if (dev)
@@ -825,7 +820,6 @@ int gpuos_gpu_vmm_reserve(struct gpuos_gpu *g, size_t len, uint64_t *va)
 	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 	CUdeviceptr p = 0;
 	use(g);
-	(void)g;
 	if (entry("cuMemAddressReserve", (void **)&reserve))
 		return -ENOSYS;
 	if (reserve(&p, len, 0, 0, 0) != CUDA_SUCCESS)
@@ -1064,7 +1058,6 @@ int gpuos_gpu_stack_reserve(struct gpuos_gpu *g, size_t bytes, char *why, size_t
 {
 	size_t cur = 0;
 	use(g);
-	(void)g;
 	if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess) {
 		(void)cudaGetLastError();
 		snprintf(why, whylen, "cannot read the GPU stack size");

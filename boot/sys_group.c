@@ -105,7 +105,8 @@ static void runtime_err(const struct gpuos_group *g, uint32_t i, const char *e, 
 		snprintf(err, errlen, "runtime %u: %s", i, e);
 }
 
-/* Every runtime's GPU, all on GPUs or all on CPU threads; the owner's GPU
+/* Every runtime's GPU, all on GPUs or all on CPU threads (the first
+ * decides, the others follow or fail with their own reason); the owner's GPU
  * (whose copy engines an emulated controller moves data with) reaching
  * every other's memory. */
 static int open_gpus(struct gpuos_group *g, char *err, size_t errlen)
@@ -126,12 +127,6 @@ static int open_gpus(struct gpuos_group *g, char *err, size_t errlen)
 		if (r) {
 			runtime_err(g, i, e, err, errlen);
 			return r;
-		}
-		if (!g->sys[i]->gpu != !g->sys[0]->gpu) {
-			snprintf(err, errlen, "runtime %u would run on %s and runtime 0 on %s: a group runs all on GPUs or "
-				 "all on CPU threads (--host)", i, g->sys[i]->gpu ? "a GPU" : "CPU threads",
-				 g->sys[0]->gpu ? "a GPU" : "CPU threads");
-			return -EINVAL;
 		}
 	}
 	for (i = 1; i < g->n; i++) {

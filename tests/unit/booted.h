@@ -34,6 +34,37 @@ static inline void images(void)
 		cr_skip("cannot build the test images (mke2fs, sgdisk, python3): see tests/tools/files_images.sh");
 }
 
+/* A file under the images' folder (rel: "ext4.img", "src/big.bin"), whole;
+ * the caller frees it. */
+static inline unsigned char *images_read(const char *rel, size_t *len)
+{
+	char p[1200];
+	unsigned char *b;
+	long n;
+	FILE *f;
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	f = fopen(p, "rb");
+	cr_assert_not_null(f, "%s", p);
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	cr_assert_geq(n, 0);
+	cr_assert_eq(fseek(f, 0, SEEK_SET), 0);
+	b = (unsigned char *)malloc((size_t)n + 1);
+	cr_assert_not_null(b);
+	cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+/* A source file of the images (the tree tests/tools/files_images.sh wrote). */
+static inline unsigned char *slurp(const char *rel, size_t *len)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "src/%s", rel);
+	return images_read(p, len);
+}
+
 struct booted {
 	struct gpuos_sys *sys;
 	struct gpuos_mbox *mb;

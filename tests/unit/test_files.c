@@ -18,31 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
 
 #include "booted.h"
-
-static unsigned char *slurp(const char *rel, size_t *len)
-{
-	char p[700];
-	FILE *f;
-	struct stat st;
-	unsigned char *b;
-	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
-	f = fopen(p, "rb");
-	cr_assert_not_null(f, "%s", p);
-	cr_assert_eq(fstat(fileno(f), &st), 0);
-	b = malloc((size_t)st.st_size + 1);
-	cr_assert_not_null(b);
-	cr_assert_eq(fread(b, 1, (size_t)st.st_size, f), (size_t)st.st_size);
-	fclose(f);
-	*len = (size_t)st.st_size;
-	return b;
-}
 
 static uint64_t rng_next(uint64_t *s)
 {

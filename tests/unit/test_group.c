@@ -33,26 +33,6 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-static unsigned char *slurp(const char *name, size_t *len)
-{
-	char path[1200];
-	unsigned char *p;
-	long n;
-	FILE *f;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	p = malloc((size_t)n + 1);
-	cr_assert_not_null(p);
-	cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return p;
-}
-
 /* n runtimes on emu:ext4.img[,emu_opts], each with `warps` service warps;
  * every runtime on GPU 0 under GPUOS_TEST_GPU. 0 or boot's error. */
 static int group_boot(struct gpuos_group **g, uint32_t n, const char *emu_opts, uint32_t warps, uint32_t timeout_ms,
@@ -159,7 +139,7 @@ static void read_all_at_once(struct gpuos_group *g, int rounds)
 	struct reader r[GPUOS_GROUP_MAX];
 	pthread_t t[GPUOS_GROUP_MAX];
 	size_t image_len, big_len;
-	unsigned char *image = slurp("ext4.img", &image_len), *big = slurp("src/big.bin", &big_len);
+	unsigned char *image = images_read("ext4.img", &image_len), *big = slurp("big.bin", &big_len);
 
 	for (i = 0; i < n; i++) {
 		memset(&r[i], 0, sizeof(r[i]));
@@ -325,7 +305,7 @@ Test(group, a_controller_that_stops_answering_fails_cleanly)
 	char err[512];
 	uint32_t i;
 	size_t image_len;
-	unsigned char *image = slurp("ext4.img", &image_len);
+	unsigned char *image = images_read("ext4.img", &image_len);
 	uint64_t s = 5;
 	int failed = 0;
 	uint64_t t0;

@@ -166,25 +166,6 @@ static struct gpuos_remote_res ask(struct job *j, uint32_t op, const char *name,
 	return wait_answer(j, 0);
 }
 
-static unsigned char *slurp(const char *name, size_t *len)
-{
-	char path[1200];
-	unsigned char *p;
-	long n;
-	FILE *f;
-	snprintf(path, sizeof(path), "%s/src/%s", dir, name);
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	p = malloc((size_t)n + 1);
-	cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return p;
-}
-
 static int untouched(const struct job *j, uint64_t from, uint64_t to)
 {
 	for (; from < to; from++)
