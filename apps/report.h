@@ -101,6 +101,7 @@ static inline GPUOS_HD const char *stname(uint32_t st)
 	case GPUOS_ST_TIMEOUT: return "TIMEOUT";
 	case GPUOS_ST_CTRL_FATAL: return "CTRL_FATAL";
 	case GPUOS_ST_CTRL_RESET: return "CTRL_RESET";
+	case GPUOS_ST_DUP_CQE: return "DUP_CQE";
 	case GPUOS_ST_NOENT: return "NOENT";
 	case GPUOS_ST_NOTDIR: return "NOTDIR";
 	case GPUOS_ST_ISDIR: return "ISDIR";

@@ -20,35 +20,47 @@
 
 /* ---- private state ----------------------------------------------------------- */
 
-enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_ZOMBIE = 2 };
+/* FREE: not in use; its generation is its last command's, so a second
+ * completion of that command is told from a stray (a duplicate). BUSY: at
+ * the controller. ZOMBIE: timed out, the controller may still answer it.
+ * RETRY: failed with DNR clear and queued in retry[] to be sent again; not
+ * at the controller, its generation already moved on. */
+enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_ZOMBIE = 2, SLOT_RETRY = 3 };
 /* ZOMBIE flags. HELD: its request waits for it (the controller writes the
  * destination itself: no answer while the data may still land). ABORTED:
  * an Abort was sent for it (t_submit is when). */
 enum { SL_HELD = 1u, SL_ABORTED = 2u };
 
-/* One in-flight NVMe command. Its CID is the slot index in the warp (low 8
- * bits) and the slot's generation (high 8): a completion for an earlier
- * use of the slot, or for nothing, is told apart and counted (strays). A
- * slot is never reused while the controller may still answer it: a command
- * that timed out stays ZOMBIE until its completion comes (after an Abort),
- * or a controller reset ends it (docs/design.md, "The life of a command"). */
+/* One in-flight NVMe command. Its CID is the slot index in the warp (the
+ * low sbits bits, as few as slots_per_warp needs) and the slot's generation
+ * (the other 16 - sbits bits: 10 with the default 64 slots). The generation
+ * moves on when a slot is taken and when it is queued to be sent again, so
+ * a completion for an earlier use of the slot, or for nothing, is told apart
+ * and counted. Free slots are reused first in, first out: a slot's CID comes
+ * back after slots_per_warp << (16 - sbits) commands of the warp, not after
+ * the 256 of its own that a LIFO stack gave the busiest slot. A slot is never
+ * reused while the controller may still answer it: a command that timed out
+ * stays ZOMBIE until its completion comes (after an Abort), or a controller
+ * reset ends it (docs/design.md, "The life of a command"). */
 struct rt_slot {
 	uint8_t busy;           /* SLOT_* */
-	uint8_t gen;            /* bumped at each submission */
 	uint8_t tries;          /* submissions after the first (failures with DNR clear) */
 	uint8_t flags;          /* SL_HELD, SL_ABORTED (ZOMBIE) */
+	uint8_t zc;             /* 1: the controller writes dst itself (at iova): no bounce, no copy */
+	uint16_t gen;           /* the CID's bits above the slot index (rt_cid) */
+	uint16_t ahead;         /* its SQ entry: places past the tail of queue q (build_sqe; < depth) */
 	uint32_t req;           /* index in the warp's request table */
+	uint32_t rseq;          /* that request's seq: a late duplicate finds whether it is still unanswered */
 	uint32_t q;             /* queue pair of the warp (rt_qp index) it goes on */
 	uint32_t copy_len;      /* bytes the command delivers (copied out of the bounce buffer unless zc) */
 	uint32_t src_off;       /* where they start in the bounce buffer */
-	uint32_t rsvd;
+	uint32_t nlb;           /* blocks the command reads */
 	uint64_t dst;           /* where they go (runtime space) */
 	uint64_t t_submit;
 	uint64_t lba;           /* first LBA of the command */
-	uint32_t zc;            /* 1: the controller writes dst itself (at iova): no bounce, no copy */
-	uint32_t ahead;         /* its SQ entry: places past the tail of queue q (build_sqe) */
 	uint64_t iova;          /* dst as the controller sees it, when zc */
 };
+static_assert(sizeof(struct rt_slot) == 64, "a slot is a cache line");
 
 struct rt_req {             /* a mailbox request being served */
 	uint32_t active;
@@ -61,6 +73,10 @@ struct rt_req {             /* a mailbox request being served */
 	                         * device; checked at every chunk, so a close shows as CORRUPT */
 	uint32_t hint;          /* extent index of the last chunk (files_map) */
 	uint32_t vram;          /* 1: dst is in VRAM (a GPU client sees it at device scope) */
+	uint32_t seq;           /* which request this entry holds (rt_warp.req_seq when entered) */
+	uint32_t rsvd;
+	uint64_t batch;         /* the client's batch counter, checked at intake (0: none): the
+	                         * runtime's copy, never read again from the client's slot */
 	uint64_t off, end;      /* requested byte range: of the namespace, or of the handle's file */
 	uint64_t next;          /* first byte not yet submitted */
 	uint64_t dst;
@@ -97,9 +113,15 @@ struct rt_warp {
 	uint32_t defer;         /* completions in reap: DONE stores wait for flush_done */
 	uint32_t ndone;
 	uint32_t done_list[GPUOS_WARP_MAX];
+	uint64_t done_batch[GPUOS_WARP_MAX]; /* each one's batch counter (the runtime's copy) */
 	uint32_t cmds[GPUOS_WARP_MAX];  /* slots submit() planned: lane 0 writes, all lanes read */
 	struct gpuos_rt_stats st;   /* private counts; published to ctl by publish_stats */
-	uint32_t free_stack[GPUOS_RT_MAX_SLOTS_PER_WARP];
+	uint32_t free_head;     /* free_q[free_head] is the next slot to take (FIFO, mod the max) */
+	uint32_t sbits;         /* CID bits of the slot index (set at each start) */
+	uint32_t smask;         /* (1 << sbits) - 1 */
+	uint32_t gmask;         /* 0xffff >> sbits: the generation's bits */
+	uint32_t req_seq;       /* requests entered so far: rt_req.seq */
+	uint32_t free_q[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_slot slot[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	struct rt_req req[GPUOS_RT_MAX_REQS_PER_WARP];
 	/* Arrays (several controllers): after the rest, which keeps its layout */
@@ -107,7 +129,7 @@ struct rt_warp {
 	uint32_t nrung;         /* queues with entries in the batch being built (rung[]) */
 	uint32_t rung[GPUOS_WARP_MAX];  /* rt_qp indices the batch wrote entries to */
 	/* The life of a command (docs/design.md) */
-	uint32_t nretry;        /* slots to send again (failed with DNR clear), submitted first */
+	uint32_t nretry;        /* RETRY slots to send again, in the order they failed, submitted first */
 	uint32_t retry[GPUOS_RT_MAX_SLOTS_PER_WARP];
 	uint32_t rec;           /* a reset is in progress: the word is read every loop */
 	uint32_t rec_epoch;     /* the last reset epoch this warp dropped for */
@@ -312,6 +334,38 @@ GPUOS_INLINE GPUOS_HD int rt_client_mem(const struct rt_warp *W, uint32_t ms, ui
 #define TRACE_STAMP(d, ms, stage, t) ((void)0)
 #endif
 
+/* ---- command slots ------------------------------------------------------------- */
+
+static_assert((GPUOS_RT_MAX_SLOTS_PER_WARP & (GPUOS_RT_MAX_SLOTS_PER_WARP - 1u)) == 0,
+	      "the free queue wraps by mask");
+
+/* The CID of slot s's current command. */
+GPUOS_INLINE GPUOS_HD uint16_t rt_cid(const struct rt_warp *W, uint32_t s)
+{
+	return (uint16_t)(s | (uint32_t)W->slot[s].gen << W->sbits);
+}
+
+/* Lane 0: the slot free longest (FIFO), with a new generation. The caller
+ * checked nfree. */
+GPUOS_INLINE GPUOS_HD uint32_t slot_take(struct rt_warp *W)
+{
+	uint32_t s = W->free_q[W->free_head];
+	W->free_head = (W->free_head + 1u) & (GPUOS_RT_MAX_SLOTS_PER_WARP - 1u);
+	W->nfree--;
+	W->slot[s].gen = (uint16_t)((W->slot[s].gen + 1u) & W->gmask);
+	return s;
+}
+
+/* Lane 0: slot s is FREE again, behind every other free slot. Its
+ * generation stays its last command's (complete_rare tells a duplicate of
+ * that command by it). */
+GPUOS_INLINE GPUOS_HD void slot_put(struct rt_warp *W, uint32_t s)
+{
+	W->slot[s].busy = SLOT_FREE;
+	W->free_q[(W->free_head + W->nfree) & (GPUOS_RT_MAX_SLOTS_PER_WARP - 1u)] = s;
+	W->nfree++;
+}
+
 /* ---- data movement ------------------------------------------------------------- */
 
 /* Copy len bytes, all lanes of the warp together. The caller fences (each
@@ -386,7 +440,7 @@ GPUOS_INLINE GPUOS_HD void flush_done(const struct gpuos_rt_desc *d, struct rt_w
 		gpuos_fence_dev();
 	for (i = 0; i < W->ndone; i++) {
 		struct gpuos_mbox_slot *s = rt_slot(W, W->done_list[i]);
-		uint64_t batch = s->batch;
+		uint64_t batch = W->done_batch[i];
 		gpuos_store_fenced32(&s->state, GPUOS_SLOT_DONE);
 		if (batch) /* checked at intake: registered memory the runtime may use atomics on */
 			gpuos_mbox_fetch_add_release(W->mdev, (uint32_t *)(uintptr_t)batch, 1u);
@@ -395,12 +449,13 @@ GPUOS_INLINE GPUOS_HD void flush_done(const struct gpuos_rt_desc *d, struct rt_w
 }
 
 /* Lane 0. Write the result of mailbox slot `ms`; release it to the client at
- * once, or (defer) leave the DONE store to the next flush_done. */
+ * once, or (defer) leave the DONE store to the next flush_done. batch: the
+ * runtime's copy of the request's batch counter, checked at intake (the
+ * client's slot is never read again: it could point it anywhere by now). */
 GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ms,
-				       uint32_t status, uint16_t nvme_status, uint64_t result)
+				       uint32_t status, uint16_t nvme_status, uint64_t result, uint64_t batch)
 {
 	struct gpuos_mbox_slot *s = rt_slot(W, ms);
-	uint64_t batch = s->batch;
 	(void)d;
 	(void)w;
 
@@ -409,6 +464,7 @@ GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w
 	s->result = result;
 	s->t_done_ns = gpuos_now_ns();
 	if (W->defer) {
+		W->done_batch[W->ndone] = batch;
 		W->done_list[W->ndone++] = ms;
 	} else {
 		/* Publish the completion fields before DONE; pairs with the client's
@@ -429,7 +485,7 @@ GPUOS_INLINE GPUOS_HD void finish_slot(const struct gpuos_rt_desc *d, uint32_t w
 GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ri)
 {
 	struct rt_req *r = &W->req[ri];
-	finish_slot(d, w, W, r->mslot, r->status, r->nvme_status, r->done);
+	finish_slot(d, w, W, r->mslot, r->status, r->nvme_status, r->done, r->batch);
 	if (gpuos_rt_ms_client(r->mslot))
 		W->held[gpuos_rt_ms_client(r->mslot)]--;
 	r->active = 0;
@@ -442,9 +498,9 @@ GPUOS_INLINE GPUOS_HD void finish_req(const struct gpuos_rt_desc *d, uint32_t w,
  * nothing to move), out of line: these paths are cold, and the fewer
  * instructions the service loop spans the better a single warp runs. */
 GPUOS_NOINLINE GPUOS_HD static void finish_at_once(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
-						  uint32_t ms, uint32_t status)
+						  uint32_t ms, uint32_t status, uint64_t batch)
 {
-	finish_slot(d, w, W, ms, status, 0, 0);
+	finish_slot(d, w, W, ms, status, 0, 0, batch);
 }
 
 /* ---- intake -------------------------------------------------------------------- */
@@ -452,7 +508,7 @@ GPUOS_NOINLINE GPUOS_HD static void finish_at_once(const struct gpuos_rt_desc *d
 /* Lane 0: enter a validated request in the warp's table (intake only runs
  * with a free entry). Returns 1, or 0 when the table is full. */
 GPUOS_INLINE GPUOS_HD int enter_req(const struct gpuos_rt_desc *d, struct rt_warp *W, uint32_t ms, uint32_t h,
-				    uint64_t off, uint64_t len, uint64_t dst, int rg)
+				    uint64_t off, uint64_t len, uint64_t dst, int rg, uint64_t batch)
 {
 	uint32_t i;
 	static_assert(GPUOS_RT_MAX_REQS_PER_WARP == 64, "request masks are 64 bits");
@@ -479,6 +535,8 @@ GPUOS_INLINE GPUOS_HD int enter_req(const struct gpuos_rt_desc *d, struct rt_war
 		r->done = 0;
 		r->h = h;
 		r->hint = 0;
+		r->batch = batch;
+		r->seq = ++W->req_seq;
 		W->nreq++;
 		return 1;
 	}
@@ -516,16 +574,16 @@ GPUOS_INLINE GPUOS_HD void read_req(const struct gpuos_mbox_slot *s, struct rt_r
  * dst, or -1 when the request was answered at once (nothing to read, or a
  * destination outside registered memory or outside its client's share). */
 GPUOS_INLINE GPUOS_HD int read_dst(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ms,
-				   uint64_t len, uint64_t dst)
+				   uint64_t len, uint64_t dst, uint64_t batch)
 {
 	int rg;
 	if (len == 0) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_OK);
+		finish_at_once(d, w, W, ms, GPUOS_ST_OK, batch);
 		return -1;
 	}
 	rg = gpuos_rt_region_of(d, dst, len);
 	if (dst == 0 || rg < 0 || !rt_client_mem(W, ms, dst, len)) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST, batch);
 		return -1;
 	}
 	return rg;
@@ -542,6 +600,29 @@ GPUOS_INLINE GPUOS_HD int client_may_raw(const struct gpuos_rt_desc *d, uint32_t
 		GPUOS_RT_CLIENT_RAW) != 0;
 }
 
+/* Lane 0: hand a file request to the metadata warp with this copy of it,
+ * which it serves instead of the slot (files.h); one it refuses (its client
+ * holds too many, or the ring has no room) is answered here. */
+GPUOS_NOINLINE GPUOS_HD static void forward(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t ms,
+					    const struct rt_reqcopy *q)
+{
+	struct gpuos_rt_fwd f;
+	uint32_t st;
+	f.opcode = q->opcode;
+	f.flags = q->flags;
+	f.handle = q->handle;
+	f.offset = q->offset;
+	f.length = q->length;
+	f.dst = q->dst;
+	f.arg = q->arg;
+	f.batch = q->batch;
+	f.ms = ms;
+	f.rsvd34[0] = f.rsvd34[1] = f.rsvd34[2] = 0;
+	st = gpuos_rt_files_forward(d, &f);
+	if (st != GPUOS_ST_OK)
+		finish_at_once(d, w, W, ms, st, q->batch);
+}
+
 /* Lane 0: accept a READ or GGUF_LOAD (see accept). Out of line: the raw
  * read path stays short, and instructions the loop does not run stay out of
  * its way. */
@@ -556,31 +637,31 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 	uint64_t foff = off;
 	uint32_t file = q->handle; /* the handle number whose map holds the bytes */
 	if (!d->meta) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
+		finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES, q->batch);
 		return 0;
 	}
 	if (q->flags) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS, q->batch);
 		return 0;
 	}
 	hd = gpuos_rt_handle(d, q->handle, op == GPUOS_OP_READ ? (1u << H_FILE) | (1u << H_DIR) : 1u << H_MODEL);
 	if (!hd || !gpuos_rt_handle_owned(hd, gpuos_rt_ms_client(ms))) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE, q->batch);
 		return 0;
 	}
 	if (hd->kind == H_DIR) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_ISDIR);
+		finish_at_once(d, w, W, ms, GPUOS_ST_ISDIR, q->batch);
 		return 0;
 	}
 	if (len > GPUOS_MAX_LENGTH || off + len < off) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW);
+		finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW, q->batch);
 		return 0;
 	}
 	if (op == GPUOS_OP_GGUF_LOAD) {
 		uint64_t toff, tsize;
 		if (gpuos_rt_files_tensor(d, hd, q->arg, &toff, &tsize, &file) || off > tsize ||
 		    (len && len > tsize - off)) {
-			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE, q->batch);
 			return 0;
 		}
 		if (len == 0)
@@ -594,7 +675,7 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 			const struct rt_handle *sh = gpuos_rt_handle(d, file, 1u << H_SHARD);
 			if (!sh || !gpuos_rt_handle_owned(sh, gpuos_rt_ms_client(ms)) ||
 			    gpuos_rt_handle(d, q->handle, 1u << H_MODEL) != hd) {
-				finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE); /* closed under us */
+				finish_at_once(d, w, W, ms, GPUOS_ST_BAD_HANDLE, q->batch); /* closed under us */
 				return 0;
 			}
 			hd = sh;
@@ -602,16 +683,16 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 	} else {
 		len = off >= hd->size ? 0 : GPUOS_MIN(len, hd->size - off); /* short at EOF */
 	}
-	rg = read_dst(d, w, W, ms, len, dst);
+	rg = read_dst(d, w, W, ms, len, dst, q->batch);
 	if (rg < 0)
 		return 0;
 	if (hd->map == H_MAP_META) {
-		gpuos_rt_files_forward(d, ms); /* inline data, symlinks: the metadata warp reads them */
+		forward(d, w, W, ms, q); /* inline data, symlinks: the metadata warp reads them */
 		return 0;
 	}
-	if (enter_req(d, W, ms, file, foff, len, dst, rg))
+	if (enter_req(d, W, ms, file, foff, len, dst, rg, q->batch))
 		return 1;
-	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
+	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC, q->batch); /* unreachable: refuse rather than drop */
 	return 0;
 }
 
@@ -640,21 +721,22 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	for (uint32_t k = 0; k < GPUOS_TRACE_STAGES; k++)
 		TRACE_STAMP(d, ms, k, k == GPUOS_TRACE_TAKEN ? gpuos_now_ns() : 0);
 #endif
+	/* The batch counter first: every answer below adds 1 to it, from
+	 * this copy (q), which the client cannot change any more. */
+	if (q.batch && (!batch_ok(d, q.batch) || !rt_client_mem(W, ms, q.batch, 4))) {
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST, 0); /* never touch it */
+		return 0;
+	}
 	if (W->fatal) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_CTRL_FATAL);
+		finish_at_once(d, w, W, ms, GPUOS_ST_CTRL_FATAL, q.batch);
 		return 0;
 	}
 	if (cmd == GPUOS_RT_CMD_STOP) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_STOPPING);
-		return 0;
-	}
-	if (q.batch && (!batch_ok(d, q.batch) || !rt_client_mem(W, ms, q.batch, 4))) {
-		s->batch = 0; /* never touch it */
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST);
+		finish_at_once(d, w, W, ms, GPUOS_ST_STOPPING, q.batch);
 		return 0;
 	}
 	if (op == GPUOS_OP_NOP) {
-		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0);
+		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0, q.batch);
 		return 0;
 	}
 	if (op == GPUOS_OP_READ || op == GPUOS_OP_GGUF_LOAD)
@@ -664,39 +746,39 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 	    op == GPUOS_OP_RELEASE ||
 	    (op >= GPUOS_OP_GGUF_OPEN && op <= GPUOS_OP_GGUF_LAYER)) {
 		if (op == GPUOS_OP_RELEASE && gpuos_rt_ms_client(ms))
-			finish_at_once(d, w, W, ms, GPUOS_ST_DENIED); /* the service's alone */
+			finish_at_once(d, w, W, ms, GPUOS_ST_DENIED, q.batch); /* the service's alone */
 		else if (!d->meta)
-			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES);
+			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES, q.batch);
 		else
-			gpuos_rt_files_forward(d, ms); /* parsers block: the metadata warp answers */
+			forward(d, w, W, ms, &q); /* parsers block: the metadata warp answers */
 		return 0;
 	}
 	if (op != GPUOS_OP_READ_RAW) {
-		finish_at_once(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE);
+		finish_at_once(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, q.batch);
 		return 0;
 	}
 	if (q.flags) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS, q.batch);
 		return 0;
 	}
 	if (!(d->flags & GPUOS_RT_ALLOW_RAW) || !client_may_raw(d, gpuos_rt_ms_client(ms))) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_DENIED);
+		finish_at_once(d, w, W, ms, GPUOS_ST_DENIED, q.batch);
 		return 0;
 	}
 	if (len > GPUOS_MAX_LENGTH || off + len < off) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW);
+		finish_at_once(d, w, W, ms, GPUOS_ST_OVERFLOW, q.batch);
 		return 0;
 	}
 	if (off + len > ns_bytes) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE);
+		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_RANGE, q.batch);
 		return 0;
 	}
-	rg = read_dst(d, w, W, ms, len, dst);
+	rg = read_dst(d, w, W, ms, len, dst, q.batch);
 	if (rg < 0)
 		return 0;
-	if (enter_req(d, W, ms, 0, off, len, dst, rg))
+	if (enter_req(d, W, ms, 0, off, len, dst, rg, q.batch))
 		return 1;
-	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC); /* unreachable: refuse rather than drop */
+	finish_at_once(d, w, W, ms, GPUOS_ST_NOSPC, q.batch); /* unreachable: refuse rather than drop */
 	return 0;
 }
 
@@ -736,6 +818,10 @@ GPUOS_INLINE GPUOS_HD int intake_mbox(const struct gpuos_rt_desc *d, uint32_t w,
 		int ok;
 		if (m && room > GPUOS_RT_CLIENT_QUOTA - W->held[m])
 			room = GPUOS_RT_CLIENT_QUOTA - W->held[m];
+		if (m && room) { /* its requests with the metadata warp count too (files.h) */
+			uint32_t f = GPUOS_RT_FWD_QUOTA - gpuos_rt_files_room(d, m);
+			room = room > f ? room - f : 0;
+		}
 		if (!W->fatal && cmd != GPUOS_RT_CMD_STOP && k > room)
 			k = room; /* a failed or stopping warp answers at once: no table entry needed */
 		if (k == 0)
@@ -907,30 +993,50 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 	uint32_t n = 0, steps = 0;
 	uint64_t lbs = 1ull << d->lba_shift;
 
-	/* Commands to send again come first: their slots and bytes are set. */
-	while (W->nretry && n < max) {
-		uint32_t s = W->retry[W->nretry - 1u], q = base, ahead = n;
-		struct rt_slot *sl = &W->slot[s];
-		if (sl->busy != SLOT_BUSY) {
-			W->nretry--; /* timed out while it waited: a zombie now */
-			continue;
+	/* Commands to send again come first, in the order they failed: their
+	 * slots, bytes and CIDs (a new generation, complete_rare) are set. One
+	 * that finds no room (this round's batch, or its controller's queue)
+	 * stays queued for the next round: deferred, never lost. Only RETRY
+	 * slots are ever in retry[], each once (every other way out of RETRY
+	 * takes its entry out too: drop_ctrl, go_fatal). */
+	if (W->nretry) {
+		uint32_t i, k = 0;
+		for (i = 0; i < W->nretry; i++) {
+			uint32_t s = W->retry[i], q = base, ahead = n;
+			struct rt_slot *sl = &W->slot[s];
+			struct rt_req *r = &W->req[sl->req];
+			if (r->status != GPUOS_ST_OK) {
+				/* Its request failed meanwhile: nothing to send for it. */
+				slot_put(W, s);
+				r->outstanding--;
+				if (r->outstanding == 0)
+					finish_req(d, w, W, sl->req);
+				continue;
+			}
+			if (n >= max) {
+				W->retry[k++] = s;
+				continue;
+			}
+			if (array) {
+				/* queue k of the warp is controller k % nctrl's */
+				struct gpuos_qp *aq;
+				q = base + sl->q % d->nctrl;
+				aq = rt_qp(W, q);
+				if (aq->ahead >= gpuos_qp_sq_space(aq)) {
+					W->retry[k++] = s;
+					continue;
+				}
+				if (aq->ahead == 0)
+					W->rung[W->nrung++] = q;
+				ahead = aq->ahead++;
+			}
+			sl->busy = SLOT_BUSY;
+			sl->q = q;
+			sl->ahead = (uint16_t)ahead;
+			W->st.retries += 1;
+			cmds[n++] = s;
 		}
-		if (array) {
-			/* queue k of the warp is controller k % nctrl's */
-			struct gpuos_qp *aq;
-			q = base + sl->q % d->nctrl;
-			aq = rt_qp(W, q);
-			if (aq->ahead >= gpuos_qp_sq_space(aq))
-				break;
-			if (aq->ahead == 0)
-				W->rung[W->nrung++] = q;
-			ahead = aq->ahead++;
-		}
-		W->nretry--;
-		sl->q = q;
-		sl->ahead = ahead;
-		sl->gen++;
-		cmds[n++] = s;
+		W->nretry = k;
 	}
 	while (n < max && steps < max && W->nfree > 0 && W->pending_mask) {
 		struct rt_req *r;
@@ -1001,24 +1107,24 @@ GPUOS_INLINE GPUOS_HD uint32_t plan(const struct gpuos_rt_desc *d, uint32_t w, s
 				chunk &= ~(lbs - 1u);
 				zc = 1;
 			}
-			s = W->free_stack[--W->nfree];
+			s = slot_take(W);
 			sl = &W->slot[s];
-			sl->gen++;
 			sl->tries = 0;
 			sl->flags = 0;
-			sl->zc = zc;
+			sl->zc = (uint8_t)zc;
 			sl->iova = iova;
 			W->st.zero_copy += zc;
 			sl->busy = SLOT_BUSY;
 			sl->req = ri;
+			sl->rseq = r->seq;
 			sl->q = q;
-			sl->ahead = ahead;
+			sl->ahead = (uint16_t)ahead;
+			W->st.commands += 1;
 			sl->lba = clba; /* the controller's LBA */
 			sl->src_off = (uint32_t)(dev - span0);
 			sl->copy_len = (uint32_t)chunk;
 			sl->dst = r->dst + (r->next - r->off);
-			/* nlb stashed in rsvd until the SQE is built */
-			sl->rsvd = (uint32_t)((dev + chunk - span0 + lbs - 1u) >> d->lba_shift);
+			sl->nlb = (uint32_t)((dev + chunk - span0 + lbs - 1u) >> d->lba_shift);
 			r->next += chunk;
 			r->outstanding++;
 			cmds[n++] = s;
@@ -1046,7 +1152,7 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 	uint32_t gs = w * d->slots_per_warp + s;
 	uint64_t iova = sl->zc ? sl->iova : d->bounce_iova + (uint64_t)gs * d->xfer_bytes;
 	uint64_t lba = sl->lba;
-	uint32_t nlb = sl->rsvd, n;
+	uint32_t nlb = sl->nlb, n;
 	uint64_t bytes = (uint64_t)nlb << d->lba_shift, prp2;
 	struct gpuos_nvme_sqe *e = gpuos_qp_sq_entry(qp, ahead);
 
@@ -1057,8 +1163,7 @@ GPUOS_INLINE GPUOS_HD void build_sqe(const struct gpuos_rt_desc *d, uint32_t w, 
 		gpuos_nvme_prp_list((uint64_t *)(uintptr_t)(d->prp + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE), iova, n);
 		prp2 = d->prp_iova + (uint64_t)gs * GPUOS_NVME_PAGE_SIZE;
 	}
-	/* cid: slot and generation */
-	gpuos_nvme_prep_read(e, (uint16_t)(s | (uint32_t)sl->gen << 8), d->nsid, lba, nlb, iova, prp2);
+	gpuos_nvme_prep_read(e, rt_cid(W, s), d->nsid, lba, nlb, iova, prp2);
 }
 
 /* All lanes: plan and submit what the warp's requests still need, a
@@ -1143,7 +1248,7 @@ GPUOS_INLINE GPUOS_HD int submit_rounds(const struct gpuos_rt_desc *d, uint32_t 
 					TRACE_STAMP(d, W->req[sl->req].mslot, GPUOS_TRACE_RUNG, gpuos_now_ns());
 			}
 #endif
-			W->st.commands += n;
+			W->stats_dirty = 1; /* commands and retries were counted by plan */
 		}
 		gpuos_warp_sync();
 		total += n;
@@ -1169,16 +1274,67 @@ GPUOS_INLINE GPUOS_HD int submit(const struct gpuos_rt_desc *d, uint32_t w, stru
 /* All lanes: handle one CQE of warp w. Returns 1 when data went to memory
  * that needs a system-scope fence before DONE. t_ctrl: the controller's
  * stamp in the CQE (trace builds with gpu-null), t_reap: when it was read. */
-/* Lane 0: a completion off the common path (complete_cmd). */
-GPUOS_NOINLINE GPUOS_HD static void complete_rare(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
-						  uint16_t cid, uint16_t st)
+/* Lane 0: a second completion of slot sl's last command, reaped on the
+ * warp's queue k. Evidence, not noise: a controller that completes a command
+ * twice may have completed it before its data landed, or may write it again
+ * (docs/design.md, "The life of a command"). Counted by controller; its
+ * request, if still unanswered, fails with DUP_CQE, also when its answer was
+ * written in this reap pass but not yet published (flush_done). A request
+ * answered before the duplicate came cannot be taken back: the counters (and
+ * the tools that print them) are what tells. */
+GPUOS_NOINLINE GPUOS_HD static void dup_cqe(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t k,
+					    const struct rt_slot *sl)
 {
-	uint32_t s = cid & 0xffu;
+	struct rt_req *r = &W->req[sl->req];
+	uint32_t i;
+	W->st.duplicates += 1;
+	W->st.dup_by_ctrl[k % d->nctrl] += 1;
+	W->stats_dirty = 1;
+	if (r->seq != sl->rseq)
+		return; /* the entry holds a later request: this one was answered long ago */
+	if (r->active) {
+		if (r->status == GPUOS_ST_OK) {
+			r->status = GPUOS_ST_DUP_CQE;
+			W->st.untrusted += 1;
+		}
+		W->pending_mask &= ~(1ull << sl->req); /* submit no more of it */
+		if (r->outstanding == 0)
+			finish_req(d, w, W, sl->req);
+		return;
+	}
+	for (i = 0; i < W->ndone; i++) {
+		struct gpuos_mbox_slot *m = rt_slot(W, W->done_list[i]);
+		if (W->done_list[i] != r->mslot || r->status != GPUOS_ST_OK)
+			continue;
+		/* Answered in this pass, DONE not stored yet: the client reads
+		 * nothing of the slot before it (flush_done's fence). */
+		m->status = GPUOS_ST_DUP_CQE;
+		m->result = 0;
+		r->status = GPUOS_ST_DUP_CQE;
+		W->st.bytes -= r->done;
+		W->st.errors += 1;
+		W->st.untrusted += 1;
+	}
+}
+
+/* Lane 0: a completion off the common path (complete_cmd), reaped on the
+ * warp's queue k. */
+GPUOS_NOINLINE GPUOS_HD static void complete_rare(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+						  uint32_t k, uint16_t cid, uint16_t st)
+{
+	uint32_t s = cid & W->smask, g = (uint32_t)cid >> W->sbits;
 	struct rt_slot *sl = &W->slot[s < d->slots_per_warp ? s : 0];
 	struct rt_req *r;
-	if (s >= d->slots_per_warp || sl->busy == SLOT_FREE || sl->gen != (uint8_t)(cid >> 8)) {
-		/* Nothing in flight has this CID: counted and dropped (a
-		 * controller's bug, or a completion the reset overtook). */
+	if (s < d->slots_per_warp && sl->q == k &&
+	    ((sl->busy == SLOT_FREE && sl->gen == g) ||
+	     (sl->busy == SLOT_RETRY && ((sl->gen - 1u) & W->gmask) == g))) {
+		dup_cqe(d, w, W, k, sl); /* of a command that completed, or failed and waits to go again */
+		return;
+	}
+	if (s >= d->slots_per_warp || sl->q != k || sl->busy == SLOT_FREE || sl->busy == SLOT_RETRY || sl->gen != g) {
+		/* Nothing in flight has this CID on this queue: counted and
+		 * dropped (a controller's bug, a duplicate of a command whose slot
+		 * moved on, or a completion the reset overtook). */
 		W->st.strays += 1;
 		W->stats_dirty = 1;
 		return;
@@ -1186,17 +1342,18 @@ GPUOS_NOINLINE GPUOS_HD static void complete_rare(const struct gpuos_rt_desc *d,
 	r = &W->req[sl->req];
 	if (sl->busy == SLOT_BUSY && r->status == GPUOS_ST_OK) {
 		/* Failed with DNR clear: the same command again (its slot, bytes
-		 * and destination), a bounded number of times. */
+		 * and destination), a bounded number of times. A new generation
+		 * at once: a second copy of this completion is a duplicate, never
+		 * a second retry, and the command sent again has a CID of its own. */
+		sl->busy = SLOT_RETRY;
+		sl->gen = (uint16_t)((sl->gen + 1u) & W->gmask);
 		sl->tries++;
-		sl->t_submit = gpuos_now_ns();
 		W->retry[W->nretry++] = s;
-		W->st.retries += 1;
 		return;
 	}
 	if (sl->busy == SLOT_BUSY) {
 		/* Its request failed already: nothing to send again for it. */
-		sl->busy = SLOT_FREE;
-		W->free_stack[W->nfree++] = s;
+		slot_put(W, s);
 		r->outstanding--;
 		if (r->outstanding == 0)
 			finish_req(d, w, W, sl->req);
@@ -1205,8 +1362,7 @@ GPUOS_NOINLINE GPUOS_HD static void complete_rare(const struct gpuos_rt_desc *d,
 	/* A command that timed out came back (done, or aborted): its slot is
 	 * free again, and a request that waited for it (HELD: its data could
 	 * still land) may be answered now. Its status stays TIMEOUT. */
-	sl->busy = SLOT_FREE;
-	W->free_stack[W->nfree++] = s;
+	slot_put(W, s);
 	if (sl->flags & SL_HELD) {
 		r->outstanding--;
 		if (r->outstanding == 0)
@@ -1215,27 +1371,28 @@ GPUOS_NOINLINE GPUOS_HD static void complete_rare(const struct gpuos_rt_desc *d,
 	(void)st;
 }
 
-GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W,
+GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t k,
 				       uint16_t cid, uint16_t cqe_status, uint64_t t_ctrl, uint64_t t_reap)
 {
 	uint32_t lane = gpuos_lane_id();
 	uint16_t st = gpuos_nvme_status_of(cqe_status);
 	struct rt_slot *sl;
 	struct rt_req *r;
-	uint32_t s = cid & 0xffu;
+	uint32_t s = cid & W->smask;
 
 	int sys = !W->mdev;
 
 	(void)t_ctrl; /* stamped in trace builds only */
 	(void)t_reap;
 	sl = &W->slot[s < d->slots_per_warp ? s : 0];
-	if (s >= d->slots_per_warp || sl->busy == SLOT_FREE || sl->gen != (uint8_t)(cid >> 8) ||
-	    sl->busy == SLOT_ZOMBIE || (st && !gpuos_nvme_status_dnr(st) && sl->tries < d->retries)) {
-		/* Off the common path: a stray, a command that timed out, one to
-		 * send again. All lanes read the slot before lane 0 changes it. */
+	if (s >= d->slots_per_warp || sl->busy != SLOT_BUSY || sl->gen != ((uint32_t)cid >> W->sbits) || sl->q != k ||
+	    (st && !gpuos_nvme_status_dnr(st) && sl->tries < d->retries)) {
+		/* Off the common path: a stray, a duplicate, a command that timed
+		 * out, one to send again. All lanes read the slot before lane 0
+		 * changes it. */
 		gpuos_warp_sync();
 		if (lane == 0)
-			complete_rare(d, w, W, cid, st);
+			complete_rare(d, w, W, k, cid, st);
 		gpuos_warp_sync();
 		return 0;
 	}
@@ -1266,8 +1423,7 @@ GPUOS_INLINE GPUOS_HD int complete_cmd(const struct gpuos_rt_desc *d, uint32_t w
 		} else if (r->status == GPUOS_ST_OK) {
 			r->done += sl->copy_len;
 		}
-		sl->busy = SLOT_FREE;
-		W->free_stack[W->nfree++] = s;
+		slot_put(W, s);
 		r->outstanding--;
 		if (r->outstanding == 0 && (r->next >= r->end || r->status != GPUOS_ST_OK))
 			finish_req(d, w, W, sl->req);
@@ -1316,7 +1472,7 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 				t_ctrl = gpuos_warp_bcast32(ok ? e.dw0 : 0, i) |
 					 (uint64_t)gpuos_warp_bcast32(ok ? e.dw1 : 0, i) << 32;
 #endif
-				sys |= complete_cmd(d, w, W, cid, status, t_ctrl, t_reap);
+				sys |= complete_cmd(d, w, W, k, cid, status, t_ctrl, t_reap);
 			}
 			/* The data the lanes copied happens before lane 0's fence in
 			 * flush_done through this sync; that one fence publishes it
@@ -1384,7 +1540,7 @@ GPUOS_NOINLINE GPUOS_HD static void drop_ctrl(const struct gpuos_rt_desc *d, uin
 		struct rt_req *r = &W->req[sl->req];
 		if (sl->busy == SLOT_FREE || sl->q % d->nctrl != m)
 			continue;
-		if (sl->busy == SLOT_BUSY || (sl->flags & SL_HELD)) {
+		if (sl->busy == SLOT_BUSY || sl->busy == SLOT_RETRY || (sl->flags & SL_HELD)) {
 			if (r->status == GPUOS_ST_OK)
 				r->status = GPUOS_ST_CTRL_RESET;
 			W->pending_mask &= ~(1ull << sl->req);
@@ -1392,12 +1548,11 @@ GPUOS_NOINLINE GPUOS_HD static void drop_ctrl(const struct gpuos_rt_desc *d, uin
 			if (r->outstanding == 0)
 				finish_req(d, w, W, sl->req);
 		}
-		sl->busy = SLOT_FREE;
-		W->free_stack[W->nfree++] = s;
+		slot_put(W, s);
 	}
-	/* Retries queued for m were dropped above (their slots were BUSY). */
+	/* Retries queued for m were dropped above (their slots are FREE now). */
 	for (i = k = 0; i < W->nretry; i++)
-		if (W->slot[W->retry[i]].busy == SLOT_BUSY)
+		if (W->slot[W->retry[i]].busy == SLOT_RETRY)
 			W->retry[k++] = W->retry[i];
 	W->nretry = k;
 }
@@ -1462,7 +1617,11 @@ GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d
 
 	for (i = 0; i < d->slots_per_warp; i += width) {
 		uint32_t s = i + lane;
-		int late = s < d->slots_per_warp && W->slot[s].busy != SLOT_FREE &&
+		/* At the controller: BUSY, or ZOMBIE (timed out, aborted). A RETRY
+		 * slot waits in retry[] and is at no controller: its clock starts
+		 * when it is sent again. */
+		int late = s < d->slots_per_warp &&
+			   (W->slot[s].busy == SLOT_BUSY || W->slot[s].busy == SLOT_ZOMBIE) &&
 			   now - W->slot[s].t_submit > d->timeout_ns;
 		uint32_t mlate = gpuos_warp_ballot(late);
 		gpuos_warp_sync();
@@ -1471,7 +1630,7 @@ GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d
 				uint32_t b = gpuos_ffs(mlate);
 				struct rt_slot *sl = &W->slot[i + b];
 				mlate &= mlate - 1u;
-				if (sl->busy == SLOT_FREE)
+				if (sl->busy != SLOT_BUSY && sl->busy != SLOT_ZOMBIE)
 					continue; /* a reset just ended it */
 				if (sl->busy == SLOT_BUSY) {
 					abandon(d, w, W, i + b, GPUOS_ST_TIMEOUT);
@@ -1484,7 +1643,7 @@ GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d
 					 * (admin queue busy): again next time. */
 					int a = gpuos_rt_abort(d, gpuos_rt_recover(d), sl->q % d->nctrl,
 							       (uint16_t)rt_qp(W, sl->q)->qid,
-							       (uint16_t)((i + b) | (uint32_t)sl->gen << 8));
+							       rt_cid(W, i + b));
 					if (a) { /* sent, or no admin queue to send it on (-1) */
 						sl->flags |= SL_ABORTED;
 						sl->t_submit = now;
@@ -1508,17 +1667,21 @@ GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint
 
 	W->fatal = 1;
 	gpuos_store_relaxed_sys32(&ctl->fatal_csts, csts);
-	/* Commands waiting to be sent again are not at the controller. */
-	for (i = 0; i < W->nretry; i++) {
-		struct rt_slot *sl = &W->slot[W->retry[i]];
-		abandon(d, w, W, W->retry[i], GPUOS_ST_CTRL_FATAL);
-		sl->busy = SLOT_FREE;
-		W->free_stack[W->nfree++] = W->retry[i];
-	}
-	W->nretry = 0;
 	for (s = 0; s < d->slots_per_warp; s++) {
 		struct rt_slot *sl = &W->slot[s];
-		if (sl->busy == SLOT_BUSY) {
+		if (sl->busy == SLOT_RETRY) {
+			/* Waiting to be sent again: not at the controller, so
+			 * nothing of it can land. Each RETRY slot once (retry[] is
+			 * emptied below, not walked). */
+			struct rt_req *r = &W->req[sl->req];
+			if (r->status == GPUOS_ST_OK)
+				r->status = GPUOS_ST_CTRL_FATAL;
+			W->pending_mask &= ~(1ull << sl->req);
+			slot_put(W, s);
+			r->outstanding--;
+			if (r->outstanding == 0)
+				finish_req(d, w, W, sl->req);
+		} else if (sl->busy == SLOT_BUSY) {
 			abandon(d, w, W, s, GPUOS_ST_CTRL_FATAL);
 		} else if (sl->busy == SLOT_ZOMBIE && (sl->flags & SL_HELD)) {
 			/* The controller is gone: nothing more will land. */
@@ -1529,6 +1692,7 @@ GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint
 				finish_req(d, w, W, sl->req);
 		}
 	}
+	W->nretry = 0;
 	/* Requests not fully submitted: fail them now. */
 	for (i = 0; i < GPUOS_RT_MAX_REQS_PER_WARP; i++) {
 		struct rt_req *r = &W->req[i];
@@ -1577,10 +1741,14 @@ GPUOS_NOINLINE GPUOS_HD static void warp_init(const struct gpuos_rt_desc *d, uin
 	for (k = 0; k < qpw; k++)
 		gpuos_rt_queue_start(rt_qp(W, k), d, &d->queue[w * qpw + k]);
 	W->nfree = 0;
-	for (s = d->slots_per_warp; s > 0; s--) {
-		W->slot[s - 1].busy = SLOT_FREE;
-		W->free_stack[W->nfree++] = s - 1;
+	W->free_head = 0;
+	for (s = 0; s < d->slots_per_warp; s++) {
+		W->slot[s].gen = 0;
+		W->slot[s].q = ~0u; /* no command yet: any completion for it is a stray */
+		slot_put(W, s);
 	}
+	W->nretry = 0;
+	W->req_seq = 0;
 	W->nreq = 0;
 	W->active_mask = 0;
 	W->pending_mask = 0;
@@ -1664,7 +1832,8 @@ GPUOS_INLINE GPUOS_HD void serve_loop(const struct gpuos_rt_desc *d, uint32_t w,
 			 * state. Nobody leaves during a reset (it counts on us). */
 			uint32_t busy = 0, s, go = 0;
 			for (s = 0; s < d->slots_per_warp; s++)
-				busy += W->slot[s].busy == SLOT_BUSY || (W->slot[s].busy == SLOT_ZOMBIE && !W->fatal);
+				busy += W->slot[s].busy == SLOT_BUSY || W->slot[s].busy == SLOT_RETRY ||
+					(W->slot[s].busy == SLOT_ZOMBIE && !W->fatal);
 			if (W->nreq == 0 && busy == 0 && lane == 0)
 				go = (uint32_t)gpuos_rt_rec_leave(gpuos_rt_recover(d));
 			if (gpuos_warp_bcast32(go, 0)) {
@@ -1723,6 +1892,14 @@ GPUOS_HD void gpuos_rt_warp_run(const struct gpuos_rt_desc *d, uint32_t w, void 
 		W->cring = sizeof(struct gpuos_mbox) + (uint64_t)d->cmbox_nslots * sizeof(struct gpuos_mbox_slot);
 		W->qpm = W->qpw / d->nctrl;
 		W->nrung = 0;
+		/* The CID: as few bits for the slot as slots_per_warp needs, the
+		 * rest for the generation (slots_per_warp is the plan's, the same
+		 * at every launch of a runtime, so in-flight CIDs keep their sense
+		 * across park and resume). */
+		for (W->sbits = 1; (1u << W->sbits) < d->slots_per_warp; W->sbits++)
+			;
+		W->smask = (1u << W->sbits) - 1u;
+		W->gmask = 0xffffu >> W->sbits;
 		/* Count in as a participant of resets; queues of a controller reset
 		 * while we were away start from zero. */
 		gpuos_rt_rec_enter(d, gpuos_rt_recover(d));

@@ -82,6 +82,8 @@ GPUOS_HD const char *gpuos_status_name(uint32_t st)
 	case GPUOS_ST_TIMEOUT: return "command timed out";
 	case GPUOS_ST_CTRL_FATAL: return "controller failed (CSTS.CFS, or it could not be reset)";
 	case GPUOS_ST_CTRL_RESET: return "controller reset under the request (it stopped answering); retry";
+	case GPUOS_ST_DUP_CQE: return "the controller completed a command twice: its bytes cannot be trusted";
+	case GPUOS_ST_GONE: return "the service is gone (it closed the connection, or did not answer in time)";
 	case GPUOS_ST_FULL: return "mailbox full";
 	case GPUOS_ST_DENIED: return "permission denied";
 	case GPUOS_ST_NOENT: return "no such file or directory";

@@ -44,7 +44,7 @@
 
 GPUOS_EXTERN_C_BEGIN
 
-#define GPUOS_ABI_VERSION 2u
+#define GPUOS_ABI_VERSION 3u
 #define GPUOS_MBOX_MAGIC  0x786f626du /* "mbox" */
 #define GPUOS_RT_MAGIC    0x736f7067u /* "gpos" */
 
@@ -270,6 +270,10 @@ enum gpuos_status {
 	GPUOS_ST_IO = 21,          /* metadata could not be read (device error or timeout) */
 	GPUOS_ST_NO_FILES = 22,    /* this runtime serves no files (no metadata queue) */
 	GPUOS_ST_CTRL_RESET = 23,  /* the controller was reset (a command it did not answer); retry */
+	GPUOS_ST_DUP_CQE = 24,     /* the controller completed a command of the request twice: its
+	                            * bytes cannot be trusted (docs/design.md, "The life of a command") */
+	GPUOS_ST_GONE = 25,        /* the service is gone, or answered nothing for GPUOS_CLIENT_TIMEOUT_MS
+	                            * (set by the client library, not the runtime: host.h) */
 	GPUOS_ST_COUNT
 };
 
@@ -435,7 +439,7 @@ struct gpuos_rt_stats {
 	uint64_t requests;     /* 0x00 requests completed */
 	uint64_t bytes;        /* 0x08 payload bytes delivered */
 	uint64_t errors;       /* 0x10 requests completed with a non-OK status */
-	uint64_t commands;     /* 0x18 NVMe commands submitted */
+	uint64_t commands;     /* 0x18 NVMe commands submitted the first time (retries: 0x60) */
 	uint64_t timeouts;     /* 0x20 commands that timed out */
 	uint64_t doorbells;    /* 0x28 SQ doorbell stores */
 	uint64_t polls;        /* 0x30 service loop iterations */
@@ -445,9 +449,17 @@ struct gpuos_rt_stats {
 	uint64_t aborts;       /* 0x50 NVMe Aborts sent for commands that timed out */
 	uint64_t resets;       /* 0x58 controller resets this warp started */
 	uint64_t retries;      /* 0x60 commands sent again after a failure with DNR clear */
-	uint64_t rsvd68[3];
+	uint64_t duplicates;   /* 0x68 completions for a command already completed, or already
+	                        * queued to be sent again (the CID of an earlier use of a slot) */
+	uint64_t untrusted;    /* 0x70 requests failed with GPUOS_ST_DUP_CQE: a command of theirs
+	                        * was completed twice while they were unanswered */
+	uint64_t rsvd78;
+	/* --- cache line boundary (128) --- */
+	uint32_t dup_by_ctrl[16]; /* 0x80 duplicates by controller of an array (GPUOS_RT_MAX_CTRL) */
+	uint64_t rsvd_c0[8];
 };
-static_assert(sizeof(struct gpuos_rt_stats) == 128, "stats lines");
+static_assert(sizeof(struct gpuos_rt_stats) == 256, "stats lines");
+static_assert(offsetof(struct gpuos_rt_stats, dup_by_ctrl) == 0x80, "stats: by controller");
 
 struct gpuos_rt_ctl {
 	uint32_t cmd;          /* 0x00 enum gpuos_rt_cmd, written by the host (release, sys) */
