@@ -153,6 +153,7 @@ test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok
 
 test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/run.sh $(BUILD)
+	$(Q)bash tests/emu/faults.sh $(BUILD)
 	$(Q)bash tests/emu/apps.sh $(BUILD)
 	$(Q)bash tests/emu/apps_model.sh $(BUILD)
 	$(Q)bash tests/emu/writer.sh $(BUILD)
@@ -194,7 +195,7 @@ tsan: $(TSAN_DIR)/test_runtime $(TSAN_DIR)/test_files $(TSAN_DIR)/test_group $(T
 # libFuzzer versions (clang) for long runs: build/fuzz/lf_<target> CORPUS.
 FUZZ_SECONDS ?= 15
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_TARGETS := gguf gpt ext4
+FUZZ_TARGETS := gguf gpt ext4 safetensors
 FUZZ_SA := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Iinclude
 $(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(wildcard runtime/*.h include/gpuos/*.h)
 	@mkdir -p $(dir $@)
@@ -205,7 +206,8 @@ $(FUZZ_DIR)/corpus/.done: tests/tools/fuzz_corpus.sh tests/tools/gguf_writer.py
 	$(Q)sh tests/tools/fuzz_corpus.sh $(FUZZ_DIR)/corpus >/dev/null && touch $@
 fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/sa_%) $(FUZZ_DIR)/corpus/.done
 	$(Q)cd $(FUZZ_DIR) && ./sa_gguf -t $(FUZZ_SECONDS) corpus/gguf && ./sa_gpt -t $(FUZZ_SECONDS) corpus/gpt && \
-		./sa_ext4 -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_ext4
+		./sa_ext4 -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_ext4 && \
+		./sa_safetensors -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_safetensors
 $(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
 	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c

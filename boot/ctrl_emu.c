@@ -388,6 +388,9 @@ static int emu_counters(struct gpuos_ctrl *c, uint32_t i, struct gpuos_ctrl_stat
 	out->dma_batches = s.dma_batches;
 	out->dma_waits = s.dma_waits;
 	out->busy_s = (double)s.busy_ns / 1e9;
+	out->io_fetched = s.io_fetched;
+	out->dups = s.dups;
+	out->cid_conflicts = s.cid_conflicts;
 	return 0;
 }
 

@@ -298,6 +298,10 @@ GPUOS_NOINLINE GPUOS_HD static void publish_stats(const struct gpuos_rt_desc *d,
 	gpuos_store_relaxed_sys64(&o->aborts, W->st.aborts);
 	gpuos_store_relaxed_sys64(&o->resets, W->st.resets);
 	gpuos_store_relaxed_sys64(&o->retries, W->st.retries);
+	gpuos_store_relaxed_sys64(&o->duplicates, W->st.duplicates);
+	gpuos_store_relaxed_sys64(&o->untrusted, W->st.untrusted);
+	for (uint32_t m = 0; m < d->nctrl; m++)
+		gpuos_store_relaxed_sys32(&o->dup_by_ctrl[m], W->st.dup_by_ctrl[m]);
 	W->stats_dirty = 0;
 }
 

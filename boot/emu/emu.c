@@ -526,6 +526,8 @@ void gpuos_emu_destroy(struct gpuos_emu *e)
 	}
 	emu_sgl_free(&e->c.sgl);
 	free(e->reg);
+	for (uint32_t q = 0; e->sq && q <= e->nq; q++)
+		free(e->sq[q].live);
 	free(e->sq);
 	free(e->cq);
 	pthread_rwlock_destroy(&e->rlock);
@@ -569,4 +571,7 @@ void gpuos_emu_get_stats(struct gpuos_emu *e, struct gpuos_emu_stats *s)
 	s->dma_batches = __atomic_load_n(&t->dma_batches, __ATOMIC_RELAXED);
 	s->dma_waits = __atomic_load_n(&t->dma_waits, __ATOMIC_RELAXED);
 	s->busy_ns = __atomic_load_n(&t->busy_ns, __ATOMIC_RELAXED);
+	s->io_fetched = __atomic_load_n(&t->io_fetched, __ATOMIC_RELAXED);
+	s->dups = __atomic_load_n(&t->dups, __ATOMIC_RELAXED);
+	s->cid_conflicts = __atomic_load_n(&t->cid_conflicts, __ATOMIC_RELAXED);
 }

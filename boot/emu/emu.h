@@ -39,7 +39,13 @@
  *   CSTS.CFS is set; a controller reset clears it and service resumes.
  * - Deleting an SQ posts what already completed if its CQ has room and drops
  *   the rest; a controller reset drops everything in flight.
- * - Abort (admin 0x08) always answers "not aborted" (DW0 bit 0 = 1).
+ * - Abort (admin 0x08) ends a command faults=late holds; for any other it
+ *   answers "not aborted" (DW0 bit 0 = 1).
+ * - A command's PRPs (and PRP list) are read, and its data moved, in the round
+ *   that fetched it; the completion follows when the performance model says.
+ *   A command faults=late holds reads its PRP list and moves its data when it
+ *   runs, as a real SSD may at any time before its completion: a driver that
+ *   reuses the list page of a command still out reads wrong bytes then.
  */
 #ifndef GPUOS_EMU_H
 #define GPUOS_EMU_H
@@ -90,8 +96,12 @@ struct gpuos_emu_opts {
 	 *                             P, then executed (its data lands then) unless an Abort ends it
 	 *   hang:P                    each I/O command hangs the controller with probability P: it
 	 *                             fetches and completes nothing (admin too) until a reset
-	 *   dup:P                     each I/O completion is posted twice with probability P
-	 *                             (the second matches nothing in flight: a stray)
+	 *   dup:P                     each I/O completion is posted twice with probability P,
+	 *                             the second 20 us later
+	 *   dupnow:P                  the same, the second right behind the first in the CQ
+	 *                             (a driver finds both in one pass)
+	 *   duplate:P[:MS]            the same, the second MS ms later (default 5): by then
+	 *                             the driver may have used the CID for another command
 	 *   dead:N                    as cfs:N, and CSTS.RDY never comes back after a reset
 	 */
 	struct { uint64_t start, end; uint16_t status; } lba_fault[GPUOS_EMU_MAX_LBA_FAULTS];
@@ -105,6 +115,9 @@ struct gpuos_emu_opts {
 	uint32_t late_ms;
 	double   hang_rate;
 	double   dup_rate;
+	double   dupnow_rate;
+	double   duplate_rate;
+	uint32_t duplate_ms;
 	uint64_t dead_after;
 	uint64_t seed;           /* seed=N for the random faults and ooo shuffles */
 	char     model[41];      /* model=STR (no commas), default "gpuos emulated NVMe" */
@@ -189,7 +202,9 @@ enum gpuos_emu_region_kind {
 
 struct gpuos_emu_stats {
 	uint64_t admin_cmds;
-	uint64_t io_cmds;
+	uint64_t io_cmds;        /* I/O commands finished (executed, or ended by an Abort), those
+	                          * whose completion was dropped (lost) included; not those a
+	                          * hang, a reset or a queue deletion ended */
 	uint64_t read_bytes;
 	uint64_t write_bytes;
 	uint64_t errors;         /* commands completed with a non-zero status */
@@ -206,6 +221,14 @@ struct gpuos_emu_stats {
 	uint64_t dma_batches;    /* dma_mark calls (batches) */
 	uint64_t dma_waits;      /* commands whose time had come while their data was still on the way */
 	uint64_t busy_ns;        /* nanoseconds the worker threads spent serving, summed */
+	/* the life of a command: what the driver did with CIDs, and the
+	 * duplicates faults= made of completions */
+	uint64_t io_fetched;     /* I/O commands fetched from the SQs (io_cmds once all have finished) */
+	uint64_t dups;           /* extra completions made by dup, dupnow and duplate (a reset or
+	                          * a queue deletion may drop some before they are posted) */
+	uint64_t cid_conflicts;  /* commands fetched while an earlier one with the same CID on the
+	                          * same SQ had not been answered (NVMe 4.2: a CID is unique among
+	                          * a queue's outstanding commands); executed all the same */
 };
 
 struct gpuos_emu;

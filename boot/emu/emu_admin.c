@@ -6,6 +6,7 @@
  * SMART (5.16.1.2, 5.16.1.3), Abort (5.1). Runs on the controller thread only.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emu_internal.h"
@@ -236,6 +237,11 @@ static uint16_t create_sq(struct gpuos_emu *e, const struct gpuos_nvme_sqe *c)
 	 * worker reads it to find its own queues, owner or not */
 	__atomic_store_n(&sq->owner, cq->owner, __ATOMIC_RELAXED);
 	sq->head = 0;
+	/* no CID is outstanding on a new queue */
+	if (!sq->live)
+		sq->live = calloc(EMU_CID_WORDS, sizeof(*sq->live));
+	else
+		memset(sq->live, 0, EMU_CID_WORDS * sizeof(*sq->live));
 	cq->nsq++;
 	__atomic_store_n(emu_sq_db(e, qid), 0, __ATOMIC_RELAXED);
 	uint32_t m = __atomic_load_n(&e->max_live_sq, __ATOMIC_RELAXED);

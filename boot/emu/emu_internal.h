@@ -46,6 +46,9 @@
 /* Queue states (emu_sq.state; emu_cq.state is controller-private). */
 enum { Q_FREE = 0, Q_LIVE = 1, Q_DELETING = 2 };
 
+/* States of a faults=late entry (emu_late.state, under late_lock). */
+enum { LATE_FREE = 0, LATE_HELD = 1, LATE_ABORTED = 2 };
+
 /* Operations a backend serves. */
 enum { EMU_OP_NONE = 0, EMU_OP_READ = 1, EMU_OP_WRITE = 2, EMU_OP_FLUSH = 3 };
 
@@ -94,7 +97,13 @@ struct emu_sq {
 	uint32_t owner;          /* atomic (relaxed): every worker reads it */
 	struct emu_cq *cq;
 	uint32_t head;           /* owner-private: next entry to fetch */
+	/* owner-private: bit c set while a command with CID c is fetched and not
+	 * yet answered (cid_conflicts); allocated by the controller at the first
+	 * create of the queue, cleared at each create; NULL when that failed */
+	uint64_t *live;
 };
+
+#define EMU_CID_WORDS (65536u / 64u)
 
 /* A completion executed and waiting for its time (performance model) and
  * for room in its CQ. */
@@ -106,6 +115,8 @@ struct emu_pend {
 	uint16_t cid;
 	uint16_t status;         /* gpuos form: SCT<<8 | SC | DNR<<14 */
 	uint8_t waited;          /* counted in dma_waits already */
+	uint8_t dup;             /* an extra copy (faults=dup*): posting it answers nothing */
+	uint8_t twice;           /* faults=dupnow: post a copy right behind it */
 };
 
 /* A command inside one worker round. */
@@ -153,8 +164,12 @@ struct emu_worker {
 	struct emu_bio *bio;     /* a command may need one per stripe chunk */
 	uint32_t bio_cap;
 	uint32_t *bio_cmd;       /* which command each bio serves */
-	/* faults=late: commands held back, not yet executed. state (atomic):
-	 * 0 free, 1 held, 2 aborted (by the controller thread's Abort) */
+	/* faults=late: commands held back, not yet executed. The controller
+	 * thread's Abort looks for a command here while the worker takes and
+	 * refills entries, so the table is under late_lock (an Abort that read
+	 * an entry's CID unlocked could end the command that refilled it). */
+	pthread_mutex_t late_lock;
+	int late_lock_ok;        /* late_lock was initialized */
 	struct emu_late { uint32_t state; uint64_t due_ns; struct emu_sq *sq; struct gpuos_nvme_sqe sqe; } late[EMU_LATE_MAX];
 	struct emu_pend *pend;
 	uint32_t npend;

@@ -521,8 +521,41 @@ static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 		dma_mark_round(e, w, n, 1);
 }
 
-/* Book-keeping, performance model and lost completions; then queue the CQE. */
-static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
+/* ---- CIDs outstanding (stats.cid_conflicts), owner worker only ---- */
+
+static void cid_fetched(struct gpuos_emu *e, struct emu_sq *sq, uint16_t cid)
+{
+	uint64_t bit = 1ull << (cid % 64u);
+
+	if (!sq->live)
+		return;
+	if (sq->live[cid / 64u] & bit)
+		emu_stat_add(&e->st.cid_conflicts, 1);
+	sq->live[cid / 64u] |= bit;
+}
+
+static void cid_answered(struct emu_sq *sq, uint16_t cid)
+{
+	if (sq->live)
+		sq->live[cid / 64u] &= ~(1ull << (cid % 64u));
+}
+
+/* faults=dup, duplate: a copy of completion p, posted at due. */
+static void dup_copy(struct gpuos_emu *e, struct emu_worker *w, const struct emu_pend *p, uint64_t due)
+{
+	struct emu_pend *q = &w->pend[w->npend++];
+
+	*q = *p;
+	q->due_ns = due;
+	q->dup = 1;
+	q->twice = 0;
+	emu_stat_add(&e->st.dups, 1);
+}
+
+/* Book-keeping, performance model and lost completions; then queue the CQE.
+ * left: completions of the round still to queue after this one (the room
+ * fetch_round kept for them is not the copies' to take). */
+static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c, uint32_t left)
 {
 	int op = c->op != EMU_OP_NONE ? c->op :
 		 c->sqe.opc == GPUOS_NVME_CMD_READ ? EMU_OP_READ :
@@ -549,6 +582,7 @@ static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
 	if ((e->o.lost_every && nth % e->o.lost_every == 0) ||
 	    (e->o.lost_rate > 0.0 && emu_rand01(&w->rng) < e->o.lost_rate)) {
 		emu_stat_add(&e->st.lost, 1);
+		cid_answered(c->sq, c->sqe.cid);   /* as far as the controller knows */
 		return;
 	}
 	struct emu_pend *p = &w->pend[w->npend++];
@@ -559,11 +593,18 @@ static void finish(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c)
 	p->cid = c->sqe.cid;
 	p->status = c->status;
 	p->dw0 = 0;
-	if (e->o.dup_rate > 0.0 && w->npend < EMU_PEND_MAX && emu_rand01(&w->rng) < e->o.dup_rate) {
-		/* dup:P: the same completion again, a little later */
-		w->pend[w->npend] = *p;
-		w->pend[w->npend++].due_ns = due + 20000u;
+	p->dup = 0;
+	p->twice = 0;
+	/* the same completion again: a little later, right behind it, or once
+	 * the driver may have given the CID to another command */
+	if (e->o.dup_rate > 0.0 && emu_rand01(&w->rng) < e->o.dup_rate && w->npend + left < EMU_PEND_MAX)
+		dup_copy(e, w, p, due + 20000u);
+	if (e->o.dupnow_rate > 0.0 && emu_rand01(&w->rng) < e->o.dupnow_rate) {
+		p->twice = 1;
+		emu_stat_add(&e->st.dups, 1);
 	}
+	if (e->o.duplate_rate > 0.0 && emu_rand01(&w->rng) < e->o.duplate_rate && w->npend + left < EMU_PEND_MAX)
+		dup_copy(e, w, p, due + (uint64_t)e->o.duplate_ms * 1000000u);
 }
 
 /* ooo=1: the completions of one fetched batch leave in another order. */
@@ -595,18 +636,21 @@ static void shuffle(struct emu_worker *w, uint32_t from)
 /* faults=late: hold command c back until due; 0 when there is no room. */
 static int late_hold(struct emu_worker *w, const struct emu_cmd *c, uint64_t due)
 {
-	for (uint32_t i = 0; i < EMU_LATE_MAX; i++) {
+	int held = 0;
+
+	pthread_mutex_lock(&w->late_lock);
+	for (uint32_t i = 0; i < EMU_LATE_MAX && !held; i++) {
 		struct emu_late *l = &w->late[i];
-		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != 0)
+		if (l->state != LATE_FREE)
 			continue;
 		l->sqe = c->sqe;
 		l->sq = c->sq;
 		l->due_ns = due;
-		/* release: the entry before an Abort (acquire) may match it */
-		__atomic_store_n(&l->state, 1u, __ATOMIC_RELEASE);
-		return 1;
+		l->state = LATE_HELD;
+		held = 1;
 	}
-	return 0;
+	pthread_mutex_unlock(&w->late_lock);
+	return held;
 }
 
 /* Held commands whose time has come go into this round (cmd[0..]); those
@@ -614,10 +658,11 @@ static int late_hold(struct emu_worker *w, const struct emu_cmd *c, uint64_t due
 static uint32_t late_take(struct gpuos_emu *e, struct emu_worker *w, uint64_t now)
 {
 	uint32_t n = 0;
+
+	pthread_mutex_lock(&w->late_lock);
 	for (uint32_t i = 0; i < EMU_LATE_MAX && n < EMU_BATCH && w->npend + n + 1u < EMU_PEND_MAX; i++) {
 		struct emu_late *l = &w->late[i];
-		uint32_t st = __atomic_load_n(&l->state, __ATOMIC_ACQUIRE), one = 1u;
-		if (st == 2u) {
+		if (l->state == LATE_ABORTED) {
 			struct emu_pend *p = &w->pend[w->npend++];
 			memset(p, 0, sizeof(*p));
 			p->due_ns = now;
@@ -625,34 +670,38 @@ static uint32_t late_take(struct gpuos_emu *e, struct emu_worker *w, uint64_t no
 			p->cid = l->sqe.cid;
 			p->status = gpuos_nvme_status_make(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_ABORT_REQ, 0);
 			emu_stat_add(&e->st.io_cmds, 1);
-			__atomic_store_n(&l->state, 0u, __ATOMIC_RELEASE);
-		} else if (st == 1u && l->due_ns <= now &&
-			   __atomic_compare_exchange_n(&l->state, &one, 0u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			l->state = LATE_FREE;
+		} else if (l->state == LATE_HELD && l->due_ns <= now) {
 			struct emu_cmd *c = &w->cmd[n++];
 			c->sqe = l->sqe;
 			c->sq = l->sq;
 			c->fetch_ns = now;
-			prepare(e, w, c);
+			l->state = LATE_FREE;
 		}
 	}
+	pthread_mutex_unlock(&w->late_lock);
+	for (uint32_t i = 0; i < n; i++)
+		prepare(e, w, &w->cmd[i]);
 	return n;
 }
 
 int emu_late_abort(struct gpuos_emu *e, uint16_t sqid, uint16_t cid)
 {
-	for (uint32_t k = 0; k < e->nworkers; k++) {
+	int found = 0;
+
+	for (uint32_t k = 0; k < e->nworkers && !found; k++) {
 		struct emu_worker *w = &e->w[k];
-		for (uint32_t i = 0; i < EMU_LATE_MAX; i++) {
+		pthread_mutex_lock(&w->late_lock);
+		for (uint32_t i = 0; i < EMU_LATE_MAX && !found; i++) {
 			struct emu_late *l = &w->late[i];
-			uint32_t one = 1u;
-			if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != 1u || l->sq->qid != sqid || l->sqe.cid != cid)
-				continue;
-			/* the worker takes it when due with the same CAS: one of us wins */
-			if (__atomic_compare_exchange_n(&l->state, &one, 2u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				return 1;
+			if (l->state == LATE_HELD && l->sq->qid == sqid && l->sqe.cid == cid) {
+				l->state = LATE_ABORTED;
+				found = 1;
+			}
 		}
+		pthread_mutex_unlock(&w->late_lock);
 	}
-	return 0;
+	return found;
 }
 
 /* Fetch and execute one batch from the worker's SQs; returns commands taken. */
@@ -706,6 +755,8 @@ static uint32_t fetch_round(struct gpuos_emu *e, struct emu_worker *w)
 				goto fetched;
 			}
 			sq->head = (sq->head + 1u) % sq->size;
+			emu_stat_add(&e->st.io_fetched, 1);
+			cid_fetched(e, sq, c->sqe.cid);
 			c->sq = sq;
 			c->fetch_ns = now;
 			if (e->o.hang_rate > 0.0 && emu_rand01(&w->rng) < e->o.hang_rate) {
@@ -727,7 +778,7 @@ fetched:
 	if (n) {
 		execute(e, w, n);
 		for (uint32_t i = 0; i < n; i++)
-			finish(e, w, &w->cmd[i]);
+			finish(e, w, &w->cmd[i], n - 1u - i);
 		if (e->o.ooo)
 			shuffle(w, npend0);
 	}
@@ -759,6 +810,16 @@ static uint32_t post_round(struct gpuos_emu *e, struct emu_worker *w, uint64_t *
 			}
 		} else if (p->due_ns <= now && __atomic_load_n(&p->sq->state, __ATOMIC_ACQUIRE) == Q_LIVE) {
 			r = emu_cq_post(e, p->sq->cq, p->sq, p->cid, p->status, p->dw0);
+			if (r == 0 && !p->dup)
+				cid_answered(p->sq, p->cid);
+			if (r == 0 && p->twice) {
+				/* dupnow: the copy in the next entry, or as soon as
+				 * the CQ has room for it */
+				posted++;
+				p->twice = 0;
+				p->dup = 1;
+				r = emu_cq_post(e, p->sq->cq, p->sq, p->cid, p->status, p->dw0);
+			}
 			if (r == -EFAULT)
 				emu_set_fatal(e);
 		}
@@ -801,9 +862,11 @@ static uint32_t retire_round(struct gpuos_emu *e, struct emu_worker *w)
 		uint32_t j = 0;
 		dma_drain(e, w);
 		/* held commands of the queue end here: never executed */
+		pthread_mutex_lock(&w->late_lock);
 		for (uint32_t i = 0; i < EMU_LATE_MAX; i++)
-			if (__atomic_load_n(&w->late[i].state, __ATOMIC_ACQUIRE) && w->late[i].sq == sq)
-				__atomic_store_n(&w->late[i].state, 0u, __ATOMIC_RELEASE);
+			if (w->late[i].state != LATE_FREE && w->late[i].sq == sq)
+				w->late[i].state = LATE_FREE;
+		pthread_mutex_unlock(&w->late_lock);
 		pthread_rwlock_rdlock(&e->rlock);
 		for (uint32_t i = 0; i < w->npend; i++) {
 			struct emu_pend *p = &w->pend[i];
@@ -811,7 +874,8 @@ static uint32_t retire_round(struct gpuos_emu *e, struct emu_worker *w)
 				w->pend[j++] = *p;
 				continue;
 			}
-			(void)emu_cq_post(e, sq->cq, sq, p->cid, p->status, p->dw0);
+			if (emu_cq_post(e, sq->cq, sq, p->cid, p->status, p->dw0) == 0 && p->twice)
+				(void)emu_cq_post(e, sq->cq, sq, p->cid, p->status, p->dw0);
 		}
 		w->npend = j;
 		pthread_rwlock_unlock(&e->rlock);
@@ -880,6 +944,11 @@ int emu_workers_start(struct gpuos_emu *e, char *err, size_t errlen)
 		struct emu_worker *w = &e->w[i];
 		w->e = e;
 		w->idx = i;
+		if (pthread_mutex_init(&w->late_lock, NULL)) {
+			emu_errf(err, errlen, "emu: cannot create a lock");
+			return -ENOMEM;
+		}
+		w->late_lock_ok = 1;
 		/* splitmix-style spread so each worker's stream differs, seed= fixes them all */
 		w->rng = (e->o.seed + 1u) * 0x9e3779b97f4a7c15ull ^ (i + 1u) * 0xbf58476d1ce4e5b9ull;
 		if (!w->rng)
@@ -947,6 +1016,8 @@ void emu_workers_join(struct gpuos_emu *e)
 		free(w->bio);
 		free(w->bio_cmd);
 		free(w->pend);
+		if (w->late_lock_ok)
+			pthread_mutex_destroy(&w->late_lock);
 		if (w->stage)
 			e->env.pinned_free(e->env.ctx, w->stage, w->stage_len);
 	}

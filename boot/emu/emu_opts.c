@@ -42,6 +42,7 @@ void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
 	o->rdy_ms = 1;
 	o->fault_rate_status = 0x281;
 	o->late_ms = 1000;
+	o->duplate_ms = 5;
 	o->seed = 1;
 	o->ssds = 1;
 	o->stripe_kib = 512;
@@ -148,7 +149,8 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 	if (!(o->fault_rate >= 0.0 && o->fault_rate <= 1.0) ||
 	    !(o->lost_rate >= 0.0 && o->lost_rate <= 1.0) ||
 	    !(o->late_rate >= 0.0 && o->late_rate <= 1.0) ||
-	    !(o->hang_rate >= 0.0 && o->hang_rate <= 1.0) || !(o->dup_rate >= 0.0 && o->dup_rate <= 1.0)) {
+	    !(o->hang_rate >= 0.0 && o->hang_rate <= 1.0) || !(o->dup_rate >= 0.0 && o->dup_rate <= 1.0) ||
+	    !(o->dupnow_rate >= 0.0 && o->dupnow_rate <= 1.0) || !(o->duplate_rate >= 0.0 && o->duplate_rate <= 1.0)) {
 		emu_errf(err, errlen, "emu: faults: probabilities must be in [0, 1]");
 		return -EINVAL;
 	}
@@ -327,6 +329,12 @@ static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errl
 			goto bad;
 		return 0;
 	}
+	if (!strcmp(s, "duplate")) {
+		if (parse_prob(arg, &o->duplate_rate) ||
+		    (arg2 && (parse_u32(arg2, &o->duplate_ms) || !o->duplate_ms)))
+			goto bad;
+		return 0;
+	}
 	if (!strcmp(s, "rate")) {
 		if (parse_prob(arg, &o->fault_rate) || (arg2 && parse_status(arg2, &o->fault_rate_status)))
 			goto bad;
@@ -354,6 +362,11 @@ static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errl
 			goto bad;
 		return 0;
 	}
+	if (!strcmp(s, "dupnow")) {
+		if (parse_prob(arg, &o->dupnow_rate))
+			goto bad;
+		return 0;
+	}
 	if (!strcmp(s, "dead")) {
 		if (parse_u64(arg, &o->dead_after) || !o->dead_after)
 			goto bad;
@@ -367,7 +380,7 @@ static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errl
 bad:
 	emu_errf(err, errlen,
 		 "emu: faults: bad item '%s' (lba:START[-END][:STATUS], rate:P[:STATUS], lost:P, lost_every:N, cfs:N, "
-		 "late:P[:MS], hang:P, dup:P, dead:N)",
+		 "late:P[:MS], hang:P, dup:P, dupnow:P, duplate:P[:MS], dead:N)",
 		 orig);
 	return -EINVAL;
 }

@@ -98,6 +98,11 @@ struct gpuos_ctrl_stats {
 	int dma;
 	uint64_t dma_cmds, dma_copies, dma_gathered, dma_batches, dma_waits;
 	double busy_s;
+	/* the emulated controller's own account of the command stream: I/O
+	 * commands fetched, completions it duplicated on purpose (faults=dup*),
+	 * and commands fetched while another of the same CID on the same queue
+	 * was unanswered (a host bug the spec forbids); 0 for other controllers */
+	uint64_t io_fetched, dups, cid_conflicts;
 };
 
 /* The device as the runtime serves it. For an array the top-level fields
@@ -137,6 +142,10 @@ struct gpuos_stats {
 	uint64_t retries;          /* commands sent again after a failure with DNR clear */
 	uint32_t state;            /* enum gpuos_rt_state */
 	uint32_t notices;          /* GPUOS_NOTICE_* */
+	uint64_t duplicates;       /* completions for a command already completed, or already queued
+	                            * to be sent again (struct gpuos_rt_stats) */
+	uint64_t untrusted;        /* requests failed with GPUOS_ST_DUP_CQE */
+	uint32_t dup_by_ctrl[GPUOS_MAX_CTRL]; /* duplicates by controller of an array (info.ctrl[i]) */
 };
 
 /* The release; libgpuos's gpuos.pc and `gpuos --version` say it too. */
@@ -339,6 +348,10 @@ void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k);
  * told to take from the new ring. 0, or -errno with why (the area must not
  * be given out again). */
 int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen);
+/* The same for the n areas ks[], all under one park (a park costs every
+ * client its time). On failure some may be renewed and others not: renew
+ * them one by one to learn which cannot be. */
+int gpuos_sys_client_renew_n(struct gpuos_sys *s, const uint32_t *ks, uint32_t n, char *err, size_t errlen);
 
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
@@ -448,6 +461,7 @@ struct gpuos_attached {
 	uint64_t shm_len;
 	int vram;                 /* the area is VRAM (a GPU client's): mb and heap are device pointers */
 	uint64_t vram_handle;     /* its allocation, as imported */
+	void *watch;              /* the connection's watcher (gpuos_service_gone), NULL: none */
 };
 int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
 /* A GPU client's attach: an area whose mailbox this process's kernels post
@@ -458,6 +472,18 @@ int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err,
  * gives host memory that stands in for it (vram 0), mapped as attach does. */
 int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
 void gpuos_service_detach(struct gpuos_attached *at);
+/* Every wait of an attached client is bounded. A thread of the client
+ * library watches the connection from attach to detach: when the service
+ * closes it (it stopped, or died) or answers none of the requests waiting
+ * in the area's mailbox for GPUOS_CLIENT_TIMEOUT_MS (the environment's
+ * GPUOS_CLIENT_TIMEOUT_MS, in ms, where set), the service is gone: the
+ * connection is shut, and every request waiting in the mailbox, and every
+ * one posted later, completes with GPUOS_ST_GONE (a host-memory area; a
+ * VRAM area's kernels ask gpuos_service_gone). A slot a request completed
+ * so may still be written by a service that was only slow: after
+ * GPUOS_ST_GONE detach, do not post again. Returns 0 while the service is
+ * there, 1 when it closed the connection, 2 when it did not answer. */
+int gpuos_service_gone(const struct gpuos_attached *at);
 
 /* ---- app images (ELF cubins), inspected before they are loaded ------------------
  * Architecture, the gpuos ABI note (gpuos/app.h), the entry points and, per

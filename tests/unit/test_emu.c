@@ -1566,6 +1566,144 @@ Test(emu_fault, lost_every_nth)
 	td_close(&d);
 }
 
+/* Submit n one-LBA reads with cids 0..n-1 in one doorbell; collect up to
+ * max completions (duplicates included) until timeout_ms passes without one. */
+static int collect(struct td *d, int n, uint16_t *cids, int max, uint32_t timeout_ms)
+{
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+	uint8_t *buf = td_alloc(d, (size_t)n * 512, 4096, NULL);
+	int got = 0;
+
+	for (int i = 0; i < n; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)i, 1, td_iova(d, buf + i * 512), 0);
+		s.cid = (uint16_t)i;
+		td_sq_push(d, &d->q[1], &s);
+	}
+	td_sq_ring(d, &d->q[1]);
+	while (got < max && td_cq_poll(d, &d->q[1], &c, timeout_ms, 1) == 0) {
+		cr_assert_eq(stat_of(&c), 0);
+		cids[got++] = c.cid;
+	}
+	return got;
+}
+
+/* dup:P, the second completion 20 us after the first; dupnow:P, in the next
+ * CQ entry; duplate:P:MS, MS ms later. The controller counts the copies. */
+Test(emu_fault, duplicate_completions)
+{
+	struct td d;
+	struct gpuos_nvme_cqe c;
+	struct gpuos_emu_stats st;
+	uint16_t cids[160];
+	int got;
+
+	up(&d, 1, 128, "faults=dup:1");
+	got = collect(&d, 16, cids, 80, 300);
+	cr_assert_eq(got, 32, "each of 16 completions twice, got %d", got);
+	for (int i = 0; i < 16; i++) {
+		int k = 0;
+		for (int j = 0; j < got; j++)
+			k += cids[j] == i;
+		cr_assert_eq(k, 2, "cid %d completed %d times", i, k);
+	}
+	st = stats(&d);
+	cr_assert_eq(st.dups, 16);
+	cr_assert_eq(st.io_fetched, 16);
+	cr_assert_eq(st.io_cmds, 16, "a copy is not a command");
+	td_close(&d);
+	cleanup();
+
+	/* out of order, so that only the fault keeps the two copies together */
+	up(&d, 1, 128, "faults=dupnow:1,ooo=1,seed=4");
+	got = collect(&d, 32, cids, 80, 300);
+	cr_assert_eq(got, 64, "each of 32 completions twice, got %d", got);
+	for (int j = 0; j < got; j += 2)
+		cr_assert_eq(cids[j], cids[j + 1], "entries %d and %d: cids %u and %u", j, j + 1, cids[j], cids[j + 1]);
+	cr_assert_eq(stats(&d).dups, 32);
+	td_close(&d);
+	cleanup();
+
+	up(&d, 1, 128, "faults=duplate:1:200");
+	uint8_t *buf = td_alloc(&d, 512, 4096, NULL);
+	uint64_t t0 = gpuos_now_ns();
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1, buf), 0);
+	cr_assert_lt(ms_since(t0), 150u, "the completion at once");
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 2000, 1), 0, "the copy comes");
+	cr_assert_geq(ms_since(t0), 200u, "the copy after %lu ms", (unsigned long)ms_since(t0));
+	cr_assert_eq(c.cid, 0);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 100, 1), -ETIMEDOUT, "once");
+	cr_assert_eq(stats(&d).dups, 1);
+	td_close(&d);
+	cleanup();
+
+	/* rates: about half of 64 completions get a copy, repeatably per seed */
+	up(&d, 1, 256, "faults=dupnow:0.5,seed=9");
+	got = collect(&d, 64, cids, 160, 300);
+	st = stats(&d);
+	cr_assert_eq((uint64_t)got, 64u + st.dups);
+	cr_assert(st.dups > 12 && st.dups < 52, "%lu copies of 64 at p = 0.5", (unsigned long)st.dups);
+	td_close(&d);
+}
+
+/* A CID is unique among the outstanding commands of an SQ (NVMe 4.2): the
+ * controller counts a command fetched while another with its CID is still
+ * unanswered, and runs it all the same. A CID is free again once its
+ * completion is posted, or dropped (lost), never because of a copy. */
+Test(emu_fault, cid_conflicts_are_counted)
+{
+	struct td d;
+	struct gpuos_nvme_sqe s;
+	struct gpuos_nvme_cqe c;
+
+	up(&d, 1, 64, "latency_us=20000");
+	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+	for (int i = 0; i < 3; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)i, 1, td_iova(&d, buf + i * 512), 0);
+		s.cid = i == 2 ? 7 : (uint16_t)(7 + 300 * i); /* 7, 307, then 7 again */
+		td_sq_push(&d, &d.q[1], &s);
+	}
+	td_sq_ring(&d, &d.q[1]);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0);
+	cr_assert(!memcmp(buf, img, 3 * 512), "executed all the same");
+	cr_assert_eq(stats(&d).cid_conflicts, 1);
+	/* answered: 7 and 307 are free again */
+	td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, td_iova(&d, buf), 0);
+	s.cid = 307;
+	td_sq_push(&d, &d.q[1], &s);
+	td_sq_ring(&d, &d.q[1]);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0);
+	cr_assert_eq(stats(&d).cid_conflicts, 1);
+	cr_assert_eq(stats(&d).io_fetched, 4);
+	td_close(&d);
+	cleanup();
+
+	/* lost, and copies: neither keeps a CID taken. Each command is done
+	 * with (its completion and the copy read, or its loss counted) before
+	 * the next takes its CID. */
+	up(&d, 1, 64, "faults=lost_every:2+dup:1");
+	buf = td_alloc(&d, 4096, 4096, NULL);
+	for (int i = 0; i < 6; i++) {
+		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, td_iova(&d, buf), 0);
+		s.cid = 5;
+		td_sq_push(&d, &d.q[1], &s);
+		td_sq_ring(&d, &d.q[1]);
+		if (i % 2) {
+			uint64_t t0 = gpuos_now_ns();
+			while (stats(&d).lost < (uint64_t)(i + 1) / 2u && ms_since(t0) < 2000)
+				usleep(100);
+		} else {
+			cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0);
+			cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0, "the copy");
+		}
+	}
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 50, 1), -ETIMEDOUT);
+	cr_assert_eq(stats(&d).lost, 3);
+	cr_assert_eq(stats(&d).cid_conflicts, 0);
+	td_close(&d);
+}
+
 Test(emu_fault, cfs_after_n_commands)
 {
 	struct td d;
@@ -1976,6 +2114,15 @@ Test(emu_opts, parse_everything)
 	cr_assert_float_eq(o.lost_rate, 0.1, 1e-9);
 	cr_assert_eq(o.lost_every, 9);
 	cr_assert_eq(o.cfs_after, 100);
+
+	cr_assert_eq(gpuos_emu_parse("x.img,faults=dup:0.5+dupnow:0.25+duplate:0.125:7", &o, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_float_eq(o.dup_rate, 0.5, 1e-9);
+	cr_assert_float_eq(o.dupnow_rate, 0.25, 1e-9);
+	cr_assert_float_eq(o.duplate_rate, 0.125, 1e-9);
+	cr_assert_eq(o.duplate_ms, 7);
+	cr_assert_eq(gpuos_emu_parse("x.img,faults=duplate:1", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(o.duplate_ms, 5, "a few ms by default");
 }
 
 Test(emu_opts, parse_null_and_worker_default)
@@ -2048,6 +2195,10 @@ Test(emu_opts, parse_errors_name_the_key)
 		{ "x.img,faults=lost:0.5:0x281", "faults" },
 		{ "x.img,faults=lost_every:0", "faults" },
 		{ "x.img,faults=cfs:0", "faults" },
+		{ "x.img,faults=dupnow:2", "faults" },
+		{ "x.img,faults=dupnow:0.1:3", "faults" },
+		{ "x.img,faults=duplate:0.1:0", "faults" },
+		{ "x.img,faults=duplate:0.1:x", "faults" },
 		{ "x.img,faults=", "faults" },
 		{ "x.img,noequals", "noequals" },
 		{ "", "path" },

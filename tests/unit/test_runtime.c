@@ -575,7 +575,10 @@ Test(runtime, stray_completions_are_counted_and_ignored)
 		gpuos_sys_stats(b.sys, &st);
 		cr_assert_eq(gpuos_resume(b.sys, e, sizeof(e)), 0, "%s", e);
 	}
-	cr_assert_gt(st.strays, 0);
+	/* A second copy of a completed command's CQE is a duplicate (its slot
+	 * still holds that command's CID: FIFO reuse); its request was answered
+	 * before it came, so nothing fails. */
+	cr_assert_gt(st.duplicates, 0);
 	cr_assert_eq(st.errors, 0);
 	shut(&b);
 }
@@ -783,13 +786,33 @@ Test(runtime, array_queues_per_warp_and_controller)
  * figures that must hold: no wrong byte answered OK, every request
  * answered (a client gives up on one after 60 s: "unanswered"), and
  * requests served after the faults. The whole table goes to stderr; the GPU
- * suite runs the same test with the runtime on the GPU. */
+ * suite runs the same test with the runtime on the GPU.
+ *
+ * Modes with `big` set (issue 31) read ranges of up to `big` bytes (several
+ * commands, PRP lists into the client's memory) into four parts of the
+ * client's heap in turn, and before a part is used again check that what its
+ * last answer left there is still there: no byte may land after its answer,
+ * OK or not ("landed late", counted as wrong). */
+
+#define CAMP_PARTS 4
+
+struct camp_mode {
+	const char *name, *faults;
+	uint32_t timeout_ms;
+	const char *dev;     /* more emulator options ("" none) */
+	uint32_t seed;       /* the emulator's (0: 21) */
+	uint32_t big;        /* 0: 1..8192-byte reads, one place; else see above */
+	uint32_t allowed;    /* failure statuses allowed (bits), beside the default ones */
+};
 
 struct camp {
 	struct booted *b;
+	const struct camp_mode *m;
 	int id, n;
-	uint64_t ok, wrong, unanswered, failed, ok_after_fault, st[GPUOS_ST_COUNT];
-	uint64_t last_off, last_len; /* the last OK read, checked again at the end */
+	uint64_t ok, wrong, late, unanswered, failed, ok_after_fault, st[GPUOS_ST_COUNT];
+	/* each part's last answer: where it went (at) and how long, 0: none to check */
+	uint64_t part_at[CAMP_PARTS], part_len[CAMP_PARTS];
+	unsigned char *snap; /* what each answer left in the client's heap */
 };
 
 static uint64_t now_ms_test(void)
@@ -799,25 +822,49 @@ static uint64_t now_ms_test(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Part k of client c still holds what its last answer left. */
+static int camp_part_intact(const struct camp *c, uint32_t k)
+{
+	uint64_t part = c->b->heap_len / 64 / CAMP_PARTS, at = k * part + c->part_at[k];
+	return !c->part_len[k] ||
+	       memcmp(c->b->heap + (uint64_t)c->id * (c->b->heap_len / 64) + at, c->snap + at, c->part_len[k]) == 0;
+}
+
 static void *camp_thread(void *p)
 {
 	struct camp *c = (struct camp *)p;
 	uint64_t s = 5000 + (uint64_t)c->id, region = c->b->heap_len / 64;
-	char *mine = c->b->heap + (uint64_t)c->id * region;
-	uint64_t mine_rt = c->b->heap_rt + (uint64_t)c->id * region;
+	uint32_t parts = c->m->big ? CAMP_PARTS : 1u;
+	uint64_t part = region / parts;
+	char *base = c->b->heap + (uint64_t)c->id * region;
+	uint64_t base_rt = c->b->heap_rt + (uint64_t)c->id * region;
 	int i;
 	for (i = 0; i < c->n; i++) {
-		uint64_t len = 1 + rng_next(&s) % 8192u;
-		uint64_t off = rng_next(&s) % (IMG_BYTES - len);
+		uint32_t k = (uint32_t)i % parts;
+		uint64_t len, off, at = 0;
 		struct gpuos_req rq;
 		struct gpuos_result res = { 0, 0, 0, 0 };
 		uint32_t slot, st;
 		uint64_t t0;
+		if (!c->m->big) {
+			len = 1 + rng_next(&s) % 8192u;
+			off = rng_next(&s) % (IMG_BYTES - len);
+		} else {
+			len = 1 + rng_next(&s) % (i % 4 == 0 ? c->m->big : 8192u);
+			off = rng_next(&s) % (IMG_BYTES - len);
+			if (i % 3 == 0)
+				off -= off % 4096u; /* on an LBA: zero copy, PRP lists into the heap */
+			if (i % 5 == 0)
+				at = 1 + rng_next(&s) % 7u; /* off a dword: bounced */
+		}
+		if (!camp_part_intact(c, k))
+			c->late++;
+		c->part_len[k] = 0;
 		memset(&rq, 0, sizeof(rq));
 		rq.opcode = GPUOS_OP_READ_RAW;
 		rq.offset = off;
 		rq.length = len;
-		rq.dst = mine_rt;
+		rq.dst = base_rt + k * part + at;
 		while ((st = gpuos_post(c->b->mb, &rq, &slot)) == GPUOS_ST_FULL)
 			sched_yield();
 		cr_assert_eq(st, GPUOS_ST_OK);
@@ -832,14 +879,15 @@ static void *camp_thread(void *p)
 			return NULL; /* its slot stays taken: this client stops here */
 		}
 		c->st[res.status < GPUOS_ST_COUNT ? res.status : 0]++;
+		memcpy(c->snap + k * part + at, base + k * part + at, len);
+		c->part_at[k] = at;
+		c->part_len[k] = len;
 		if (res.status == GPUOS_ST_OK) {
-			if (res.result != len || memcmp(mine, img + off, len) != 0) {
+			if (res.result != len || memcmp(base + k * part + at, img + off, len) != 0) {
 				c->wrong++;
 			} else {
 				c->ok++;
 				c->ok_after_fault += c->failed > 0;
-				c->last_off = off;
-				c->last_len = len;
 			}
 		} else {
 			c->failed++;
@@ -848,63 +896,109 @@ static void *camp_thread(void *p)
 	return NULL;
 }
 
-struct camp_mode {
-	const char *name, *faults;
-	uint32_t timeout_ms;
-};
+/* Failures every mode may give: a device error (retries used up), a
+ * timeout, a reset under the request; the rest only where a mode says. */
+#define CAMP_ALLOWED ((1u << GPUOS_ST_NVME) | (1u << GPUOS_ST_TIMEOUT) | (1u << GPUOS_ST_CTRL_RESET) | \
+		      (1u << GPUOS_ST_CTRL_FATAL))
 
 static void campaign(const struct camp_mode *m, int n, struct gpuos_stats *out, uint64_t *ok_after)
 {
 	struct booted b;
 	pthread_t t[64];
 	struct camp *c = calloc(64, sizeof(*c));
-	uint64_t ok = 0, wrong = 0, unanswered = 0, failed = 0, after = 0, st[GPUOS_ST_COUNT] = {0}, t0;
-	char opts[256], e[256];
+	struct gpuos_ctrl_stats cs;
+	uint64_t ok = 0, wrong = 0, late = 0, unanswered = 0, failed = 0, after = 0, st[GPUOS_ST_COUNT] = {0};
+	uint64_t t0, io_cmds = 0, fetched = 0, conflicts = 0, other = 0;
+	uint32_t allowed = CAMP_ALLOWED | m->allowed, k32;
+	char opts[384], e[256];
 	int i, k;
 	cr_assert_not_null(c);
-	snprintf(opts, sizeof(opts), "%s%sooo=1,seed=%d", m->faults, *m->faults ? "," : "", 21);
+	snprintf(opts, sizeof(opts), "%s%s%s%sooo=1,seed=%u", m->faults, *m->faults ? "," : "", m->dev,
+		 *m->dev ? "," : "", m->seed ? m->seed : 21u);
 	boot_with(&b, opts, 4, 8, m->timeout_ms, 256);
 	t0 = now_ms_test();
 	for (i = 0; i < 64; i++) {
 		c[i].b = &b;
+		c[i].m = m;
 		c[i].id = i;
 		c[i].n = n;
+		c[i].snap = (unsigned char *)calloc(1, b.heap_len / 64);
+		cr_assert_not_null(c[i].snap);
 		cr_assert_eq(pthread_create(&t[i], NULL, camp_thread, &c[i]), 0);
 	}
 	for (i = 0; i < 64; i++) {
 		pthread_join(t[i], NULL);
 		ok += c[i].ok;
 		wrong += c[i].wrong;
+		late += c[i].late;
 		unanswered += c[i].unanswered;
 		failed += c[i].failed;
 		after += c[i].ok_after_fault;
 		for (k = 0; k < GPUOS_ST_COUNT; k++)
 			st[k] += c[i].st[k];
 	}
-	/* Nothing lands after its answer: each client's last OK read is still
+	/* Nothing lands after its answer: each client's last answers are still
 	 * there once every held command's time has passed. */
 	usleep(400000);
-	for (i = 0; i < 64; i++)
-		if (c[i].last_len && memcmp(b.heap + (uint64_t)i * (b.heap_len / 64), img + c[i].last_off, c[i].last_len))
-			wrong++;
+	for (i = 0; i < 64; i++) {
+		for (k32 = 0; k32 < CAMP_PARTS; k32++)
+			late += !camp_part_intact(&c[i], k32);
+		free(c[i].snap);
+	}
+	for (k = 1; k < GPUOS_ST_COUNT; k++)
+		other += (allowed >> k & 1u) ? 0 : st[k];
 	cr_assert_eq(gpuos_park(b.sys, e, sizeof(e)), 0, "%s", e);
 	gpuos_sys_stats(b.sys, out);
+	for (k32 = 0; k32 < gpuos_sys_info(b.sys)->nctrl; k32++) {
+		cr_assert_eq(gpuos_sys_ctrl_stats(b.sys, k32, &cs), 0);
+		io_cmds += cs.io_cmds;
+		fetched += cs.io_fetched;
+		conflicts += cs.cid_conflicts;
+	}
 	cr_assert_eq(gpuos_resume(b.sys, e, sizeof(e)), 0, "%s", e);
 	fprintf(stderr,
-		"campaign %-12s %-22s %7.1f s: %8lu requests, %8lu OK, %lu wrong, %lu unanswered, %6lu failed "
-		"(NVME %lu, TIMEOUT %lu, CTRL_RESET %lu, CTRL_FATAL %lu), OK after a fault %lu; runtime: %lu retries, "
-		"%lu aborts, %lu resets, %lu strays\n",
+		"campaign %-12s %-22s %7.1f s: %8lu requests, %8lu OK, %lu wrong, %lu landed late, %lu unanswered, "
+		"%6lu failed (NVME %lu, TIMEOUT %lu, CTRL_RESET %lu, CTRL_FATAL %lu, DUP_CQE %lu, other %lu), OK after a "
+		"fault %lu; runtime: %lu commands + %lu retries (controller: %lu), %lu aborts, %lu resets, %lu strays, "
+		"%lu duplicates\n",
 		m->name, *m->faults ? m->faults : "(none)", (double)(now_ms_test() - t0) / 1000.0,
-		(unsigned long)(64ull * (uint64_t)n), (unsigned long)ok, (unsigned long)wrong, (unsigned long)unanswered,
-		(unsigned long)failed, (unsigned long)st[GPUOS_ST_NVME], (unsigned long)st[GPUOS_ST_TIMEOUT],
-		(unsigned long)st[GPUOS_ST_CTRL_RESET], (unsigned long)st[GPUOS_ST_CTRL_FATAL], (unsigned long)after,
-		(unsigned long)out->retries, (unsigned long)out->aborts, (unsigned long)out->resets,
-		(unsigned long)out->strays);
+		(unsigned long)(64ull * (uint64_t)n), (unsigned long)ok, (unsigned long)wrong, (unsigned long)late,
+		(unsigned long)unanswered, (unsigned long)failed, (unsigned long)st[GPUOS_ST_NVME],
+		(unsigned long)st[GPUOS_ST_TIMEOUT], (unsigned long)st[GPUOS_ST_CTRL_RESET],
+		(unsigned long)st[GPUOS_ST_CTRL_FATAL], (unsigned long)st[GPUOS_ST_DUP_CQE], (unsigned long)other,
+		(unsigned long)after, (unsigned long)out->commands, (unsigned long)out->retries, (unsigned long)io_cmds,
+		(unsigned long)out->aborts, (unsigned long)out->resets, (unsigned long)out->strays,
+		(unsigned long)out->duplicates);
 	cr_assert_eq(wrong, 0, "%s: %lu wrong answers", m->name, (unsigned long)wrong);
+	cr_assert_eq(late, 0, "%s: %lu answers changed after they were given", m->name, (unsigned long)late);
 	cr_assert_eq(unanswered, 0, "%s: %lu requests without an answer", m->name, (unsigned long)unanswered);
+	cr_assert_eq(other, 0, "%s: %lu requests failed with a status the mode cannot explain", m->name,
+		     (unsigned long)other);
 	cr_assert_eq(ok + failed, 64ull * (uint64_t)n);
 	cr_assert_eq(out->requests, 64ull * (uint64_t)n, "%s: every request answered exactly once", m->name);
 	cr_assert_neq(out->state, GPUOS_RT_STATE_FATAL, "%s: still serving", m->name);
+	cr_assert_eq(out->untrusted, st[GPUOS_ST_DUP_CQE], "%s: the runtime failed %lu requests with DUP_CQE, the "
+		     "clients saw %lu", m->name, (unsigned long)out->untrusted, (unsigned long)st[GPUOS_ST_DUP_CQE]);
+	/* Every command the runtime sent, first time or again, reached the
+	 * controller once, and the controller finished each (parked: nothing in
+	 * flight; the held ones' time has passed). A reset drops what the
+	 * controller held or had not fetched yet: then at most. */
+	cr_assert_eq(conflicts, 0, "%s: %lu commands reached the controller while their CID was in use there", m->name,
+		     (unsigned long)conflicts);
+	if (out->resets == 0)
+		cr_assert_eq(fetched, out->commands + out->retries,
+			     "%s: the controller fetched %lu commands, the runtime sent %lu + %lu again", m->name,
+			     (unsigned long)fetched, (unsigned long)out->commands, (unsigned long)out->retries);
+	else
+		cr_assert_leq(fetched, out->commands + out->retries, "%s: the controller fetched %lu commands", m->name,
+			      (unsigned long)fetched);
+	if (out->resets == 0)
+		cr_assert_eq(io_cmds, out->commands + out->retries,
+			     "%s: the controller finished %lu commands, the runtime sent %lu + %lu again", m->name,
+			     (unsigned long)io_cmds, (unsigned long)out->commands, (unsigned long)out->retries);
+	else
+		cr_assert_leq(io_cmds, out->commands + out->retries, "%s: the controller finished %lu commands", m->name,
+			      (unsigned long)io_cmds);
 	*ok_after = after;
 	shut(&b);
 	free(c);
@@ -913,14 +1007,16 @@ static void campaign(const struct camp_mode *m, int n, struct gpuos_stats *out, 
 Test(runtime, fault_campaign, .timeout = 900)
 {
 	static const struct camp_mode modes[] = {
-		{ "none", "", 100 },
-		{ "retried", "faults=rate:0.01", 100 },          /* 0x281, DNR clear: sent again */
-		{ "dnr", "faults=rate:0.01:0x4281", 100 },       /* DNR set: the request fails */
-		{ "lost", "faults=lost:0.001", 100 },            /* no completion: Abort, then reset */
-		{ "late", "faults=late:0.01:300", 100 },         /* after the timeout, with data */
-		{ "cfs", "faults=cfs:20000", 100 },              /* CSTS.CFS once: reset */
-		{ "hang", "faults=hang:0.0001", 100 },           /* stops answering until reset */
-		{ "dup", "faults=dup:0.01", 100 },               /* completions twice: strays */
+		{ "none", "", 100, "", 0, 0, 0 },
+		{ "retried", "faults=rate:0.01", 100, "", 0, 0, 0 },          /* 0x281, DNR clear: sent again */
+		{ "dnr", "faults=rate:0.01:0x4281", 100, "", 0, 0, 0 },       /* DNR set: the request fails */
+		{ "lost", "faults=lost:0.001", 100, "", 0, 0, 0 },            /* no completion: Abort, then reset */
+		{ "late", "faults=late:0.01:300", 100, "", 0, 0, 0 },         /* after the timeout, with data */
+		{ "cfs", "faults=cfs:20000", 100, "", 0, 0, 0 },              /* CSTS.CFS once: reset */
+		{ "hang", "faults=hang:0.0001", 100, "", 0, 0, 0 },           /* stops answering until reset */
+		/* completions twice: a request of two commands fails if a copy of
+		 * the first comes while the second is out */
+		{ "dup", "faults=dup:0.01", 100, "", 0, 0, 1u << GPUOS_ST_DUP_CQE },
 	};
 	int n = getenv("GPUOS_QUICK") ? 1000 : 10000;
 	size_t i;
@@ -937,7 +1033,37 @@ Test(runtime, fault_campaign, .timeout = 900)
 		if (!strcmp(modes[i].name, "late"))
 			cr_assert_gt(st.aborts, 0);
 		if (!strcmp(modes[i].name, "dup"))
-			cr_assert_gt(st.strays, 0);
+			cr_assert_gt(st.duplicates, 0); /* copies of commands that completed */
+	}
+}
+
+/* Duplicate completions (issue 31): a failure with DNR clear posted twice,
+ * at once, a little later, or after its CID went to another command, with
+ * commands held back so that a second copy of a command still out would
+ * land in memory the runtime gave to another. Reads of up to 64 KiB on
+ * 4 KiB LBAs and 32 KiB commands, so commands take PRP lists. A request of
+ * which a command completed twice may fail with DUP_CQE; none may answer
+ * OK with a wrong byte, twice, or not at all. */
+Test(runtime, fault_campaign_duplicates, .timeout = 900)
+{
+	static const char dev[] = "lba=4096,mdts=32,latency_us=200";
+	static const struct camp_mode modes[] = {
+		{ "dup+late", "faults=rate:0.05+dup:0.3+late:0.2:3", 100, dev, 2, 65528, 1u << GPUOS_ST_DUP_CQE },
+		{ "dupnow+late", "faults=rate:0.05+dupnow:0.3+late:0.2:3", 100, dev, 3, 65528, 1u << GPUOS_ST_DUP_CQE },
+		{ "duplate", "faults=rate:0.05+duplate:0.3:3+late:0.1:3", 100, dev, 11, 65528, 1u << GPUOS_ST_DUP_CQE },
+		{ "dup+lost", "faults=rate:0.02+dup:0.2+late:0.1:3+lost:0.0005", 100, dev, 13, 65528,
+		  1u << GPUOS_ST_DUP_CQE },
+	};
+	int n = getenv("GPUOS_QUICK") ? 200 : 1000;
+	size_t i;
+	for (i = 0; i < GPUOS_ARRAY_SIZE(modes); i++) {
+		struct gpuos_stats st;
+		uint64_t after = 0;
+		campaign(&modes[i], n, &st, &after);
+		cr_assert_gt(st.retries, 0, "%s: failures were sent again", modes[i].name);
+		cr_assert_gt(st.duplicates + st.strays, 0, "%s: the copies came", modes[i].name);
+		if (strstr(modes[i].faults, "lost"))
+			cr_assert_gt(st.resets, 0, "%s: the controller was reset", modes[i].name);
 	}
 }
 
