@@ -22,6 +22,9 @@ ok()   { pass=$((pass + 1)); echo "  ok   $1"; }
 bad()  { fail=$((fail + 1)); echo "  FAIL $1"; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 export GPUOS_QUIET_HOST=1
+# GPUOS_TEST_GPU=1 (the GPU suite): the runtime on the GPU, not CPU threads.
+where=--host
+[ "${GPUOS_TEST_GPU:-}" = 1 ] && where=
 
 img=$tmp/disk.img
 python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(31).randbytes(16 << 20))' > "$img"
@@ -33,7 +36,7 @@ read16() {
 	local out=$1 faults=$2 seed=$3
 	shift 3
 	rc=0
-	timeout 60 "$gpuos" read --host --device "$dev,faults=$faults,seed=$seed" "$@" --allow-raw \
+	timeout 60 "$gpuos" read $where --device "$dev,faults=$faults,seed=$seed" "$@" --allow-raw \
 		--offset 0 --length 16M -o "$out" 2> "$tmp/err" || rc=$?
 }
 

@@ -16,7 +16,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 date -u
 
 step "shared runtime suite, runtime on the GPU, controller emu:"
-GPUOS_TEST_GPU=1 timeout 500 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU (with the fault campaign)"
+GPUOS_TEST_GPU=1 timeout 500 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU (with the fault campaigns)"
+
+step "issue 31: 16 MiB reads under failed, duplicated, late and lost completions, runtime on the GPU"
+GPUOS_TEST_GPU=1 timeout 300 bash tests/emu/faults.sh "$build"; res $? "faults.sh on the GPU: exact bytes or a clean failure, every seed"
 
 step "files suite, runtime and metadata warp on the GPU, controller emu:"
 GPUOS_TEST_GPU=1 GPUOS_FILES_DIR="$build/files-img" timeout 400 "$build/gpu/test_files"; res $? "files suite on the GPU"
