@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ctrl.h"
 
@@ -14,6 +17,25 @@ extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops;
 /* A strong reference: a weak one pulls no member out of libgpuos.a, and the
  * binary with CUDA then had no pci: at all (issue 13). */
 extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops;
+
+uint64_t gpuos_iova_base(void)
+{
+	uint64_t rnd = 0;
+	struct timespec t;
+	/* GRND_INSECURE (Linux 5.6): random bytes even before the pool is
+	 * ready. An older kernel refuses the flag: then what the pool has,
+	 * without waiting. Nothing here needs more than bases that differ. */
+	if (getrandom(&rnd, sizeof(rnd), GRND_INSECURE) == (ssize_t)sizeof(rnd) ||
+	    getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) == (ssize_t)sizeof(rnd))
+		return gpuos_iova_base_of(rnd);
+	/* No getrandom at all (seccomp, a kernel before 3.17): the time, the
+	 * process and where ASLR put this frame, mixed (splitmix64's finaliser). */
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	rnd = (uint64_t)t.tv_nsec ^ (uint64_t)t.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)&t;
+	rnd = (rnd ^ rnd >> 30) * 0xbf58476d1ce4e5b9ull;
+	rnd = (rnd ^ rnd >> 27) * 0x94d049bb133111ebull;
+	return gpuos_iova_base_of(rnd ^ rnd >> 31);
+}
 
 int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,
 		    char *err, size_t errlen)
@@ -77,7 +99,7 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 	c->gpu = gpu;
 	c->force = force;
 	c->sim_vram = sim_vram && !gpu;
-	c->next_iova = 0x100000000ull; /* synthetic IOVAs start at 4 GiB: never a host pointer by accident */
+	c->next_iova = gpuos_iova_base(); /* boot/ctrl.h says why random */
 	pthread_mutex_init(&c->iova_lock, NULL);
 	c->nmembers = 1;
 	snprintf(c->member[0].name, sizeof(c->member[0].name), "%s%s", ops->prefix, dev);

@@ -83,7 +83,8 @@ struct gpuos_ctrl {
 	int sim_vram;             /* see gpuos_boot_opts.sim_vram */
 	int regs_gpu_readable;    /* the GPU may read the registers (emu: memory); a GPU
 	                           * may not read another device's BAR on every platform */
-	uint64_t next_iova;       /* for controllers that pick IOVAs themselves */
+	uint64_t next_iova;       /* for controllers that pick IOVAs themselves: starts at a random
+	                           * base (gpuos_iova_base) */
 	pthread_mutex_t iova_lock; /* next_iova: a group's runtimes map from their own threads */
 };
 
@@ -96,6 +97,41 @@ static inline uint64_t gpuos_iova_after(uint64_t a, uint64_t len)
 {
 	return a + GPUOS_ALIGN_UP(len, GPUOS_IOVA_ALIGN) + GPUOS_IOVA_ALIGN;
 }
+
+/* Where those IOVAs start: a random base for each controller opened, so
+ * for each process. A controller may still write for a command of an
+ * earlier process that has gone (QEMU's NVMe completing a read after a
+ * reset cancelled it, an SSD's late DMA): had every process mapped the
+ * same IOVAs, those bytes would land silently in whatever buffer the
+ * process now there keeps at that address. With bases apart they hit an
+ * unmapped IOVA: an IOMMU fault (VFIO; logged), a DMA fault (the
+ * emulator's IOMMU-like table; counted). The base is a multiple of
+ * GPUOS_IOVA_ALIGN in [GPUOS_IOVA_BASE_MIN, GPUOS_IOVA_BASE_MAX):
+ *  - from 4 GiB: never a host pointer by accident, and above the x86 MSI
+ *    window and the low reserved ranges IOMMUs report;
+ *  - below 256 GiB (2^38): regions of up to 256 GiB in all still fit
+ *    within 39 bits, the narrowest address width of an Intel IOMMU (and
+ *    QEMU's intel-iommu default, aw-bits=39); AMD's is 48. VFIO's ranges
+ *    (VFIO_IOMMU_GET_INFO) hold the allocator to what the IOMMU accepts;
+ *    the emulator's table takes any 64-bit IOVA.
+ * The same regions in the same order, at another base: nothing else about
+ * a run depends on it. */
+#define GPUOS_IOVA_BASE_MIN 0x100000000ull   /* 4 GiB */
+#define GPUOS_IOVA_BASE_MAX 0x4000000000ull  /* 256 GiB */
+static_assert(GPUOS_IOVA_BASE_MIN % GPUOS_IOVA_ALIGN == 0 && GPUOS_IOVA_BASE_MAX % GPUOS_IOVA_ALIGN == 0,
+	      "IOVA bases on region boundaries");
+
+/* The base a random 64-bit word picks (every word one of the range's
+ * bases, each base as likely as the next but for 2^-46). */
+static inline uint64_t gpuos_iova_base_of(uint64_t rnd)
+{
+	uint64_t n = (GPUOS_IOVA_BASE_MAX - GPUOS_IOVA_BASE_MIN) / GPUOS_IOVA_ALIGN;
+	return GPUOS_IOVA_BASE_MIN + rnd % n * GPUOS_IOVA_ALIGN;
+}
+
+/* A fresh random base (getrandom; never blocks, not even before the
+ * kernel's random pool is ready, as in a guest just booted). */
+uint64_t gpuos_iova_base(void);
 
 /* Open the controller named by dev. gpu may be NULL (host mode). Returns 0,
  * -EINVAL for a device string no controller knows, or the controller's error;

@@ -22,21 +22,30 @@
  *   stop    -> "ok", then a graceful stop (root and the service's uid only)
  *
  * The loop never blocks on a client: sockets are non-blocking, replies wait
- * in a buffer per connection, and a client that leaves a line unfinished or
- * a reply unread, or idles without a share, for client_timeout_ms is
- * disconnected. A `run` runs its app in a thread of its own; apps take
- * turns (sys_lock: loading one parks the runtime), and the loop renews a
- * leaving client's area only between them.
+ * in a buffer per connection, and a client whose line does not arrive
+ * whole within client_timeout_ms of its first byte, or that leaves a reply
+ * unread or idles without a share that long, is disconnected. A user other
+ * than root and the service's own holds at most SVC_MAX_CONN_PER_UID
+ * connections and half the shares, and all of them together leave
+ * SVC_CONN_RESERVE connections and a quarter of the shares to those two. A
+ * `run` runs its app in a thread of its own; apps take turns (sys_lock:
+ * loading one parks the runtime), and the loop renews the areas of leaving
+ * clients only between them, all at once and paced (renew_due).
  *
  * A share comes back only when nothing can reach it any more: its handles
  * are released (the RELEASE request), requests still in flight into it
- * have finished, slots the client left behind are freed, and its bytes are
- * zeroed for the next client.
+ * have finished, slots the client left behind are freed, and its area has
+ * fresh zero pages for the next client.
+ *
+ * The client's side (attach) checks every number of the reply, and a thread
+ * watches the connection until detach, so that no wait of the client
+ * outlasts its service (gpuos_service_gone).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +63,11 @@
 #include "gpu.h"
 
 #define SVC_MAX_CONN 64u
+/* Connections of one uid other than root's and the service's own at most,
+ * and of all such uids together: the rest is root's and the service user's
+ * (a flood of one user, or of several, never locks them out). */
+#define SVC_MAX_CONN_PER_UID 16u
+#define SVC_CONN_RESERVE 8u
 #define SVC_LINE_MAX 8192u           /* one request line: a run carries its app and arguments */
 #define SVC_OUT_MAX (1u << 20)       /* replies waiting for a client that does not read */
 #define SVC_TICK_MS 200              /* timeouts and draining shares are looked at this often */
@@ -61,6 +75,17 @@
 #define SVC_DEFAULT_MODE 0660u
 #define SVC_MAX_GROUPS 64
 #define SVC_MAX_APPS 4u              /* runs at once: one app runs, the others wait their turn */
+/* A share given back gets fresh memory, which parks the runtime (every
+ * client waits for it): all shares given back meanwhile under one park, and
+ * after it a pause of SVC_RENEW_SHARE - 1 times what it took (at least
+ * SVC_RENEW_GAP_MS), so that clients that come and go as fast as they can
+ * cost the others at most 1/SVC_RENEW_SHARE of the time. */
+#define SVC_RENEW_SHARE 20u
+#define SVC_RENEW_GAP_MS 100u
+/* An attach refused to a user (its shares, or all users', at their cap)
+ * is answered this much later, at the loop's next tick after it: a client
+ * that asks again and again waits, rather than costing the others a core. */
+#define SVC_REFUSE_DELAY_MS 200u
 
 enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING, SHARE_RETIRED /* its area could not be renewed */ };
 
@@ -69,12 +94,16 @@ struct svc_conn {
 	struct gpuos_peer peer;
 	int privileged;          /* root or the service's own uid */
 	int share;               /* client share held, -1: none */
-	uint64_t t_active;       /* ms: when it last made progress */
+	uint64_t t_active;       /* ms: when it last made progress (a whole line served, a reply sent) */
+	uint64_t t_line;         /* ms: when the first byte of the unfinished line in `in` came: the
+				  * whole line must come within the client timeout, however it
+				  * trickles in */
 	char in[SVC_LINE_MAX];
 	size_t in_n;
 	char *out;               /* replies not yet written */
 	size_t out_n, out_off;
 	int app;                 /* its run in progress (v->app[]), -1: none; no more lines until it ends */
+	uint64_t t_hold;         /* ms: its replies wait until then (SVC_REFUSE_DELAY_MS) */
 };
 
 /* A `run`: the app runs in a thread of its own, so that the loop goes on. */
@@ -93,7 +122,9 @@ struct svc_app {
 struct svc_share {
 	int state;               /* enum share_state */
 	uint32_t uid;            /* who holds it */
+	int privileged;          /* it is root or the service's uid (share_reserve) */
 	int renewed;             /* draining: its area has fresh memory */
+	int dirty;               /* draining: a request of the service's own mailbox named it */
 	int release_posted;      /* draining: the RELEASE request is in the mailbox */
 	uint32_t release_slot;
 };
@@ -111,6 +142,7 @@ struct gpuos_service {
 	struct svc_share share[GPUOS_RT_MAX_CLIENTS]; /* host clients' [0, SHARES), GPU clients' after */
 	uint32_t nshares;        /* GPUOS_SERVICE_SHARES + the runtime's GPU client areas */
 	struct svc_app app[SVC_MAX_APPS];
+	uint64_t t_renew;        /* ms: no renewal before (SVC_RENEW_SHARE) */
 	/* Held by a running app (its load and unload park the runtime) and,
 	 * with trylock, by the loop to renew an area or to look at the
 	 * runtime kernel: never two parks at once, and the loop never waits. */
@@ -335,6 +367,7 @@ static void share_drain_start(struct gpuos_service *v, uint32_t k)
 	v->share[k].state = SHARE_DRAINING;
 	v->share[k].release_posted = 0;
 	v->share[k].renewed = 0;
+	v->share[k].dirty = 0;
 }
 
 static void conn_close(struct gpuos_service *v, struct svc_conn *c)
@@ -356,6 +389,9 @@ static void conn_close(struct gpuos_service *v, struct svc_conn *c)
 /* Write what is queued; 0, or -1 when the client is gone. */
 static int conn_flush(struct svc_conn *c)
 {
+	if (c->t_hold && now_ms() < c->t_hold)
+		return 0; /* the timeouts' pass sends it (gpuos_service_serve) */
+	c->t_hold = 0;
 	while (c->out_off < c->out_n) {
 		ssize_t w = send(c->fd, c->out + c->out_off, c->out_n - c->out_off, MSG_NOSIGNAL);
 		if (w < 0)
@@ -394,13 +430,82 @@ static int conn_printf(struct svc_conn *c, const char *fmt, ...)
 	return conn_send(c, line);
 }
 
+/* An idle connection that holds nothing and owes nothing may be closed to
+ * make room. */
+static int conn_idle(const struct svc_conn *x)
+{
+	return x->fd >= 0 && x->share < 0 && x->app < 0 && !x->in_n && !x->out_n;
+}
+
+/* The slot a new connection of peer p takes: a free one, or the one of
+ * the connection idle longest (conn_idle; the caller closes it), so that
+ * an idle flood locks nobody out. A uid other than root's and the
+ * service's own holds at most SVC_MAX_CONN_PER_UID connections, and all
+ * such uids together leave SVC_CONN_RESERVE to root and the service's
+ * user: connections that are not idle (a line that trickles in, byte by
+ * byte) cannot be taken from them, so they get no more than that. NULL
+ * with the reason in why. */
+static struct svc_conn *conn_slot(struct gpuos_service *v, const struct gpuos_peer *p, char *why, size_t whylen)
+{
+	int priv = p->uid == 0 || p->uid == v->uid;
+	unsigned i, mine = 0, others = 0;
+	struct svc_conn *free_c = NULL, *idle_mine = NULL, *idle_others = NULL, *idle_any = NULL;
+
+	for (i = 0; i < SVC_MAX_CONN; i++) {
+		struct svc_conn *x = &v->conn[i];
+		int xpriv;
+		if (x->fd < 0) {
+			free_c = free_c ? free_c : x;
+			continue;
+		}
+		xpriv = x->privileged;
+		mine += !xpriv && x->peer.uid == p->uid;
+		others += !xpriv;
+		if (!conn_idle(x))
+			continue;
+		if (!idle_any || x->t_active < idle_any->t_active)
+			idle_any = x;
+		if (!xpriv && (!idle_others || x->t_active < idle_others->t_active))
+			idle_others = x;
+		if (!xpriv && x->peer.uid == p->uid && (!idle_mine || x->t_active < idle_mine->t_active))
+			idle_mine = x;
+	}
+	if (priv) {
+		if (free_c || idle_any)
+			return free_c ? free_c : idle_any;
+		snprintf(why, whylen, "too many connections (%u)", SVC_MAX_CONN);
+		return NULL;
+	}
+	if (mine >= SVC_MAX_CONN_PER_UID) {
+		if (idle_mine)
+			return idle_mine;
+		snprintf(why, whylen, "uid %u holds %u connections, as many as one user may", (unsigned)p->uid, mine);
+		return NULL;
+	}
+	if (others >= SVC_MAX_CONN - SVC_CONN_RESERVE) {
+		if (idle_others)
+			return idle_others;
+		snprintf(why, whylen, "too many connections (%u; the last %u are kept for root and uid %u)", SVC_MAX_CONN,
+			 SVC_CONN_RESERVE, (unsigned)v->uid);
+		return NULL;
+	}
+	if (free_c)
+		return free_c;
+	if (idle_others)
+		return idle_others; /* then a privileged idle one: the reserve is not for idling */
+	if (idle_any)
+		return idle_any;
+	snprintf(why, whylen, "too many connections (%u)", SVC_MAX_CONN);
+	return NULL;
+}
+
 static void accept_one(struct gpuos_service *v)
 {
+	char why[160];
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	struct svc_conn *c = NULL;
 	struct gpuos_peer p;
-	unsigned i;
 	int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
@@ -418,23 +523,14 @@ static void accept_one(struct gpuos_service *v)
 		close(fd);
 		return;
 	}
-	for (i = 0; i < SVC_MAX_CONN && !c; i++)
-		if (v->conn[i].fd < 0)
-			c = &v->conn[i];
-	/* All taken: an idle flood must not lock others out, so the longest
-	 * idle connection that holds nothing and owes nothing makes room. */
-	for (i = 0; i < SVC_MAX_CONN && !c; i++) {
-		struct svc_conn *x = &v->conn[i];
-		if (x->share < 0 && x->app < 0 && !x->in_n && !x->out_n && (!c || x->t_active < c->t_active))
-			c = x;
-	}
-	if (c && c->fd >= 0)
-		conn_close(v, c);
+	c = conn_slot(v, &p, why, sizeof(why));
 	if (!c) {
-		dprintf(fd, "err too many connections (%u)\n", SVC_MAX_CONN);
+		dprintf(fd, "err %s\n", why);
 		close(fd);
 		return;
 	}
+	if (c->fd >= 0)
+		conn_close(v, c);
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->peer = p;
@@ -444,24 +540,43 @@ static void accept_one(struct gpuos_service *v)
 	c->t_active = now_ms();
 }
 
+/* Shares of a kind that no uid but root and the service's own may take:
+ * a quarter (2 of the 8 client shares), so that users together never lock
+ * root out. */
+static unsigned share_reserve(unsigned n)
+{
+	return n / 4u;
+}
+
 /* A free share of the kind asked for (a host client's, or a GPU
  * client's) for this peer: no uid but root and the service's may hold
  * more than half of a kind (at least one), so no one user locks the
- * others out. */
+ * others out, and all of them together leave share_reserve of them to
+ * root and the service's user. */
 static int share_take(struct gpuos_service *v, const struct svc_conn *c, int gpu, char *why, size_t whylen)
 {
 	unsigned lo = gpu ? GPUOS_SERVICE_SHARES : 0, hi = gpu ? v->nshares : GPUOS_SERVICE_SHARES;
-	unsigned k, held = 0, freek = hi, n = hi - lo;
+	unsigned k, held = 0, users = 0, freek = hi, n = hi - lo;
 	const char *kind = gpu ? "GPU client areas" : "client shares";
 	for (k = lo; k < hi; k++) {
 		if (v->share[k].state == SHARE_FREE)
 			freek = freek == hi ? k : freek;
-		else if (v->share[k].state == SHARE_HELD && v->share[k].uid == c->peer.uid)
-			held++;
+		else if ((v->share[k].state == SHARE_HELD || v->share[k].state == SHARE_DRAINING) &&
+			 v->share[k].uid == c->peer.uid)
+			held++; /* one given back counts until it is free again: leaving and coming back
+				 * in a loop, a user holds no more than by staying */
+		/* Held by users, or given back by them and not yet free again */
+		if ((v->share[k].state == SHARE_HELD || v->share[k].state == SHARE_DRAINING) && !v->share[k].privileged)
+			users++;
 	}
 	if (!c->privileged && held >= (n / 2 ? n / 2 : 1)) {
 		snprintf(why, whylen, "uid %u holds %u of the %u %s, as many as one user may", (unsigned)c->peer.uid,
 			 held, n, kind);
+		return -1;
+	}
+	if (!c->privileged && users >= n - share_reserve(n)) {
+		snprintf(why, whylen, "users hold %u of the %u %s; the other %u are kept for root and uid %u", users, n,
+			 kind, share_reserve(n), (unsigned)v->uid);
 		return -1;
 	}
 	if (freek == hi) {
@@ -470,6 +585,7 @@ static int share_take(struct gpuos_service *v, const struct svc_conn *c, int gpu
 	}
 	v->share[freek].state = SHARE_HELD;
 	v->share[freek].uid = c->peer.uid;
+	v->share[freek].privileged = c->privileged;
 	return (int)freek;
 }
 
@@ -632,8 +748,11 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		if (c->out_n)
 			return -1; /* a client that sends attach behind unread replies */
 		k = share_take(v, c, gpu, why, sizeof(why));
-		if (k < 0)
+		if (k < 0) {
+			if (!c->privileged)
+				c->t_hold = now_ms() + SVC_REFUSE_DELAY_MS;
 			return conn_printf(c, "err %s\n", why);
+		}
 		c->share = k;
 		return send_attach(v, c, k);
 	}
@@ -667,9 +786,10 @@ static void conn_input(struct gpuos_service *v, struct svc_conn *c)
 		conn_close(v, c);
 		return;
 	}
+	if (!c->in_n)
+		c->t_line = now_ms(); /* a line begins: it has the client timeout to end */
 	c->in_n += (size_t)got;
 	c->in[c->in_n] = 0;
-	c->t_active = now_ms();
 	while ((nl = memchr(c->in, '\n', c->in_n))) {
 		size_t used = (size_t)(nl + 1 - c->in);
 		*nl = 0;
@@ -680,6 +800,9 @@ static void conn_input(struct gpuos_service *v, struct svc_conn *c)
 		memmove(c->in, nl + 1, c->in_n - used);
 		c->in_n -= used;
 		c->in[c->in_n] = 0;
+		/* A whole line is progress; the next one's time starts now, also
+		 * for what came with this one. */
+		c->t_active = c->t_line = now_ms();
 	}
 	if (c->in_n >= sizeof(c->in) - 1) { /* a line too long */
 		conn_printf(c, "err request line longer than %u bytes\n", SVC_LINE_MAX - 1);
@@ -705,23 +828,11 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	uint64_t base = 0, len = 0;
 	char *p = gpuos_sys_share(v->s, k, &base, &len);
 	uint32_t i, busy = 0;
-	char why[256];
 
 	/* First the client's own area: fresh memory, after the runtime has
-	 * finished what it took from it. */
-	if (!sh->renewed) {
-		int r;
-		if (pthread_mutex_trylock(&v->sys_lock))
-			return 0; /* an app runs: after it */
-		r = gpuos_sys_client_renew(v->s, k, why, sizeof(why));
-		pthread_mutex_unlock(&v->sys_lock);
-		if (r) {
-			fprintf(stderr, "gpuos: client share %u is not given out again: %s\n", k + 1u, why);
-			sh->state = SHARE_RETIRED;
-			return 0;
-		}
-		sh->renewed = 1;
-	}
+	 * finished what it took from it (renew_due). */
+	if (!sh->renewed)
+		return 0;
 	if (gpuos_sys_client_gpu(v->s, k))
 		p = NULL; /* renewed is zeroed; the service's own mailbox never names it */
 	else if (gpuos_sys_mbox_device(v->s)) {
@@ -744,7 +855,11 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	if (sh->release_posted == 1) {
 		if (!gpuos_poll(mb, sh->release_slot, &res))
 			return 0;
-		sh->release_posted = 2;
+		/* Refused for want of room with the metadata warp: again, later
+		 * (the share's handles must go before another client gets it). */
+		sh->release_posted = res.status == GPUOS_ST_FULL ? 0 : 2;
+		if (!sh->release_posted)
+			return 0;
 	}
 	for (i = 0; p && i < mb->nslots; i++) {
 		struct gpuos_mbox_slot *s = &slots[i];
@@ -753,6 +868,7 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 		if (st == GPUOS_SLOT_FREE || !(in_share(s->dst, base, len) || in_share(s->arg, base, len) ||
 					       in_share(s->batch, base, len)))
 			continue;
+		sh->dirty = 1; /* an app's request (the service's own mailbox) named the share */
 		if (st == GPUOS_SLOT_POSTED || st == GPUOS_SLOT_TAKEN)
 			busy++;
 		else /* CLAIMED or DONE: the client left it; the runtime no longer looks */
@@ -760,21 +876,71 @@ static int share_drain(struct gpuos_service *v, uint32_t k)
 	}
 	if (busy)
 		return 0;
-	if (p)
-		memset(p, 0, len); /* the next client sees nothing of this one */
+	/* The next client sees nothing of this one: the renewal gave the area
+	 * fresh zero pages; only an app's requests through the service's own
+	 * mailbox may have written them since (touching every page of every
+	 * share that comes back had cost a client that comes and goes 8 MiB
+	 * of page faults each time). */
+	if (p && sh->dirty)
+		memset(p, 0, len);
 	sh->state = SHARE_FREE;
 	return 1;
 }
 
 /* ---- the loop ------------------------------------------------------------------------- */
 
+/* Shares given back whose areas wait for fresh memory: all of them under
+ * one park, once the pause after the last one is over (SVC_RENEW_SHARE).
+ * A batch that fails is done again one by one: a share that cannot be
+ * renewed is not given out again (its area may still hold its last
+ * client's bytes). 1 while some still wait. */
+static int renew_due(struct gpuos_service *v)
+{
+	uint32_t ks[GPUOS_RT_MAX_CLIENTS], n = 0, k, i;
+	uint64_t t0 = now_ms();
+	char why[256];
+	int r;
+
+	for (k = 0; k < v->nshares; k++)
+		if (v->share[k].state == SHARE_DRAINING && !v->share[k].renewed)
+			ks[n++] = k;
+	if (!n)
+		return 0;
+	if (t0 < v->t_renew || pthread_mutex_trylock(&v->sys_lock))
+		return 1; /* not yet, or an app runs (its loads park the runtime): after it */
+	r = gpuos_sys_client_renew_n(v->s, ks, n, why, sizeof(why));
+	for (i = 0; i < n; i++) {
+		if (r && gpuos_sys_client_renew(v->s, ks[i], why, sizeof(why))) {
+			fprintf(stderr, "gpuos: client share %u is not given out again: %s\n", ks[i] + 1u, why);
+			v->share[ks[i]].state = SHARE_RETIRED;
+			continue;
+		}
+		v->share[ks[i]].renewed = 1;
+	}
+	pthread_mutex_unlock(&v->sys_lock);
+	/* A park costs every client its duration: at most 1/SVC_RENEW_SHARE of
+	 * the time goes to renewals, however fast clients come and go. */
+	v->t_renew = now_ms() + GPUOS_MAX((now_ms() - t0) * (SVC_RENEW_SHARE - 1u), (uint64_t)SVC_RENEW_GAP_MS);
+	return 0;
+}
+
+/* How long the loop may sleep: a tick, or until renewals may run (tried
+ * again every 10 ms while an app holds them up). */
+static int poll_ms(const struct gpuos_service *v, int renewing)
+{
+	uint64_t t = now_ms();
+	if (!renewing)
+		return SVC_TICK_MS;
+	return (int)GPUOS_MIN(v->t_renew > t + 10u ? v->t_renew - t : 10u, (uint64_t)SVC_TICK_MS);
+}
+
 int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const volatile int *stop, char *err,
 			size_t errlen)
 {
-	struct pollfd pf[SVC_MAX_CONN + 1];
-	int map[SVC_MAX_CONN + 1];
+	struct pollfd pf[SVC_MAX_CONN + 2]; /* the listener, the apps' wake pipe, each connection */
+	int map[SVC_MAX_CONN + 2];
 	unsigned i, k;
-	int n, r = 0;
+	int n, r = 0, renewing = 0;
 
 	v->s = s;
 	v->nshares = GPUOS_SERVICE_SHARES + gpuos_sys_gpu_clients(s);
@@ -793,10 +959,11 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 				continue;
 			pf[n].fd = v->conn[i].fd;
 			/* While its app runs a client's next lines wait in the socket. */
-			pf[n].events = (short)((v->conn[i].app < 0 ? POLLIN : 0) | (v->conn[i].out_n ? POLLOUT : 0));
+			pf[n].events = (short)((v->conn[i].app < 0 && !v->conn[i].t_hold ? POLLIN : 0) |
+					       (v->conn[i].out_n && !v->conn[i].t_hold ? POLLOUT : 0));
 			map[n++] = (int)i;
 		}
-		if (poll(pf, (nfds_t)n, SVC_TICK_MS) < 0 && errno != EINTR) {
+		if (poll(pf, (nfds_t)n, poll_ms(v, renewing)) < 0 && errno != EINTR) {
 			r = -errno;
 			snprintf(err, errlen, "poll: %s", strerror(errno));
 			break;
@@ -837,13 +1004,21 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 		t = now_ms();
 		for (i = 0; i < SVC_MAX_CONN; i++) {
 			struct svc_conn *c = &v->conn[i];
-			int pending = c->in_n || c->out_n;
-			if (c->fd < 0 || c->app >= 0 || t - c->t_active < v->o.client_timeout_ms)
+			if (c->fd < 0 || c->app >= 0)
 				continue;
-			/* A slow or silent client; an attached one idles as it likes. */
-			if (pending || c->share < 0)
+			if (c->t_hold && t >= c->t_hold && conn_flush(c)) { /* a refusal held back */
+				conn_close(v, c);
+				continue;
+			}
+			/* A line that does not end in time, however it trickles in
+			 * (a byte now and then restarts no timer); a reply not read;
+			 * an idle connection without a share. An attached one idles
+			 * as it likes. */
+			if ((c->in_n && t - c->t_line >= v->o.client_timeout_ms) ||
+			    ((c->out_n || (!c->in_n && c->share < 0)) && t - c->t_active >= v->o.client_timeout_ms))
 				conn_close(v, c);
 		}
+		renewing = renew_due(v);
 		for (k = 0; k < v->nshares; k++)
 			if (v->share[k].state == SHARE_DRAINING)
 				share_drain(v, k);
@@ -1016,6 +1191,156 @@ static int area_header_ok(const struct gpuos_mbox *mb, uint64_t off, int gpu)
 	       (mb->flags == GPUOS_MBOX_F_DEVICE) == (gpu != 0) && (mb->flags & ~GPUOS_MBOX_F_DEVICE) == 0;
 }
 
+/* ---- the client's side: the connection's watcher ----------------------------------------
+ * A thread from attach to detach (host.h, gpuos_service_gone): every wait
+ * of an attached client ends, with GPUOS_ST_GONE when the service closed
+ * the connection (it stopped, or died: the kernel closes a dead process's
+ * sockets) or answered nothing for the client timeout while requests
+ * waited. */
+struct svc_watch {
+	pthread_t th;
+	int sock;                /* the attach connection (the client's, not closed here) */
+	int wake[2];             /* detach writes a byte: the thread ends */
+	struct gpuos_mbox_slot *slots; /* the area's slots, host mapping; NULL: a VRAM area */
+	uint32_t nslots;         /* from the header as attach checked it */
+	uint64_t timeout_ms;
+	int gone;                /* 0, 1: closed, 2: no answer in time (atomic) */
+};
+
+static uint64_t client_timeout_ms(void)
+{
+	const char *e = getenv("GPUOS_CLIENT_TIMEOUT_MS");
+	char *end;
+	unsigned long long v;
+	if (!e || !*e)
+		return GPUOS_CLIENT_TIMEOUT_MS;
+	v = strtoull(e, &end, 10);
+	return *end || v == 0 ? GPUOS_CLIENT_TIMEOUT_MS : (uint64_t)v;
+}
+
+/* The requests waiting in the area: completed with GPUOS_ST_GONE once the
+ * service is gone. Their result fields first, then DONE with release
+ * (pairs with the client's acquire of state in gpuos_poll); a compare and
+ * swap, so that a slot the service answered meanwhile, or one the client
+ * has taken again, is left as it is. Returns how many wait; *sum adds up
+ * the slots' completion times (they change whenever the service answers). */
+static uint32_t watch_scan(struct svc_watch *w, int gone, uint64_t *sum)
+{
+	uint32_t i, waiting = 0;
+	*sum = 0;
+	for (i = 0; i < w->nslots; i++) {
+		struct gpuos_mbox_slot *s = &w->slots[i];
+		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		*sum += __atomic_load_n(&s->t_done_ns, __ATOMIC_RELAXED);
+		if (st != GPUOS_SLOT_POSTED && st != GPUOS_SLOT_TAKEN)
+			continue;
+		waiting++;
+		if (!gone)
+			continue;
+		__atomic_store_n(&s->nvme_status, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->result, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->result2, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->status, GPUOS_ST_GONE, __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&s->state, &st, GPUOS_SLOT_DONE, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
+	return waiting;
+}
+
+static void *watch_main(void *p)
+{
+	struct svc_watch *w = p;
+	uint64_t last = 0, t_answer = now_ms();
+	int gone = 0;
+
+	for (;;) {
+		struct pollfd pf[2] = { { .fd = w->wake[0], .events = POLLIN },
+					{ .fd = w->sock, .events = POLLIN | POLLRDHUP } };
+		uint64_t sum = 0, t;
+		uint32_t waiting;
+		/* Once gone, requests posted later are answered within 10 ms. */
+		if (poll(pf, gone ? 1 : 2, gone ? 10 : 100) < 0 && errno != EINTR)
+			pf[0].revents = POLLIN; /* cannot watch: end (detach still joins) */
+		if (pf[0].revents)
+			break;
+		if (!gone && pf[1].revents) {
+			char b[256];
+			ssize_t r = recv(w->sock, b, sizeof(b), MSG_DONTWAIT);
+			/* The service sends nothing after the attach reply: what it
+			 * might send is dropped; an end of file is its end. */
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+				gone = 1;
+		}
+		waiting = w->slots ? watch_scan(w, 0, &sum) : 0;
+		t = now_ms();
+		if (!waiting || sum != last)
+			t_answer = t; /* nothing waits, or something was answered */
+		last = sum;
+		if (!gone && waiting && t - t_answer >= w->timeout_ms) {
+			gone = 2;
+			/* The service lets the share go as it does for any client that leaves. */
+			shutdown(w->sock, SHUT_RDWR);
+		}
+		if (gone) {
+			/* Before the requests' answers: a client that sees GPUOS_ST_GONE
+			 * finds gpuos_service_gone set. */
+			__atomic_store_n(&w->gone, gone, __ATOMIC_RELEASE);
+			if (w->slots)
+				watch_scan(w, gone, &sum);
+		}
+	}
+	return NULL;
+}
+
+static void watch_stop(struct svc_watch *w)
+{
+	if (!w)
+		return;
+	if (write(w->wake[1], "x", 1) != 1) {
+		/* the pipe holds a byte already: the thread wakes all the same */
+	}
+	pthread_join(w->th, NULL);
+	close(w->wake[0]);
+	close(w->wake[1]);
+	free(w);
+}
+
+/* The watcher of an attached client; NULL when there can be none (no
+ * memory, no thread): its waits are then bounded only by the service. */
+static struct svc_watch *watch_start(int sock, struct gpuos_mbox_slot *slots, uint32_t nslots)
+{
+	struct svc_watch *w = calloc(1, sizeof(*w));
+	sigset_t all, old;
+	int r;
+	if (!w)
+		return NULL;
+	w->sock = sock;
+	w->slots = slots;
+	w->nslots = nslots;
+	w->timeout_ms = client_timeout_ms();
+	if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK)) {
+		free(w);
+		return NULL;
+	}
+	/* Signals stay the caller's threads' business. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&w->th, NULL, watch_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		close(w->wake[0]);
+		close(w->wake[1]);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int gpuos_service_gone(const struct gpuos_attached *at)
+{
+	const struct svc_watch *w = at->watch;
+	return w ? __atomic_load_n(&w->gone, __ATOMIC_ACQUIRE) : 0;
+}
+
 /* Map the area sfd names: host memory with mmap, VRAM through the Driver
  * API (its header copied out to check). */
 static int area_map_client(struct gpuos_attached *at, int sfd, int vram, uint64_t off, struct gpuos_mbox *hdr,
@@ -1066,7 +1391,7 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 		return fd;
 	}
 	r = send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)
-		    ? recv_line(fd, reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS, &sfd)
+		    ? recv_line(fd, reply, sizeof(reply), (int)client_timeout_ms(), &sfd)
 		    : -EIO;
 	if (r || strncmp(reply, "ok ", 3)) {
 		snprintf(err, errlen, "service at %s refused to attach: %s", path,
@@ -1099,6 +1424,10 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 	at->heap_rt = rt + off;
 	at->heap_len = len;
 	at->sock = fd; /* held open: the service gives the share back when it closes */
+	/* The slots as the checked copy of the header places them (they end
+	 * before the share: area_header_ok). */
+	at->watch = watch_start(fd, at->vram ? NULL : (struct gpuos_mbox_slot *)((char *)at->shm + sizeof(*hdr)),
+				hdr->nslots);
 	free(hdr);
 	return 0;
 fail:
@@ -1122,6 +1451,7 @@ int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *
 
 void gpuos_service_detach(struct gpuos_attached *at)
 {
+	watch_stop(at->watch); /* before the mapping it scans goes */
 	if (at->shm && at->vram)
 		gpuos_gpu_vmm_unimport((uint64_t)(uintptr_t)at->shm, at->shm_len, at->vram_handle);
 	else if (at->shm)

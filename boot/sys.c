@@ -322,10 +322,13 @@ const struct gpuos_info *gpuos_sys_info(const struct gpuos_sys *s)
 	return &s->info;
 }
 
+static_assert(sizeof(((struct gpuos_stats *)0)->dup_by_ctrl) == sizeof(((struct gpuos_rt_stats *)0)->dup_by_ctrl),
+	      "a count for each controller the runtime counts");
+
 void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 {
 	const struct gpuos_rt_ctl *ctl = (const struct gpuos_rt_ctl *)s->ctl.host;
-	uint32_t w;
+	uint32_t w, i;
 	memset(st, 0, sizeof(*st));
 	for (w = 0; w < gpuos_sys_rt_threads(s->desc); w++) {
 		const struct gpuos_rt_stats *x = &ctl->stats[w];
@@ -341,6 +344,10 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 		st->aborts += __atomic_load_n(&x->aborts, __ATOMIC_RELAXED);
 		st->resets += __atomic_load_n(&x->resets, __ATOMIC_RELAXED);
 		st->retries += __atomic_load_n(&x->retries, __ATOMIC_RELAXED);
+		st->duplicates += __atomic_load_n(&x->duplicates, __ATOMIC_RELAXED);
+		st->untrusted += __atomic_load_n(&x->untrusted, __ATOMIC_RELAXED);
+		for (i = 0; i < GPUOS_MAX_CTRL; i++)
+			st->dup_by_ctrl[i] += __atomic_load_n(&x->dup_by_ctrl[i], __ATOMIC_RELAXED);
 	}
 	/* pairs with the release stores of the state: boot's at start and
 	 * stop (boot/sys_run.c), the runtime's FATAL */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -98,6 +99,36 @@ static int shm_open_anon(char *err, size_t errlen)
 	return fd;
 }
 
+/* A mapping at a random place of the address space, of its own: a service
+ * tells each client the runtime address of its area (the attach reply), and
+ * that number must say nothing of where the service's code, libraries,
+ * heap or stack lie (docs/security.md). 2 MiB aligned, between 16 TiB and
+ * 126 TiB; where no random place is free, wherever the kernel puts it. */
+static void *mmap_random(size_t len, int prot, int flags, int fd)
+{
+	const uint64_t lo = 1ull << 44, hi = 126ull << 40, align = 2ull << 20;
+	int i;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+	/* A sanitizer keeps its shadow memory in that range: the kernel's place. */
+	i = 16;
+#else
+	i = 0;
+#endif
+	for (; i < 16 && len < hi - lo; i++) {
+		uint64_t r, at;
+		void *p;
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			break;
+		at = lo + (r % ((hi - lo - len) / align)) * align;
+		p = mmap((void *)(uintptr_t)at, len, prot, flags | MAP_FIXED_NOREPLACE, fd, 0);
+		if (p == (void *)(uintptr_t)at)
+			return p;
+		if (p != MAP_FAILED)
+			munmap(p, len); /* a kernel without MAP_FIXED_NOREPLACE put it elsewhere */
+	}
+	return mmap(NULL, len, prot, flags, fd, 0);
+}
+
 /* Size the segment and map it; on failure nothing stays behind. */
 static int shm_map(struct gpuos_sys *s, int fd, char *err, size_t errlen)
 {
@@ -110,7 +141,7 @@ static int shm_map(struct gpuos_sys *s, int fd, char *err, size_t errlen)
 	}
 	/* Prefaulted for the GPU (registration pins it all anyway); in host
 	 * mode pages come as clients touch them. */
-	s->shm = mmap(NULL, s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | (s->gpu ? MAP_POPULATE : 0), fd, 0);
+	s->shm = mmap_random(s->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | (s->gpu ? MAP_POPULATE : 0), fd);
 	if (s->shm == MAP_FAILED) {
 		s->shm = NULL;
 		close(fd);
@@ -240,7 +271,7 @@ static int make_gareas(struct gpuos_sys *s, char *err, size_t errlen)
 		}
 		r = gpuos_gpu_vmm_reserve(s->gpu, len, &s->garea_rt);
 	} else {
-		s->garea = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		s->garea = mmap_random(len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
 		r = s->garea == MAP_FAILED ? -errno : 0;
 		if (r)
 			s->garea = NULL;
@@ -372,43 +403,43 @@ void gpuos_sys_client_close(struct gpuos_sys *s, uint32_t k)
 
 int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t errlen)
 {
-	uint64_t rt = 0;
-	int r, r2;
+	return gpuos_sys_client_renew_n(s, &k, 1, err, errlen);
+}
 
-	if (k >= s->plan.nclients)
-		return -EINVAL;
-	gpuos_sys_client_close(s, k);
-	if (k >= nhost_areas(s)) {
-		/* Parked, the runtime reads nothing of the area while its
-		 * memory changes under the same addresses. */
-		r = gpuos_park(s, err, errlen);
-		if (r)
-			return r;
-		r = garea_map(s, k, err, errlen);
-		r2 = gpuos_resume(s, err, errlen);
-		if (r || r2)
-			return r ? r : r2;
-		++s->area_epoch[k]; /* the fresh, empty mailbox (as below) */
-		return doors_publish(s, k);
-	}
-	if (s->heap_mapped && s->ctrl->ops->pins) {
-		snprintf(err, errlen, "the controller pins the client heap (VFIO): client area %u cannot take fresh memory",
-			 k + 1u);
-		return -EOPNOTSUPP;
+int gpuos_sys_client_renew_n(struct gpuos_sys *s, const uint32_t *ks, uint32_t n, char *err, size_t errlen)
+{
+	uint64_t rt = 0;
+	uint32_t i;
+	int r = 0, r2, host = 0;
+
+	for (i = 0; i < n; i++)
+		if (ks[i] >= s->plan.nclients)
+			return -EINVAL;
+	for (i = 0; i < n; i++) {
+		gpuos_sys_client_close(s, ks[i]);
+		host |= ks[i] < nhost_areas(s);
+		if (ks[i] < nhost_areas(s) && s->heap_mapped && s->ctrl->ops->pins) {
+			snprintf(err, errlen,
+				 "the controller pins the client heap (VFIO): client area %u cannot take fresh memory",
+				 ks[i] + 1u);
+			return -EOPNOTSUPP;
+		}
 	}
 	/* Parked, the runtime has finished everything it took from the old
-	 * mailbox (the epoch is closed: it took nothing after) and reads no
-	 * client memory. On a GPU the old pages are pinned: unregister, map
-	 * fresh ones, register again. */
+	 * mailboxes (their epochs are closed: it took nothing after) and reads
+	 * no client memory while it changes under the same addresses. On a GPU
+	 * the old pages of host areas are pinned: unregister, map fresh ones,
+	 * register again. */
 	r = gpuos_park(s, err, errlen);
 	if (r)
 		return r;
-	if (s->shm_registered) {
+	if (host && s->shm_registered) {
 		gpuos_gpu_host_unregister(s->gpu, s->shm);
 		s->shm_registered = 0;
 	}
-	r = area_map(s, k, err, errlen);
-	if (s->gpu) {
+	for (i = 0; !r && i < n; i++)
+		r = ks[i] < nhost_areas(s) ? area_map(s, ks[i], err, errlen) : garea_map(s, ks[i], err, errlen);
+	if (host && s->gpu) {
 		r2 = gpuos_gpu_host_register(s->gpu, s->shm, s->shm_len, &rt);
 		if (r2 || rt != s->shm_rt) {
 			snprintf(err, errlen, "register the shared segment again: %s",
@@ -420,9 +451,13 @@ int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t er
 	r2 = gpuos_resume(s, err, errlen);
 	if (r || r2)
 		return r ? r : r2;
-	/* The fresh, empty mailbox: the warps take from its ring's start. */
-	++s->area_epoch[k];
-	return doors_publish(s, k);
+	/* The fresh, empty mailboxes: the warps take from their rings' start. */
+	for (i = 0; i < n; i++) {
+		++s->area_epoch[ks[i]];
+		r2 = doors_publish(s, ks[i]);
+		r = r ? r : r2;
+	}
+	return r;
 }
 
 /* ---- what clients reach ---------------------------------------------------------- */

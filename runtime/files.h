@@ -72,9 +72,43 @@ struct rt_handle {
 /* gpuos_rt_files_bytes and gpuos_rt_meta_run, what boot calls, are in
  * include/gpuos/rt.h. */
 
-/* Service warp, lane 0: hand mailbox slot ms (already TAKEN) to the
- * metadata warp. */
-GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms);
+/* A request the service warps hand to the metadata warp: the fields of its
+ * slot as the service warp read them once and checked them (the batch
+ * counter's place above all). The metadata warp serves this copy and never
+ * reads the client's slot again: a client that rewrites its slot meanwhile
+ * changes nothing (docs/security.md, "Client memory is read once"). */
+struct gpuos_rt_fwd {
+	uint16_t opcode;       /* 0x00 */
+	uint16_t flags;        /* 0x02 */
+	uint32_t handle;       /* 0x04 */
+	uint64_t offset;       /* 0x08 */
+	uint64_t length;       /* 0x10 */
+	uint64_t dst;          /* 0x18 */
+	uint64_t arg;          /* 0x20 */
+	uint64_t batch;        /* 0x28 checked at intake: 0, or a counter the runtime may add to */
+	uint32_t ms;           /* 0x30 the slot (gpuos_rt_ms_client) */
+	uint32_t rsvd34[3];    /* 0x34 */
+};
+static_assert(sizeof(struct gpuos_rt_fwd) == 64, "a forwarded request: one line");
+
+/* Forwarded requests one client (not the service's own mailbox) may have
+ * with the metadata warp at once: its intake quota (rt.h). A service warp
+ * takes no more from a client that holds them (gpuos_rt_files_room), and
+ * gpuos_rt_files_forward refuses past twice as many (warps that took at the
+ * same moment). */
+#define GPUOS_RT_FWD_QUOTA GPUOS_RT_CLIENT_QUOTA
+
+/* Service warp, lane 0: hand the request in mailbox slot f->ms (already
+ * TAKEN and checked) to the metadata warp, with its copy. Returns
+ * GPUOS_ST_OK, or GPUOS_ST_FULL when it is refused: its client holds too
+ * many forwarded requests, or the ring has no room (it never overwrites an
+ * entry); the caller answers the request with that status. */
+GPUOS_HD uint32_t gpuos_rt_files_forward(const struct gpuos_rt_desc *d, const struct gpuos_rt_fwd *f);
+
+/* Service warp, lane 0, at intake: how many more requests client m (1..)
+ * may have forwarded to the metadata warp now (0: take nothing more from it
+ * until some are answered). A hint: read without a lock. */
+GPUOS_HD uint32_t gpuos_rt_files_room(const struct gpuos_rt_desc *d, uint32_t m);
 
 /* Service warp, when it leaves its loop (the metadata warp waits for all). */
 GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d);

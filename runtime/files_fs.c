@@ -438,6 +438,22 @@ GPUOS_HD const struct gpuos_rt_client *files_cred(const struct rt_files *F, cons
 	return (c->flags & GPUOS_RT_CLIENT_PERMS) ? c : 0;
 }
 
+GPUOS_HD int files_may_raw(const struct rt_files *F, const struct mreq *q)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	uint32_t m = gpuos_rt_ms_client(q->ms);
+	if (!(d->flags & GPUOS_RT_ALLOW_RAW))
+		return 0;
+	if (m == 0)
+		return 1; /* the service's own mailbox: as the runtime allows */
+	if (m > d->nclients || !d->clients)
+		return 0;
+	/* The table only the service writes, before the client learns of its
+	 * mailbox (rt.c client_may_raw). */
+	return (gpuos_load_relaxed_sys32(&((const struct gpuos_rt_client *)(uintptr_t)d->clients)[m - 1u].flags) &
+		GPUOS_RT_CLIENT_RAW) != 0;
+}
+
 /* The client share that made request q (1-based), 0: none. A client of a
  * service posts to its own mailbox, which names it. Otherwise (the
  * service's own mailbox: apps it runs in a share) its path, else its reason

@@ -49,8 +49,11 @@ struct rt_files {
 	uint32_t mounted;           /* 0: not yet, 1: mounted, 2: failed (mount_status, mount_why) */
 	uint32_t mount_status;
 	uint32_t launches;          /* metadata warp launches (park/resume) */
-	uint32_t consumed;          /* ring positions taken by the metadata warp */
-	uint32_t cid;               /* last command id used on the metadata queue */
+	uint32_t consumed;          /* ring positions served by the metadata warp (release store: the
+				     * forwarders' room, gpuos_rt_files_forward) */
+	uint32_t cid;               /* last command id used on the metadata queue: each command,
+				     * each retry too, takes the next, so a late or repeated
+				     * completion of an earlier one never passes for it */
 	uint16_t last_nvme;         /* NVMe status of the last failed metadata read */
 	uint16_t rsvd1;
 	uint32_t gen;               /* handle generations */
@@ -59,6 +62,14 @@ struct rt_files {
 	uint32_t inflight;          /* 1 + the controller of its command in flight, 0: none */
 	uint32_t dropped;           /* a reset ended that command */
 	uint32_t broken;            /* a command could be neither ended nor reset: no more reads */
+	/* The life of its commands (docs/design.md): retries, and completions
+	 * that come twice */
+	uint32_t req_cid0;          /* the first command id of the request being served */
+	uint32_t req_dup;           /* a command of that request completed twice: its answer is
+				     * GPUOS_ST_DUP_CQE, whatever its bytes said */
+	uint64_t n_retries;         /* metadata commands sent again (DNR clear), its stats line */
+	uint64_t n_dups;            /* completions of a command already completed */
+	uint64_t n_untrusted;       /* requests answered GPUOS_ST_DUP_CQE */
 	uint32_t rec_gen[GPUOS_RT_MAX_CTRL];
 	uint64_t part_off;          /* byte offset of the mounted file system */
 	uint64_t part_lba;          /* the same in device LBAs (0: no partition table) */
@@ -71,6 +82,10 @@ struct rt_files {
 	/* --- written by service warps: a line each --- */
 	uint32_t posted __attribute__((aligned(64)));  /* ring positions handed out (atomic) */
 	uint32_t exits __attribute__((aligned(64)));   /* service warp exits, all launches (atomic) */
+	/* Forwarded requests of each client not yet answered (atomic: the
+	 * service warps add, the metadata warp takes away); [0], the service's
+	 * own mailbox, is not counted. */
+	uint32_t fwd_held[GPUOS_RT_MAX_CLIENTS + 1] __attribute__((aligned(64)));
 	struct gpuos_qp qp[GPUOS_RT_MAX_CTRL] __attribute__((aligned(64))); /* one per controller */
 	struct rt_io io_dev, io_part, io_file;
 	struct gpuos_meta_io mio_dev, mio_part, mio_file;
@@ -127,15 +142,28 @@ GPUOS_INLINE GPUOS_HD uint32_t *meta_ring(const struct gpuos_rt_desc *d)
 {
 	return (uint32_t *)(uintptr_t)(d->files + off_ring());
 }
-/* Its length: every slot of every mailbox, each in it at most once until
- * its DONE, so it never overruns. */
+/* Its length: every slot of every mailbox. A client may post a slot again
+ * while it is in flight, so that alone does not bound what is in the ring:
+ * each client's forwarded requests are counted (fwd_held), and a forward
+ * that finds no room is refused (gpuos_rt_files_forward), never written
+ * over an entry not yet served. */
 GPUOS_INLINE GPUOS_HD uint32_t meta_ring_len(const struct gpuos_rt_desc *d)
 {
 	return d->mbox_nslots + d->nclients * d->cmbox_nslots;
 }
-GPUOS_INLINE GPUOS_HD uint64_t off_pool(const struct gpuos_rt_desc *d)
+/* Beside the ring: the request of each entry, as the service warp checked
+ * it (struct gpuos_rt_fwd, at the entry's index). */
+GPUOS_INLINE GPUOS_HD uint64_t off_fwd(const struct gpuos_rt_desc *d)
 {
 	return off_ring() + gpuos_align_line((uint64_t)meta_ring_len(d) * sizeof(uint32_t));
+}
+GPUOS_INLINE GPUOS_HD struct gpuos_rt_fwd *meta_fwd(const struct gpuos_rt_desc *d)
+{
+	return (struct gpuos_rt_fwd *)(uintptr_t)(d->files + off_fwd(d));
+}
+GPUOS_INLINE GPUOS_HD uint64_t off_pool(const struct gpuos_rt_desc *d)
+{
+	return off_fwd(d) + gpuos_align_line((uint64_t)meta_ring_len(d) * sizeof(struct gpuos_rt_fwd));
 }
 /* Extent k of the pool: handle hd's map is [hd->ext_first, + hd->next). */
 GPUOS_INLINE GPUOS_HD struct gpuos_ext4_extent *pool_ext(const struct gpuos_rt_desc *d, uint32_t k)
@@ -208,10 +236,11 @@ GPUOS_INLINE GPUOS_HD uint32_t status_of(int err)
 
 /* ---- requests ------------------------------------------------------------------------- */
 
-struct mreq {                   /* the request being served, copied out of its slot */
-	struct gpuos_mbox_slot *s;
+struct mreq {                   /* the request being served: the service warp's checked copy */
+	struct gpuos_mbox_slot *s;  /* where its answer goes (never read) */
 	uint32_t ms, op, flags, handle;
 	uint64_t offset, length, dst, arg;
+	uint64_t batch;             /* checked at intake (0: none) */
 };
 
 GPUOS_INLINE GPUOS_HD uint32_t handle_number(const struct rt_handle *hd, uint32_t slot)
@@ -257,6 +286,10 @@ GPUOS_HD int files_lookup_read(struct rt_files *F, const struct mreq *q);
  * client's (a client mailbox of a service run without --no-perms), or NULL:
  * no checks (the service's own mailbox, a local runtime). */
 GPUOS_HD const struct gpuos_rt_client *files_cred(const struct rt_files *F, const struct mreq *q);
+/* Request q's client may read raw device bytes: the runtime allows them
+ * (GPUOS_RT_ALLOW_RAW) and, for a client of a service, its own right says
+ * so (GPUOS_RT_CLIENT_RAW), as the service warps check READ_RAW. */
+GPUOS_HD int files_may_raw(const struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_alloc_handle(struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_open_inode(struct rt_files *F, const struct mreq *q, const char *why_no_map);
 GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mreq *q, uint32_t mask);

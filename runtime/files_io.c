@@ -34,30 +34,34 @@ GPUOS_NOINLINE GPUOS_HD int files_rec_follow(struct rt_files *F, uint32_t w)
 	return 0;
 }
 
-/* Read up to npages 4 KiB pages from device page `page` into the metadata
- * bounce buffer: one command, on the queue of the controller that holds
- * them, waited for. It stops at the end of the namespace and of an array
- * chunk (the next bytes live on another controller; chunks are whole
- * pages). Returns bytes read or a negative errno. */
-GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t page, uint32_t npages)
+/* A completion came for command id cid while another was in flight: an
+ * earlier command completed again (each took its own id, and each of its
+ * completions was consumed or its controller reset), or an id never sent.
+ * Nothing read through the block cache can be trusted to be what the device
+ * holds: every cached page goes. A command of the request being served
+ * (ids from F->req_cid0 on) fails it (files_reply: GPUOS_ST_DUP_CQE). */
+GPUOS_NOINLINE GPUOS_HD static void completed_again(struct rt_files *F, uint16_t cid, uint16_t now)
+{
+	uint32_t k;
+	uint16_t back = (uint16_t)(now - cid), mine = (uint16_t)(now - (uint16_t)F->req_cid0);
+	F->n_dups++;
+	if (back != 0 && back <= mine)
+		F->req_dup = 1;
+	for (k = 0; k < GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS; k++)
+		F->tag[k] = 0;
+}
+
+/* One read command of `bytes` at controller m's `lba` into the metadata
+ * bounce buffer, on its queue, waited for. Returns bytes read or a negative
+ * errno: -EIO with F->last_nvme the NVMe status (0: a reset ended it),
+ * -ETIMEDOUT. */
+GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, uint64_t lba, uint64_t bytes)
 {
 	const struct gpuos_rt_desc *d = F->d;
-	uint64_t ns_bytes = d->ns_lbas << d->lba_shift, off = page * GPUOS_RT_CACHE_PAGE;
-	uint64_t bytes = (uint64_t)npages * GPUOS_RT_CACHE_PAGE, t0, lba, left, prp2;
-	struct gpuos_qp *qp;
-	uint32_t m;
+	struct gpuos_qp *qp = &F->qp[m];
+	uint64_t t0, prp2;
 	uint16_t cid;
 
-	if (off >= ns_bytes)
-		return -ERANGE;
-	if (bytes > ns_bytes - off)
-		bytes = ns_bytes - off; /* a multiple of the LBA size: both ends are */
-	left = gpuos_rt_stripe_map(d, off >> d->lba_shift, &m, &lba);
-	if (left < bytes >> d->lba_shift)
-		bytes = left << d->lba_shift;
-	qp = &F->qp[m];
-	if (F->broken)
-		return -EIO;
 	{
 		/* Not into a controller being reset: its queues start afresh. */
 		uint32_t spins = 0;
@@ -71,6 +75,11 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 			return -EIO;
 		gpuos_qp_cq_consume(qp, 1, c.sqhd);
 	}
+	/* A fresh id for every command, a retry's too: a late or repeated
+	 * completion of an earlier one is never taken for this one. 0xffff is
+	 * left out (NVMe keeps it for "no command"). */
+	if ((uint16_t)(F->cid + 1u) == 0xffffu)
+		F->cid++;
 	cid = (uint16_t)++F->cid;
 	if (gpuos_nvme_prp2(d->meta_bounce_iova, bytes, &prp2))
 		prp2 = d->meta_prp_iova; /* its list is prebuilt (boot) */
@@ -101,8 +110,11 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 		 * after the controller's data writes. */
 		if (gpuos_qp_cq_peek(qp, 0, &c)) {
 			gpuos_qp_cq_consume(qp, 1, c.sqhd);
-			if (c.cid != cid)
-				continue; /* not ours: nothing else is ever in flight here */
+			if (c.cid != cid) {
+				/* nothing else is ever in flight here */
+				completed_again(F, c.cid, cid);
+				continue;
+			}
 			F->inflight = 0;
 			if (aborted) {
 				F->last_nvme = 0;
@@ -137,6 +149,39 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 			}
 		}
 		gpuos_backoff(&spins);
+	}
+}
+
+/* Read up to npages 4 KiB pages from device page `page` into the metadata
+ * bounce buffer: one command, on the queue of the controller that holds
+ * them, waited for; sent again (a new command, a new id) at most
+ * d->retries times while it fails with DNR clear, as the service warps do
+ * (docs/design.md, "The life of a command"). It stops at the end of the
+ * namespace and of an array chunk (the next bytes live on another
+ * controller; chunks are whole pages). Returns bytes read or a negative
+ * errno. */
+GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t page, uint32_t npages)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	uint64_t ns_bytes = d->ns_lbas << d->lba_shift, off = page * GPUOS_RT_CACHE_PAGE;
+	uint64_t bytes = (uint64_t)npages * GPUOS_RT_CACHE_PAGE, lba, left;
+	uint32_t m, tries;
+
+	if (off >= ns_bytes)
+		return -ERANGE;
+	if (bytes > ns_bytes - off)
+		bytes = ns_bytes - off; /* a multiple of the LBA size: both ends are */
+	left = gpuos_rt_stripe_map(d, off >> d->lba_shift, &m, &lba);
+	if (left < bytes >> d->lba_shift)
+		bytes = left << d->lba_shift;
+	for (tries = 0;; tries++) {
+		int64_t r;
+		if (F->broken)
+			return -EIO;
+		r = dev_cmd(F, m, lba, bytes);
+		if (r != -EIO || !F->last_nvme || gpuos_nvme_status_dnr(F->last_nvme) || tries >= d->retries)
+			return r;
+		F->n_retries++;
 	}
 }
 

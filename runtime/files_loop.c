@@ -17,14 +17,70 @@ GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
 
 /* ---- the service warps' side ------------------------------------------------------ */
 
-GPUOS_NOINLINE GPUOS_HD void gpuos_rt_files_forward(const struct gpuos_rt_desc *d, uint32_t ms)
+/* Forwarded requests a client may hold at most: twice its quota (warps
+ * that looked at its room at the same moment may each take some), and
+ * never more than its mailbox's slots, so that the clients together never
+ * fill the ring (meta_ring_len) and the service's own mailbox always finds
+ * room. */
+GPUOS_INLINE GPUOS_HD uint32_t fwd_cap(const struct gpuos_rt_desc *d)
+{
+	return GPUOS_MIN(2u * GPUOS_RT_FWD_QUOTA, d->cmbox_nslots);
+}
+
+GPUOS_NOINLINE GPUOS_HD uint32_t gpuos_rt_files_room(const struct gpuos_rt_desc *d, uint32_t m)
+{
+	uint32_t h;
+	if (!d->meta || m == 0 || m > GPUOS_RT_MAX_CLIENTS)
+		return GPUOS_RT_FWD_QUOTA;
+	/* A hint, relaxed: the forward itself counts exactly. */
+	h = gpuos_load_relaxed_dev32(&files_of(d)->fwd_held[m]);
+	return h >= GPUOS_RT_FWD_QUOTA ? 0 : GPUOS_RT_FWD_QUOTA - h;
+}
+
+GPUOS_NOINLINE GPUOS_HD uint32_t gpuos_rt_files_forward(const struct gpuos_rt_desc *d, const struct gpuos_rt_fwd *f)
 {
 	struct rt_files *F = files_of(d);
-	uint32_t n = meta_ring_len(d);
-	uint32_t pos = gpuos_fetch_add_relaxed_dev32(&F->posted, 1u); /* a position */
-	/* Publish the TAKEN slot with the entry; pairs with the metadata warp's
+	uint32_t n = meta_ring_len(d), m = gpuos_rt_ms_client(f->ms), pos, was;
+
+	if (m > GPUOS_RT_MAX_CLIENTS)
+		return GPUOS_ST_FULL; /* no such client: the service warps never name one */
+	/* The client's count first: one that posts its slots again and again
+	 * while they are in flight stops at its cap. The counts order nothing
+	 * (the entry's release below publishes the request). */
+	if (m) {
+		uint32_t h = gpuos_load_relaxed_dev32(&F->fwd_held[m]);
+		for (;;) {
+			if (h >= fwd_cap(d))
+				return GPUOS_ST_FULL;
+			was = gpuos_cas_acquire_dev32(&F->fwd_held[m], h, h + 1u);
+			if (was == h)
+				break;
+			h = was;
+		}
+	}
+	/* Then a position, only while the ring has room: an entry not yet
+	 * served is never written over (the metadata warp would wait at its
+	 * position for good, and every file request behind it). The acquire
+	 * of consumed pairs with the metadata warp's release store after it
+	 * served position consumed - 1: its reads of that entry's copy are
+	 * done before we write the copy at the same index. */
+	pos = gpuos_load_relaxed_dev32(&F->posted);
+	for (;;) {
+		if (pos - gpuos_load_acquire_dev32(&F->consumed) >= n) {
+			if (m)
+				gpuos_fetch_add_relaxed_dev32(&F->fwd_held[m], ~0u); /* not taken after all */
+			return GPUOS_ST_FULL;
+		}
+		was = gpuos_cas_acquire_dev32(&F->posted, pos, pos + 1u);
+		if (was == pos)
+			break;
+		pos = was;
+	}
+	meta_fwd(d)[pos % n] = *f;
+	/* Publish the copy with the entry; pairs with the metadata warp's
 	 * acquire load of it. */
-	gpuos_store_release_dev32(&meta_ring(d)[pos % n], meta_entry(pos, n, ms));
+	gpuos_store_release_dev32(&meta_ring(d)[pos % n], meta_entry(pos, n, f->ms));
+	return GPUOS_ST_OK;
 }
 
 GPUOS_HD void gpuos_rt_files_warp_exit(const struct gpuos_rt_desc *d)
@@ -47,8 +103,26 @@ GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *
 	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	struct gpuos_rt_stats *o = &ctl->stats[d->nwarps];
 	int dev = (d->flags & GPUOS_RT_MBOX_DEVICE) != 0;
-	uint64_t batch = s->batch;
+	uint64_t batch = q->batch; /* the copy checked at intake: the slot is the client's to rewrite */
 
+	if (F->req_dup) {
+		/* A command of this request was completed twice: nothing it read
+		 * is trusted (docs/design.md, "The life of a command"). A handle
+		 * it opened goes again, as its client never learns of it. */
+		if (st == GPUOS_ST_OK && (q->op == GPUOS_OP_OPEN || q->op == GPUOS_OP_GGUF_OPEN)) {
+			const struct rt_handle *hd =
+				gpuos_rt_handle(d, (uint32_t)result, (1u << H_FILE) | (1u << H_DIR) | (1u << H_MODEL));
+			if (hd)
+				files_free_handle(F, (uint32_t)(hd - F->h));
+		}
+		/* Whatever it concluded (a name not found, a corrupt block) may
+		 * rest on those bytes too. */
+		st = GPUOS_ST_DUP_CQE;
+		result = result2 = 0;
+		why = 0;
+		F->n_untrusted++;
+		F->req_dup = 0;
+	}
 	if (st != GPUOS_ST_OK && q->dst && q->length && files_req_mem(F, q, q->dst, GPUOS_MIN(q->length, (uint64_t)WHY_MAX))) {
 		struct sbuf sb;
 		sb.p = F->why;
@@ -73,6 +147,9 @@ GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *
 	gpuos_store_relaxed_sys64(&o->requests, gpuos_load_relaxed_sys64(&o->requests) + 1u);
 	if (st != GPUOS_ST_OK)
 		gpuos_store_relaxed_sys64(&o->errors, gpuos_load_relaxed_sys64(&o->errors) + 1u);
+	gpuos_store_relaxed_sys64(&o->retries, F->n_retries);
+	gpuos_store_relaxed_sys64(&o->duplicates, F->n_dups);
+	gpuos_store_relaxed_sys64(&o->untrusted, F->n_untrusted);
 }
 
 /* Reply with a parser failure: the status from err, the reason from why. */
@@ -161,21 +238,32 @@ GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, ui
 	return i == left ? GPUOS_ST_BAD_DST : GPUOS_ST_NAMETOOLONG;
 }
 
-GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t ms, uint32_t cmd)
+/* Serve the request at ring index i: its copy, never its slot (the
+ * client's memory, read once by the service warp that took it). */
+GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t i, uint32_t ms, uint32_t cmd)
 {
 	const struct gpuos_rt_desc *d = F->d;
-	struct gpuos_mbox_slot *s = gpuos_rt_slot(d, ms);
+	const struct gpuos_rt_fwd *f = &meta_fwd(d)[i];
 	struct mreq q;
 
-	q.s = s;
+	q.s = gpuos_rt_slot(d, ms);
 	q.ms = ms;
-	q.op = s->opcode;
-	q.flags = s->flags;
-	q.handle = s->handle;
-	q.offset = s->offset;
-	q.length = s->length;
-	q.dst = s->dst;
-	q.arg = s->arg;
+	q.op = f->opcode;
+	q.flags = f->flags;
+	q.handle = f->handle;
+	q.offset = f->offset;
+	q.length = f->length;
+	q.dst = f->dst;
+	q.arg = f->arg;
+	q.batch = f->batch;
+	/* The commands this request sends start here (files_io.c: a
+	 * completion of one of them that comes twice fails it). */
+	F->req_cid0 = F->cid + ((uint16_t)(F->cid + 1u) == 0xffffu ? 2u : 1u); /* as dev_cmd counts */
+	F->req_dup = 0;
+	if (f->ms != ms) { /* the entry and its copy disagree: never written so */
+		files_reply(F, &q, GPUOS_ST_CORRUPT, 0, 0, "metadata ring entry without its request");
+		return;
+	}
 	if (cmd == GPUOS_RT_CMD_STOP) {
 		files_reply(F, &q, GPUOS_ST_STOPPING, 0, 0, 0);
 		return;
@@ -230,13 +318,20 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 	files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
 
 	for (;;) {
-		uint32_t pos = F->consumed, e;
+		uint32_t pos = gpuos_load_relaxed_dev32(&F->consumed), e; /* ours alone to write */
 		files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d)));
 		/* Pairs with the service warps' release store of the entry. */
 		e = gpuos_load_acquire_dev32(&meta_ring(d)[pos % n]);
 		if ((e & ~META_MS_MASK) == (meta_entry(pos, n, 0) & ~META_MS_MASK)) {
-			serve(F, e & META_MS_MASK, cmd);
-			F->consumed = pos + 1u;
+			uint32_t m = gpuos_rt_ms_client(e & META_MS_MASK);
+			serve(F, pos % n, e & META_MS_MASK, cmd);
+			/* Answered: its client may forward another. */
+			if (m && m <= GPUOS_RT_MAX_CLIENTS)
+				gpuos_fetch_add_relaxed_dev32(&F->fwd_held[m], ~0u);
+			/* Release: our reads of the entry's copy are done before a
+			 * forwarder that sees this position free writes it again;
+			 * pairs with its acquire load (gpuos_rt_files_forward). */
+			gpuos_store_release_dev32(&F->consumed, pos + 1u);
 			idle = 0;
 			continue;
 		}
@@ -249,7 +344,7 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 			 * Pairs with their fence before the exits increment. */
 			uint32_t exits = gpuos_load_acquire_dev32(&F->exits);
 			if (exits >= d->nwarps * F->launches &&
-			    gpuos_load_acquire_dev32(&F->posted) == F->consumed &&
+			    gpuos_load_acquire_dev32(&F->posted) == gpuos_load_relaxed_dev32(&F->consumed) &&
 			    gpuos_rt_rec_leave(gpuos_rt_recover(d)))
 				break;
 		}

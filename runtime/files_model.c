@@ -487,6 +487,11 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 			files_reply(F, q, GPUOS_ST_DENIED, 0, 0, "a raw GGUF needs raw access (--allow-raw)");
 			return;
 		}
+		if (!files_may_raw(F, q)) { /* the service allows them, but not to this client */
+			files_reply(F, q, GPUOS_ST_DENIED, 0, 0,
+				    "a raw GGUF needs raw access, which this service gives only to root and its own user");
+			return;
+		}
 		if (q->offset >= ns_bytes) {
 			files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "offset past the end of the device");
 			return;

@@ -24,6 +24,7 @@ struct cli {
 	const char *socket;      /* --socket PATH: use a running service */
 	const char *out;         /* -o FILE */
 	int json;
+	int stats;               /* --stats: the runtime's counters, always, also as JSON (cli_counters) */
 	int shard;               /* gguf --shard */
 	int part;                /* --part N, -1 = default */
 	uint64_t offset, length;
@@ -190,6 +191,17 @@ int cmd_run(int argc, char **argv);
 struct json;
 void cli_ctrl_json(struct json *j, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
 void cli_ctrl_text(FILE *f, uint32_t i, const struct gpuos_ctrl_info *c, const struct gpuos_ctrl_stats *st);
+
+/* The life of a command in numbers (docs/design.md): after read, cat or
+ * run, the runtime's retries, aborts, resets, strays, duplicates,
+ * untrusted and timeouts on stderr, as one line of text when any is not 0
+ * or c->stats is set, and with c->stats also as one JSON object on a line
+ * of its own (gpuos.stats/1, docs/json.md). s: the runtime this process
+ * booted (parked first, so that its counts are final; the emulator's own
+ * counters too); NULL with c->socket: the service's runtime, all its
+ * clients since it started, asked on its socket (with c->stats only: its
+ * counts are not this command's). Nothing can fail here but the output. */
+void cli_counters(const char *cmd, const struct cli *c, struct gpuos_sys *s);
 
 /* "the controller reported an error: NVMe status 0x281 ..." */
 void describe_status(char *buf, size_t len, uint32_t st, uint16_t nvme);

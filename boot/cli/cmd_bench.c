@@ -353,6 +353,8 @@ static void json_bench(struct json *j, const struct cli *c, const struct bench_p
 	json_u64(j, "aborts", st->aborts);
 	json_u64(j, "resets", st->resets);
 	json_u64(j, "retries", st->retries);
+	json_u64(j, "duplicates", st->duplicates);
+	json_u64(j, "untrusted", st->untrusted);
 	/* each controller (of an array: every member) with its own counters */
 	json_arr(j, "controllers");
 	for (k = 0; k < in->nctrl; k++) {
@@ -463,6 +465,8 @@ static void group_report(const struct cli *c, const struct bench_plan *all, cons
 		sum.timeouts += st.timeouts;
 		sum.strays += st.strays;
 		sum.retries += st.retries; /* no aborts or resets: a group's runtimes send none */
+		sum.duplicates += st.duplicates;
+		sum.untrusted += st.untrusted;
 	}
 	if (!c->json) {
 		printf("%s on %s, %u runtimes: %u threads x %u %s of %u bytes each\n", all->opname, c->boot.device, n,

@@ -96,6 +96,8 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 static int files_end(struct files *f, int rc)
 {
 	char err[512];
+	if (f->open && !strcmp(f->cmd, "cat"))
+		cli_counters(f->cmd, &f->c, f->cl.sys);
 	if (f->open && f->cl.sys) {
 		struct gpuos_stats st;
 		gpuos_sys_stats(f->cl.sys, &st);
@@ -492,7 +494,7 @@ int cmd_gguf(int argc, char **argv)
 			   0, raw, WHY_LEN,
 			   (void *)(uintptr_t)rt_of(&f, f.why_h), is_raw ? 0 : rt_of(&f, f.path_h), &res);
 	if (st != GPUOS_ST_OK) {
-		if (st == GPUOS_ST_DENIED && is_raw)
+		if (st == GPUOS_ST_DENIED && is_raw && !why_in(f.why_h, WHY_LEN)[0])
 			return files_end(&f, fail(&f, st, 0, "a GGUF at a byte offset of the device needs --allow-raw"));
 		return files_end(&f, fail(&f, st, res.nvme_status, why_in(f.why_h, WHY_LEN)));
 	}

@@ -89,6 +89,7 @@ int cmd_read(int argc, char **argv)
 		cli_err("read", "close %s: %s", c.out, strerror(errno));
 		rc = GPUOS_EXIT_FAIL;
 	}
+	cli_counters("read", &c, cl.sys);
 	if (client_close(&cl, err, sizeof(err)) && !rc) {
 		cli_err("read", "shutdown: %s", err);
 		rc = GPUOS_EXIT_FAIL;

@@ -396,6 +396,7 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 		snprintf(where, sizeof(where), "service %s, %s", c->socket, res.gpu ? "on the GPU" : "host mode");
 		print_result(&res, where);
 	}
+	cli_counters("run", c, NULL);
 	rc = exit_code(res.status);
 	app_result_free(&res);
 	goto out;
@@ -499,6 +500,7 @@ int cmd_run(int argc, char **argv)
 		rc = exit_code(res.status);
 		app_result_free(&res);
 	}
+	cli_counters("run", &c, s);
 	if (gpuos_shutdown(s, err, sizeof(err))) {
 		cli_err("run", "shutdown: %s", err);
 		rc = GPUOS_EXIT_FAIL;

@@ -19,7 +19,7 @@ enum {
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_FILES_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
 	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT, OPT_NO_PERMS,
-	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB, OPT_SHARD, OPT_GPU, OPT_GPUS,
+	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB, OPT_SHARD, OPT_GPU, OPT_GPUS, OPT_STATS,
 };
 
 /* How an option's value is read. */
@@ -38,6 +38,9 @@ static const struct cli_option {
 	{ "socket", OPT_SOCKET, V_TEXT, 0, 0, "PATH", "a running service's control socket (default " GPUOS_DEFAULT_SOCKET ")" },
 	{ "json", OPT_JSON, V_NONE, 0, 0, NULL, "JSON on stdout (docs/json.md)" },
 	{ "output", OPT_OUTPUT, V_TEXT, 0, 0, "FILE", "write the bytes to FILE instead of stdout" },
+	{ "stats", OPT_STATS, V_NONE, 0, 0, NULL,
+	  "the runtime's counters on stderr (retries, aborts, resets, strays, duplicates, untrusted, timeouts), "
+	  "also as JSON (docs/json.md); without it, only when one is not 0. With --socket: the service's, since it started" },
 	{ "shard", OPT_SHARD, V_NONE, 0, 0, NULL,
 	  "a gguf-split shard alone (without it, any shard or the base name opens the whole model)" },
 	{ "part", OPT_PART, V_COUNT, 1, 128, "N", "GPT partition N (from 1; default: the first holding ext4)" },
@@ -99,7 +102,7 @@ const struct cli_command cli_commands[] = {
 	{ "identify", cmd_identify, "--device DEV", "bring up a controller, print what it is",
 	  "device json force" },
 	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
-	  "device socket allow-raw offset length output " RT_OPTS },
+	  "device socket allow-raw offset length output stats " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
 	  "device socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps "
 	  "gpu-clients gpu-client-mib gpus " RT_OPTS },
@@ -109,13 +112,13 @@ const struct cli_command cli_commands[] = {
 	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part root json " RT_OPTS },
 	{ "stat", cmd_stat, "--device DEV PATH", "inode, mode, size and extents of a file",
 	  "device socket part root json " RT_OPTS },
-	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part root output " RT_OPTS },
+	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part root output stats " RT_OPTS },
 	{ "gguf", cmd_gguf, "--device DEV [--shard] PATH|@BYTEOFFSET", "a GGUF model's header, KVs and tensors",
 	  "device socket part root json shard " RT_OPTS },
 	{ "image", cmd_image, "APP.cubin", "inspect an app image: architecture, ABI, entries", "json arch" },
 	{ "run", cmd_run, "--device DEV APP.cubin|APP.so [-- ARGS...]",
 	  "run an app (APP.so, or --host: its host-mode variant); its output on stdout, the run's on stderr",
-	  "device socket part root entry grid block arch vram-mib " RT_OPTS },
+	  "device socket part root entry grid block arch vram-mib stats " RT_OPTS },
 	{ "bench", cmd_bench, "--device DEV", "requests/s and latency through the whole path",
 	  "device threads iters bytes op stages json gpus " RT_OPTS },
 	{ NULL, NULL, NULL, NULL, NULL },
@@ -279,6 +282,7 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_DEVICE: c->boot.device = val; break;
 	case OPT_SOCKET: c->socket = val; break;
 	case OPT_JSON: c->json = 1; break;
+	case OPT_STATS: c->stats = 1; break;
 	case OPT_SHARD: c->shard = 1; break;
 	case OPT_OUTPUT: c->out = val; break;
 	case OPT_PART: c->part = (int)v; break;

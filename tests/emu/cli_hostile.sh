@@ -13,7 +13,10 @@
 #  4. inline-data files whose size exceeds what the inode and its
 #     system.data xattr hold, or whose xattr is malformed: corrupt metadata
 #     (exit 1), never zeros;
-#  5. numbers on the command line are decimal or 0x: 010 is ten.
+#  5. numbers on the command line are decimal or 0x: 010 is ten;
+#  6. a device that fails some commands (emu faults=): metadata reads are
+#     retried as data reads are (DNR clear), and a completion that comes
+#     twice for a command of a file request fails it, never answers OK.
 # Usage: tests/emu/cli_hostile.sh BUILD_DIR
 # Images are built here (mke2fs -d, debugfs, python3); GPUOS_HOSTILE_KEEP=1
 # keeps the temporary directory.
@@ -322,6 +325,32 @@ for v in 0x 0x-1 08x -1 +1 " 1" 1e3 0b1; do
 done
 run $tmp/out $tmp/err gguf --json --device emu:$tmp/gguf.img --host @0100
 check "gguf @0100 finds the GGUF at byte 100 (exit $rc: $(said $tmp/err))" grep -q '"tensor_count": 1' $tmp/out
+
+# ---- 6. metadata reads of a device that fails some commands -----------------------------------
+echo "== 6. metadata reads under injected faults"
+# 18 cats of a fresh runtime each (a cold block cache: the partition table,
+# superblock, group descriptors, inodes and the directory are read again),
+# one command in 20 failed with a status whose DNR bit is clear.
+n=0
+for i in $(seq 18); do
+	[ "$(timeout 60 "$gpuos" cat --device "emu:$IMG,faults=rate:0.05,seed=$i" --host /a 2> $tmp/err)" = hello ] && n=$((n + 1))
+done
+check "faults=rate:0.05: 18 of 18 cats read the file (metadata reads retried; got $n)" [ $n -eq 18 ]
+# Completions that come twice (faults=dup): a file request one of whose
+# commands the controller completes twice is refused, never answered OK;
+# what does answer is what the device holds.
+run $tmp/stat0 $tmp/err stat --device emu:$IMG --host /a
+dup=0 wrong=0
+for i in 1 2 3 4 5 6; do
+	run $tmp/out $tmp/err stat --device "emu:$IMG,faults=dup:0.5,seed=$i" --host /a
+	if [ $rc -eq 0 ]; then
+		cmp -s $tmp/out $tmp/stat0 || wrong=$((wrong + 1))
+	elif grep -q "completed a command twice" $tmp/err; then
+		dup=$((dup + 1))
+	fi
+done
+check "faults=dup:0.5: a stat whose command completed twice is refused ($dup of 6)" [ $dup -ge 1 ]
+check "faults=dup:0.5: every stat that answers says what the device holds ($wrong wrong)" [ $wrong -eq 0 ]
 
 echo "cli hostile: $pass passed, $fail failed, $skipped skipped ($(( $(date +%s) - t0 )) s)"
 [ $fail -eq 0 ]

@@ -235,6 +235,20 @@ for args in "identify --json --device emu:$img" "identify --json --device emu:$i
 	check "${args%% --device*}: schema $(grep -o '"gpuos\.[a-z]*/[0-9]*"' "$tmp/j.json" | head -1) as docs/json.md says" \
 		bash -c "[ $rc -eq 0 ] && python3 tests/tools/check_json.py $tmp/j.json > /dev/null"
 done
+# --stats (issue 31): the runtime's counters on stderr, text and a JSON line (gpuos.stats/1)
+for args in "read --allow-raw --offset 7 --length 300000 -o /dev/null --device emu:$img,ssds=2" \
+	    "cat -o /dev/null --device emu:$tmp/fs.img /dir/big"; do
+	$gpuos $args --stats > /dev/null 2> "$tmp/err"; rc=$?
+	grep '^{"schema": "gpuos.stats/1"' "$tmp/err" > "$tmp/s.json"
+	check "${args%% *} --stats: gpuos.stats/1 on stderr as docs/json.md says, and the text line" \
+		bash -c "[ $rc -eq 0 ] && python3 tests/tools/check_json.py $tmp/s.json > /dev/null && \
+			grep -q '^gpuos ${args%% *}: counters: retries 0, aborts 0, resets 0, strays 0, duplicates 0, untrusted 0, timeouts 0\$' $tmp/err"
+done
+$gpuos read --allow-raw --offset 0 --length 1000000 --device "emu:$img" > /dev/null 2> "$tmp/err"
+check "read without --stats, all counters 0: nothing on stderr" test ! -s "$tmp/err"
+$gpuos read --allow-raw --offset 0 --length 4000000 --xfer-kib 4 --device "emu:$img,faults=dup:0.05,seed=7" > /dev/null 2> "$tmp/err"
+check "read with completions twice (faults=dup): the counters on stderr without --stats" \
+	grep -Eq '^gpuos read: counters: .*(strays [1-9]|duplicates [1-9])' "$tmp/err"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['extra']=1; json.dump(d, open(sys.argv[1], 'w'))" "$tmp/j.json"
 check "check_json.py refuses a field docs/json.md does not list" bash -c "! python3 tests/tools/check_json.py $tmp/j.json > /dev/null"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); del d['extra'], d['tensors']; json.dump(d, open(sys.argv[1], 'w'))" "$tmp/j.json"

@@ -24,7 +24,7 @@ says_line() { [ "$1" -eq "$2" ] && grep -qx -- "$3" "$4"; }
 export GPUOS_QUIET_HOST=1
 client="python3 $here/../tools/hostile_client.py"
 
-for t in mke2fs python3; do
+for t in mke2fs debugfs dumpe2fs python3 timeout; do
 	command -v $t > /dev/null || { echo "service: $t is missing (make deps)"; exit 1; }
 done
 [ -x "$gpuos" ] || { echo "service: $gpuos is missing (make BUILD=$build all)"; exit 1; }
@@ -36,7 +36,21 @@ echo one > "$tmp/src/d/one"
 # folder only root may search
 echo private > "$tmp/src/private.txt"; chmod 600 "$tmp/src/private.txt"
 mkdir "$tmp/src/locked"; echo inner > "$tmp/src/locked/inner.txt"; chmod 700 "$tmp/src/locked"
+# a model only root may read, for the raw GGUF open (gguf @OFFSET)
+python3 - "$tmp/src/model.gguf" <<'PY'
+import struct, sys
+def s(b): return struct.pack("<Q", len(b)) + b
+h = b"GGUF" + struct.pack("<IQQ", 3, 1, 1)
+h += s(b"general.name") + struct.pack("<I", 8) + s(b"secret-model")
+h += s(b"secret.tensor") + struct.pack("<IQIQ", 1, 4, 0, 0)
+h += bytes(-len(h) % 32) + struct.pack("<4f", 1, 2, 3, 4)
+open(sys.argv[1], "wb").write(h)
+PY
+chmod 600 "$tmp/src/model.gguf"
 mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/fs.img" 32M > /dev/null 2>&1 || { echo "service: mke2fs failed"; exit 1; }
+# where the model's bytes lie on the device
+goff=$(( $(debugfs -R "bmap /model.gguf 0" "$tmp/fs.img" 2>/dev/null) * \
+	 $(dumpe2fs -h "$tmp/fs.img" 2>/dev/null | awk -F: '/^Block size/ {print $2 + 0}') ))
 want=$(md5sum < "$tmp/src/big.bin" | cut -d' ' -f1)
 sock=$tmp/s.sock
 
@@ -47,11 +61,29 @@ start() { # start ARGS...: a service on $sock
 	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
 }
 stop() {
-	$gpuos stop --socket "$sock" 2>/dev/null
+	timeout 60 $gpuos stop --socket "$sock" 2>/dev/null
 	wait $svc 2>/dev/null
 	svc=
 }
-good_cat() { [ "$($gpuos cat --socket "$sock" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
+# stopped_in_time: gpuos stop answers, and the service ends, within 30 s
+stopped_in_time() {
+	local i rc
+	timeout 30 $gpuos stop --socket "$sock" > /dev/null 2>&1; rc=$?
+	for i in $(seq 300); do kill -0 $svc 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $svc 2>/dev/null; then kill -9 $svc; rc=1; fi
+	wait $svc 2>/dev/null
+	svc=
+	return $rc
+}
+good_cat() { [ "$(timeout 60 $gpuos cat --socket "$sock" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
+# attackers N FILES...: wait (up to 10 s) until N of them say they attack
+attackers() {
+	local n=$1 i; shift
+	for i in $(seq 100); do
+		[ "$(cat "$@" 2>/dev/null | grep -c '^attacking$')" -ge "$n" ] && return
+		sleep 0.1
+	done
+}
 
 echo "== leftovers: a killed service leaves nothing that breaks the next boot"
 start
@@ -72,7 +104,7 @@ check "a path that is not a socket is never replaced" test -f "$tmp/plain"
 echo "== clients that die holding handles"
 start --client-timeout-ms 2000
 for i in $(seq 1000); do
-	$gpuos cat --socket "$sock" /big.bin 2>/dev/null | head -c 10 > /dev/null
+	timeout 60 $gpuos cat --socket "$sock" /big.bin 2>/dev/null | head -c 10 > /dev/null
 done
 check "after 1000 clients killed mid-read, open/ls/cat still work" good_cat
 $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1; rc=$?
@@ -97,6 +129,42 @@ check "its own reads still work" iso "A reads its own file: OK"
 check "a client that left and kept its mapping sees nothing of the next" iso "A's old mapping sees the next client's data: no"
 check "the next client of that share is served" iso "the next client of A's share opens the file: OK"
 check "and others still open files" good_cat
+$client rt-leak "$sock" $svc > "$tmp/out" 2>&1
+sed 's/^/       /' "$tmp/out"
+check "the attach reply's rt= gives away nothing of where the service's code, libraries, heap and stack lie" \
+	test "$(grep -o 'is [0-9]* MiB' "$tmp/out" | tr -dc 0-9)" -ge 1024
+
+echo "== a client's memory is read once: what the runtime checked is what it uses"
+# The batch counter of each request is checked when the runtime takes it;
+# the client then points its slot's batch into its own mailbox's header.
+$client batch-rewrite "$sock" /big.bin 8 > "$tmp/out" 2>&1
+sed 's/^/       /' "$tmp/out"
+check "OPENs (the metadata warp): each adds 1 to the counter checked, none elsewhere" \
+	grep -qx "OPEN: counter 128 of 128, elsewhere 0" "$tmp/out"
+check "READs (the service warps): the same" grep -qx "READ: counter 128 of 128, elsewhere 0" "$tmp/out"
+
+echo "== a client that posts its slots again while they are in flight"
+# STATs of 64 slots, each posted again as soon as the runtime has taken it:
+# what one client forwards to the metadata warp is counted against its
+# quota, and the metadata warp's ring is never written over.
+# Three rounds of 3 s (the ring overflowed in 2 of 3 such rounds before).
+during=0 after=0
+for round in 1 2 3; do
+	rm -f "$tmp/repost.out"
+	$client repost "$sock" /d/one 3 > "$tmp/repost.out" 2>&1 &
+	a1=$!
+	attackers 1 "$tmp/repost.out"
+	timeout 20 $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1 && grep -q one "$tmp/out" && during=$((during + 1))
+	wait $a1
+	sed 's/^/       /' "$tmp/repost.out"
+	timeout 20 $gpuos stat --socket "$sock" /d/one > "$tmp/out" 2>&1 && grep -q Inode "$tmp/out" || break
+	after=$((after + 1))
+done
+check "others' file requests are served meanwhile ($during of 3)" test $during -eq 3
+check "and after it ($after of 3)" test $after -eq 3
+check "and others still read files" good_cat
+check "gpuos stop stops the service within 30 s" stopped_in_time
+start --client-timeout-ms 2000
 
 echo "== clients that freeze the loop, and floods"
 # A baseline, then the same reads under attack: a reader that never
@@ -123,14 +191,6 @@ $client silent-reader "$sock" > "$tmp/silent.out" 2>&1 &
 a1=$!
 $client partial-line "$sock" > "$tmp/partial.out" 2>&1 &
 a2=$!
-# attackers N FILES...: wait (up to 10 s) until N of them say they attack
-attackers() {
-	local n=$1 i; shift
-	for i in $(seq 100); do
-		[ "$(cat "$@" 2>/dev/null | grep -c '^attacking$')" -ge "$n" ] && return
-		sleep 0.1
-	done
-}
 attackers 2 "$tmp/silent.out" "$tmp/partial.out"
 $client idle-flood "$sock" 80 > "$tmp/flood.out" 2>&1 &
 a3=$!
@@ -152,6 +212,48 @@ echo "       cat of 8 MiB, median of 11: $base ms alone, $under ms under attack"
 check "its throughput drops by less than 20 %" test $((under * 100)) -le $((base * 125))
 stop
 
+echo "== a client's waits end when its service is gone"
+# A device at 4 MB/s: a cat of 8 MiB takes 2 s; the service goes under it.
+# slow_cat NAME: start one in the background; gone_in_time NAME: it ended
+# within 10 s (timeout 20 ends it otherwise: 124), exit 1, saying why (the
+# runtime may answer a read "shutting down" before the service goes).
+slow_cat() { (t0=$(date +%s); timeout 20 $gpuos cat --socket "$sock" /big.bin > /dev/null 2> "$tmp/$1.err"
+	echo "$? $(( $(date +%s) - t0 ))" > "$tmp/$1.rc") & }
+gone_in_time() {
+	local i
+	for i in $(seq 250); do [ -s "$tmp/$1.rc" ] && break; sleep 0.1; done
+	sed 's/^/       /' "$tmp/$1.err" | head -3
+	read -r rc secs < "$tmp/$1.rc" && [ "$rc" -eq 1 ] && [ "$secs" -le 10 ] &&
+		grep -Eq "the service is gone|shutting down" "$tmp/$1.err"
+}
+startslow() {
+	rm -f "$tmp/svc.out"
+	$gpuos boot --device "emu:$tmp/fs.img,gbps=0.004" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
+	svc=$!
+	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+}
+startslow
+slow_cat killed
+sleep 1
+kill -9 $svc; wait $svc 2>/dev/null; svc=
+check "the service killed under a cat: the cat ends at once, 'the service is gone'" gone_in_time killed
+startslow
+slow_cat stopped
+sleep 1
+check "(gpuos stop under a cat)" stopped_in_time
+check "the service stopped under a cat: the cat ends (and its close), exit 1" gone_in_time stopped
+rm -f "$tmp/silent.sock"
+$client silent-service "$tmp/silent.sock" > /dev/null 2>&1 &
+f=$!
+for i in $(seq 50); do [ -S "$tmp/silent.sock" ] && break; sleep 0.1; done
+t0=$(date +%s)
+GPUOS_CLIENT_TIMEOUT_MS=1500 timeout 20 $gpuos ls --socket "$tmp/silent.sock" / > /dev/null 2> "$tmp/err"; rc=$?
+t1=$(date +%s)
+sed 's/^/       /' "$tmp/err"
+check "a service that never answers: the client gives up after its timeout (here 1.5 s), exit 1" \
+	eval '[ $rc -eq 1 ] && [ $((t1 - t0)) -le 10 ] && grep -q "the service is gone" "$tmp/err"'
+kill $f 2>/dev/null; wait $f 2>/dev/null
+
 echo "== who may connect, and what they may do"
 if [ "$(id -u)" -ne 0 ]; then
 	skipped "other users' clients (needs root to become uid 65534)"
@@ -172,6 +274,53 @@ else
 	$client as-nobody stop "$sock" > "$tmp/out" 2>&1
 	check "... and may not stop the service" grep -q "err only root and uid 0 may stop" "$tmp/out"
 	check "root still attaches beside it" good_cat
+	# Two users at their cap each would hold every share: users together
+	# leave 2 of the 8 to root and the service's uid.
+	sleep 1 # the hoard's shares come back (renewed) first
+	$client as-nobody hoard-hold "$sock" 10 > "$tmp/h1" 2>&1 &
+	a1=$!
+	for i in $(seq 100); do grep -q attached "$tmp/h1" && break; sleep 0.1; done
+	$client as-uid 65533 hoard-hold "$sock" 10 > "$tmp/h2" 2>&1 &
+	a2=$!
+	for i in $(seq 100); do grep -q attached "$tmp/h2" && break; sleep 0.1; done
+	sed 's/^/       /' "$tmp/h1" "$tmp/h2"
+	check "a second user gets 2 shares, not 4: 2 of the 8 are kept for root" grep -qx \
+		"attached 2, then: err users hold 6 of the 8 client shares; the other 2 are kept for root and uid 0" "$tmp/h2"
+	check "root attaches while two users hold all they may" good_cat
+	kill $a1 $a2 2>/dev/null; wait $a1 $a2 2>/dev/null
+	# Slowloris: connections that each trickle a line in, a byte every
+	# 0.5 s, never finishing it. One user holds at most 16 connections,
+	# and a line must end within the client timeout however it trickles.
+	$client as-nobody slowloris "$sock" 64 0.5 8 > "$tmp/slow.out" 2>&1 &
+	a1=$!
+	attackers 1 "$tmp/slow.out"
+	t0=$(date +%s%N)
+	good_cat; rc=$?
+	check "64 connections of one user that trickle lines in: root still gets in" test $rc -eq 0
+	wait $a1
+	sed 's/^/       /' "$tmp/slow.out"
+	check "one user holds at most 16 connections: no more than 16 kept longer than 1 s" \
+		test "$(grep -o '[0-9]* kept longer' "$tmp/slow.out" | tr -dc 0-9)" -le 16
+	check "a line that trickles in is cut off after the client timeout (2 s), however it trickles" \
+		eval 'grep -q ", 0 still open" "$tmp/slow.out" && [ "$(grep -o "the last after [0-9]*" "$tmp/slow.out" | tr -dc 0-9)" -le 5 ]'
+	# A well-behaved client's throughput while another user floods the
+	# service with reads (4 KiB, in every slot of its mailbox), and while
+	# another attaches and leaves as fast as the service lets it: in one
+	# run, 15 rounds, each reading 256 MiB with the attack stopped and 256
+	# MiB with it running; the median of the rounds' ratios. Two tries: a
+	# machine busy with other work can spoil one.
+	fair() { # NAME MODE ARGS...
+		local name=$1 try r; shift
+		for try in 1 2; do
+			$client fairness "$sock" /big.bin 15 256 as-nobody "$@" > "$tmp/fair" 2>&1
+			sed 's/^/       /' "$tmp/fair"
+			r=$(grep -o '^ratio [0-9.]*' "$tmp/fair" | awk '{print int($2 * 100)}')
+			[ -n "$r" ] && [ "$r" -ge 75 ] && break
+		done
+		check "a well-behaved client keeps 75 % of its throughput under $name" test "${r:-0}" -ge 75
+	}
+	fair "a read flood" read-flood SOCK /big.bin 120 4
+	fair "attach churn" churn SOCK 120
 	# Files as the client's credentials allow (ext4 mode bits, checked by
 	# the metadata warp against the peer's uid, gid and groups).
 	nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$@"; }
@@ -201,6 +350,12 @@ else
 	check "--no-perms: uid 65534 reads the 0600 file" test $rc -eq 0 -a "$got" = private
 	nobody $gpuos read --socket "$sock" --allow-raw --offset 0 --length 4096 > "$tmp/out" 2> "$tmp/err"; rc=$?
 	check "--allow-raw: uid 65534 still may not read raw bytes" says $rc 1 "denied" "$tmp/err"
+	nobody $gpuos gguf --socket "$sock" "@$goff" > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "--allow-raw: uid 65534 may not open a GGUF at a byte offset (raw reads are not its right)" \
+		says $rc 1 "only to root" "$tmp/err"
+	check "(nothing of the 0600 model it names on stdout)" eval '! grep -q secret "$tmp/out"'
+	$gpuos gguf --socket "$sock" "@$goff" > "$tmp/out" 2> "$tmp/err"; rc=$?
+	check "--allow-raw: root opens it" says $rc 0 "secret.tensor" "$tmp/out"
 	$gpuos read --socket "$sock" --allow-raw --offset 1024 --length 4096 > "$tmp/out" 2> "$tmp/err"; rc=$?
 	check "--allow-raw: root reads raw bytes (the superblock's magic at 0x38)" test $rc -eq 0 -a "$(od -An -tx1 -j56 -N2 "$tmp/out" | tr -d ' ')" = 53ef
 	chmod 755 "$tmp"

@@ -3,11 +3,19 @@
 # the guest (busybox sh). Each check prints one line on fd 3:
 #   R NAME RC MS MD5|ERR        stdout hashed (reads: compared on the host)
 #   T NAME RC MS|ERR|OUT        stdout as text on one line (identify, steps)
+#   S NAME {JSON}               the runtime's counters the command printed
+#                               with --stats (gpuos.stats/1, docs/json.md)
 # MS is the wall time in ms, ERR the first line on stderr that is not the
-# host-mode notice. The host decides what each line must be.
+# host-mode notice or the counters. The host decides what each line must be.
 
 now_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
-err1() { grep -v '^gpuos: host mode' "$1" | head -n 1 | tr -d '\r|'; }
+err1() {
+	grep -v -e '^gpuos: host mode' -e '^{"schema": "gpuos.stats/' \
+		-e '^gpuos [a-z]*: \(counters\|service counters\|controller\) ' "$1" | head -n 1 | tr -d '\r|'
+}
+stats() { # NAME STDERR_FILE: its --stats JSON line, if any
+	grep -m 1 '^{"schema": "gpuos.stats/' "$2" | tr -d '\r' | sed "s/^/S $1 /" >&3
+}
 md5() { md5sum < "$1" | cut -d' ' -f1; }
 
 r() { # NAME CMD...: run, hash stdout
@@ -16,6 +24,7 @@ r() { # NAME CMD...: run, hash stdout
 	"$@" > /tmp/o 2> /tmp/e
 	_rc=$?
 	echo "R $_n $_rc $(($(now_ms) - _t0)) $(md5 /tmp/o)|$(err1 /tmp/e)" >&3
+	stats "$_n" /tmp/e
 }
 
 rw() { # NAME WANT_MD5 CMD...: as r; when stdout does not hash to WANT_MD5, also
@@ -27,6 +36,7 @@ rw() { # NAME WANT_MD5 CMD...: as r; when stdout does not hash to WANT_MD5, also
 	_rc=$?
 	_m=$(md5 /tmp/o)
 	echo "R $_n $_rc $(($(now_ms) - _t0)) $_m|$(err1 /tmp/e)" >&3
+	stats "$_n" /tmp/e
 	if [ "$_m" != "$_w" ]; then
 		_sz=$(wc -c < /tmp/o)
 		_k=0
@@ -43,6 +53,7 @@ t() { # NAME CMD...: run, report stdout as text (its first 4000 bytes)
 	"$@" > /tmp/o 2> /tmp/e
 	_rc=$?
 	echo "T $_n $_rc $(($(now_ms) - _t0))|$(err1 /tmp/e)|$(tr '\n|' '  ' < /tmp/o | head -c 4000)" >&3
+	stats "$_n" /tmp/e
 }
 
 _bg=""
@@ -58,6 +69,7 @@ collect() {
 		# shellcheck disable=SC2046 # "RC MS": two words on purpose
 		set -- $(cat "/tmp/$_n.rc")
 		echo "R $_n $1 $2 $(md5 "/tmp/$_n.o")|$(err1 "/tmp/$_n.e")" >&3
+		stats "$_n" "/tmp/$_n.e"
 		rm -f "/tmp/$_n.o" "/tmp/$_n.e" "/tmp/$_n.rc"
 	done
 	_bg=""

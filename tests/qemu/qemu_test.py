@@ -35,9 +35,23 @@ A boot fails on a DMAR fault line in the guest's kernel log and on any
 pci_nvme_err* / pci_nvme_ub* trace event of QEMU except the ones the
 injected read error itself must produce (and those must be there).
 
+Every read, cat and run asks for the runtime's counters (--stats,
+gpuos.stats/1 in docs/json.md), and each service's are asked before it
+stops: the log shows every counter of every run, and a stray, a duplicate
+completion or an untrusted request fails its check, since nothing here
+injects them (the reset test's own strays excepted).
+
 Usage: qemu_test.py BUILD_DIR   (tests/qemu/run.sh prepares the kernel)
 Environment: GPUOS_QEMU_SEED (random ranges), GPUOS_QEMU_KEEP=1 (keep logs),
-GPUOS_QEMU_ONLY=vfio|uio|array (one boot).
+GPUOS_QEMU_ONLY=vfio|uio|array (one kind of boot), GPUOS_QEMU_BOOTS=N (each
+kind N times in a row, new ranges each time, with a summary line per kind:
+wrong reads, unexplained strays and duplicates, DMAR faults, across boots;
+the logs of every failing boot kept), GPUOS_QEMU_ORDER=reset-first (B's
+timeouts and reset before the file tools and services, where they were
+when later reads went wrong: docs/testing.md), GPUOS_QEMU_TRACE=EV,EV...
+(more of QEMU's trace events into the trace log; with pci_nvme_io_cmd and
+pci_nvme_rw_cb the summary counts reads QEMU completed twice),
+GPUOS_QEMU_BOOT_TIMEOUT=S (a boot's limit, default 150 s).
 """
 import hashlib
 import json
@@ -56,7 +70,7 @@ BAD_SECTOR = 81931                       # 512-byte sector of A that fails (blkd
 BAD_BYTES = (BAD_SECTOR * 512, BAD_SECTOR * 512 + 512)
 B_IOPS = 100
 FS_BYTES = 4 << 20                       # minix file system at the start of A (1 KiB blocks: not on B)
-BOOT_TIMEOUT = 150
+BOOT_TIMEOUT = int(os.environ.get("GPUOS_QEMU_BOOT_TIMEOUT") or 150)  # seconds; more on a loaded machine
 HEAP = ["--heap-mib", "16"]
 C_BDF, D_BDF = "0000:00:06.0", "0000:00:07.0"
 ARR_MEMBER = 16 << 20                    # each drive of the array
@@ -67,10 +81,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
+OTHER_IMAGES = []  # (name, bytes) of the other drives of a boot, where a wrong block may come from (main sets it)
+
+
 def diagnose_read(img, off, length, rec):
     """The 4 KiB blocks of a wrong read that differ, and what they hold:
     zeros, the image's bytes at another offset (searched at the read's
-    offset modulo 512 and at whole LBAs), or other bytes."""
+    offset modulo 512 and at whole LBAs), another drive's bytes (at any
+    LBA, or at the read's phase), or other bytes. Says where the read
+    was, for finding its commands in a trace (LBA = offset / LBA size)."""
     got = rec.get("blocks")
     if not got:
         return ""
@@ -78,20 +97,24 @@ def diagnose_read(img, off, length, rec):
     bad = [k for k in sorted(got) if got[k] != hashlib.md5(img[off + k * 4096:min(off + length, off + (k + 1) * 4096)]).hexdigest()]
     where = {}
     if any(got[k] != zero for k in bad):
-        for phase in sorted({off % 512, 0}):
-            for p in range(phase, len(img) - 4096 + 1, 512):
-                where.setdefault(hashlib.md5(img[p:p + 4096]).hexdigest(), p)
+        for name, data in [("", img)] + [(n, d) for n, d in OTHER_IMAGES if d is not img]:
+            for phase in sorted({off % 512, 0}):
+                for p in range(phase, len(data) - 4096 + 1, 512):
+                    where.setdefault(hashlib.md5(data[p:p + 4096]).hexdigest(), (name, p))
     desc = []
     for k in bad[:12]:
         h = got[k]
         if h == zero:
             desc.append("%d (zeros)" % k)
+        elif h in where and not where[h][0]:
+            desc.append("%d (image bytes at %d, %+d from where they belong)" % (k, where[h][1],
+                                                                              where[h][1] - (off + k * 4096)))
         elif h in where:
-            desc.append("%d (image bytes at %d, %+d from where they belong)" % (k, where[h], where[h] - (off + k * 4096)))
+            desc.append("%d (drive %s's bytes at %d)" % (k, where[h][0], where[h][1]))
         else:
             desc.append("%d (other bytes)" % k)
-    return "; %d of %d blocks differ: %s%s" % (len(bad), (length + 4095) // 4096, ", ".join(desc),
-                                                ", ..." if len(bad) > 12 else "")
+    return "; %d of %d blocks differ: %s%s (the read: %d bytes at %d)" % (
+        len(bad), (length + 4095) // 4096, ", ".join(desc), ", ..." if len(bad) > 12 else "", length, off)
 
 
 class Plan:
@@ -104,6 +127,8 @@ class Plan:
         self.injected_error = injected_error   # A's failing sector is read (its trace events expected)
         self.lines = []
         self.checks = []     # (name, kind, fn(rec) -> error string or None)
+        self.strays_ok = set()   # checks whose runtime may count strays (the reset test's)
+        self.service_probes = set()  # checks whose service counters are judged (service_counters)
         self.reads = 0
         self.read_bytes = 0
 
@@ -141,7 +166,7 @@ class Plan:
 
     def read(self, name, img, lba, off, length, device=None, socket=None, bg=False, min_ms=0, bad_sector=True):
         src = ["--device", device] + HEAP if device else ["--socket", socket]
-        cmd = ["gpuos", "read"] + src + ["--allow-raw", "--offset", str(off), "--length", str(length)]
+        cmd = ["gpuos", "read"] + src + ["--allow-raw", "--offset", str(off), "--length", str(length), "--stats"]
         fn, fails, want = self._read_check(img, off, length, lba, bad_sector)
         if min_ms:
             data_check = fn
@@ -224,6 +249,15 @@ class Plan:
             return None
         self._add(name, "T", check)
 
+    def service_counters(self, name, sock):
+        """The counters of a service's runtime (all its clients, since it
+        started), asked through a small read with --stats before it stops:
+        a stray or duplicate it counted fails this check."""
+        self.text(name, ["gpuos", "read", "--socket", sock, "--allow-raw", "--offset", "0", "--length", "512",
+                         "--stats", "-o", "/dev/null"],
+                  out=None)
+        self.service_probes.add(name)
+
     def service_stop(self, name, key, sock):
         self.sh("svc_stop %s %s %s" % (name, key, sock))
         self._add(name, "T", lambda rec: None if rec["rc"] == 0 else "service exit %d: %s" % (rec["rc"], rec["err"]))
@@ -277,19 +311,46 @@ FILE_SRC = {"cat-data": "data.bin", "cat-link": "data.bin", "cat-small": "dir/sm
 def add_file_tests(p, b_dev, tag, expect):
     for name, args in FILE_CMDS:
         src = os.path.join(p.run, "src", FILE_SRC[name]) if name in FILE_SRC else None
-        p.output("%s-b-%s" % (tag, name), ["gpuos", args[0], "--device", b_dev] + HEAP + args[1:], expect[name],
-                 src)
+        stats = ["--stats"] if args[0] == "cat" else []   # the runtime's counters (S lines)
+        p.output("%s-b-%s" % (tag, name), ["gpuos", args[0], "--device", b_dev] + HEAP + stats + args[1:],
+                 expect[name], src)
     # Once (CI, 2026-11-24, seed 727749502, not repeated in 18 runs since) cat-data printed other
     # bytes than data.bin with exit status 0, while cat-link right after was right. A second cat
     # tells a lasting fault (the same md5 again) from a passing one; both must be right.
-    p.output("%s-b-cat-data-again" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/data.bin"],
+    p.output("%s-b-cat-data-again" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["--stats", "/data.bin"],
              expect["cat-data"], os.path.join(p.run, "src", "data.bin"))
     p.text("%s-b-missing-file" % tag, ["gpuos", "cat", "--device", b_dev] + HEAP + ["/nope"], rc=1,
            err=r"^gpuos cat: /nope: no such file or directory")
 
 
-def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
-    """Reads on both controllers, directly and through services; the file tools on B."""
+def add_reset_tests(p, rng, b_img, b_dev, tag):
+    """Commands the slow controller cannot answer within a 20 ms timeout:
+    QEMU answers the runtime's Aborts "not aborted", so the runtime resets
+    B by itself (CC.EN, admin registers, Set Features, queues re-created;
+    docs/design.md, "The life of a command"). Requests then in flight
+    fail; every one is answered; the admin queue goes back to boot, whose
+    shutdown deletes the queues."""
+    def reset_check(text):
+        try:
+            got = json.loads(text)  # the top level: the controllers' own counters have "errors" too
+        except ValueError:
+            return "not one JSON object: %s" % text[:400]
+        if got.get("resets", 0) < 1 or got.get("aborts", 0) < 1 or got.get("errors", 0) < 1:
+            return "want aborts, resets and failed requests: %s" % text[:400]
+        return None
+    p.text("%s-b-timeouts-reset" % tag, ["gpuos", "bench", "--device", b_dev, "--timeout-ms", "20", "--threads", "16",
+                                         "--iters", "4", "--json"] + HEAP, rc=None, out=reset_check)
+    # Commands QEMU answers after the runtime gave up on them are this test's own.
+    p.strays_ok.add("%s-b-timeouts-reset" % tag)
+    p.read("%s-b-read-after-reset" % tag, b_img, B_LBA, rng.randint(0, 15) << 20, 256 << 10, device=b_dev)
+
+
+def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect, reset_first=False):
+    """Reads on both controllers, directly and through services; the file
+    tools on B; B's timeouts and reset last (2026-11-24: reads of later
+    processes went wrong after it, docs/testing.md), or with reset_first
+    (GPUOS_QEMU_ORDER=reset-first) where they were then: after the direct
+    reads, before the file tools and the services."""
     # Direct: each `gpuos read` boots a runtime (bring-up, queues), reads, shuts down.
     for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 6, A_LBA)):
         p.read("%s-a-read%d" % (tag, i), a_img, A_LBA, off, ln, device=a_dev)
@@ -301,6 +362,8 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     # through at once) no less than 220 ms, so the limits are really in force.
     p.read("%s-b-read-1mib-throttled" % tag, b_img, B_LBA, rng.randint(0, 31) << 20, 1 << 20, device=b_dev,
            min_ms=(32 - 10) * 1000 // B_IOPS)
+    if reset_first:
+        add_reset_tests(p, rng, b_img, b_dev, tag)
     add_file_tests(p, b_dev, tag, expect)
 
     # A service on A: 2 warps, 8 queue pairs; an error in the middle of a
@@ -321,6 +384,7 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     p.collect()
     for i, (off, ln) in enumerate(ranges(rng, A_SIZE, 3, A_LBA)):
         p.read("%s-a-after-error%d" % (tag, i), a_img, A_LBA, off, ln, socket=sa)
+    p.service_counters("%s-a-service-counters" % tag, sa)
     p.service_stop("%s-a-service-stop" % tag, tag + "_a", sa)
 
     # A service on B: asks for 4 queue pairs, B grants 2; slow, 4 KiB LBAs,
@@ -332,6 +396,7 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
     for i, (off, ln) in enumerate(ranges(rng, B_SIZE, 4, B_LBA, small=True)):
         p.read("%s-b-svc%d" % (tag, i), b_img, B_LBA, off, ln, socket=sb, bg=True)
     p.collect()
+    p.service_counters("%s-b-service-counters" % tag, sb)
     p.service_stop("%s-b-service-stop" % tag, tag + "_b", sb)
 
     # A group on A (docs/design.md, "Scale-out"): A brought up once, its
@@ -346,6 +411,8 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
         p.read("%s-group-par%d" % (tag, i), a_img, A_LBA, avoid_bad(rng, A_SIZE, ln), ln,
                socket=sg + (".1" if i % 2 else ""), bg=True)
     p.collect()
+    p.service_counters("%s-group-counters-0" % tag, sg)
+    p.service_counters("%s-group-counters-1" % tag, sg + ".1")
     p.service_stop("%s-group-stop-through-runtime-1" % tag, tag + "_g", sg + ".1")
 
     # B grants 2 queue pairs: two runtimes without the metadata warp take one
@@ -367,23 +434,8 @@ def add_io_tests(p, rng, a_img, b_img, a_dev, b_dev, tag, expect):
                                              "--iters", "4"] + HEAP, rc=1,
            err=r"grants 2 I/O queues: fewer than the 3 runtimes, which share no queue pair")
 
-    # Commands the slow controller cannot answer within a 20 ms timeout:
-    # QEMU answers the runtime's Aborts "not aborted", so the runtime resets
-    # B by itself (CC.EN, admin registers, Set Features, queues re-created;
-    # docs/design.md, "The life of a command"). Requests then in flight
-    # fail; every one is answered; the admin queue goes back to boot, whose
-    # shutdown deletes the queues.
-    def reset_check(text):
-        try:
-            got = json.loads(text)  # the top level: the controllers' own counters have "errors" too
-        except ValueError:
-            return "not one JSON object: %s" % text[:400]
-        if got.get("resets", 0) < 1 or got.get("aborts", 0) < 1 or got.get("errors", 0) < 1:
-            return "want aborts, resets and failed requests: %s" % text[:400]
-        return None
-    p.text("%s-b-timeouts-reset" % tag, ["gpuos", "bench", "--device", b_dev, "--timeout-ms", "20", "--threads", "16",
-                                         "--iters", "4", "--json"] + HEAP, rc=None, out=reset_check)
-    p.read("%s-b-read-after-reset" % tag, b_img, B_LBA, rng.randint(0, 15) << 20, 256 << 10, device=b_dev)
+    if not reset_first:
+        add_reset_tests(p, rng, b_img, b_dev, tag)
 
 
 A_ID = {"lba_bytes": 512, "namespace_lbas": A_SIZE // 512, "mdts_bytes": 512 << 10, "io_queues": 64,
@@ -403,7 +455,7 @@ def ab_drives(run):
                        "logical_block_size=4096,physical_block_size=4096"]
 
 
-def plan_vfio(run, rng, a_img, b_img, expect):
+def plan_vfio(run, rng, a_img, b_img, expect, reset_first=False):
     p = Plan("vfio", ab_drives(run))
     # The kernel's nvme driver takes both; A's file system gets mounted.
     p.text("vfio-modprobe-nvme", "nvme_up 2", out=r"^2")
@@ -432,13 +484,13 @@ def plan_vfio(run, rng, a_img, b_img, expect):
     # straight into it (zero copy, PRPs into the heap).
     p.text("vfio-bench-zero-copy", ["gpuos", "bench", "--device", a, "--iters", "64", "--json"],
            out=r'"errors": 0, .*"commands": 64, "doorbells": \d+, "zero_copy": 64')
-    add_io_tests(p, rng, a_img, b_img, a, b, "vfio", expect)
+    add_io_tests(p, rng, a_img, b_img, a, b, "vfio", expect, reset_first)
     p.text("vfio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
            out=r"%s: unbound from vfio-pci, now bound to nvme" % A_BDF)
     return p
 
 
-def plan_uio(run, rng, a_img, b_img, expect):
+def plan_uio(run, rng, a_img, b_img, expect, reset_first=False):
     p = Plan("uio", ab_drives(run))
     p.text("uio-setup", "sh -c 'modprobe uio_pci_generic && echo 64 > /proc/sys/vm/nr_hugepages && "
            "grep HugePages_Free /proc/meminfo'", out=r"HugePages_Free: +64")
@@ -452,7 +504,7 @@ def plan_uio(run, rng, a_img, b_img, expect):
     # Without an IOMMU only gpuos's own hugepages are DMA memory: reads bounce.
     p.text("uio-bench-bounces", ["gpuos", "bench", "--device", a, "--iters", "64", "--json"],
            out=r'"errors": 0, .*"commands": 64, "doorbells": \d+, "zero_copy": 0\b')
-    add_io_tests(p, rng, a_img, b_img, a, b, "uio", expect)
+    add_io_tests(p, rng, a_img, b_img, a, b, "uio", expect, reset_first)
     p.text("uio-unbind", ["/test/vfio-unbind.sh", A_BDF, B_BDF],
            out=r"%s: unbound from uio_pci_generic, now without a driver" % A_BDF)
     return p
@@ -490,7 +542,7 @@ def plan_array(run, rng, img, data_md5):
     for i, (off, ln) in enumerate(ranges(rng, ARR_SIZE, 4, 512, small=True)):
         p.read("array-read%d" % i, img, 512, off, ln, device=dev, bad_sector=False)
     # A file of 5 MiB lies on both drives: the metadata warp reads ext4 through the chunk mapping.
-    p.output("array-cat-file", ["gpuos", "cat", "--device", dev] + HEAP + ["/data.bin"], data_md5)
+    p.output("array-cat-file", ["gpuos", "cat", "--device", dev] + HEAP + ["--stats", "/data.bin"], data_md5)
     # A service: two warps, each with a queue pair on each drive.
     sock = "/tmp/array.sock"
     p.service("array-service", "arr", sock, dev, ["--warps", "2"], r"2 warps x 2 queues")
@@ -499,6 +551,7 @@ def plan_array(run, rng, img, data_md5):
         p.read("array-svc%d" % i, img, 512, rng.randint(0, ARR_SIZE - ln), ln, socket=sock, bg=True,
                bad_sector=False)
     p.collect()
+    p.service_counters("array-service-counters", sock)
     p.service_stop("array-service-stop", "arr", sock)
 
     def bench(text):
@@ -666,9 +719,50 @@ def read_text(path):
         return ""
 
 
+COUNTERS = ("retries", "aborts", "resets", "strays", "duplicates", "untrusted", "timeouts")
+
+
+def counters_of(rec):
+    """(source, {counter: value or None}) of a command: its --stats line
+    (gpuos.stats/1: source "runtime", or "service" for one asked through a
+    socket), or the counters of a gpuos bench JSON on its stdout (source
+    "bench"; the top level comes first). None for commands without any."""
+    st = rec.get("stats")
+    if st is not None:
+        return st.get("source", "?"), {k: st.get(k) for k in COUNTERS}
+    if rec["kind"] == "T" and rec["out"].startswith('{"schema": "gpuos.bench/'):
+        c = {}
+        for k in COUNTERS:
+            m = re.search(r'"%s": (\d+)' % k, rec["out"])
+            c[k] = int(m.group(1)) if m else None
+        return "bench", c
+    return None
+
+
+def counters_text(source, c):
+    return "%s: %s" % (source, ", ".join("%s %s" % (k, "-" if c[k] is None else c[k]) for k in COUNTERS))
+
+
+def trace_doubles(trace):
+    """Read commands QEMU completed twice (tests/tools/qemu_nvme_trace.py),
+    when the trace holds QEMU's command and completion events
+    (GPUOS_QEMU_TRACE=pci_nvme_io_cmd,pci_nvme_read,pci_nvme_rw_cb): their
+    number and the tool's line for each; (None, []) without them."""
+    if "pci_nvme_rw_cb" not in read_text(trace):
+        return None, []
+    r = subprocess.run([sys.executable, os.path.join(REPO, "tests", "tools", "qemu_nvme_trace.py"), trace],
+                       capture_output=True, text=True)
+    m = re.search(r"^(\d+) completions of commands already completed", r.stdout, re.M)
+    return (int(m.group(1)) if m else None), [l for l in r.stdout.split("\n") if "completed again" in l]
+
+
 def evaluate(plan, secs, qrc, qerr, con, res, trace):
-    """Returns (passed, failed, lines)."""
+    """Returns (passed, failed, lines, tally): tally counts what the
+    summary of several boots adds up (wrong reads, unexplained strays,
+    duplicates and untrusted requests, DMAR faults, other failures)."""
     out, passed, failed = [], 0, 0
+    tally = {"started": 0, "wrong": [], "unexplained": [], "strays": 0, "duplicates": 0, "untrusted": 0,
+             "explained_strays": 0, "dmar": 0, "other": [], "doubles": None}
 
     def ok(name, detail=""):
         nonlocal passed
@@ -695,6 +789,13 @@ def evaluate(plan, secs, qrc, qerr, con, res, trace):
             else:
                 rec["err"], _, rec["out"] = rest.partition("|")
             recs[f[1]] = rec
+        elif line.startswith("S "):
+            f = line.split(" ", 2)
+            if len(f) == 3 and f[1] in recs:
+                try:
+                    recs[f[1]]["stats"] = json.loads(f[2])
+                except ValueError:
+                    recs[f[1]]["stats_bad"] = f[2][:200]
         elif line.startswith("B "):
             f = line.split()
             if len(f) == 4 and f[1] in recs:
@@ -708,26 +809,55 @@ def evaluate(plan, secs, qrc, qerr, con, res, trace):
     if not begin:
         bad(plan.name + "-boot", "the guest never started the plan (qemu rc %s: %s); console: %s" % (
             qrc, qerr[-300:], read_text(con)[-600:]))
-        return passed, failed + len(plan.checks), out
+        return passed, failed + len(plan.checks), out, tally
+    tally["started"] = 1
     for name, kind, fn in plan.checks:
         rec = recs.get(name)
         if rec is None:
             bad(name, "no result (the guest stopped before it)")
+            tally["other"].append(name)
             continue
         why = fn(rec)
+        if why and "differ" in why:
+            tally["wrong"].append(name)
+        elif why:
+            tally["other"].append(name)
+        # The runtime's counters, every one of every run; a stray, a
+        # duplicate or an untrusted request that no test injected fails the
+        # check (a service's are judged once, by service_counters, as its
+        # reads carry the totals of all its clients).
+        cnt = counters_of(rec)
+        note = "  [%s]" % counters_text(*cnt) if cnt else ""
+        if rec.get("stats_bad"):
+            why = why or "its --stats line is not JSON: %s" % rec["stats_bad"]
+        if name in plan.service_probes and not cnt:
+            why = why or "no counters from the service (rc %d: %s)" % (rec["rc"], rec["err"])
+        if cnt and (cnt[0] != "service" or name in plan.service_probes):
+            odd = {k: cnt[1][k] for k in ("strays", "duplicates", "untrusted") if cnt[1][k]}
+            if odd and name in plan.strays_ok:
+                tally["explained_strays"] += sum(odd.values())
+            elif odd:
+                for k, v in odd.items():
+                    tally[k] += v
+                tally["unexplained"].append(name)
+                why = (why + "; " if why else "") + "the runtime counted %s, and no test injected any" % (
+                    ", ".join("%s %d" % kv for kv in odd.items()))
         if why:
-            bad(name, why)
+            bad(name, why + note)
         else:
-            ok(name, "  (%d ms)" % rec["ms"])
+            ok(name, "  (%d ms)%s" % (rec["ms"], note))
     if end and qrc == 0:
         ok(plan.name + "-poweroff", "  (boot %.1f s, guest uptime at end %s s)" % (secs, end.split()[1]))
     else:
         bad(plan.name + "-poweroff", "qemu rc %s: %s" % (qrc, qerr[-300:]))
+        tally["other"].append(plan.name + "-poweroff")
     # The IOMMU would log a DMA outside the mapped IOVAs here (the command
-    # itself may still complete with status 0).
+    # itself may still complete with status 0). Each process maps its own
+    # random IOVAs (boot/ctrl.h): a late DMA of an earlier one faults here.
     dmar = [l for l in klog + read_text(con).split("\n") if "DMAR: [DMA" in l or "DMAR: DRHD: handling fault" in l]
     if dmar:
         bad(plan.name + "-no-dmar-faults", "; ".join(dmar[:3]))
+        tally["dmar"] = len(dmar)
     else:
         ok(plan.name + "-no-dmar-faults")
     # QEMU's own view of driver mistakes. The injected read error produces
@@ -738,19 +868,53 @@ def evaluate(plan, secs, qrc, qerr, con, res, trace):
     other = [l for l in tr if not expected.search(l)]
     if other:
         bad(plan.name + "-no-nvme-trace-errors", "%d events, e.g. %s" % (len(other), "; ".join(other[:3])))
+        tally["other"].append(plan.name + "-no-nvme-trace-errors")
     elif not plan.injected_error:
         ok(plan.name + "-no-nvme-trace-errors")
     elif not tr:
         bad(plan.name + "-no-nvme-trace-errors", "not even the injected read error was traced (is -trace working?)")
+        tally["other"].append(plan.name + "-no-nvme-trace-errors")
     else:
         ok(plan.name + "-no-nvme-trace-errors", "  (%d expected events of the injected error)" % len(tr))
-    return passed, failed, out
+    tally["doubles"], again = trace_doubles(trace)
+    out.extend("  QEMU " + l for l in again[:8])
+    return passed, failed, out, tally
+
+
+def summary(name, order, tallies):
+    """One line for the boots of one kind: how many ran clean, and what went wrong in how many."""
+    n = len(tallies)
+    started = sum(t["started"] for t in tallies)
+    clean = sum(1 for t in tallies if t["started"] and not (t["wrong"] or t["unexplained"] or t["dmar"] or t["other"]))
+    wrong = sum(len(t["wrong"]) for t in tallies)
+    wb = sum(1 for t in tallies if t["wrong"])
+    ub = sum(1 for t in tallies if t["unexplained"])
+    db = sum(1 for t in tallies if t["dmar"])
+    ob = sum(1 for t in tallies if t["other"] or not t["started"])
+    doubles = [t["doubles"] for t in tallies if t["doubles"] is not None]
+    line = ("qemu summary %s (%s): %d boots, %d started, %d clean; wrong reads %d in %d boots; unexplained "
+            "strays %d, duplicates %d, untrusted %d in %d boots; strays of the reset test %d; DMAR faults in %d "
+            "boots; other failures in %d boots" % (
+                name, order, n, started, clean, wrong, wb, sum(t["strays"] for t in tallies),
+                sum(t["duplicates"] for t in tallies), sum(t["untrusted"] for t in tallies), ub,
+                sum(t["explained_strays"] for t in tallies), db, ob))
+    if doubles:
+        line += "; QEMU completed %d read commands twice (trace of %d boots)" % (sum(doubles), len(doubles))
+    return line
 
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     seed = int(os.environ.get("GPUOS_QEMU_SEED") or random.SystemRandom().randrange(1 << 30))
     only = os.environ.get("GPUOS_QEMU_ONLY", "")
+    order = os.environ.get("GPUOS_QEMU_ORDER") or "reset-last"
+    try:
+        boots = int(os.environ.get("GPUOS_QEMU_BOOTS") or 1)
+    except ValueError:
+        boots = 0
+    if order not in ("reset-last", "reset-first") or boots < 1:
+        print("qemu: GPUOS_QEMU_ORDER is reset-last or reset-first, GPUOS_QEMU_BOOTS a number from 1")
+        return 2
     run = os.path.join(build, "qemu", "run")
     Plan.run = run  # where the plans' expected files are (diagnosis of a wrong output)
     shutil.rmtree(run, ignore_errors=True)
@@ -758,27 +922,47 @@ def main():
     t0 = time.time()
     a_img, b_img = make_images(run, seed)
     arr_img, arr_md5 = make_array(run, random.Random(seed + 2))
+    OTHER_IMAGES[:] = [("A", a_img), ("B", b_img)]
     expect = file_expect(build, run)
-    print("qemu: seed %d (GPUOS_QEMU_SEED=%d repeats this run)" % (seed, seed))
+    print("qemu: seed %d (GPUOS_QEMU_SEED=%d repeats this run)%s" % (
+        seed, seed, "" if order == "reset-last" else ", B's reset before the file tools and services"))
     total_p = total_f = 0
+    kept = False
     rng = random.Random(seed + 1)
-    for name, mk, iommu, what in (("vfio", plan_vfio, True, "vfio-pci, intel-iommu (strict)"),
-                                  ("uio", plan_uio, False, "uio_pci_generic, no IOMMU, hugepages"),
-                                  ("array", None, True, "two drives striped (pci:C+D), vfio-pci, intel-iommu")):
-        plan = mk(run, rng, a_img, b_img, expect) if mk else plan_array(run, random.Random(seed + 3), arr_img, arr_md5)
-        if only and only != name:
-            continue
-        print("== boot %s: %s; %d checks, %d reads of %.1f MiB" % (
-            name, what, len(plan.checks), plan.reads, plan.read_bytes / 2**20), flush=True)
-        secs, qrc, qerr, con, res, trace = boot(build, run, plan, iommu)
-        p, f, lines = evaluate(plan, secs, qrc, qerr, con, res, trace)
-        print("\n".join(lines), flush=True)
-        if f:
-            print("   logs: %s %s %s" % (con, res, trace))
-        total_p += p
-        total_f += f
+    kinds = (("vfio", plan_vfio, True, "vfio-pci, intel-iommu (strict)"),
+             ("uio", plan_uio, False, "uio_pci_generic, no IOMMU, hugepages"),
+             ("array", None, True, "two drives striped (pci:C+D), vfio-pci, intel-iommu"))
+    tallies = {k[0]: [] for k in kinds}
+    for b in range(boots):
+        for name, mk, iommu, what in kinds:
+            # every plan is made, so that a seed makes the same plans whatever runs
+            plan = (mk(run, rng, a_img, b_img, expect, reset_first=order == "reset-first") if mk else
+                    plan_array(run, random.Random(seed + 3 + b), arr_img, arr_md5))
+            if only and only != name:
+                continue
+            print("== boot %s%s: %s; %d checks, %d reads of %.1f MiB" % (
+                name, " %d of %d" % (b + 1, boots) if boots > 1 else "", what, len(plan.checks), plan.reads,
+                plan.read_bytes / 2**20), flush=True)
+            secs, qrc, qerr, con, res, trace = boot(build, run, plan, iommu)
+            p, f, lines, tally = evaluate(plan, secs, qrc, qerr, con, res, trace)
+            tallies[name].append(tally)
+            print("\n".join(lines), flush=True)
+            if f:
+                if boots > 1:  # keep this boot's logs: the next boot of the kind writes its own
+                    for path in (con, res, trace):
+                        if os.path.exists(path):
+                            os.rename(path, path.replace(plan.name + "-", "%s-%d-" % (plan.name, b + 1)))
+                    con, res, trace = (x.replace(plan.name + "-", "%s-%d-" % (plan.name, b + 1))
+                                       for x in (con, res, trace))
+                print("   logs: %s %s %s" % (con, res, trace))
+                kept = True
+            total_p += p
+            total_f += f
+    for name, _, _, _ in kinds:
+        if tallies[name]:
+            print(summary(name, order, tallies[name]))
     print("qemu: %d passed, %d failed (%.0f s)" % (total_p, total_f, time.time() - t0))
-    if not total_f and not os.environ.get("GPUOS_QEMU_KEEP"):
+    if not kept and not os.environ.get("GPUOS_QEMU_KEEP"):
         shutil.rmtree(run, ignore_errors=True)
     return 1 if total_f else 0
 

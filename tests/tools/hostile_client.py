@@ -23,6 +23,34 @@
                           maps; ROUNDS times. Prints "OPEN answers: STATUS N
                           ..." (run as a user FILE's mode bits refuse: none
                           may be OK)
+  repost SOCK FILE SECS   attach, post STATs of FILE and post the same slots
+                          again while they are in flight, for SECS seconds
+  batch-rewrite SOCK FILE ROUNDS  attach, post OPENs of FILE with a batch
+                          counter in its share, then point the slot's batch
+                          at the service's memory while they are in flight;
+                          prints "counter N of M" (the runtime added to its
+                          own counter N times for M requests)
+  read-flood SOCK FILE SECS [KIB]  attach, open FILE, keep reads of KIB
+                          (1024) in flight in every slot it has (that its
+                          share holds) for SECS seconds
+  fairness SOCK FILE ROUNDS MIB MODE ARGS...  a well-behaved client reads
+                          MIB MiB of FILE twice per round in one attachment,
+                          once with the attack MODE ARGS (SOCK for the
+                          socket) stopped, once with it running; prints
+                          "ratio R": the median of the rounds' ratios
+  churn SOCK SECS         attach and leave again, as fast as the service
+                          lets it, for SECS seconds; prints how many times
+  slowloris SOCK N GAP SECS  N connections that each send one byte every GAP
+                          seconds of a line never finished; prints how many
+                          the service refused, closed (after how long at
+                          most), left open, and kept longer than 1 s
+  hoard-hold SOCK SECS    attach until refused, print "attached K, then:
+                          REPLY", hold them SECS seconds
+  rt-leak SOCK PID        attach; print how many MiB the reply's rt= lies
+                          from the service's (PID) code, libraries, heap and
+                          stack
+  silent-service PATH     listen on PATH, answer attach with a good area
+                          whose mailbox nobody serves; exit after 60 s
   as-nobody MODE ARGS     become uid/gid 65534 (root only), then MODE:
       connect SOCK        print the error connect() gives
       attach SOCK         print the service's reply to attach
@@ -30,6 +58,9 @@
       stop SOCK           print the reply to stop
       fake-service PATH K as below, as that user
       leave-early ARGS    as above, as that user
+      slowloris, hoard-hold, repost, batch-rewrite, read-flood, churn:
+                          as above, as that user
+  as-uid UID MODE ARGS    the same as uid UID, gid 65534
   fake-service PATH KIND  listen on PATH and answer every attach with a
                           hostile reply: good, overflow, nofd, short, garbage
 
@@ -39,14 +70,16 @@ sure), and x86's ordered stores stand in for the release the ABI asks for.
 """
 import mmap
 import os
+import signal
 import socket
 import struct
+import subprocess
 import sys
 import time
 
-OP_READ_RAW, OP_OPEN, OP_READ, OP_RELEASE = 1, 16, 19, 21
-SLOT_FREE, SLOT_CLAIMED, SLOT_POSTED, SLOT_DONE = 0, 1, 2, 4
-ST_NAMES = {0: "OK", 3: "BAD_DST", 9: "DENIED", 15: "BAD_HANDLE", 16: "NOSPC"}
+OP_READ_RAW, OP_OPEN, OP_STAT, OP_READ, OP_RELEASE = 1, 16, 17, 19, 21
+SLOT_FREE, SLOT_CLAIMED, SLOT_POSTED, SLOT_TAKEN, SLOT_DONE = 0, 1, 2, 3, 4
+ST_NAMES = {0: "OK", 3: "BAD_DST", 8: "FULL", 9: "DENIED", 15: "BAD_HANDLE", 16: "NOSPC"}
 
 
 def connect(path):
@@ -80,6 +113,17 @@ def recv_line(s, fds=False):
     return buf.decode(errors="replace").strip(), got
 
 
+def attach_retry(path, secs=10):
+    """attach, again while refused (shares still being renewed) for secs"""
+    t0 = time.time()
+    while True:
+        s, line, fds = attach(path)
+        if line.startswith("ok") or time.time() - t0 > secs:
+            return s, line, fds
+        s.close()
+        time.sleep(0.1)
+
+
 def attach(path, gpu=False):
     s = connect(path)
     try:
@@ -110,12 +154,12 @@ class Mailbox:
         self.m[self.heap + at:self.heap + at + len(data)] = data
         return self.rt + self.heap + at
 
-    def post(self, i, op, arg=0, dst=0, length=0, handle=0, offset=0):
+    def post(self, i, op, arg=0, dst=0, length=0, handle=0, offset=0, batch=0, flags=0):
         """post slot i (FREE, ours alone) and return at once"""
         per = self.nslots // self.nparts
         at = self.mbox + self.slots_off + 128 * i
         struct.pack_into("<I", self.m, at, SLOT_CLAIMED)
-        struct.pack_into("<HHIIQQQQQQ", self.m, at + 4, op, 0, handle, 0, offset, length, dst, arg, 0, 0)
+        struct.pack_into("<HHIIQQQQQQ", self.m, at + 4, op, flags, handle, 0, offset, length, dst, arg, batch, 0)
         struct.pack_into("<I", self.m, at, SLOT_POSTED)
         p = i // per
         cnt = self.mbox + 0x80 + 64 * p
@@ -230,6 +274,322 @@ def leave_early(path, name, rounds, kind):
     return 0
 
 
+def repost(path, name, secs):
+    """Post STATs and post the same slots again while they are in flight:
+    each ring entry names a slot, and nothing stops a client from naming
+    one twice. The service must neither run out of room for everyone's
+    file requests nor write over its ring."""
+    s, line, fds = attach_retry(path)
+    mb = Mailbox(line, fds[0])
+    rt = mb.put(0, name.encode() + b"\0")
+    n = min(mb.nslots, 64)
+    t0, posted = time.time(), 0
+    attacking()
+    while time.time() - t0 < float(secs):
+        # Each slot again once the runtime has taken it (TAKEN: its ring
+        # entry consumed, so the client's own ring stays in order), while
+        # the metadata warp still has it.
+        for i in range(n):
+            if mb.answer(i)[0] != SLOT_POSTED:
+                mb.post(i, OP_STAT, arg=rt, dst=rt + 4096 + 256 * i, length=256)
+                posted += 1
+        time.sleep(0.0002)
+    print("posted %d STATs through %d slots" % (posted, n), flush=True)
+    return 0
+
+
+def batch_rewrite(path, name, rounds):
+    """The batch counter is checked when a request is taken; a client that
+    points the slot's batch elsewhere afterwards must not make the runtime
+    add to that place. Here it points into its own mailbox's header (memory
+    no request may name, and where a stray add shows): nothing there may
+    change, and the counter in its share gets exactly one per request.
+    Forwarded requests (OPEN, served by the metadata warp) and reads (served
+    by the service warps) each."""
+    s, line, fds = attach_retry(path)
+    mb = Mailbox(line, fds[0])
+    rt = mb.put(0, name.encode() + b"\0")
+    st, h = mb.call(OP_OPEN, arg=rt, dst=rt + 4096, length=256)
+    if st != "OK":
+        print("open: %s" % st)
+        return 1
+    n = min(mb.nslots, 16)
+    target = mb.rt + 0x28  # the header's reserved words: no request may name them
+    for kind in ("OPEN", "READ"):
+        counter = mb.put(1024, b"\0" * 8)
+        struct.pack_into("<Q", mb.m, 0x28, 0)
+        total = 0
+        for _ in range(int(rounds)):
+            for i in range(n):
+                if kind == "OPEN":
+                    mb.post(i, OP_OPEN, arg=rt, dst=rt + 8192 + 256 * i, length=256, batch=counter)
+                else:
+                    mb.post(i, OP_READ, handle=h, dst=rt + 65536 + 65536 * i, length=65536, batch=counter)
+            # Once the runtime has taken a request (and checked its batch),
+            # point the slot's batch elsewhere.
+            left, t0 = set(range(n)), time.time()
+            while left and time.time() - t0 < 20:
+                for i in list(left):
+                    if mb.answer(i)[0] in (SLOT_TAKEN, SLOT_DONE):
+                        struct.pack_into("<Q", mb.m, mb.slots_off + 128 * i + 0x30, target)
+                        left.discard(i)
+            t0 = time.time()
+            while any(mb.answer(i)[0] != SLOT_DONE for i in range(n)) and time.time() - t0 < 20:
+                time.sleep(0.001)
+            for i in range(n):
+                state, st = mb.answer(i)
+                res, = struct.unpack_from("<Q", mb.m, mb.slots_off + 128 * i + 0x48)
+                struct.pack_into("<I", mb.m, mb.slots_off + 128 * i, SLOT_FREE)
+                if kind == "OPEN" and state == SLOT_DONE and st == 0:
+                    mb.call(20, handle=res)  # CLOSE
+            total += n
+        time.sleep(0.2)
+        got, = struct.unpack_from("<I", mb.m, mb.heap + 1024)
+        stray, = struct.unpack_from("<Q", mb.m, 0x28)
+        print("%s: counter %d of %d, elsewhere %d" % (kind, got, total, stray))
+    return 0
+
+
+def read_flood(path, name, secs, kib=1024):
+    """Reads of KiB (1 MiB) in every slot of its mailbox, posted again as
+    soon as answered: as much as the service lets one client have."""
+    s, line, fds = attach_retry(path)
+    mb = Mailbox(line, fds[0])
+    rt = mb.put(0, name.encode() + b"\0")
+    st, h = mb.call(OP_OPEN, arg=rt, dst=rt + 4096, length=256)
+    if st != "OK":
+        print("open: %s" % st)
+        return 1
+    chunk = int(kib) << 10
+    n = min(mb.nslots, max(1, (mb.size - mb.heap - 65536) // chunk))
+    for i in range(n):
+        mb.post(i, OP_READ, handle=h, dst=rt + 65536 + chunk * i, length=chunk)
+    attacking()
+    t0, done = time.time(), 0
+    while time.time() - t0 < float(secs) and not STOP:
+        for i in range(n):
+            if mb.answer(i)[0] == SLOT_DONE:
+                done += 1
+                struct.pack_into("<I", mb.m, mb.slots_off + 128 * i, SLOT_FREE)
+                mb.post(i, OP_READ, handle=h, dst=rt + 65536 + chunk * i, length=chunk)
+        time.sleep(0.0005)
+    print("read-flood: %d reads of %d KiB in %d slots" % (done, chunk >> 10, n))
+    return 0
+
+
+def good_reads(mb, h, size, nbytes, chunk=1 << 20, depth=4):
+    """A well-behaved client's reads: nbytes of the file (from its start
+    again at its end) in reads of chunk, depth of them in flight; seconds."""
+    dst = mb.rt + mb.heap + 65536
+    nxt, posted, done, slot = 0, 0, 0, {}
+    t0 = time.time()
+    while done < nbytes:
+        while len(slot) < depth and posted < nbytes:
+            i = next(k for k in range(mb.nslots) if k not in slot)
+            ln = min(chunk, size - nxt)
+            mb.post(i, OP_READ, handle=h, dst=dst + chunk * i, length=ln, offset=nxt)
+            slot[i] = ln
+            posted += ln
+            nxt = (nxt + ln) % size
+        for i in list(slot):
+            state, st = mb.answer(i)
+            if state == SLOT_DONE:
+                if st != 0:
+                    raise SystemExit("good reader: a read failed: status %d" % st)
+                done += slot.pop(i)
+                struct.pack_into("<I", mb.m, mb.slots_off + 128 * i, SLOT_FREE)
+        time.sleep(0.0002)
+    return time.time() - t0
+
+
+def fairness(path, name, rounds, mib, *attack):
+    """A well-behaved client (one attachment, reads of 1 MiB, 4 in flight)
+    against an attack (the hostile_client.py mode and its arguments, "SOCK"
+    standing for the socket), started once. In each round the client reads
+    MIB MiB with the attack stopped (SIGSTOP) and MIB MiB with it running,
+    in turn first one then the other: the two halves of a round are a
+    fraction of a second apart, so what the machine's load does to them is
+    much the same. Prints each round's rates and the median of the rounds'
+    ratios (under attack / alone)."""
+    s, line, fds = attach_retry(path)
+    mb = Mailbox(line, fds[0])
+    rt = mb.put(0, name.encode() + b"\0")
+    st, h = mb.call(OP_OPEN, arg=rt, dst=rt + 4096, length=256)
+    if st != "OK":
+        print("open: %s" % st)
+        return 1
+    size = struct.unpack_from("<Q", mb.m, mb.slots_off + 0x50)[0]  # result2 of the last call: the size
+    nbytes = int(mib) << 20
+    good_reads(mb, h, size, nbytes)  # warm: the file's pages, the interpreter
+    me = os.path.abspath(__file__)
+    # The attacker's own loop runs at the lowest CPU priority: on a machine
+    # of 2 cores a process that spins takes a core from everyone, which no
+    # service can prevent; what is measured is what the service gives it.
+    a = subprocess.Popen([sys.executable, me] + [path if x == "SOCK" else x for x in attack],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: os.nice(19))
+    if a.stdout.readline().strip() != "attacking":
+        print("the attack did not start")
+        a.kill()
+        return 1
+    alone, under, ratio = [], [], []
+
+    def half(running):
+        a.send_signal(signal.SIGCONT if running else signal.SIGSTOP)
+        time.sleep(0.02)  # what it had in flight ends, or it gets going
+        return nbytes / good_reads(mb, h, size, nbytes) / (1 << 20)
+
+    for r in range(int(rounds)):
+        if r % 2:
+            u, al = half(True), half(False)
+        else:
+            al, u = half(False), half(True)
+        alone.append(al)
+        under.append(u)
+        ratio.append(u / al)
+    a.send_signal(signal.SIGCONT)
+    a.terminate()
+    out = a.communicate()[0]
+    med = lambda v: sorted(v)[len(v) // 2]
+    print("alone MiB/s: " + " ".join("%.0f" % v for v in alone))
+    print("under attack MiB/s: " + " ".join("%.0f" % v for v in under))
+    print("the attack said: %s" % (out.strip().splitlines() or ["nothing"])[-1])
+    print("ratio %.2f (the median of %d rounds' ratios; medians %.0f and %.0f MiB/s)"
+          % (med(ratio), len(ratio), med(under), med(alone)))
+    return 0
+
+
+def churn(path, secs):
+    """Attach and leave, again and again."""
+    t0, n, refused = time.time(), 0, 0
+    attacking()
+    while time.time() - t0 < float(secs) and not STOP:
+        s, line, fds = attach(path)
+        for fd in fds:
+            os.close(fd)
+        s.close()
+        if line.startswith("ok"):
+            n += 1
+        else:
+            refused += 1
+            time.sleep(0.001)
+    print("churn: attached and left %d times (%d refused)" % (n, refused))
+    return 0
+
+
+def slowloris(path, n, gap, secs):
+    """n connections, each sending one byte of a line every gap seconds."""
+    conns, refused = [], 0
+    for _ in range(int(n)):
+        try:
+            c = connect(path)
+            c.setblocking(False)
+            conns.append([c, time.time()])
+        except OSError:
+            refused += 1
+    attacking()
+    t0, closed, longest, kept = time.time(), 0, 0.0, 0
+    while conns and time.time() - t0 < float(secs):
+        for e in list(conns):
+            c, born = e
+            try:
+                data = c.recv(256)
+                if data.startswith(b"err"):  # refused: its one line, then the close
+                    refused += 1
+                    conns.remove(e)
+                    c.close()
+                    continue
+                gone = True
+            except BlockingIOError:
+                gone = False
+            except OSError:
+                gone = True
+            if not gone:
+                try:
+                    c.send(b"s")
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    gone = True
+            if gone:
+                closed += 1
+                longest = max(longest, time.time() - born)
+                kept += time.time() - born >= 1.0
+                conns.remove(e)
+                c.close()
+        time.sleep(float(gap))
+    kept += sum(1 for c, born in conns if time.time() - born >= 1.0)
+    print("slowloris: %d refused, %d closed by the service (the last after %.1f s), %d still open; "
+          "%d kept longer than 1 s" % (refused, closed, longest, len(conns), kept))
+    return 0
+
+
+def hoard_hold(path, secs):
+    held, n = [], 0
+    while n < 16:
+        s, line, _ = attach(path)
+        if not line.startswith("ok "):
+            break
+        held.append(s)
+        n += 1
+    print("attached %d, then: %s" % (n, line), flush=True)
+    time.sleep(float(secs))
+    return 0
+
+
+def silent_service(path):
+    """A service that gives a good area and never answers a request."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(8)
+    abi = 0
+    here = os.path.dirname(os.path.abspath(__file__))
+    for l in open(os.path.join(here, "../../include/gpuos/abi.h")):
+        if l.startswith("#define GPUOS_ABI_VERSION"):
+            abi = int(l.split()[2].rstrip("u"))
+    nslots, hdr = 8, 128 + 256 * 64
+    heap_off, size = 65536, 65536 + (1 << 20)
+    fd = os.memfd_create("silent")
+    os.ftruncate(fd, size)
+    m = mmap.mmap(fd, size)
+    struct.pack_into("<IIIIQII", m, 0, 0x786f626d, abi, nslots, 1, hdr, 0, 0)
+    struct.pack_into("<Q", m, 0x20, hdr + 128 * nslots)
+    ls.settimeout(60)
+    held = []
+    try:
+        while True:
+            c, _ = ls.accept()
+            c.recv(64)
+            socket.send_fds(c, [b"ok heap_off=%d heap_len=%d shm_len=%d share=1 rt=4096\n"
+                                % (heap_off, size - heap_off, size)], [fd])
+            held.append(c)
+    except socket.timeout:
+        return 0
+
+
+def rt_leak(path, pid):
+    """How far the attach reply's rt= lies from the service's code,
+    libraries, heap and stack (its /proc/PID/maps; root reads it): an
+    address next to them would give their places away."""
+    s, line, fds = attach(path)
+    rt = Mailbox(line, fds[0]).rt
+    near = None
+    for l in open("/proc/%s/maps" % pid):
+        f = l.split()
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        name = f[5] if len(f) > 5 else ""
+        if not (name.startswith("/") or name in ("[heap]", "[stack]")) or name.startswith("/memfd:"):
+            continue
+        d = 0 if lo <= rt < hi else min(abs(rt - lo), abs(rt - hi))
+        near = d if near is None else min(near, d)
+    print("rt is %d MiB from the service's code, libraries, heap and stack" % ((near or 0) >> 20))
+    return 0
+
+
 def wait_closed(s, secs):
     s.settimeout(secs)
     try:
@@ -242,9 +602,14 @@ def wait_closed(s, secs):
         return False
 
 
+STOP = []
+
+
 def attacking():
     """Tells the harness the attack is in place (the interpreter's start
-    can take a second on a loaded machine; timing begins after it)."""
+    can take a second on a loaded machine; timing begins after it). A
+    SIGTERM from then on ends the attack's loop (it still reports)."""
+    signal.signal(signal.SIGTERM, lambda *_: STOP.append(1))
     print("attacking", flush=True)
 
 
@@ -318,10 +683,10 @@ def fake_service(path, kind):
         c.close()
 
 
-def as_nobody(mode, args):
+def as_nobody(mode, args, uid=65534):
     os.setgroups([])
     os.setgid(65534)
-    os.setuid(65534)
+    os.setuid(uid)
     path = args[0]
     if mode == "connect":
         try:
@@ -357,7 +722,13 @@ def as_nobody(mode, args):
         return fake_service(path, args[1])
     if mode == "leave-early":
         return leave_early(*args)
+    if mode in MODES:
+        return MODES[mode](*args)
     return 2
+
+
+MODES = {"rt-leak": rt_leak, "fairness": fairness, "repost": repost, "batch-rewrite": batch_rewrite, "read-flood": read_flood, "churn": churn,
+         "slowloris": slowloris, "hoard-hold": hoard_hold}
 
 
 def main():
@@ -378,6 +749,12 @@ def main():
         return isolation(*a[1:4])
     if a[0] == "as-nobody":
         return as_nobody(a[1], a[2:])
+    if a[0] == "as-uid":
+        return as_nobody(a[2], a[3:], int(a[1]))
+    if a[0] == "silent-service":
+        return silent_service(a[1])
+    if a[0] in MODES:
+        return MODES[a[0]](*a[1:])
     print(__doc__)
     return 2
 
