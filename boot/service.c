@@ -86,6 +86,8 @@
  * is answered this much later, at the loop's next tick after it: a client
  * that asks again and again waits, rather than costing the others a core. */
 #define SVC_REFUSE_DELAY_MS 200u
+/* A client refused for want of a free share asks again for this long. */
+#define SVC_ATTACH_WAIT_MS 3000u
 
 enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING, SHARE_RETIRED /* its area could not be renewed */ };
 
@@ -1375,7 +1377,7 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 {
 	char reply[512];
 	struct gpuos_mbox *hdr = malloc(sizeof(*hdr)); /* 16 KiB: off the stack */
-	uint64_t off, len, shm_len, rt;
+	uint64_t off, len, shm_len, rt, t0;
 	int fd, sfd = -1, r, vram = 0;
 	const char *req = gpu ? "attach gpu\n" : "attach\n";
 
@@ -1385,14 +1387,27 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	fd = gpuos_service_connect(path, err, errlen);
-	if (fd < 0) {
-		free(hdr);
-		return fd;
+	for (t0 = now_ms();; usleep(50000)) {
+		fd = gpuos_service_connect(path, err, errlen);
+		if (fd < 0) {
+			free(hdr);
+			return fd;
+		}
+		r = send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)
+			    ? recv_line(fd, reply, sizeof(reply), (int)client_timeout_ms(), &sfd)
+			    : -EIO;
+		/* No share free for now: the ones given back come again once the
+		 * service has renewed them (a moment, paced: boot/service.c
+		 * renew_due), so ask again for a while. */
+		if (r || now_ms() - t0 >= SVC_ATTACH_WAIT_MS ||
+		    !(strstr(reply, " in use") || strstr(reply, "as many as one user may") ||
+		      strstr(reply, " are kept for root")))
+			break;
+		close(fd);
+		if (sfd >= 0)
+			close(sfd);
+		sfd = -1;
 	}
-	r = send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)
-		    ? recv_line(fd, reply, sizeof(reply), (int)client_timeout_ms(), &sfd)
-		    : -EIO;
 	if (r || strncmp(reply, "ok ", 3)) {
 		snprintf(err, errlen, "service at %s refused to attach: %s", path,
 			 r == -ETIMEDOUT ? "no answer in time" : r ? "connection lost" : reply);

@@ -70,7 +70,7 @@ static int service_counts(const char *sock, struct counts *k, char *why, size_t 
 	r = gpuos_service_call(fd, "stats\n", reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS);
 	close(fd);
 	if (r || reply[0] != '{') {
-		snprintf(why, len, "the service did not answer stats%s%s", reply[0] ? ": " : "", reply);
+		snprintf(why, len, "the service did not answer stats%s%.200s", reply[0] ? ": " : "", reply);
 		return -1;
 	}
 	if (line_u64(reply, "requests", &k->requests) || line_u64(reply, "errors", &k->errors) ||
