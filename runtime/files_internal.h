@@ -68,6 +68,7 @@ struct rt_files {
 	uint32_t req_dup;           /* a command of that request completed twice: its answer is
 				     * GPUOS_ST_DUP_CQE, whatever its bytes said */
 	uint64_t n_retries;         /* metadata commands sent again (DNR clear), its stats line */
+	uint64_t n_cmds;            /* metadata commands sent the first time, its stats line */
 	uint64_t n_dups;            /* completions of a command already completed */
 	uint64_t n_untrusted;       /* requests answered GPUOS_ST_DUP_CQE */
 	uint32_t rec_gen[GPUOS_RT_MAX_CTRL];

@@ -55,7 +55,9 @@ GPUOS_NOINLINE GPUOS_HD static void completed_again(struct rt_files *F, uint16_t
  * bounce buffer, on its queue, waited for. Returns bytes read or a negative
  * errno: -EIO with F->last_nvme the NVMe status (0: a reset ended it),
  * -ETIMEDOUT. */
-GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, uint64_t lba, uint64_t bytes)
+/* again: the command is a retry (counted as one, not as a command: the
+ * controller's fetched count is their sum, as for the service warps). */
+GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, uint64_t lba, uint64_t bytes, int again)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_qp *qp = &F->qp[m];
@@ -88,6 +90,10 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, u
 	/* One fence and the doorbell (gpuos_qp_sq_ring); pairs with the
 	 * controller's SQE fetch. */
 	gpuos_qp_sq_ring(qp, 1);
+	if (again)
+		F->n_retries++;
+	else
+		F->n_cmds++;
 	F->inflight = m + 1u;
 	F->dropped = 0;
 	t0 = gpuos_now_ns();
@@ -178,10 +184,9 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 		int64_t r;
 		if (F->broken)
 			return -EIO;
-		r = dev_cmd(F, m, lba, bytes);
+		r = dev_cmd(F, m, lba, bytes, tries > 0);
 		if (r != -EIO || !F->last_nvme || gpuos_nvme_status_dnr(F->last_nvme) || tries >= d->retries)
 			return r;
-		F->n_retries++;
 	}
 }
 

@@ -147,6 +147,7 @@ GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *
 	gpuos_store_relaxed_sys64(&o->requests, gpuos_load_relaxed_sys64(&o->requests) + 1u);
 	if (st != GPUOS_ST_OK)
 		gpuos_store_relaxed_sys64(&o->errors, gpuos_load_relaxed_sys64(&o->errors) + 1u);
+	gpuos_store_relaxed_sys64(&o->commands, F->n_cmds);
 	gpuos_store_relaxed_sys64(&o->retries, F->n_retries);
 	gpuos_store_relaxed_sys64(&o->duplicates, F->n_dups);
 	gpuos_store_relaxed_sys64(&o->untrusted, F->n_untrusted);
