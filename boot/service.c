@@ -650,11 +650,13 @@ static void stats_line(struct gpuos_service *v, char *out, size_t len)
 	snprintf(out, len,
 		 "{\"requests\": %llu, \"bytes\": %llu, \"errors\": %llu, \"commands\": %llu, \"timeouts\": %llu, "
 		 "\"doorbells\": %llu, \"polls\": %llu, \"zero_copy\": %llu, \"strays\": %llu, "
-		 "\"aborts\": %llu, \"resets\": %llu, \"retries\": %llu, \"state\": %u}\n",
+		 "\"aborts\": %llu, \"resets\": %llu, \"retries\": %llu, \"duplicates\": %llu, \"untrusted\": %llu, "
+		 "\"state\": %u}\n",
 		 (unsigned long long)st.requests, (unsigned long long)st.bytes, (unsigned long long)st.errors,
 		 (unsigned long long)st.commands, (unsigned long long)st.timeouts, (unsigned long long)st.doorbells,
 		 (unsigned long long)st.polls, (unsigned long long)st.zero_copy, (unsigned long long)st.strays,
-		 (unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.retries, st.state);
+		 (unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.retries,
+		 (unsigned long long)st.duplicates, (unsigned long long)st.untrusted, st.state);
 }
 
 static void *app_main(void *p)
