@@ -83,6 +83,21 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_GGML_TYPE_Q2_0    42u
 #define GPUOS_GGML_TYPE_COUNT   43u
 
+/* Element types of safetensors that ggml has no id for. A model's table
+ * (struct gpuos_gguf_tensor.type) holds ggml ids and these; they never come
+ * from a GGUF file (its parser refuses every id that is not ggml's). The
+ * safetensors dtypes with a ggml id take it: F64, F32, F16, BF16, I64, I32,
+ * I16, I8. */
+#define GPUOS_MODEL_TYPE_BOOL    64u
+#define GPUOS_MODEL_TYPE_U8      65u
+#define GPUOS_MODEL_TYPE_U16     66u
+#define GPUOS_MODEL_TYPE_U32     67u
+#define GPUOS_MODEL_TYPE_U64     68u
+#define GPUOS_MODEL_TYPE_F8_E4M3 69u  /* OCP FP8 E4M3 ("fn": no infinities, torch.float8_e4m3fn) */
+#define GPUOS_MODEL_TYPE_F8_E5M2 70u  /* OCP FP8 E5M2 (torch.float8_e5m2) */
+#define GPUOS_MODEL_TYPE_FIRST   64u
+#define GPUOS_MODEL_TYPE_END     71u
+
 /* struct gpuos_gguf_kv.flags */
 #define GPUOS_GGUF_KV_TRUNCATED (1u << 0) /* a string of this value kept shorter than on disk */
 
@@ -95,6 +110,14 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_GGUF_F_INDEXED       (1u << 3) /* mem.index holds a hash index of the names */
 #define GPUOS_GGUF_F_SPLIT         (1u << 4) /* a gguf-split model: the tables of all its shards */
 #define GPUOS_GGUF_F_SHARD         (1u << 5) /* one gguf-split shard alone (GPUOS_GGUF_SHARD) */
+#define GPUOS_GGUF_F_SAFETENSORS   (1u << 6) /* the tables come from safetensors, not GGUF: version 0,
+					    * alignment 8, data_offset 8 + N (the first file's), KVs
+					    * the "__metadata__" strings (the first file's), ne[] the
+					    * shape reversed (ne[0] the last, fastest dimension) */
+#define GPUOS_GGUF_F_ST_INDEX      (1u << 7) /* opened through a model.safetensors.index.json: the
+					    * tables of every shard its weight_map names (with
+					    * GPUOS_GGUF_F_SPLIT; shard k is the k-th file in the order
+					    * the weight_map first names it) */
 
 /* ---- results ------------------------------------------------------------------ */
 
@@ -304,6 +327,37 @@ GPUOS_INLINE GPUOS_HD const char *gpuos_ggml_type_name(uint32_t type)
 
 /* Elements per block and bytes per block of a ggml type; -EINVAL if unknown. */
 GPUOS_HD int gpuos_ggml_type_size(uint32_t type, uint32_t *block, uint32_t *bytes);
+
+/* A model table's type (a ggml id or GPUOS_MODEL_TYPE_*): its name ("Q4_K",
+ * "BF16", "F8_E4M3", "BOOL", ...) or NULL, and its block geometry as
+ * gpuos_ggml_type_size. */
+GPUOS_INLINE GPUOS_HD const char *gpuos_model_type_name(uint32_t type)
+{
+	switch (type) {
+	case GPUOS_MODEL_TYPE_BOOL: return "BOOL";
+	case GPUOS_MODEL_TYPE_U8: return "U8";
+	case GPUOS_MODEL_TYPE_U16: return "U16";
+	case GPUOS_MODEL_TYPE_U32: return "U32";
+	case GPUOS_MODEL_TYPE_U64: return "U64";
+	case GPUOS_MODEL_TYPE_F8_E4M3: return "F8_E4M3";
+	case GPUOS_MODEL_TYPE_F8_E5M2: return "F8_E5M2";
+	default: return gpuos_ggml_type_name(type);
+	}
+}
+GPUOS_INLINE GPUOS_HD int gpuos_model_type_size(uint32_t type, uint32_t *block, uint32_t *bytes)
+{
+	switch (type) {
+	case GPUOS_MODEL_TYPE_BOOL: case GPUOS_MODEL_TYPE_U8:
+	case GPUOS_MODEL_TYPE_F8_E4M3: case GPUOS_MODEL_TYPE_F8_E5M2:
+		*block = 1;
+		*bytes = 1;
+		return 0;
+	case GPUOS_MODEL_TYPE_U16: *block = 1; *bytes = 2; return 0;
+	case GPUOS_MODEL_TYPE_U32: *block = 1; *bytes = 4; return 0;
+	case GPUOS_MODEL_TYPE_U64: *block = 1; *bytes = 8; return 0;
+	default: return gpuos_ggml_type_size(type, block, bytes);
+	}
+}
 
 GPUOS_EXTERN_C_END
 
