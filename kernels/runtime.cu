@@ -7,12 +7,15 @@
 //   gpuos_loop_kernel    the gpu-null loopback controller (loopback.cuh)
 //   gpuos_bench_client   a measuring client (bench/bench_client.cuh)
 //   gpuos_dma_gather     the emulated controller's batched small copies (dma_gather.cuh)
+//   gpuos_dequant_kernel quantised tensors into F32, F16 or BF16 (dequant.cuh)
 #include "../runtime/rt.c"
 #include "../runtime/recover.c"
 #include "../runtime/files_loop.c"
 #include "../runtime/files_io.c"
 #include "../runtime/files_fs.c"
 #include "../runtime/files_model.c"
+#include "../runtime/files_st.c"
+#include "../runtime/safetensors.c"
 #include "../runtime/ext4_super.c"
 #include "../runtime/ext4_map.c"
 #include "../runtime/ext4_dir.c"
@@ -23,6 +26,7 @@
 #include "loopback.cuh"
 #include "../bench/bench_client.cuh"
 #include "dma_gather.cuh"
+#include "dequant.cuh"
 
 // Shared memory per service warp: its state and queue pairs, for the
 // largest configuration (rt.c); static shared memory is at most 48 KiB.

@@ -26,6 +26,7 @@
 #include "gpuos/rt.h"
 #include "gpuos/gguf.h"
 #include "ext4.h"
+#include "safetensors.h"
 
 GPUOS_EXTERN_C_BEGIN
 
@@ -39,7 +40,9 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_RT_MODEL_KV       4096u
 #define GPUOS_RT_MODEL_ARENA    (1u << 20)
 #define GPUOS_RT_MODEL_INDEX    32768u  /* power of two, >= 2 * tensors */
-#define GPUOS_RT_MODEL_SHARDS   GPUOS_GGUF_MAX_SHARDS
+#define GPUOS_RT_MODEL_SHARDS   GPUOS_GGUF_MAX_SHARDS  /* gguf-split shards, or the files an index names */
+#define GPUOS_RT_ST_HEADER      (8u << 20) /* the longest safetensors header read (the format allows 100 MB) */
+#define GPUOS_RT_ST_INDEX       (4u << 20) /* the longest model.safetensors.index.json read */
 #define GPUOS_RT_CACHE_SETS     64u     /* block cache: sets x ways pages of 4 KiB */
 #define GPUOS_RT_CACHE_WAYS     4u
 #define GPUOS_RT_CACHE_PAGE     4096u

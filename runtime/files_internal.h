@@ -97,6 +97,9 @@ struct rt_files {
 	struct gpuos_gguf model[GPUOS_RT_MODELS];
 	struct gpuos_gguf shard;    /* a split model's shard being parsed into the tail of its tables */
 	struct gpuos_gguf_parser gp;
+	struct gpuos_st st;         /* a safetensors file being parsed (files_st.c) */
+	struct gpuos_st_index stix; /* the index being opened */
+	struct gpuos_st_error sterr;
 	struct gpuos_gpt gpt;
 	struct gpuos_gpt_parser gptp;
 	struct gpuos_gpt_part parts[GPT_PARTS];
@@ -124,7 +127,34 @@ GPUOS_INLINE GPUOS_HD uint64_t off_models(void)
 {
 	return off_cache() + (uint64_t)GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS * GPUOS_RT_CACHE_PAGE;
 }
-GPUOS_INLINE GPUOS_HD uint64_t off_ring(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
+/* safetensors' scratch, used while a model opens (files_st.c): a file's
+ * header, an index's JSON, the parser's tables, and a bitmap of the tensors
+ * an index named. */
+GPUOS_INLINE GPUOS_HD uint64_t off_st(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
+GPUOS_INLINE GPUOS_HD uint64_t st_hdr_bytes(void) { return gpuos_align_line(GPUOS_RT_ST_HEADER); }
+GPUOS_INLINE GPUOS_HD uint64_t st_json_bytes(void) { return gpuos_align_line(GPUOS_RT_ST_INDEX); }
+GPUOS_INLINE GPUOS_HD uint64_t st_tab_bytes(void)
+{
+	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_st_tensor));
+}
+GPUOS_INLINE GPUOS_HD uint64_t st_meta_bytes(void)
+{
+	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_st_meta));
+}
+GPUOS_INLINE GPUOS_HD uint64_t st_ent_bytes(void)
+{
+	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_st_index_entry));
+}
+GPUOS_INLINE GPUOS_HD uint64_t st_files_bytes(void)
+{
+	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_SHARDS * sizeof(struct gpuos_st_index_file));
+}
+GPUOS_INLINE GPUOS_HD uint64_t st_seen_bytes(void) { return gpuos_align_line(GPUOS_RT_MODEL_TENSORS / 8u); }
+GPUOS_INLINE GPUOS_HD uint64_t off_ring(void)
+{
+	return off_st() + st_hdr_bytes() + st_json_bytes() + st_tab_bytes() + st_meta_bytes() + st_ent_bytes() +
+	       st_files_bytes() + st_seen_bytes();
+}
 /* The extent pool, last: its size is the boot's (desc->map_extents). */
 GPUOS_INLINE GPUOS_HD uint32_t map_extents(const struct gpuos_rt_desc *d)
 {
@@ -303,12 +333,31 @@ GPUOS_HD void files_op_close(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_parts(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_release(struct rt_files *F, const struct mreq *q);
 
-/* files_model.c */
+/* files_model.c: models, and GGUF's side of them. The helpers are shared
+ * with files_st.c: the tables of model m; "shard K of N (NAME): " into sb;
+ * a refusal with that prefix; open F->path as a model's file (k of n, n 0
+ * for a file alone), -1 after replying; close m's files opened so far; make
+ * slot i m's handle and answer OK. */
+GPUOS_HD void files_model_mem(const struct gpuos_rt_desc *d, uint32_t m, struct gpuos_gguf_mem *mem);
+GPUOS_HD void files_shard_prefix(const struct rt_files *F, struct sbuf *sb, uint64_t k, uint64_t n);
+GPUOS_HD void files_shard_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t k, uint64_t n,
+				 const char *what, const char *detail);
+GPUOS_HD int files_open_model_file(struct rt_files *F, const struct mreq *q, uint64_t k, uint64_t n);
+GPUOS_HD void files_model_close(struct rt_files *F, uint32_t m, uint32_t first);
+GPUOS_HD void files_model_opened(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
 GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_gguf_find(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_gguf_tensor(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_gguf_layer(struct rt_files *F, const struct mreq *q);
+
+/* files_st.c: safetensors. What handle slot i holds, from its first bytes;
+ * open it as model m (a file, or an index and the shards it names): the
+ * model's handle slot, or -1 after replying (slot i closed either way). */
+enum { MODEL_GGUF = 0, MODEL_SAFETENSORS = 1, MODEL_ST_INDEX = 2, MODEL_UNKNOWN = 3, MODEL_IO = 4 };
+GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i);
+GPUOS_HD int files_st_open(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
+GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
 
 GPUOS_EXTERN_C_END
 

@@ -31,7 +31,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_tensor(const struct gpuos_rt_desc *d,
 	return 0;
 }
 
-GPUOS_HD static void gguf_mem(const struct gpuos_rt_desc *d, uint32_t m, struct gpuos_gguf_mem *mem)
+GPUOS_HD void files_model_mem(const struct gpuos_rt_desc *d, uint32_t m, struct gpuos_gguf_mem *mem)
 {
 	uint8_t *p = (uint8_t *)(uintptr_t)(d->files + off_models() + (uint64_t)m * model_bytes());
 	mem->tensors = (struct gpuos_gguf_tensor *)p;
@@ -160,7 +160,7 @@ GPUOS_HD static int split_kvs(const struct gpuos_gguf *g, struct split *s, const
 }
 
 /* "shard K of N (NAME): " into sb, NAME the last component of F->path. */
-GPUOS_HD static void shard_prefix(const struct rt_files *F, struct sbuf *sb, uint64_t k, uint64_t n)
+GPUOS_HD void files_shard_prefix(const struct rt_files *F, struct sbuf *sb, uint64_t k, uint64_t n)
 {
 	const char *name = F->path, *c;
 	for (c = F->path; *c; c++)
@@ -176,14 +176,14 @@ GPUOS_HD static void shard_prefix(const struct rt_files *F, struct sbuf *sb, uin
 }
 
 /* Reply st with "shard K of N (NAME): what[ detail]". */
-GPUOS_NOINLINE GPUOS_HD static void shard_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t k,
+GPUOS_NOINLINE GPUOS_HD void files_shard_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t k,
 						 uint64_t n, const char *what, const char *detail)
 {
 	struct sbuf sb;
 	sb.p = F->reason;
 	sb.n = 0;
 	sb.cap = sizeof(F->reason);
-	shard_prefix(F, &sb, k, n);
+	files_shard_prefix(F, &sb, k, n);
 	sb_str(&sb, what);
 	if (detail) {
 		sb_str(&sb, ": ");
@@ -201,7 +201,7 @@ GPUOS_NOINLINE GPUOS_HD static void shard_parse_refuse(struct rt_files *F, const
 	sb.p = F->reason;
 	sb.n = 0;
 	sb.cap = sizeof(F->reason);
-	shard_prefix(F, &sb, k, n);
+	files_shard_prefix(F, &sb, k, n);
 	if (r == -EIO)
 		sb_str(&sb, "cannot read it");
 	else
@@ -218,7 +218,7 @@ GPUOS_NOINLINE GPUOS_HD static void split_disagree(struct rt_files *F, const str
 	sb.p = F->reason;
 	sb.n = 0;
 	sb.cap = sizeof(F->reason);
-	shard_prefix(F, &sb, k + 1u, n);
+	files_shard_prefix(F, &sb, k + 1u, n);
 	if (why) {
 		sb_str(&sb, why);
 	} else {
@@ -290,9 +290,9 @@ GPUOS_NOINLINE GPUOS_HD static int base_name(struct rt_files *F, const struct mr
 }
 
 /* Look up and open F->path for GGUF_OPEN: a file the client may read, with
- * an extent map. Returns its slot, or -1 after replying (with "shard k of
+ * an extent map (a GGUF, a safetensors file or index, or a shard of one). Returns its slot, or -1 after replying (with "shard k of
  * n (NAME): " before the reason when n). */
-GPUOS_NOINLINE GPUOS_HD static int open_gguf_file(struct rt_files *F, const struct mreq *q, uint64_t k, uint64_t n)
+GPUOS_NOINLINE GPUOS_HD int files_open_model_file(struct rt_files *F, const struct mreq *q, uint64_t k, uint64_t n)
 {
 	int r = files_lookup_path(F, q, 0); /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
 	int slot;
@@ -301,7 +301,7 @@ GPUOS_NOINLINE GPUOS_HD static int open_gguf_file(struct rt_files *F, const stru
 	if (!r && gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ))
 		r = -EACCES;
 	if (r && n) {
-		shard_refuse(F, q, status_of(r), k, n, r == -ENOENT ? "missing" : gpuos_status_name(status_of(r)),
+		files_shard_refuse(F, q, status_of(r), k, n, r == -ENOENT ? "missing" : gpuos_status_name(status_of(r)),
 			     files_lookup_why(F, r));
 		return -1;
 	}
@@ -309,12 +309,12 @@ GPUOS_NOINLINE GPUOS_HD static int open_gguf_file(struct rt_files *F, const stru
 		files_reply_err(F, q, r, 0, files_lookup_why(F, r));
 		return -1;
 	}
-	slot = files_open_inode(F, q, "a GGUF in inline data or a special file");
+	slot = files_open_inode(F, q, "a model in inline data or a special file");
 	return slot;
 }
 
 /* Close the files of model m opened so far: its shards and slot first. */
-GPUOS_HD static void close_files(struct rt_files *F, uint32_t m, uint32_t first)
+GPUOS_HD void files_model_close(struct rt_files *F, uint32_t m, uint32_t first)
 {
 	struct rt_model_files *mf = &F->mfiles[m];
 	uint32_t k;
@@ -345,40 +345,40 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 	int pl = gpuos_gguf_split_parse(F->path, len, &k, &n), r, slot;
 
 	if (pl < 0) {
-		close_files(F, m, first);
-		shard_refuse(F, q, GPUOS_ST_NOENT, s->no + 1u, s->count,
+		files_model_close(F, m, first);
+		files_shard_refuse(F, q, GPUOS_ST_NOENT, s->no + 1u, s->count,
 			     "not named PREFIX-0000K-of-0000N.gguf as gguf-split names shard K of N, so the others "
 			     "cannot be found (GPUOS_GGUF_SHARD opens it alone)", 0);
 		return -1;
 	}
 	if (k != s->no + 1u || n != s->count) {
-		close_files(F, m, first);
+		files_model_close(F, m, first);
 		split_disagree(F, q, 0, s, k - 1u, n, s->tensors);
 		return -1;
 	}
 	if (n > GPUOS_RT_MODEL_SHARDS) {
-		close_files(F, m, first);
-		shard_refuse(F, q, GPUOS_ST_UNSUPPORTED, k, n, "a model split into more shards than the runtime opens (32)", 0);
+		files_model_close(F, m, first);
+		files_shard_refuse(F, q, GPUOS_ST_UNSUPPORTED, k, n, "a model split into more shards than the runtime opens (32)", 0);
 		return -1;
 	}
 	gpuos_buf_copy(F->prefix, F->path, (uint64_t)pl);
 	F->prefix[pl] = 0;
 	if (k != 1u) {
 		/* Start again from the first shard: it holds the KVs. */
-		close_files(F, m, first);
+		files_model_close(F, m, first);
 		gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, 1, n);
-		if ((slot = open_gguf_file(F, q, 1, n)) < 0)
+		if ((slot = files_open_model_file(F, q, 1, n)) < 0)
 			return -1;
 		first = (uint32_t)slot;
-		gguf_mem(F->d, m, &g->mem);
+		files_model_mem(F->d, m, &g->mem);
 		r = parse_file(F, first, g);
 		if (r) {
-			close_files(F, m, first);
+			files_model_close(F, m, first);
 			shard_parse_refuse(F, q, r, 1, n);
 			return -1;
 		}
 		if (split_kvs(g, &t, &why) <= 0 || t.no != 0 || t.count != n) {
-			close_files(F, m, first);
+			files_model_close(F, m, first);
 			split_disagree(F, q, why, &t, 0, n, t.tensors);
 			return -1;
 		}
@@ -393,8 +393,8 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 		struct gpuos_gguf_mem tail = g->mem;
 		uint64_t arena = (g->arena_used + 7u) & ~7ull;
 		gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, k + 1u, n);
-		if ((slot = open_gguf_file(F, q, k + 1u, n)) < 0) {
-			close_files(F, m, first);
+		if ((slot = files_open_model_file(F, q, k + 1u, n)) < 0) {
+			files_model_close(F, m, first);
 			return -1;
 		}
 		F->h[slot].kind = H_SHARD;
@@ -413,14 +413,14 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 		sg->mem = tail;
 		r = parse_file(F, (uint32_t)slot, sg);
 		if (r) {
-			close_files(F, m, first);
+			files_model_close(F, m, first);
 			shard_parse_refuse(F, q, r, k + 1u, n);
 			return -1;
 		}
 		why = 0;
 		t.no = t.count = t.tensors = 0;
 		if (split_kvs(sg, &t, &why) <= 0 || t.no != k || t.count != n || t.tensors != total) {
-			close_files(F, m, first);
+			files_model_close(F, m, first);
 			split_disagree(F, q, why, &t, k, n, total);
 			return -1;
 		}
@@ -433,8 +433,8 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 			g->flags &= ~GPUOS_GGUF_F_PACKED;
 	}
 	if (g->n_tensors != total) {
-		close_files(F, m, first);
-		shard_refuse(F, q, GPUOS_ST_CORRUPT, n, n, "corrupt split GGUF: the shards hold another number of tensors "
+		files_model_close(F, m, first);
+		files_shard_refuse(F, q, GPUOS_ST_CORRUPT, n, n, "corrupt split GGUF: the shards hold another number of tensors "
 							 "than split.tensors.count says", 0);
 		return -1;
 	}
@@ -449,7 +449,7 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 			sb_str(&sb, g->mem.tensors[dup].name);
 			sb_str(&sb, "' is in two shards");
 		}
-		close_files(F, m, first);
+		files_model_close(F, m, first);
 		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
 		return -1;
 	}
@@ -513,12 +513,35 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 		/* A split model's base name, when no file has that name. */
 		if (!(q->flags & GPUOS_GGUF_SHARD) && files_lookup_path(F, q, 0) == -ENOENT)
 			base_name(F, q);
-		if ((slot = open_gguf_file(F, q, 0, 0)) < 0)
+		if ((slot = files_open_model_file(F, q, 0, 0)) < 0)
 			return;
 		i = (uint32_t)slot;
+		/* The format is what the file holds, whatever its name. */
+		switch (files_model_format(F, i)) {
+		case MODEL_SAFETENSORS:
+			if ((slot = files_st_open(F, q, m, i)) >= 0)
+				files_model_opened(F, q, m, (uint32_t)slot);
+			return;
+		case MODEL_ST_INDEX:
+			if ((slot = files_st_open_index(F, q, m, i)) >= 0)
+				files_model_opened(F, q, m, (uint32_t)slot);
+			return;
+		case MODEL_UNKNOWN:
+			F->h[i].kind = H_FREE;
+			files_reply(F, q, GPUOS_ST_UNSUPPORTED, 0, 0,
+				    "not a model gpuos reads: no GGUF magic, no safetensors header (a length, "
+				    "then '{'), and not a JSON object (a safetensors index)");
+			return;
+		case MODEL_IO:
+			F->h[i].kind = H_FREE;
+			files_reply_err(F, q, -EIO, "cannot read the model", 0);
+			return;
+		default: /* GGUF: its parser says what is wrong with it */
+			break;
+		}
 	}
 	g = &F->model[m];
-	gguf_mem(d, m, &g->mem);
+	files_model_mem(d, m, &g->mem);
 	r = parse_file(F, i, g);
 	if (r) {
 		struct sbuf sb;
@@ -559,11 +582,17 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 			return;
 		i = (uint32_t)slot;
 	}
-	hd = &F->h[i];
+	files_model_opened(F, q, m, i);
+}
+
+/* Handle slot i holds model m, parsed: make it the model's handle and answer. */
+GPUOS_HD void files_model_opened(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
+{
+	struct rt_handle *hd = &F->h[i];
 	hd->kind = H_MODEL;
 	hd->model = (int32_t)m;
 	F->model_owner[m] = (int32_t)i + 1;
-	files_reply(F, q, GPUOS_ST_OK, handle_number(hd, i), g->n_tensors, 0);
+	files_reply(F, q, GPUOS_ST_OK, handle_number(hd, i), F->model[m].n_tensors, 0);
 }
 
 GPUOS_NOINLINE GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct mreq *q)

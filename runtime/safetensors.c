@@ -420,6 +420,7 @@ struct st_ctx {
 	const uint8_t *s;
 	uint32_t n;
 	uint32_t pos;
+	uint32_t base;           /* file offset of s[0]: 8 in a header, 0 in an index */
 	int nospace;
 	uint32_t meta_seen;
 	struct gpuos_st *st;
@@ -439,7 +440,7 @@ static GPUOS_HD int st_fail(struct st_ctx *c, int rc, const char *why)
 {
 	if (!c->err->why) {
 		c->err->why = why;
-		c->err->off = 8u + (uint64_t)c->pos;
+		c->err->off = (uint64_t)c->base + c->pos;
 	}
 	return rc;
 }
@@ -1078,6 +1079,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_st_parse(struct gpuos_st *st, const uint8_t *h
 	c.s = hdr;
 	c.n = (uint32_t)n;
 	c.pos = 0;
+	c.base = 8;
 	c.nospace = 0;
 	c.meta_seen = 0;
 	c.st = st;
@@ -1129,6 +1131,292 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_st_parse(struct gpuos_st *st, const uint8_t *h
 	if ((rc = st_check(&c)))
 		return rc;
 	return 0;
+}
+
+/* ---- model.safetensors.index.json ------------------------------------------------ */
+
+/* Skip one JSON value of any type, validating it (RFC 8259). Nesting is kept
+ * in a bit stack (1: an object), so there is no recursion; deeper than
+ * GPUOS_ST_INDEX_DEPTH is refused. */
+static GPUOS_HD int st_skip_value(struct st_ctx *c)
+{
+	uint64_t stack = 0;
+	uint32_t depth = 0;
+	struct st_str str;
+	int rc, ch;
+
+	for (;;) {
+		/* a value */
+		ch = st_peek(c);
+		if (ch == '{' || ch == '[') {
+			if (depth == GPUOS_ST_INDEX_DEPTH)
+				return st_fail(c, -EINVAL, "nests arrays or objects deeper than 32 levels");
+			c->pos++;
+			stack = (stack << 1) | (ch == '{' ? 1u : 0u);
+			depth++;
+			ch = st_peek(c);
+			if (ch == (stack & 1u ? '}' : ']')) {
+				c->pos++;
+				stack >>= 1;
+				depth--;
+				goto after;
+			}
+			if (stack & 1u) {
+				if ((rc = st_string(c, &str, UINT32_MAX, "", NULL, 0, "expected a string key in an object")))
+					return rc;
+				if ((rc = st_expect(c, ':', "expected ':' after a key")))
+					return rc;
+			}
+			continue;
+		}
+		if (ch == '"') {
+			if ((rc = st_string(c, &str, UINT32_MAX, "", NULL, 0, "expected a value")))
+				return rc;
+		} else if (ch == 't' || ch == 'f' || ch == 'n') {
+			const char *lit = ch == 't' ? "true" : ch == 'f' ? "false" : "null";
+			uint32_t l = (uint32_t)gpuos_str_len(lit);
+			if (c->n - c->pos < l || gpuos_mem_cmp(c->s + c->pos, lit, l))
+				return st_syntax(c, "expected a value");
+			c->pos += l;
+		} else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+			/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+			uint32_t d;
+			if (ch == '-')
+				c->pos++;
+			if (c->pos >= c->n || c->s[c->pos] < '0' || c->s[c->pos] > '9')
+				return st_syntax(c, "has a malformed number");
+			if (c->s[c->pos] == '0' && c->pos + 1 < c->n && c->s[c->pos + 1] >= '0' && c->s[c->pos + 1] <= '9')
+				return st_fail(c, -EINVAL, "has a number with a leading zero (not JSON)");
+			while (c->pos < c->n && c->s[c->pos] >= '0' && c->s[c->pos] <= '9')
+				c->pos++;
+			if (c->pos < c->n && c->s[c->pos] == '.') {
+				c->pos++;
+				for (d = 0; c->pos < c->n && c->s[c->pos] >= '0' && c->s[c->pos] <= '9'; d++)
+					c->pos++;
+				if (!d)
+					return st_syntax(c, "has a malformed number");
+			}
+			if (c->pos < c->n && (c->s[c->pos] == 'e' || c->s[c->pos] == 'E')) {
+				c->pos++;
+				if (c->pos < c->n && (c->s[c->pos] == '+' || c->s[c->pos] == '-'))
+					c->pos++;
+				for (d = 0; c->pos < c->n && c->s[c->pos] >= '0' && c->s[c->pos] <= '9'; d++)
+					c->pos++;
+				if (!d)
+					return st_syntax(c, "has a malformed number");
+			}
+		} else {
+			return st_syntax(c, "expected a value");
+		}
+after:
+		/* after a value: close what ends here, or go on to the next */
+		for (;;) {
+			if (!depth)
+				return 0;
+			ch = st_peek(c);
+			if (ch == ',') {
+				c->pos++;
+				if (stack & 1u) {
+					if ((rc = st_string(c, &str, UINT32_MAX, "", NULL, 0,
+							    "expected a string key in an object")))
+						return rc;
+					if ((rc = st_expect(c, ':', "expected ':' after a key")))
+						return rc;
+				}
+				break;
+			}
+			if (ch == (stack & 1u ? '}' : ']')) {
+				c->pos++;
+				stack >>= 1;
+				depth--;
+				continue;
+			}
+			return st_syntax(c, stack & 1u ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
+		}
+	}
+}
+
+/* Whether a file name (decoded, len bytes) names a file beside the index:
+ * not empty, no '/', not "." or "..". */
+static GPUOS_HD int st_plain_file(const struct st_ctx *c, const struct st_str *f)
+{
+	struct st_dec d;
+	uint32_t i = 0;
+	int b, dots = 1;
+
+	if (!f->len || f->len > GPUOS_ST_INDEX_FILE_MAX)
+		return 0;
+	st_dec_init(&d, c->s, f->off, f->raw);
+	while ((b = st_dec_byte(&d)) >= 0) {
+		if (b == '/')
+			return 0;
+		if (b != '.')
+			dots = 0;
+		i++;
+	}
+	return !(dots && i <= 2);
+}
+
+static GPUOS_HD int st_weight_map(struct st_ctx *c, struct gpuos_st_index *ix)
+{
+	struct st_str k, v;
+	uint32_t j;
+	int rc, ch;
+
+	if ((rc = st_expect(c, '{', "expected an object for weight_map")))
+		return rc;
+	if (st_peek(c) == '}') {
+		c->pos++;
+		return 0;
+	}
+	for (;;) {
+		if ((rc = st_string(c, &k, GPUOS_ST_NAME_MAX, "has a tensor name longer than 1024 bytes", c->err->name,
+				    GPUOS_ST_ERR_NAME, "expected a string key (a tensor name) in weight_map")))
+			return rc;
+		if ((rc = st_expect(c, ':', "expected ':' after a key")))
+			return rc;
+		if ((rc = st_string(c, &v, GPUOS_ST_INDEX_FILE_MAX, "has a file name longer than 255 bytes",
+				    c->err->token, GPUOS_ST_ERR_TOKEN, "has a weight_map value that is not a string")))
+			return rc;
+		if (!st_plain_file(c, &v))
+			return st_fail(c, -EINVAL, "has a file name that is not a plain name beside the index "
+						   "(empty, \".\", \"..\" or with a '/')");
+		/* its file: one seen before, or the next */
+		for (j = 0; j < ix->n_files && j < ix->file_cap; j++) {
+			const struct gpuos_st_index_file *f = &ix->files[j];
+			if (f->hash == v.hash && f->len == v.len &&
+			    !st_span_cmp(c->s, f->off, f->raw, f->esc, v.off, v.raw, v.esc))
+				break;
+		}
+		if (j == ix->n_files) {
+			if (j < ix->file_cap) {
+				ix->files[j].off = v.off;
+				ix->files[j].raw = v.raw;
+				ix->files[j].len = v.len;
+				ix->files[j].hash = v.hash;
+				ix->files[j].esc = (uint32_t)v.esc;
+			} else {
+				c->nospace = 1;
+			}
+			ix->n_files++;
+		}
+		if (ix->n_entries < ix->entry_cap) {
+			struct gpuos_st_index_entry *e = &ix->entries[ix->n_entries];
+			e->name_off = k.off;
+			e->name_raw = k.raw;
+			e->name_len = k.len;
+			e->name_hash = k.hash;
+			e->file = j;
+			e->flags = k.esc ? GPUOS_ST_T_ESCAPED : 0u;
+		} else {
+			c->nospace = 1;
+		}
+		ix->n_entries++;
+		c->err->name[0] = 0;
+		c->err->token[0] = 0;
+		ch = st_peek(c);
+		if (ch == ',') {
+			c->pos++;
+			continue;
+		}
+		if (ch == '}') {
+			c->pos++;
+			return 0;
+		}
+		return st_syntax(c, "expected ',' or '}' in weight_map");
+	}
+}
+
+GPUOS_NOINLINE GPUOS_HD int gpuos_st_index_parse(struct gpuos_st_index *ix, const uint8_t *json, uint64_t n,
+						 struct gpuos_st_error *err)
+{
+	struct st_ctx c;
+	struct st_str key;
+	int rc, ch, seen_map = 0;
+
+	st_err_reset(err);
+	ix->json = json;
+	ix->len = n;
+	ix->n_entries = 0;
+	ix->n_files = 0;
+	if (n > GPUOS_ST_HEADER_MAX) {
+		err->why = "is over 100,000,000 bytes";
+		err->bad = n;
+		return -E2BIG;
+	}
+	c.s = json;
+	c.n = (uint32_t)n;
+	c.pos = 0;
+	c.base = 0;
+	c.nospace = 0;
+	c.meta_seen = 0;
+	c.st = NULL;
+	c.err = err;
+	if ((rc = st_expect(&c, '{', "does not start with a JSON object")))
+		return rc;
+	if (st_peek(&c) == '}') {
+		c.pos++;
+	} else {
+		for (;;) {
+			if ((rc = st_string(&c, &key, GPUOS_ST_NAME_MAX, "has a key longer than 1024 bytes", err->token,
+					    GPUOS_ST_ERR_TOKEN, "expected a string key")))
+				return rc;
+			if ((rc = st_expect(&c, ':', "expected ':' after a key")))
+				return rc;
+			if (key.len == 10 && st_is(&c, &key, "weight_map")) {
+				if (seen_map)
+					return st_fail(&c, -EINVAL, "has a second weight_map");
+				seen_map = 1;
+				err->token[0] = 0;
+				rc = st_weight_map(&c, ix);
+			} else {
+				/* "metadata" ({"total_size": ...}) and anything newer writers add */
+				err->token[0] = 0;
+				rc = st_skip_value(&c);
+			}
+			if (rc)
+				return rc;
+			ch = st_peek(&c);
+			if (ch == ',') {
+				c.pos++;
+				continue;
+			}
+			if (ch == '}') {
+				c.pos++;
+				break;
+			}
+			return st_syntax(&c, "expected ',' or '}' after an entry");
+		}
+	}
+	if (st_peek(&c) != -1)
+		return st_fail(&c, -EINVAL, "has bytes after the JSON object");
+	if (!seen_map) {
+		c.pos = 0;
+		return st_fail(&c, -EINVAL, "has no weight_map (not a safetensors index)");
+	}
+	if (!ix->n_entries) {
+		c.pos = 0;
+		return st_fail(&c, -EINVAL, "has an empty weight_map");
+	}
+	if (c.nospace) {
+		c.pos = 0;
+		return st_fail(&c, -ENOSPC, "caller's tables are too small");
+	}
+	return 0;
+}
+
+GPUOS_HD int gpuos_st_index_file_name(const struct gpuos_st_index *ix, uint32_t k, char *dst, uint32_t cap)
+{
+	if (k >= ix->n_files || k >= ix->file_cap)
+		return -EINVAL;
+	return gpuos_st_str_decode(ix->json, ix->files[k].off, ix->files[k].raw, dst, cap);
+}
+
+GPUOS_HD int gpuos_st_index_entry_name(const struct gpuos_st_index *ix, uint32_t e, char *dst, uint32_t cap)
+{
+	if (e >= ix->n_entries || e >= ix->entry_cap)
+		return -EINVAL;
+	return gpuos_st_str_decode(ix->json, ix->entries[e].name_off, ix->entries[e].name_raw, dst, cap);
 }
 
 /* ---- lookups ------------------------------------------------------------------------- */

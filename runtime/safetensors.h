@@ -78,6 +78,8 @@ GPUOS_EXTERN_C_BEGIN
 #define GPUOS_ST_MAX_LAYER    (1u << 20)   /* a layer number above this is no layer */
 #define GPUOS_ST_ERR_NAME     128u         /* struct gpuos_st_error.name, NUL included */
 #define GPUOS_ST_ERR_TOKEN    32u          /* struct gpuos_st_error.token, NUL included */
+#define GPUOS_ST_INDEX_DEPTH  32u          /* nesting of the values an index skips */
+#define GPUOS_ST_INDEX_FILE_MAX 255u       /* decoded bytes of a shard's file name (NAME_MAX) */
 
 /* dtypes (0 is none). Element sizes: gpuos_st_dtype_size. */
 #define GPUOS_ST_DTYPE_BOOL     1u
@@ -191,6 +193,53 @@ struct gpuos_st_error {
 	char token[GPUOS_ST_ERR_TOKEN];      /* the offending token (a dtype, a key), decoded and cut, or "" */
 };
 
+/*
+ * A sharded checkpoint's index, model.safetensors.index.json as transformers'
+ * save_pretrained and huggingface_hub write it:
+ *
+ *   { "metadata": { "total_size": 16060522496 },
+ *     "weight_map": { "TENSOR": "model-00001-of-00004.safetensors", ... } }
+ *
+ * weight_map is required, once, an object of string values; its keys are
+ * tensor names (their uniqueness, and that each names a tensor of its file,
+ * are for the caller to check against the files' headers), its values plain
+ * file names beside the index (no '/', not "." or ".."). Every other
+ * top-level entry ("metadata" and whatever newer writers add) is validated as
+ * JSON and skipped. Strings follow the header's rules (UTF-8, escapes, no
+ * NUL). files[] lists the distinct file names in the order weight_map first
+ * names them; entries[] are in weight_map order. Spans point into json.
+ */
+struct gpuos_st_index_entry {
+	uint32_t name_off;                   /* 0x00 the tensor name's raw span */
+	uint32_t name_raw;                   /* 0x04 */
+	uint32_t name_len;                   /* 0x08 decoded bytes */
+	uint32_t name_hash;                  /* 0x0c FNV-1a of the decoded name */
+	uint32_t file;                       /* 0x10 index into files[] */
+	uint32_t flags;                      /* 0x14 GPUOS_ST_T_ESCAPED */
+};
+static_assert(sizeof(struct gpuos_st_index_entry) == 24, "gpuos_st_index_entry size");
+
+struct gpuos_st_index_file {
+	uint32_t off;                        /* 0x00 the file name's raw span */
+	uint32_t raw;                        /* 0x04 */
+	uint32_t len;                        /* 0x08 decoded bytes */
+	uint32_t hash;                       /* 0x0c FNV-1a of the decoded name */
+	uint32_t esc;                        /* 0x10 the raw span holds escapes */
+};
+
+struct gpuos_st_index {
+	/* set by the caller */
+	struct gpuos_st_index_entry *entries;
+	struct gpuos_st_index_file *files;
+	uint32_t entry_cap;
+	uint32_t file_cap;
+	/* results */
+	const uint8_t *json;
+	uint64_t len;
+	uint32_t n_entries;                  /* weight_map entries */
+	uint32_t n_files;                    /* distinct files they name */
+};
+
 /* ---- API ----------------------------------------------------------------------- */
 
 /*
@@ -269,6 +318,22 @@ GPUOS_HD int gpuos_st_layer_next(const struct gpuos_st *st, uint32_t n, int afte
  * whole layer (it may include other tensors' bytes when the writer
  * interleaved layers). Returns 0 or -ENOENT. */
 GPUOS_HD int gpuos_st_layer_span(const struct gpuos_st *st, uint32_t n, uint64_t *off, uint64_t *end);
+
+/*
+ * Parse an index json[0, n) (the whole file; see struct gpuos_st_index).
+ * Context: one lane or one host thread. err->off is an offset in the file.
+ * Returns 0, or -EINVAL (bad JSON, no or empty weight_map, a value that is
+ * not a plain file name), -E2BIG (n over GPUOS_ST_HEADER_MAX),
+ * -ENAMETOOLONG, or -ENOSPC (a table too small: n_entries and n_files say
+ * what is needed).
+ */
+GPUOS_HD int gpuos_st_index_parse(struct gpuos_st_index *ix, const uint8_t *json, uint64_t n,
+				  struct gpuos_st_error *err);
+
+/* File k's or entry e's decoded name into dst; as gpuos_st_str_decode, or
+ * -EINVAL for an index out of range. */
+GPUOS_HD int gpuos_st_index_file_name(const struct gpuos_st_index *ix, uint32_t k, char *dst, uint32_t cap);
+GPUOS_HD int gpuos_st_index_entry_name(const struct gpuos_st_index *ix, uint32_t e, char *dst, uint32_t cap);
 
 /* "F16" for GPUOS_ST_DTYPE_F16, ...; NULL for an unknown id. */
 GPUOS_HD const char *gpuos_st_dtype_name(uint32_t dtype);

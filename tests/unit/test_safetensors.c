@@ -1092,3 +1092,164 @@ Test(st_layers, escaped_names)
 	parsed_free(&p);
 	free(b.buf);
 }
+
+/* ---- model.safetensors.index.json ---------------------------------------------------------- */
+
+struct ixp {
+	struct gpuos_st_index ix;
+	struct gpuos_st_index_entry ent[64];
+	struct gpuos_st_index_file files[8];
+	struct gpuos_st_error err;
+};
+
+static int ix_parse(struct ixp *p, const char *json, size_t n)
+{
+	memset(p, 0, sizeof(*p));
+	p->ix.entries = p->ent;
+	p->ix.entry_cap = 64;
+	p->ix.files = p->files;
+	p->ix.file_cap = 8;
+	return gpuos_st_index_parse(&p->ix, (const uint8_t *)json, n, &p->err);
+}
+
+/* The writer's index: every weight_map entry, its file in first-named order. */
+Test(st_index, writer_checkpoint, .init = mktmp, .fini = rmtmp)
+{
+	char dir[128], path[512], cmd[512], name[600], fname[300];
+	struct ixp p;
+	struct blob b;
+	uint32_t e, k;
+
+	snprintf(dir, sizeof(dir), "%s/ckpt", tmpdir);
+	snprintf(cmd, sizeof(cmd), "python3 " WRITER " --checkpoint '%s'", dir);
+	cr_assert(system(cmd) == 0, "%s", cmd);
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	b = read_file(path);
+	cr_assert_eq(ix_parse(&p, (const char *)b.buf, b.size), 0, "%s", p.err.why);
+	cr_assert_eq(p.ix.n_files, 3);
+	cr_assert(p.ix.n_entries > 3);
+	for (k = 0; k < 3; k++) {
+		unsigned a = 0, of = 0;
+		cr_assert(gpuos_st_index_file_name(&p.ix, k, fname, sizeof(fname)) > 0);
+		cr_assert(sscanf(fname, "model-%u-of-%u.safetensors", &a, &of) == 2 && a >= 1 && a <= 3 && of == 3,
+			  "%s", fname);
+	}
+	for (e = 0; e < p.ix.n_entries; e++) {
+		struct parsed sp;
+		struct blob sb;
+		cr_assert(gpuos_st_index_entry_name(&p.ix, e, name, sizeof(name)) > 0);
+		cr_assert(gpuos_st_index_file_name(&p.ix, p.ent[e].file, fname, sizeof(fname)) > 0);
+		snprintf(path, sizeof(path), "%s/%s", dir, fname);
+		sb = read_file(path);
+		cr_assert_eq(parse_blob(&sb, &sp, 64, 4), 0);
+		cr_assert(gpuos_st_find(&sp.st, name) >= 0, "%s not in %s", name, fname);
+		parsed_free(&sp);
+		free(sb.buf);
+	}
+	free(b.buf);
+}
+
+Test(st_index, skips_metadata_and_unknown_keys)
+{
+	static const char j[] =
+		" {\"metadata\": {\"total_size\": 1.5e3, \"x\": [1, -2, 0.25, true, false, null, {\"a\": [[], {}]}, \"s\\u00e9\"]},"
+		"\"weight_map\": {\"b\": \"two.safetensors\", \"a\": \"one.safetensors\", \"c\": \"two.safetensors\","
+		"\"d\\u002e\": \"one.safetensors\"}, \"later\": {\"k\": -0}}\n";
+	struct ixp p;
+	char s[64];
+
+	cr_assert_eq(ix_parse(&p, j, sizeof(j) - 1), 0, "%s at %llu", p.err.why, (unsigned long long)p.err.off);
+	cr_assert_eq(p.ix.n_files, 2);
+	cr_assert_eq(p.ix.n_entries, 4);
+	gpuos_st_index_file_name(&p.ix, 0, s, sizeof(s));
+	cr_assert_str_eq(s, "two.safetensors");
+	gpuos_st_index_file_name(&p.ix, 1, s, sizeof(s));
+	cr_assert_str_eq(s, "one.safetensors");
+	cr_assert_eq(p.ent[0].file, 0);
+	cr_assert_eq(p.ent[1].file, 1);
+	cr_assert_eq(p.ent[2].file, 0);
+	cr_assert_eq(p.ent[3].file, 1);
+	gpuos_st_index_entry_name(&p.ix, 3, s, sizeof(s));
+	cr_assert_str_eq(s, "d.");
+}
+
+Test(st_index, refusals)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		const char *why;
+	} c[] = {
+		{"", -EINVAL, "cut short"},
+		{"[]", -EINVAL, "does not start with a JSON object"},
+		{"{}", -EINVAL, "has no weight_map"},
+		{"{\"metadata\": {}}", -EINVAL, "has no weight_map"},
+		{"{\"weight_map\": {}}", -EINVAL, "empty weight_map"},
+		{"{\"weight_map\": {\"a\": \"x\"}, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "second weight_map"},
+		{"{\"weight_map\": {\"a\": \"../x\"}}", -EINVAL, "plain name"},
+		{"{\"weight_map\": {\"a\": \"/etc/x\"}}", -EINVAL, "plain name"},
+		{"{\"weight_map\": {\"a\": \"..\"}}", -EINVAL, "plain name"},
+		{"{\"weight_map\": {\"a\": \".\"}}", -EINVAL, "plain name"},
+		{"{\"weight_map\": {\"a\": \"\"}}", -EINVAL, "plain name"},
+		{"{\"weight_map\": {\"a\": \"d\\/x\"}}", -EINVAL, "plain name"},
+		{"{\"weight_map\": {\"a\": 3}}", -EINVAL, "not a string"},
+		{"{\"weight_map\": {\"a\": \"x\",}}", -EINVAL, "expected a string key"},
+		{"{\"weight_map\": {\"a\": \"x\"}} x", -EINVAL, "bytes after"},
+		{"{\"weight_map\": {\"a\": \"x\\u0000\"}}", -EINVAL, "NUL"},
+		{"{\"metadata\": 01, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "leading zero"},
+		{"{\"metadata\": 1., \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "malformed number"},
+		{"{\"metadata\": 1e, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "malformed number"},
+		{"{\"metadata\": -, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "malformed number"},
+		{"{\"metadata\": tru, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "expected a value"},
+		{"{\"metadata\": [1 2], \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "expected ',' or ']'"},
+		{"{\"metadata\": {\"a\" 1}, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "expected ':'"},
+		{"{\"metadata\": {1: 1}, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "string key"},
+		{"{\"metadata\": [}, \"weight_map\": {\"a\": \"x\"}}", -EINVAL, "expected a value"},
+		{"{\"metadata\": {\"a\": 1]", -EINVAL, "expected ',' or '}'"},
+		{"{\"weight_map\": {\"a\": \"x\"}", -EINVAL, "cut short"},
+	};
+	struct ixp p;
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int rc = ix_parse(&p, c[i].json, strlen(c[i].json));
+		cr_assert_eq(rc, c[i].rc, "case %zu (%s): rc %d, why %s", i, c[i].json, rc, p.err.why ? p.err.why : "-");
+		cr_assert(p.err.why && strstr(p.err.why, c[i].why), "case %zu (%s): why '%s', want '%s'", i, c[i].json,
+			  p.err.why ? p.err.why : "(none)", c[i].why);
+	}
+}
+
+Test(st_index, nesting_and_tables)
+{
+	char j[4096];
+	struct ixp p;
+	size_t n = 0;
+	int d;
+
+	/* 32 levels are skipped; 33 are refused, not recursed into */
+	n += (size_t)sprintf(j + n, "{\"metadata\": ");
+	for (d = 0; d < 32; d++)
+		n += (size_t)sprintf(j + n, "[");
+	for (d = 0; d < 32; d++)
+		n += (size_t)sprintf(j + n, "]");
+	n += (size_t)sprintf(j + n, ", \"weight_map\": {\"a\": \"x\"}}");
+	cr_assert_eq(ix_parse(&p, j, n), 0, "%s", p.err.why);
+	n = 0;
+	n += (size_t)sprintf(j + n, "{\"metadata\": ");
+	for (d = 0; d < 33; d++)
+		n += (size_t)sprintf(j + n, "{\"k\":");
+	n += (size_t)sprintf(j + n, "1");
+	for (d = 0; d < 33; d++)
+		n += (size_t)sprintf(j + n, "}");
+	n += (size_t)sprintf(j + n, ", \"weight_map\": {\"a\": \"x\"}}");
+	cr_assert_eq(ix_parse(&p, j, n), -EINVAL);
+	cr_assert(strstr(p.err.why, "deeper than 32"));
+	/* 9 files into a table of 8: -ENOSPC with the count a retry needs */
+	n = (size_t)sprintf(j, "{\"weight_map\": {");
+	for (d = 0; d < 9; d++)
+		n += (size_t)sprintf(j + n, "%s\"t%d\": \"f%d\"", d ? ", " : "", d, d);
+	n += (size_t)sprintf(j + n, "}}");
+	cr_assert_eq(ix_parse(&p, j, n), -ENOSPC);
+	cr_assert_eq(p.ix.n_files, 9);
+	cr_assert_eq(p.ix.n_entries, 9);
+}
