@@ -148,8 +148,16 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	@$(if $(Q),echo "  CCLD    $@")
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
-test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok
+test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
 	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
+	@echo "== gpuos_dequant against tests/tools/quant_ref.py's model of ggml's types"
+	$(Q)python3 tests/tools/quant_ref.py --dequant $(BUILD)/tests/tools/dequant_check
+
+# gpuos_dequant on the host, for quant_ref.py --dequant.
+$(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
 test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/run.sh $(BUILD)
@@ -160,13 +168,16 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/files.sh $(BUILD)
 	$(Q)bash tests/emu/extents.sh $(BUILD)
 	$(Q)bash tests/emu/split.sh $(BUILD)
+	$(Q)bash tests/emu/model.sh $(BUILD)
 	$(Q)bash tests/emu/cli_hostile.sh $(BUILD)
 	$(Q)bash tests/emu/service.sh $(BUILD)
+	$(Q)bash tests/emu/status.sh $(BUILD)
 	$(Q)bash tests/emu/group.sh $(BUILD)
 	$(Q)bash tests/emu/root.sh $(BUILD)
 	$(Q)bash tests/emu/install.sh $(BUILD)
 	$(Q)bash tests/emu/embed.sh $(BUILD)
 	$(Q)bash tests/emu/python.sh $(BUILD)
+	$(Q)bash tests/emu/python.sh $(BUILD) test_models.py
 	$(Q)bash tests/emu/llama_quant.sh $(BUILD)
 	$(Q)bash tests/emu/llama_tok.sh $(BUILD)
 	$(Q)bash tests/emu/llama.sh $(BUILD)
@@ -255,7 +266,8 @@ $(BUILD)/lib/deps/ok: $(filter %.a,$(LDLIBS_HOST))
 	@mkdir -p $(dir $@)
 	$(Q)cp $^ $(dir $@) && for l in liburing.so.2 libelf.so.1; do \
 		p=$$($(CC) -print-file-name=$$l); if [ -f "$$p" ]; then cp -L "$$p" $(dir $@); fi; done && touch $@
-gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/test_group $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok \
+gpu-build: all lib $(GPU_DIR)/test_runtime $(GPU_DIR)/test_files $(GPU_DIR)/test_group $(GPU_DIR)/test_dequant \
+	   $(GPU_DIR)/lazy_boot $(BUILD)/files-img/ok \
 	   $(BUILD)/lib/deps/ok
 	$(Q)bash tests/emu/embed.sh $(BUILD) > $(BUILD)/embed.log 2>&1 || { cat $(BUILD)/embed.log; exit 1; }
 	$(Q)bash tests/gpu/llama_refs.sh $(BUILD)
@@ -310,7 +322,9 @@ demo: deps
 # gpuos.1 and one gpuos-CMD.1 per command (man/gen-man.sh), and
 # scripts/gen-completion.py the bash completion. `make install` puts the
 # binaries (gpuos-static too when it is built), the pages and the completion
-# under $(DESTDIR)$(PREFIX).
+# under $(DESTDIR)$(PREFIX), the systemd unit gpuos.service (its paths filled
+# in) where systemd finds units of that prefix, and a sample
+# $(SYSCONFDIR)/gpuos/gpuos.conf unless one is there (docs/service.md).
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
@@ -318,6 +332,9 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSCONFDIR ?= /etc
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+fill_paths = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
 INSTALL ?= install
 .PHONY: man completion install uninstall
 man: $(BUILD)/man/gpuos.1
@@ -344,13 +361,23 @@ install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos lib
 		ln -sf gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static; fi
 	$(INSTALL) -m 644 $(BUILD)/man/gpuos*.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 644 $(BUILD)/completion/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos
+	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/gpuos
+	$(fill_paths) scripts/gpuos.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
+	if [ ! -e $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf ]; then \
+		$(fill_paths) scripts/gpuos.conf > $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf && \
+		chmod 644 $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf; fi
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpuos $(DESTDIR)$(BINDIR)/gpuos-static \
 		$(DESTDIR)$(MANDIR)/man1/gpuos.1 $(DESTDIR)$(MANDIR)/man1/gpuos-*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static \
 		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.so $(DESTDIR)$(LIBDIR)/libgpuos.so.0 \
-		$(DESTDIR)$(LIBDIR)/libgpuos.so.[0-9]* $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc
+		$(DESTDIR)$(LIBDIR)/libgpuos.so.[0-9]* $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/gpuos
+# the config only as installed (an edited one is the administrator's)
+	if $(fill_paths) scripts/gpuos.conf | cmp -s - $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf; rmdir $(DESTDIR)$(SYSCONFDIR)/gpuos 2>/dev/null || :; fi
 
 # ---- the library a program links (docs/embedding.md) ------------------------------
 # libgpuos.a and libgpuos.so: the core, the CUDA glue (boot/cuda.c) with the

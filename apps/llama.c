@@ -229,7 +229,7 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 		uint16_t qh[256];
 		double sum = 0.0;
 		for (i = 0; i < hd; i++)
-			qh[i] = llama_f32_to_f16(q[i]); /* the score's dot type */
+			qh[i] = gpuos_f32_to_f16(q[i]); /* the score's dot type */
 		for (t = 0; t <= pos; t++) {
 			float s = llama_dot(GPUOS_GGML_TYPE_F16, kc + (uint64_t)t * kvd, qh, hd) * scale;
 			att[t] = s;
@@ -243,12 +243,12 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 		{
 			float inv = (float)(1.0 / sum);
 			for (t = 0; t <= pos; t++)
-				att[t] = llama_f16_to_f32(llama_f32_to_f16(att[t] * inv)); /* the weights' dot type */
+				att[t] = gpuos_f16_to_f32(gpuos_f32_to_f16(att[t] * inv)); /* the weights' dot type */
 		}
 		for (i = 0; i < hd; i++) {
 			double acc = 0.0;
 			for (t = 0; t <= pos; t++)
-				acc += (double)(llama_f16_to_f32(vc[(uint64_t)t * kvd + i]) * att[t]);
+				acc += (double)(gpuos_f16_to_f32(vc[(uint64_t)t * kvd + i]) * att[t]);
 			m->xb2[(uint64_t)h * hd + i] = (float)acc;
 		}
 	}
@@ -962,7 +962,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		if (st != GPUOS_ST_OK || got != rb)
 			*fail = st != GPUOS_ST_OK ? st : GPUOS_ST_BAD_RANGE;
 		else
-			llama_dequant_row(m->embd.type, m->act, m->x, m->n_embd);
+			gpuos_dequant_row(m->embd.type, m->act, m->x, m->n_embd);
 	}
 	barrier(sh, nthreads);
 	if (*fail)
@@ -1021,8 +1021,8 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx + pos) * kvd;
 			uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx + pos) * kvd;
 			for (i = b * hd; i < e * hd; i++) {
-				kc[i] = llama_f32_to_f16(m->k[i]);
-				vc[i] = llama_f32_to_f16(m->v[i]);
+				kc[i] = gpuos_f32_to_f16(m->k[i]);
+				vc[i] = gpuos_f32_to_f16(m->v[i]);
 			}
 		}
 		barrier(sh, nthreads);

@@ -53,6 +53,7 @@ SECTIONS = [
     ("fragmented", "Files of 50,000 extents against one unfragmented"),
     ("scaleout", "Scale-out: runtimes x SSDs, one group (bench/scaleout.sh)"),
     ("remote", "Remote loads through NVSHMEM (tests/gpu/remote.sh)"),
+    ("safetensors", "A safetensors checkpoint into VRAM: gpuos against the safetensors package (bench/safetensors.sh)"),
 ]
 
 

@@ -250,7 +250,8 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	 * grow it, which waits for the device to go idle, which a persistent
 	 * kernel never does (seen: the gpu-null loopback kernel running and the
 	 * runtime kernel, 1664 bytes of cumulative stack with the parsers,
-	 * never starting). 2 KiB per thread covers the runtime image (ptxas -v). */
+	 * never starting). GPUOS_GPU_STACK_BYTES covers the runtime image (ptxas -v,
+	 * checked by the Makefile). */
 	{
 		size_t cur = 0;
 		if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess ||
@@ -397,6 +398,22 @@ int gpuos_gpu_is_device(struct gpuos_gpu *g, const void *ptr, size_t len)
 		return 0;
 	}
 	return a.type == cudaMemoryTypeDevice && b.type == cudaMemoryTypeDevice && a.device == 0 && b.device == 0;
+}
+
+int gpuos_gpu_reachable(struct gpuos_gpu *g, const void *ptr, size_t len)
+{
+	const void *ends[2] = { ptr, (const char *)ptr + len - 1 };
+	use(g);
+	for (int i = 0; i < 2; i++) {
+		struct cudaPointerAttributes a;
+		if (cudaPointerGetAttributes(&a, ends[i]) != cudaSuccess) {
+			(void)cudaGetLastError();
+			return 0;
+		}
+		if (a.type == cudaMemoryTypeUnregistered || (a.type == cudaMemoryTypeHost && a.devicePointer != ends[i]))
+			return 0;
+	}
+	return 1;
 }
 
 int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why,
@@ -990,7 +1007,8 @@ int gpuos_gpu_wait(struct gpuos_gpu *g, int stream, char *why, size_t whylen)
 	use(g);
 	cudaError_t e = cudaStreamSynchronize(g->stream[stream]);
 	if (e != cudaSuccess) {
-		snprintf(why, whylen, "%s kernel failed: %s", stream == GPUOS_STREAM_CLIENT ? "the client" : "runtime",
+		snprintf(why, whylen, "%s kernel failed: %s",
+			 stream == GPUOS_STREAM_CLIENT ? "the client" : stream == GPUOS_STREAM_WORK ? "gpuos's" : "runtime",
 			 cudaGetErrorString(e));
 		return -EIO;
 	}

@@ -23,6 +23,7 @@ int gpuos_gpu_host_register(struct gpuos_gpu *g, void *host, size_t len, uint64_
 void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host) { (void)g; (void)host; }
 int gpuos_gpu_host_adopt(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev, int *pinned) { (void)g; (void)host; (void)len; (void)dev; (void)pinned; return -ENODEV; }
 int gpuos_gpu_is_device(struct gpuos_gpu *g, const void *ptr, size_t len) { (void)g; (void)ptr; (void)len; return 0; }
+int gpuos_gpu_reachable(struct gpuos_gpu *g, const void *ptr, size_t len) { (void)g; (void)ptr; (void)len; return 0; }
 int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why, size_t whylen)
 {
 	(void)g; (void)mmio; (void)len; (void)dev;

@@ -19,8 +19,12 @@
  * 32 (boot/cuda.c says why they must not share). */
 #define GPUOS_GPU_WORKER_STREAMS 24u
 
-/* Stack per GPU thread, set before the first launch (boot/cuda.c says why). */
-#define GPUOS_GPU_STACK_BYTES 2048u
+/* Stack per GPU thread, set before the first launch (boot/cuda.c says why).
+ * 3 KiB since the safetensors parser joined the metadata warp (ptxas: 2608
+ * bytes cumulative, 1920 before). The driver reserves it for every thread
+ * that can be resident: 132 SMs x 2048 threads x 3 KiB = 830 MB of an H200
+ * (553 MB at 2 KiB). */
+#define GPUOS_GPU_STACK_BYTES 3072u
 
 struct gpuos_gpu;
 
@@ -60,6 +64,12 @@ void gpuos_gpu_host_unregister(struct gpuos_gpu *g, void *host);
 int gpuos_gpu_host_adopt(struct gpuos_gpu *g, void *host, size_t len, uint64_t *dev, int *pinned);
 /* 1 when [ptr, ptr + len) is device memory of this GPU (cudaMalloc), else 0. */
 int gpuos_gpu_is_device(struct gpuos_gpu *g, const void *ptr, size_t len);
+/* 1 when g's kernels can read and write [ptr, ptr + len) at those
+ * addresses: device memory (cudaMalloc, VMM, IPC, managed) or host memory
+ * mapped for the GPU under the same address; 0 for anything else, such as
+ * pageable host memory (a kernel touching it would fault, and take the
+ * context and the runtime with it). len > 0. */
+int gpuos_gpu_reachable(struct gpuos_gpu *g, const void *ptr, size_t len);
 /* Map another PCIe device's registers for the GPU (cudaHostRegisterIoMemory):
  * mmio is that device's BAR as this process maps it (VFIO region or sysfs
  * resource file), page aligned, len a multiple of the page size. GPU stores
@@ -124,8 +134,12 @@ int gpuos_gpu_dma_zero(struct gpuos_gpu *g, void *dst, size_t len);
 int gpuos_gpu_dma_mark(struct gpuos_gpu *g, uint64_t *ticket);
 int gpuos_gpu_dma_poll(struct gpuos_gpu *g, uint64_t ticket);
 
-/* Streams: the runtime kernel, the loopback controller, client kernels. */
-enum gpuos_gpu_stream { GPUOS_STREAM_RT = 0, GPUOS_STREAM_LOOP = 1, GPUOS_STREAM_CLIENT = 2, GPUOS_STREAMS = 3 };
+/* Streams: the runtime kernel, the loopback controller, client kernels,
+ * and the library's own short kernels that a call launches and waits for
+ * (gpuos_dequant). All made by gpuos_gpu_open, before the runtime spins. */
+enum gpuos_gpu_stream {
+	GPUOS_STREAM_RT = 0, GPUOS_STREAM_LOOP = 1, GPUOS_STREAM_CLIENT = 2, GPUOS_STREAM_WORK = 3, GPUOS_STREAMS = 4
+};
 
 /* Load the runtime image (once: every kernel of gpuos is in it, loaded
  * before the runtime spins), launch `entry` with one pointer argument on

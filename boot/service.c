@@ -18,6 +18,9 @@
  *              Only a service that has such areas (gpuos boot --gpu-clients)
  *              and, on a GPU, runs under MPS gives them out
  *   stats   -> one JSON line of runtime statistics
+ *   status  -> "ok status/1 KEY=VALUE ...": the service, its runtime, MPS,
+ *              the clients attached now and the counters, for `gpuos status`
+ *              (boot/cli/cmd_status.c; status_line says what each key is)
  *   run ... -> an app, by the handler the caller gave (boot/cli/cmd_run.c)
  *   stop    -> "ok", then a graceful stop (root and the service's uid only)
  *
@@ -88,6 +91,9 @@
 #define SVC_REFUSE_DELAY_MS 200u
 /* A client refused for want of a free share asks again for this long. */
 #define SVC_ATTACH_WAIT_MS 3000u
+/* What the service maps of a client's area to count its requests: the
+ * mailbox header (status). */
+#define SVC_MBOX_MAP GPUOS_ALIGN_UP(sizeof(struct gpuos_mbox), (size_t)4096)
 
 enum share_state { SHARE_FREE, SHARE_HELD, SHARE_DRAINING, SHARE_RETIRED /* its area could not be renewed */ };
 
@@ -106,6 +112,14 @@ struct svc_conn {
 	size_t out_n, out_off;
 	int app;                 /* its run in progress (v->app[]), -1: none; no more lines until it ends */
 	uint64_t t_hold;         /* ms: its replies wait until then (SVC_REFUSE_DELAY_MS) */
+	uint64_t t_connect;      /* ms: when it connected (status) */
+	/* Attached: its area's mailbox header, mapped read-only, whose
+	 * partition counters say how many requests it posted (status); NULL
+	 * where the area cannot be mapped here (VRAM). posted adds up each
+	 * partition's counter since posted_at (they wrap at 2^32). */
+	const struct gpuos_mbox *mb;
+	uint64_t posted;
+	uint32_t posted_at[GPUOS_MBOX_MAX_PARTS];
 };
 
 /* A `run`: the app runs in a thread of its own, so that the loop goes on. */
@@ -150,6 +164,7 @@ struct gpuos_service {
 	 * runtime kernel: never two parks at once, and the loop never waits. */
 	pthread_mutex_t sys_lock;
 	int wake[2];             /* an app that ended writes a byte: the loop's poll wakes */
+	uint64_t t_start;        /* ms: when it began to listen (status: uptime) */
 };
 
 static uint64_t now_ms(void)
@@ -258,11 +273,21 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 {
 	struct gpuos_service *v;
 	struct sockaddr_un a;
-	const char *path = o->socket ? o->socket : GPUOS_DEFAULT_SOCKET;
+	char def[sizeof(a.sun_path)];
+	const char *path = o->socket;
 	mode_t old;
-	int r, i;
+	int r, i, rule = 0;
 
 	*out = NULL;
+	if (!path) {
+		rule = gpuos_service_default_socket(1, def, sizeof(def));
+		if (rule < 0) {
+			snprintf(err, errlen, "the default socket ($GPUOS_SOCKET) is too long for a socket's address: "
+				 "give --socket PATH");
+			return rule;
+		}
+		path = def;
+	}
 	if (strlen(path) >= sizeof(a.sun_path) || !*path) {
 		snprintf(err, errlen, "socket path empty or too long: %s", path);
 		return -ENAMETOOLONG;
@@ -279,6 +304,7 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 		v->o.client_timeout_ms = SVC_DEFAULT_TIMEOUT_MS;
 	snprintf(v->path, sizeof(v->path), "%s", path);
 	v->uid = (uint32_t)geteuid();
+	v->t_start = now_ms();
 	v->lfd = -1;
 	v->wake[0] = v->wake[1] = -1;
 	pthread_mutex_init(&v->sys_lock, NULL);
@@ -299,7 +325,9 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 	} else {
 		v->has_group = group_of("gpuos", &v->group) == 0;
 	}
-	r = o->socket ? 0 : socket_dir(path, err, errlen);
+	/* A path given (--socket, $GPUOS_SOCKET) is the caller's choice; the
+	 * default directories are checked, and /run/gpuos made. */
+	r = rule == GPUOS_SOCKET_FROM_SYSTEM || rule == GPUOS_SOCKET_FROM_XDG ? socket_dir(path, err, errlen) : 0;
 	if (!r)
 		r = socket_clear(path, err, errlen);
 	if (r)
@@ -380,6 +408,8 @@ static void conn_close(struct gpuos_service *v, struct svc_conn *c)
 		gpuos_sys_client_close(v->s, (uint32_t)c->share); /* takes nothing more from its mailbox */
 		share_drain_start(v, (uint32_t)c->share);
 	}
+	if (c->mb)
+		munmap((void *)(uintptr_t)c->mb, SVC_MBOX_MAP);
 	close(c->fd);
 	free(c->out);
 	memset(c, 0, sizeof(*c));
@@ -539,7 +569,7 @@ static void accept_one(struct gpuos_service *v)
 	c->privileged = p.uid == 0 || p.uid == v->uid;
 	c->share = -1;
 	c->app = -1;
-	c->t_active = now_ms();
+	c->t_active = c->t_connect = now_ms();
 }
 
 /* Shares of a kind that no uid but root and the service's own may take:
@@ -609,6 +639,169 @@ static int admit(struct gpuos_service *v, const struct svc_conn *c, int k)
 	return gpuos_sys_client_admit(v->s, (uint32_t)k, &who);
 }
 
+/* ---- what status says ------------------------------------------------------------------ */
+
+/* The mailbox partitions of a client's area: one per service warp. */
+static uint32_t svc_nparts(const struct gpuos_service *v)
+{
+	return GPUOS_MIN(gpuos_sys_info(v->s)->warps, GPUOS_MBOX_MAX_PARTS);
+}
+
+/* Add what c posted since last looked at: its mailbox's partition
+ * counters, which its client bumps once a request (gpuos_post). They are
+ * the client's own and it may write anything there: the figure says what a
+ * client says of itself, never what another did. */
+static void conn_count(const struct gpuos_service *v, struct svc_conn *c)
+{
+	uint32_t p, n = svc_nparts(v);
+	if (!c->mb)
+		return;
+	for (p = 0; p < n; p++) {
+		/* A counter: it orders nothing. */
+		uint32_t x = __atomic_load_n(&c->mb->part[p].posted, __ATOMIC_RELAXED);
+		c->posted += (uint32_t)(x - c->posted_at[p]);
+		c->posted_at[p] = x;
+	}
+}
+
+/* An attached client's area (fd): its mailbox header, mapped read-only to
+ * count; an area that is not host memory (VRAM) cannot be, and is not
+ * counted. */
+static void conn_count_start(const struct gpuos_service *v, struct svc_conn *c, int k, int fd)
+{
+	/* host memory: a host client's area, or a GPU client's in host mode
+	 * (as the attach reply's mem= says) */
+	int host = !gpuos_sys_client_gpu(v->s, (uint32_t)k) || !gpuos_sys_gpu_sm(v->s);
+	void *p = host ? mmap(NULL, SVC_MBOX_MAP, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	c->mb = p == MAP_FAILED ? NULL : (const struct gpuos_mbox *)p;
+	memset(c->posted_at, 0, sizeof(c->posted_at));
+	conn_count(v, c);
+	c->posted = 0;
+}
+
+/* A value of the status line: bytes outside '!'..'~', and % = , as %XX. */
+static void put_val(FILE *f, const char *s)
+{
+	const unsigned char *p;
+	for (p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p <= ' ' || *p >= 0x7f || *p == '%' || *p == '=' || *p == ',')
+			fprintf(f, "%%%02X", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
+static const char *rt_state_name(uint32_t st)
+{
+	switch (st) {
+	case GPUOS_RT_STATE_BOOT: return "boot";
+	case GPUOS_RT_STATE_RUNNING: return "running";
+	case GPUOS_RT_STATE_PARKED: return "parked";
+	case GPUOS_RT_STATE_STOPPED: return "stopped";
+	case GPUOS_RT_STATE_FATAL: return "fatal";
+	default: return "unknown";
+	}
+}
+
+/* The reply to `status`, for the viewer on connection me (who asked: it
+ * passed accept_one's rights check, as for attach). One line:
+ *   ok status/1 KEY=VALUE ...
+ * values escaped as put_val does, a key left out where it has no value:
+ *   runtime gpu|host, gpu (its name), device, pid, uid (the service's),
+ *   uptime_ms, socket, state (the runtime's), mps (gpuos_mps_state_name),
+ *   mps_text (boot's line after "MPS: "), mps_dir, mps_log, mps_why,
+ *   viewer_uid, viewer_all (1: root or the service's uid, who see every
+ *   client's pid and uid), connections, apps (running or waiting),
+ *   host_shares, gpu_areas, t.NAME (the runtime's counters since boot:
+ *   requests bytes errors commands timeouts retries aborts resets strays
+ *   duplicates untrusted zero_copy doorbells polls), and one
+ *   client=SHARE,KIND,PID,UID,CONNECTED_MS,POSTED per attached client:
+ *   KIND host|gpu, PID and UID "?" to a viewer who is neither root, the
+ *   service's uid nor that client's uid (docs/security.md), POSTED "?"
+ *   where the area is not counted. NULL when out of memory. */
+static char *status_line(struct gpuos_service *v, const struct svc_conn *me)
+{
+	const struct gpuos_info *in = gpuos_sys_info(v->s);
+	struct gpuos_stats st;
+	char *buf = NULL, text[512];
+	size_t len = 0;
+	uint64_t t = now_ms();
+	unsigned i, napps = 0, nconn = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	gpuos_sys_stats(v->s, &st);
+	fprintf(f, "ok status/1 runtime=%s gpu=", in->gpu ? "gpu" : "host");
+	put_val(f, in->gpu_name);
+	if (v->o.device) {
+		fprintf(f, " device=");
+		put_val(f, v->o.device);
+	}
+	fprintf(f, " pid=%u uid=%u uptime_ms=%llu socket=", (unsigned)getpid(), (unsigned)v->uid,
+		(unsigned long long)(t - v->t_start));
+	put_val(f, v->path);
+	fprintf(f, " state=%s", rt_state_name(st.state));
+	if (v->o.mps) {
+		const struct gpuos_mps *m = v->o.mps;
+		fprintf(f, " mps=%s mps_text=", gpuos_mps_state_name(m->state));
+		put_val(f, gpuos_mps_text(m, text, sizeof(text)));
+		if (m->dir[0]) {
+			fprintf(f, " mps_dir=");
+			put_val(f, m->dir);
+		}
+		if (m->log_dir[0] && m->state != GPUOS_MPS_JOINED) {
+			fprintf(f, " mps_log=");
+			put_val(f, m->log_dir);
+		}
+		if (m->why[0]) {
+			fprintf(f, " mps_why=");
+			put_val(f, m->why);
+		}
+	}
+	for (i = 0; i < SVC_MAX_APPS; i++)
+		napps += v->app[i].used != 0;
+	for (i = 0; i < SVC_MAX_CONN; i++)
+		nconn += v->conn[i].fd >= 0;
+	fprintf(f, " viewer_uid=%u viewer_all=%d connections=%u apps=%u host_shares=%u gpu_areas=%u",
+		(unsigned)me->peer.uid, me->privileged, nconn, napps, GPUOS_SERVICE_SHARES,
+		v->nshares - GPUOS_SERVICE_SHARES);
+	fprintf(f,
+		" t.requests=%llu t.bytes=%llu t.errors=%llu t.commands=%llu t.timeouts=%llu t.retries=%llu"
+		" t.aborts=%llu t.resets=%llu t.strays=%llu t.duplicates=%llu t.untrusted=%llu t.zero_copy=%llu"
+		" t.doorbells=%llu t.polls=%llu",
+		(unsigned long long)st.requests, (unsigned long long)st.bytes, (unsigned long long)st.errors,
+		(unsigned long long)st.commands, (unsigned long long)st.timeouts, (unsigned long long)st.retries,
+		(unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.strays,
+		(unsigned long long)st.duplicates, (unsigned long long)st.untrusted, (unsigned long long)st.zero_copy,
+		(unsigned long long)st.doorbells, (unsigned long long)st.polls);
+	for (i = 0; i < SVC_MAX_CONN; i++) {
+		struct svc_conn *c = &v->conn[i];
+		/* Another user's client: how many and what kind, never who (its
+		 * pid and uid) to a viewer who is not root or the service's. */
+		int shown = me->privileged || c->peer.uid == me->peer.uid;
+		if (c->fd < 0 || c->share < 0)
+			continue;
+		conn_count(v, c);
+		fprintf(f, " client=%d,%s,", c->share + 1, gpuos_sys_client_gpu(v->s, (uint32_t)c->share) ? "gpu" : "host");
+		if (shown)
+			fprintf(f, "%u,%u,", (unsigned)c->peer.pid, (unsigned)c->peer.uid);
+		else
+			fprintf(f, "?,?,");
+		fprintf(f, "%llu,", (unsigned long long)(t - c->t_connect));
+		if (c->mb)
+			fprintf(f, "%llu", (unsigned long long)c->posted);
+		else
+			fprintf(f, "?");
+	}
+	fputc('\n', f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 /* "ok heap_off=N heap_len=N shm_len=N share=K rt=N[ mem=vram|host]" with
  * the descriptor of the client's own area (its mailbox at 0, its share at
  * heap_off): all it maps. */
@@ -640,7 +833,10 @@ static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	/* Nothing else is queued (checked by the caller): one message, whole. */
-	return sendmsg(c->fd, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -1;
+	if (sendmsg(c->fd, &m, MSG_NOSIGNAL) != (ssize_t)strlen(line))
+		return -1;
+	conn_count_start(v, c, k, fd);
+	return 0;
 }
 
 static void stats_line(struct gpuos_service *v, char *out, size_t len)
@@ -764,6 +960,12 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		char js[1024];
 		stats_line(v, js, sizeof(js));
 		return conn_send(c, js);
+	}
+	if (!strcmp(line, "status")) {
+		char *st = status_line(v, c);
+		int r = conn_send(c, st ? st : "err out of memory\n");
+		free(st);
+		return r;
 	}
 	if (!strncmp(line, "run ", 4)) {
 		if (!v->o.run)
@@ -1008,7 +1210,10 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 		t = now_ms();
 		for (i = 0; i < SVC_MAX_CONN; i++) {
 			struct svc_conn *c = &v->conn[i];
-			if (c->fd < 0 || c->app >= 0)
+			if (c->fd < 0)
+				continue;
+			conn_count(v, c); /* often enough that no counter wraps unseen */
+			if (c->app >= 0)
 				continue;
 			if (c->t_hold && t >= c->t_hold && conn_flush(c)) { /* a refusal held back */
 				conn_close(v, c);
@@ -1033,6 +1238,11 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 	return r;
 }
 
+const char *gpuos_service_path(const struct gpuos_service *v)
+{
+	return v->path;
+}
+
 void gpuos_service_close(struct gpuos_service *v)
 {
 	unsigned i;
@@ -1040,6 +1250,8 @@ void gpuos_service_close(struct gpuos_service *v)
 		return;
 	for (i = 0; i < SVC_MAX_CONN; i++)
 		if (v->conn[i].fd >= 0) {
+			if (v->conn[i].mb)
+				munmap((void *)(uintptr_t)v->conn[i].mb, SVC_MBOX_MAP);
 			close(v->conn[i].fd);
 			free(v->conn[i].out);
 		}
@@ -1054,6 +1266,29 @@ void gpuos_service_close(struct gpuos_service *v)
 }
 
 /* ---- the client's side ------------------------------------------------------------------ */
+
+int gpuos_service_default_socket(int service, char *buf, size_t len)
+{
+	const char *e = getenv("GPUOS_SOCKET"), *x = getenv("XDG_RUNTIME_DIR");
+	size_t cap = GPUOS_MIN(len, sizeof(((struct sockaddr_un *)0)->sun_path));
+	char p[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
+
+	if (e && *e)
+		return (size_t)snprintf(buf, len, "%s", e) >= cap ? -ENAMETOOLONG : GPUOS_SOCKET_FROM_ENV;
+	/* A user's own service lives in its runtime directory; root's is the
+	 * machine's (the systemd unit's, which has no XDG_RUNTIME_DIR). A
+	 * client takes the user's where one is there, else the machine's. */
+	if (geteuid() != 0 && x && x[0] == '/' && (size_t)snprintf(p, sizeof(p), "%s/%s", x, GPUOS_SOCKET_NAME) < cap &&
+	    (service || (lstat(p, &st) == 0 && S_ISSOCK(st.st_mode)))) {
+		snprintf(buf, len, "%s", p);
+		return GPUOS_SOCKET_FROM_XDG;
+	}
+	if (strlen(GPUOS_DEFAULT_SOCKET) >= cap)
+		return -ENAMETOOLONG;
+	snprintf(buf, len, "%s", GPUOS_DEFAULT_SOCKET);
+	return GPUOS_SOCKET_FROM_SYSTEM;
+}
 
 int gpuos_service_connect(const char *path, char *err, size_t errlen)
 {

@@ -13,6 +13,7 @@
  *   sys_app.c      app images (gpuos run) and GPU clients
  *   sys_register.c the caller's own memory, and memory of the system's, as destinations
  *   sys_load.c     loading from host code: models and files into that memory
+ *   sys_dequant.c  quantised tensors into F32, F16 or BF16 (the GPU kernel or CPU threads)
  * An array ("emu:IMG,ssds=N", "pci:A+B"; docs/design.md, "Arrays of SSDs")
  * is brought up controller by controller; the runtime stripes over all of
  * them.
@@ -185,6 +186,9 @@ void gpuos_sys_load_init(struct gpuos_sys *s);
 /* Wait for the stream-ordered loads still to come (before the runtime stops). */
 void gpuos_sys_load_drain(struct gpuos_sys *s);
 void gpuos_sys_load_fini(struct gpuos_sys *s);
+/* Set the calling thread's reason (gpuos_sys_error) and return r: for every
+ * call of host.h that reports through it ("" clears it). */
+int gpuos_sys_fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- sys_desc.c: the descriptor -------------------------------------------------- */
 /* Write s->desc from the plan and the regions, allocating what the runtime

@@ -39,8 +39,8 @@ const char *gpuos_sys_error(const struct gpuos_sys *s)
 	return last_err;
 }
 
-static int fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int r, const char *fmt, ...)
+#define fail gpuos_sys_fail /* sys_internal.h: other files report through last_err too */
+int gpuos_sys_fail(int r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

@@ -5,7 +5,8 @@
 #  - an indented line right after a line of prose (one at column 0 that is no
 #    heading "...:") continues it: help2man would indent it as a paragraph;
 #  - a line of prose that starts with a label ("exit status: 0 done") starts a
-#    paragraph: help2man runs the lines of one paragraph together.
+#    paragraph: help2man runs the lines of one paragraph together;
+#  - each line under "examples:" is a paragraph of its own, for the same reason.
 function flush() { if (have) print buf; have = 0 }
 NR == 1 { sub(/^usage:/, "Usage:") }
 have && prose && /^[ \t]+[^ \t-]/ {
@@ -14,10 +15,15 @@ have && prose && /^[ \t]+[^ \t-]/ {
 	buf = buf " " s
 	next
 }
+/^[^ \t]/ { ex = 0 }
 {
 	flush()
 	if (prose && /^[A-Za-z][A-Za-z ]*: /)
 		print ""
+	if (ex > 1 && /^[ \t]/)
+		print ""
+	if (ex || /^examples:$/)
+		ex++
 	buf = $0
 	have = 1
 	prose = ($0 ~ /^[^ \t]/ && $0 !~ /:$/ && $0 !~ /^Usage:/)

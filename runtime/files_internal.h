@@ -100,6 +100,8 @@ struct rt_files {
 	struct gpuos_st st;         /* a safetensors file being parsed (files_st.c) */
 	struct gpuos_st_index stix; /* the index being opened */
 	struct gpuos_st_error sterr;
+	uint8_t first[4];           /* the first bytes of the model file being opened */
+	uint32_t n_first;
 	struct gpuos_gpt gpt;
 	struct gpuos_gpt_parser gptp;
 	struct gpuos_gpt_part parts[GPT_PARTS];
@@ -109,7 +111,7 @@ struct rt_files {
 	char prefix[GPUOS_PATH_MAX]; /* a split model's shard names without -0000k-of-0000n.gguf */
 	char why[WHY_MAX];
 	char reason[WHY_MAX];       /* a reason being built: here, not on the lane's stack, which all
-				     * kernels share at 2 KiB a thread (boot/gpu.h) */
+				     * kernels share (GPUOS_GPU_STACK_BYTES, boot/gpu.h) */
 	struct gpuos_ext4 fs;
 };
 
@@ -358,6 +360,9 @@ enum { MODEL_GGUF = 0, MODEL_SAFETENSORS = 1, MODEL_ST_INDEX = 2, MODEL_UNKNOWN 
 GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i);
 GPUOS_HD int files_st_open(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
 GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
+/* The refusal of a file files_model_format found no model in (its first
+ * bytes, which files_model_format left in F->magic, named). */
+GPUOS_HD void files_st_refuse_unknown(struct rt_files *F, const struct mreq *q);
 
 GPUOS_EXTERN_C_END
 

@@ -528,9 +528,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 			return;
 		case MODEL_UNKNOWN:
 			F->h[i].kind = H_FREE;
-			files_reply(F, q, GPUOS_ST_UNSUPPORTED, 0, 0,
-				    "not a model gpuos reads: no GGUF magic, no safetensors header (a length, "
-				    "then '{'), and not a JSON object (a safetensors index)");
+			files_st_refuse_unknown(F, q);
 			return;
 		case MODEL_IO:
 			F->h[i].kind = H_FREE;

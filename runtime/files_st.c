@@ -58,6 +58,9 @@ GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i)
 
 	if (k && st_read(F, i, 0, k, b))
 		return MODEL_IO;
+	F->n_first = GPUOS_MIN(k, 4u);
+	for (j = 0; j < F->n_first; j++)
+		F->first[j] = b[j];
 	if (k >= 4 && b[0] == 'G' && b[1] == 'G' && b[2] == 'U' && b[3] == 'F')
 		return MODEL_GGUF;
 	/* safetensors: a little-endian length, then the JSON, which MUST begin with '{' */
@@ -76,6 +79,41 @@ GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i)
 }
 
 /* ---- refusals ----------------------------------------------------------------------- */
+
+GPUOS_NOINLINE GPUOS_HD void files_st_refuse_unknown(struct rt_files *F, const struct mreq *q)
+{
+	const char *hex = "0123456789abcdef";
+	struct sbuf sb;
+	uint32_t j;
+	sb.p = F->reason;
+	sb.n = 0;
+	sb.cap = sizeof(F->reason);
+	sb_str(&sb, "not a model gpuos reads: it starts with");
+	if (!F->n_first)
+		sb_str(&sb, " nothing (an empty file)");
+	for (j = 0; j < F->n_first; j++) {
+		char x[4];
+		x[0] = ' ';
+		x[1] = hex[F->first[j] >> 4];
+		x[2] = hex[F->first[j] & 15u];
+		x[3] = 0;
+		sb_str(&sb, x);
+	}
+	if (F->n_first) {
+		sb_str(&sb, " (\"");
+		for (j = 0; j < F->n_first; j++) {
+			char c[2];
+			c[0] = F->first[j] >= 0x20 && F->first[j] < 0x7f ? (char)F->first[j] : '.';
+			c[1] = 0;
+			sb_str(&sb, c);
+		}
+		sb_str(&sb, "\")");
+	}
+	sb_str(&sb, ", not GGUF's magic \"GGUF\", a safetensors header (a length, then '{') or a JSON object "
+		    "(model.safetensors.index.json)");
+	/* CORRUPT, as a GGUF with a bad magic always was (-EUCLEAN to host callers) */
+	files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
+}
 
 /* A reply: "[shard K of N (NAME): ]what[ 'token'][ (tensor 'name')][ [value V]][ at byte B]". */
 GPUOS_NOINLINE GPUOS_HD static void st_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint32_t k,

@@ -114,6 +114,7 @@ static GPUOS_HD const char *st_layer_prefix(uint32_t i)
 /* The longest prefix above plus the digits of GPUOS_ST_MAX_LAYER and the dot
  * fit in this many bytes: a name's first ST_LAYER_PEEK bytes decide its layer. */
 #define ST_LAYER_PEEK 40u
+static_assert(sizeof(((struct gpuos_st *)0)->peek_) == ST_LAYER_PEEK, "struct gpuos_st.peek_ holds ST_LAYER_PEEK bytes");
 
 GPUOS_HD int32_t gpuos_st_layer_of(const char *name, size_t len)
 {
@@ -643,7 +644,7 @@ static GPUOS_HD int st_dtype(struct st_ctx *c, uint32_t *dtype)
 /* The layer of a name token: its first ST_LAYER_PEEK decoded bytes decide. */
 static GPUOS_HD int32_t st_layer(const struct st_ctx *c, const struct st_str *name)
 {
-	char b[ST_LAYER_PEEK];
+	char *b = c->st->peek_;
 	struct st_dec d;
 	uint32_t n = 0;
 	int x;
@@ -660,7 +661,7 @@ static GPUOS_HD int st_tensor(struct st_ctx *c, const struct st_str *name, uint3
 	struct gpuos_st *st = c->st;
 	struct gpuos_st_error *err = c->err;
 	struct gpuos_st_tensor *t;
-	uint64_t shape[GPUOS_ST_MAX_DIMS], off[2], nel = 1, bytes;
+	uint64_t *shape = st->shape_, *off = st->offsets_, nel = 1, bytes; /* in st: not the lane's stack */
 	uint32_t seen = 0, key, ndim = 0, noff = 0, dtype = 0, i, start, after;
 	struct st_str k;
 	int32_t layer;
@@ -891,19 +892,26 @@ static GPUOS_HD int st_cmp(const struct gpuos_st *st, int kind, uint64_t i, uint
 	return x->key_off < y->key_off ? -1 : x->key_off > y->key_off;
 }
 
+/* Word by word through one register: a whole record as a temporary would
+ * take 128 bytes of the GPU lane's stack, which every kernel shares. */
 static GPUOS_HD void st_swap(struct gpuos_st *st, int kind, uint64_t i, uint64_t j)
 {
-	struct gpuos_st_tensor t;
-	struct gpuos_st_meta m;
+	uint64_t *a, *b, w;
+	uint32_t k, n;
 
 	if (kind == ST_BY_OFFSET || kind == ST_BY_NAME) {
-		t = st->tensors[i];
-		st->tensors[i] = st->tensors[j];
-		st->tensors[j] = t;
+		a = (uint64_t *)(void *)&st->tensors[i];
+		b = (uint64_t *)(void *)&st->tensors[j];
+		n = (uint32_t)(sizeof(struct gpuos_st_tensor) / 8u);
 	} else {
-		m = st->meta[i];
-		st->meta[i] = st->meta[j];
-		st->meta[j] = m;
+		a = (uint64_t *)(void *)&st->meta[i];
+		b = (uint64_t *)(void *)&st->meta[j];
+		n = (uint32_t)(sizeof(struct gpuos_st_meta) / 8u);
+	}
+	for (k = 0; k < n; k++) {
+		w = a[k];
+		a[k] = b[k];
+		b[k] = w;
 	}
 }
 

@@ -180,6 +180,10 @@ struct gpuos_st {
 	uint32_t n_meta;                     /* "__metadata__" entries */
 	uint32_t n_layers;                   /* 1 + the highest layer number, 0 if none */
 	uint32_t flags;                      /* GPUOS_ST_F_* */
+	/* the parser's scratch, here rather than on a GPU lane's small stack */
+	uint64_t shape_[GPUOS_ST_MAX_DIMS];
+	uint64_t offsets_[2];
+	char peek_[40];
 };
 
 /* What went wrong and where. `why` is a static string ("has an unknown

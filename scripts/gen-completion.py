@@ -122,7 +122,8 @@ def options(text):
         if re.fullmatch(OPT + r"(=\S+)?", w):
             name, _, val = w.partition("=")
             nxt = words[i + 1].strip("[]") if i + 1 < len(words) else ""
-            if not val and nxt and METAVAR.match(nxt) and not nxt.startswith("-"):
+            # "[--shard] PATH": a bracket closed after the option leaves the next word out of it
+            if not val and nxt and METAVAR.match(nxt) and not nxt.startswith("-") and not words[i].endswith("]"):
                 val = nxt
                 i += 1
             add([name], val)

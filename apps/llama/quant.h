@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * apps/llama/quant.h - the ggml tensor types the llama engine computes on
- * (issue 19): F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K. Block layouts as
- * ggml defines them (ggml-common.h); a row of n elements is n / elems
- * blocks back to back. Portable (gcc and nvcc, host and device), no
- * allocation.
+ * (issue 19): F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K. Their blocks,
+ * conversions and dequantisation are gpuos/quant.h's (gpuos_dequant_row);
+ * this file adds the engine's products. Portable (gcc and nvcc, host and
+ * device), no allocation.
  *
  * Matrix-vector products follow ggml's CPU path so that the engine's
  * tokens can equal llama.cpp's: the activation vector is first converted to
@@ -15,99 +15,12 @@
 #ifndef GPUOS_APPS_LLAMA_QUANT_H
 #define GPUOS_APPS_LLAMA_QUANT_H
 
-#include "gpuos/gguf.h"
+#include "gpuos/quant.h"
 
 GPUOS_EXTERN_C_BEGIN
 
-#define LLAMA_QK    32u   /* elements of a Q4_0 / Q8_0 block */
-#define LLAMA_QK_K 256u   /* elements of a K-quant super-block */
-
-/* ---- half precision ---------------------------------------------------------- */
-
-GPUOS_INLINE GPUOS_HD float llama_u32_as_f32(uint32_t u)
-{
-	union { uint32_t u; float f; } v;
-	v.u = u;
-	return v.f;
-}
-
-GPUOS_INLINE GPUOS_HD uint32_t llama_f32_as_u32(float f)
-{
-	union { uint32_t u; float f; } v;
-	v.f = f;
-	return v.u;
-}
-
-/* IEEE 754 binary16 to binary32, exactly (subnormals, infinities, NaN). */
-GPUOS_INLINE GPUOS_HD float llama_f16_to_f32(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-	if (exp == 0x1fu)
-		return llama_u32_as_f32(sign | 0x7f800000u | (man << 13));
-	if (exp == 0) {
-		/* a subnormal half is man * 2^-24, exact in binary32 */
-		float f = (float)man * llama_u32_as_f32(0x33800000u);
-		return sign ? -f : f;
-	}
-	return llama_u32_as_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-/* binary32 to binary16, rounding to nearest even (what F16C's
- * vcvtps2ph with rounding mode 0 gives, and ggml uses). */
-GPUOS_INLINE GPUOS_HD uint16_t llama_f32_to_f16(float f)
-{
-	uint32_t x = llama_f32_as_u32(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-	if (ax >= 0x7f800000u) /* inf, NaN (kept quiet) */
-		return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
-	if (ax >= 0x477ff000u) /* rounds to 65520 or more: inf */
-		return (uint16_t)(sign | 0x7c00u);
-	if (ax < 0x38800000u) {
-		/* below the smallest normal half: a multiple of 2^-24, rounded */
-		uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126u - e; /* 14 .. */
-		uint32_t q, rem, half;
-		if (ax < 0x33000000u) /* under half of 2^-24 */
-			return (uint16_t)sign;
-		q = m >> shift;
-		rem = m & ((1u << shift) - 1u);
-		half = 1u << (shift - 1u);
-		if (rem > half || (rem == half && (q & 1u)))
-			q++;
-		return (uint16_t)(sign | q);
-	}
-	{
-		uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u); /* to nearest even at bit 13 */
-		return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-	}
-}
-
-GPUOS_INLINE GPUOS_HD float llama_bf16_to_f32(uint16_t h)
-{
-	return llama_u32_as_f32((uint32_t)h << 16);
-}
-
-/* binary32 to bfloat16, to nearest even, NaN kept quiet (ggml's rule). */
-GPUOS_INLINE GPUOS_HD uint16_t llama_f32_to_bf16(float f)
-{
-	uint32_t u = llama_f32_as_u32(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 64u);
-	return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
-}
-
-/* ---- blocks (ggml-common.h) ------------------------------------------------ */
-
-struct llama_q4_0 { uint16_t d; uint8_t qs[LLAMA_QK / 2]; };
-struct llama_q8_0 { uint16_t d; int8_t qs[LLAMA_QK]; };
-struct llama_q4_k { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[LLAMA_QK_K / 2]; };
-struct llama_q5_k { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[LLAMA_QK_K / 8]; uint8_t qs[LLAMA_QK_K / 2]; };
-struct llama_q6_k { uint8_t ql[LLAMA_QK_K / 2]; uint8_t qh[LLAMA_QK_K / 4]; int8_t scales[LLAMA_QK_K / 16]; uint16_t d; };
 /* The activations' K-quant dot type: never in a file. */
-struct llama_q8_k { float d; int8_t qs[LLAMA_QK_K]; int16_t bsums[LLAMA_QK_K / 16]; };
-static_assert(sizeof(struct llama_q4_0) == 18, "block_q4_0");
-static_assert(sizeof(struct llama_q8_0) == 34, "block_q8_0");
-static_assert(sizeof(struct llama_q4_k) == 144, "block_q4_K");
-static_assert(sizeof(struct llama_q5_k) == 176, "block_q5_K");
-static_assert(sizeof(struct llama_q6_k) == 210, "block_q6_K");
+struct llama_q8_k { float d; int8_t qs[GPUOS_QK_K]; int16_t bsums[GPUOS_QK_K / 16]; };
 static_assert(sizeof(struct llama_q8_k) == 292, "block_q8_K");
 
 /* The dot type of Q8_K activations (not a file type of ggml's list here). */
@@ -117,22 +30,20 @@ static_assert(sizeof(struct llama_q8_k) == 292, "block_q8_K");
  * not compute on (it refuses such a model by the type's name). */
 GPUOS_INLINE GPUOS_HD uint32_t llama_type_block(uint32_t t, uint32_t *bytes)
 {
-	uint32_t e = 0, b = 0;
 	switch (t) {
-	case GPUOS_GGML_TYPE_F32: e = 1; b = 4; break;
-	case GPUOS_GGML_TYPE_F16: e = 1; b = 2; break;
-	case GPUOS_GGML_TYPE_BF16: e = 1; b = 2; break;
-	case GPUOS_GGML_TYPE_Q4_0: e = LLAMA_QK; b = sizeof(struct llama_q4_0); break;
-	case GPUOS_GGML_TYPE_Q8_0: e = LLAMA_QK; b = sizeof(struct llama_q8_0); break;
-	case GPUOS_GGML_TYPE_Q4_K: e = LLAMA_QK_K; b = sizeof(struct llama_q4_k); break;
-	case GPUOS_GGML_TYPE_Q5_K: e = LLAMA_QK_K; b = sizeof(struct llama_q5_k); break;
-	case GPUOS_GGML_TYPE_Q6_K: e = LLAMA_QK_K; b = sizeof(struct llama_q6_k); break;
-	case LLAMA_TYPE_Q8_K: e = LLAMA_QK_K; b = sizeof(struct llama_q8_k); break;
-	default: break;
+	case GPUOS_GGML_TYPE_F32: case GPUOS_GGML_TYPE_F16: case GPUOS_GGML_TYPE_BF16:
+	case GPUOS_GGML_TYPE_Q4_0: case GPUOS_GGML_TYPE_Q8_0:
+	case GPUOS_GGML_TYPE_Q4_K: case GPUOS_GGML_TYPE_Q5_K: case GPUOS_GGML_TYPE_Q6_K:
+		return gpuos_quant_block(t, bytes);
+	case LLAMA_TYPE_Q8_K:
+		if (bytes)
+			*bytes = sizeof(struct llama_q8_k);
+		return GPUOS_QK_K;
+	default:
+		if (bytes)
+			*bytes = 0;
+		return 0;
 	}
-	if (bytes)
-		*bytes = b;
-	return e;
 }
 
 /* Bytes of a row of n elements (n a multiple of the block), 0 if not. */
@@ -157,41 +68,29 @@ GPUOS_INLINE GPUOS_HD uint32_t llama_dot_type(uint32_t t)
 	}
 }
 
-/* A K-quant's 6-bit scale and min of sub-block j (0..7), packed in 12 bytes. */
-GPUOS_INLINE GPUOS_HD void llama_scale_min_k4(uint32_t j, const uint8_t *q, uint8_t *sc, uint8_t *m)
-{
-	if (j < 4) {
-		*sc = q[j] & 63u;
-		*m = q[j + 4] & 63u;
-	} else {
-		*sc = (uint8_t)((q[j + 4] & 0xfu) | ((q[j - 4] >> 6) << 4));
-		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-	}
-}
-
 /* The quants of one K-quant super-block as small integers, in element
  * order: Q4_K 0..15, Q5_K 0..31, Q6_K -32..31 (already centred). */
 GPUOS_INLINE GPUOS_HD void llama_k_quants(uint32_t t, const void *blk, int8_t *a)
 {
 	uint32_t j, l;
 	if (t == GPUOS_GGML_TYPE_Q4_K) {
-		const struct llama_q4_k *x = (const struct llama_q4_k *)blk;
-		for (j = 0; j < LLAMA_QK_K / 64u; j++)
+		const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)blk;
+		for (j = 0; j < GPUOS_QK_K / 64u; j++)
 			for (l = 0; l < 32u; l++) {
 				a[64u * j + l] = (int8_t)(x->qs[32u * j + l] & 0xfu);
 				a[64u * j + 32u + l] = (int8_t)(x->qs[32u * j + l] >> 4);
 			}
 	} else if (t == GPUOS_GGML_TYPE_Q5_K) {
-		const struct llama_q5_k *x = (const struct llama_q5_k *)blk;
-		for (j = 0; j < LLAMA_QK_K / 64u; j++)
+		const struct gpuos_block_q5_k *x = (const struct gpuos_block_q5_k *)blk;
+		for (j = 0; j < GPUOS_QK_K / 64u; j++)
 			for (l = 0; l < 32u; l++) {
 				uint8_t lo = (uint8_t)(1u << (2u * j)), hi = (uint8_t)(lo << 1);
 				a[64u * j + l] = (int8_t)((x->qs[32u * j + l] & 0xfu) + (x->qh[l] & lo ? 16 : 0));
 				a[64u * j + 32u + l] = (int8_t)((x->qs[32u * j + l] >> 4) + (x->qh[l] & hi ? 16 : 0));
 			}
 	} else {
-		const struct llama_q6_k *x = (const struct llama_q6_k *)blk;
-		for (j = 0; j < LLAMA_QK_K / 128u; j++) {
+		const struct gpuos_block_q6_k *x = (const struct gpuos_block_q6_k *)blk;
+		for (j = 0; j < GPUOS_QK_K / 128u; j++) {
 			const uint8_t *ql = x->ql + 64u * j, *qh = x->qh + 32u * j;
 			int8_t *o = a + 128u * j;
 			for (l = 0; l < 32u; l++) {
@@ -200,66 +99,6 @@ GPUOS_INLINE GPUOS_HD void llama_k_quants(uint32_t t, const void *blk, int8_t *a
 				o[l + 64u] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3u) << 4)) - 32);
 				o[l + 96u] = (int8_t)(((ql[l + 32u] >> 4) | (((qh[l] >> 6) & 3u) << 4)) - 32);
 			}
-		}
-	}
-}
-
-/* ---- dequantisation ------------------------------------------------------------ */
-
-/* Elements [0, n) of a row of type t into y (n a multiple of the block). */
-GPUOS_INLINE GPUOS_HD void llama_dequant_row(uint32_t t, const void *row, float *y, uint64_t n)
-{
-	uint64_t i;
-	uint32_t j, bytes, e = llama_type_block(t, &bytes);
-	const uint8_t *p = (const uint8_t *)row;
-	int8_t a[LLAMA_QK_K];
-	if (!e)
-		return;
-	for (i = 0; i < n / e; i++, p += bytes, y += e) {
-		switch (t) {
-		case GPUOS_GGML_TYPE_F32: y[0] = ((const float *)row)[i]; break;
-		case GPUOS_GGML_TYPE_F16: y[0] = llama_f16_to_f32(((const uint16_t *)row)[i]); break;
-		case GPUOS_GGML_TYPE_BF16: y[0] = llama_bf16_to_f32(((const uint16_t *)row)[i]); break;
-		case GPUOS_GGML_TYPE_Q4_0: {
-			const struct llama_q4_0 *x = (const struct llama_q4_0 *)p;
-			float d = llama_f16_to_f32(x->d);
-			for (j = 0; j < LLAMA_QK / 2u; j++) {
-				y[j] = (float)((int)(x->qs[j] & 0xfu) - 8) * d;
-				y[j + LLAMA_QK / 2u] = (float)((int)(x->qs[j] >> 4) - 8) * d;
-			}
-			break;
-		}
-		case GPUOS_GGML_TYPE_Q8_0: {
-			const struct llama_q8_0 *x = (const struct llama_q8_0 *)p;
-			float d = llama_f16_to_f32(x->d);
-			for (j = 0; j < LLAMA_QK; j++)
-				y[j] = (float)x->qs[j] * d;
-			break;
-		}
-		case GPUOS_GGML_TYPE_Q4_K:
-		case GPUOS_GGML_TYPE_Q5_K: {
-			/* both begin with d, dmin, scales: element = d * sc * q - dmin * m */
-			const struct llama_q4_k *x = (const struct llama_q4_k *)p;
-			float d = llama_f16_to_f32(x->d), dmin = llama_f16_to_f32(x->dmin);
-			llama_k_quants(t, p, a);
-			for (j = 0; j < 8u; j++) {
-				uint8_t sc, m;
-				uint32_t l;
-				llama_scale_min_k4(j, x->scales, &sc, &m);
-				for (l = 0; l < 32u; l++)
-					y[32u * j + l] = d * (float)sc * (float)a[32u * j + l] - dmin * (float)m;
-			}
-			break;
-		}
-		case GPUOS_GGML_TYPE_Q6_K: {
-			const struct llama_q6_k *x = (const struct llama_q6_k *)p;
-			float d = llama_f16_to_f32(x->d);
-			llama_k_quants(t, p, a);
-			for (j = 0; j < LLAMA_QK_K; j++)
-				y[j] = d * (float)x->scales[j / 16u] * (float)a[j];
-			break;
-		}
-		default: break;
 		}
 	}
 }
@@ -281,7 +120,7 @@ GPUOS_INLINE GPUOS_HD float llama_roundf(float x)
 GPUOS_INLINE GPUOS_HD int32_t llama_nearest_int(float x)
 {
 	float v = x + 12582912.0f;
-	return (int32_t)(llama_f32_as_u32(v) & 0x007fffffu) - 0x00400000;
+	return (int32_t)(gpuos_f32_as_u32(v) & 0x007fffffu) - 0x00400000;
 }
 
 /* x[0, n) as type t (llama_dot_type's answers) into out. */
@@ -292,49 +131,49 @@ GPUOS_INLINE GPUOS_HD void llama_quantize_act(uint32_t t, const float *x, void *
 	switch (t) {
 	case GPUOS_GGML_TYPE_F16:
 		for (i = 0; i < n; i++)
-			((uint16_t *)out)[i] = llama_f32_to_f16(x[i]);
+			((uint16_t *)out)[i] = gpuos_f32_to_f16(x[i]);
 		break;
 	case GPUOS_GGML_TYPE_BF16:
 		for (i = 0; i < n; i++)
-			((uint16_t *)out)[i] = llama_f32_to_bf16(x[i]);
+			((uint16_t *)out)[i] = gpuos_f32_to_bf16(x[i]);
 		break;
 	case GPUOS_GGML_TYPE_Q8_0:
-		for (i = 0; i < n / LLAMA_QK; i++) {
-			struct llama_q8_0 *y = (struct llama_q8_0 *)out + i;
-			const float *v = x + i * LLAMA_QK;
+		for (i = 0; i < n / GPUOS_QK; i++) {
+			struct gpuos_block_q8_0 *y = (struct gpuos_block_q8_0 *)out + i;
+			const float *v = x + i * GPUOS_QK;
 			float amax = 0.0f, d, id;
-			for (j = 0; j < LLAMA_QK; j++)
+			for (j = 0; j < GPUOS_QK; j++)
 				amax = llama_fabsf(v[j]) > amax ? llama_fabsf(v[j]) : amax;
 			d = amax / 127.0f;
 			id = d != 0.0f ? 1.0f / d : 0.0f;
-			y->d = llama_f32_to_f16(d);
-			for (j = 0; j < LLAMA_QK; j++)
+			y->d = gpuos_f32_to_f16(d);
+			for (j = 0; j < GPUOS_QK; j++)
 				y->qs[j] = (int8_t)llama_roundf(v[j] * id);
 		}
 		break;
 	case LLAMA_TYPE_Q8_K:
-		for (i = 0; i < n / LLAMA_QK_K; i++) {
+		for (i = 0; i < n / GPUOS_QK_K; i++) {
 			struct llama_q8_k *y = (struct llama_q8_k *)out + i;
-			const float *v = x + i * LLAMA_QK_K;
+			const float *v = x + i * GPUOS_QK_K;
 			float max = 0.0f, amax = 0.0f, iscale;
-			for (j = 0; j < LLAMA_QK_K; j++)
+			for (j = 0; j < GPUOS_QK_K; j++)
 				if (llama_fabsf(v[j]) > amax) {
 					amax = llama_fabsf(v[j]);
 					max = v[j];
 				}
 			if (amax == 0.0f) {
 				y->d = 0.0f;
-				for (j = 0; j < LLAMA_QK_K; j++)
+				for (j = 0; j < GPUOS_QK_K; j++)
 					y->qs[j] = 0;
 			} else {
 				iscale = -127.0f / max;
-				for (j = 0; j < LLAMA_QK_K; j++) {
+				for (j = 0; j < GPUOS_QK_K; j++) {
 					int32_t q = llama_nearest_int(iscale * v[j]);
 					y->qs[j] = (int8_t)(q < 127 ? q : 127);
 				}
 				y->d = 1.0f / iscale;
 			}
-			for (j = 0; j < LLAMA_QK_K / 16u; j++) {
+			for (j = 0; j < GPUOS_QK_K / 16u; j++) {
 				int32_t s = 0;
 				uint32_t l;
 				for (l = 0; l < 16u; l++)
@@ -370,30 +209,30 @@ GPUOS_INLINE GPUOS_HD float llama_dot(uint32_t t, const void *row, const void *a
 		double s = 0.0;
 		int bf = t == GPUOS_GGML_TYPE_BF16;
 		for (i = 0; i < n; i++)
-			s += (double)((bf ? llama_bf16_to_f32(a[i]) : llama_f16_to_f32(a[i])) *
-				      (bf ? llama_bf16_to_f32(b[i]) : llama_f16_to_f32(b[i])));
+			s += (double)((bf ? gpuos_bf16_to_f32(a[i]) : gpuos_f16_to_f32(a[i])) *
+				      (bf ? gpuos_bf16_to_f32(b[i]) : gpuos_f16_to_f32(b[i])));
 		return (float)s;
 	}
 	case GPUOS_GGML_TYPE_Q4_0:
 	case GPUOS_GGML_TYPE_Q8_0: {
-		const struct llama_q8_0 *y = (const struct llama_q8_0 *)act;
+		const struct gpuos_block_q8_0 *y = (const struct gpuos_block_q8_0 *)act;
 		float s = 0.0f;
-		for (i = 0; i < n / LLAMA_QK; i++) {
+		for (i = 0; i < n / GPUOS_QK; i++) {
 			int32_t sumi = 0;
 			float dx;
 			if (t == GPUOS_GGML_TYPE_Q4_0) {
-				const struct llama_q4_0 *x = (const struct llama_q4_0 *)row + i;
-				for (j = 0; j < LLAMA_QK / 2u; j++)
+				const struct gpuos_block_q4_0 *x = (const struct gpuos_block_q4_0 *)row + i;
+				for (j = 0; j < GPUOS_QK / 2u; j++)
 					sumi += ((int32_t)(x->qs[j] & 0xfu) - 8) * y[i].qs[j] +
-						((int32_t)(x->qs[j] >> 4) - 8) * y[i].qs[j + LLAMA_QK / 2u];
-				dx = llama_f16_to_f32(x->d);
+						((int32_t)(x->qs[j] >> 4) - 8) * y[i].qs[j + GPUOS_QK / 2u];
+				dx = gpuos_f16_to_f32(x->d);
 			} else {
-				const struct llama_q8_0 *x = (const struct llama_q8_0 *)row + i;
-				for (j = 0; j < LLAMA_QK; j++)
+				const struct gpuos_block_q8_0 *x = (const struct gpuos_block_q8_0 *)row + i;
+				for (j = 0; j < GPUOS_QK; j++)
 					sumi += (int32_t)x->qs[j] * y[i].qs[j];
-				dx = llama_f16_to_f32(x->d);
+				dx = gpuos_f16_to_f32(x->d);
 			}
-			s += (float)sumi * (dx * llama_f16_to_f32(y[i].d));
+			s += (float)sumi * (dx * gpuos_f16_to_f32(y[i].d));
 		}
 		return s;
 	}
@@ -403,34 +242,34 @@ GPUOS_INLINE GPUOS_HD float llama_dot(uint32_t t, const void *row, const void *a
 		const struct llama_q8_k *y = (const struct llama_q8_k *)act;
 		uint32_t bytes;
 		float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0.0f;
-		int8_t a[LLAMA_QK_K];
+		int8_t a[GPUOS_QK_K];
 		llama_type_block(t, &bytes);
-		for (i = 0; i < n / LLAMA_QK_K; i++) {
+		for (i = 0; i < n / GPUOS_QK_K; i++) {
 			const uint8_t *blk = (const uint8_t *)row + i * bytes;
 			int32_t aux32[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 			float d;
 			llama_k_quants(t, blk, a);
 			if (t == GPUOS_GGML_TYPE_Q6_K) {
-				const struct llama_q6_k *x = (const struct llama_q6_k *)blk;
+				const struct gpuos_block_q6_k *x = (const struct gpuos_block_q6_k *)blk;
 				/* 16 sub-blocks of 16, each with its int8 scale */
 				for (j = 0; j < 16u; j++)
 					for (l = 0; l < 16u; l++)
 						aux32[l % 8u] += x->scales[j] * (int32_t)(a[16u * j + l] * y[i].qs[16u * j + l]);
-				d = llama_f16_to_f32(x->d) * y[i].d;
+				d = gpuos_f16_to_f32(x->d) * y[i].d;
 			} else {
-				const struct llama_q4_k *x = (const struct llama_q4_k *)blk;
+				const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)blk;
 				int32_t mins = 0;
 				float dmin;
 				for (j = 0; j < 8u; j++) {
 					uint8_t sc, m;
-					llama_scale_min_k4(j, x->scales, &sc, &m);
+					gpuos_scale_min_k4(j, x->scales, &sc, &m);
 					/* the mins meet the activations' sums of 16, two a sub-block */
 					mins += (int32_t)m * (y[i].bsums[2u * j] + y[i].bsums[2u * j + 1u]);
 					for (l = 0; l < 32u; l++)
 						aux32[l % 8u] += (int32_t)sc * (a[32u * j + l] * y[i].qs[32u * j + l]);
 				}
-				d = llama_f16_to_f32(x->d) * y[i].d;
-				dmin = llama_f16_to_f32(x->dmin) * y[i].d;
+				d = gpuos_f16_to_f32(x->d) * y[i].d;
+				dmin = gpuos_f16_to_f32(x->dmin) * y[i].d;
 				s -= dmin * (float)mins;
 			}
 			for (l = 0; l < 8u; l++)

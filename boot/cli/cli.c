@@ -38,6 +38,14 @@ void cli_err(const char *cmd, const char *fmt, ...)
 
 /* ---- clients ------------------------------------------------------------------- */
 
+void cli_socket_hint(const struct cli *c, int can_boot, char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+	if (c->socket_default && n < errlen)
+		snprintf(err + n, errlen - n, " (the default socket: give --socket PATH%s)",
+			 can_boot ? ", or --device DEV to boot a runtime for this command" : "");
+}
+
 int client_open(struct cli *c, struct client *cl, char *err, size_t errlen)
 {
 	int r;
@@ -45,8 +53,10 @@ int client_open(struct cli *c, struct client *cl, char *err, size_t errlen)
 	cl->at.sock = -1;
 	if (c->socket) {
 		r = gpuos_service_attach(c->socket, &cl->at, err, errlen);
-		if (r)
+		if (r) {
+			cli_socket_hint(c, 1, err, errlen);
 			return r;
+		}
 		cl->mb = cl->at.mb;
 		cl->heap = cl->at.heap;
 		cl->heap_rt = cl->at.heap_rt;

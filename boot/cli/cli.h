@@ -22,6 +22,7 @@
 struct cli {
 	struct gpuos_boot_opts boot;
 	const char *socket;      /* --socket PATH: use a running service */
+	int socket_default;      /* socket is the default one (gpuos_service_default_socket), not given */
 	const char *out;         /* -o FILE */
 	int json;
 	int stats;               /* --stats: the runtime's counters, always, also as JSON (cli_counters) */
@@ -41,6 +42,8 @@ struct cli {
 	const char *apps_dir;    /* boot: --apps DIR */
 	int allow_host_apps;
 	int no_perms;            /* boot --no-perms */
+	int no_mps;              /* boot --no-mps */
+	const char *config;      /* boot --config FILE */
 	uint32_t gpus[GPUOS_GROUP_MAX]; /* boot --gpus: a runtime on each */
 	uint32_t ngpus;
 	/* positional arguments */
@@ -161,6 +164,9 @@ struct client {
 };
 
 int client_open(struct cli *c, struct client *cl, char *err, size_t errlen);
+/* After err about c->socket: where it was the default, say so and what to
+ * give instead (can_boot: the command takes --device too). */
+void cli_socket_hint(const struct cli *c, int can_boot, char *err, size_t errlen);
 int client_close(struct client *cl, char *err, size_t errlen);
 
 /* Where a service finds the apps that `run` requests name (gpuos boot
@@ -177,6 +183,7 @@ int cmd_identify(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_boot(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_parts(int argc, char **argv);
@@ -184,6 +191,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_gguf(int argc, char **argv);
+int cmd_model(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 /* Controller i of the device (one of an array's; identify, bench): its
  * identity, the emulator's performance model of it, and its own counters

@@ -13,7 +13,13 @@
  * all on the device's controllers, each served on a socket of its own
  * (the first at --socket's path, runtime i at PATH.i), each from a thread
  * of its own. A stop through any of them stops them all.
+ *
+ * Before its CUDA context exists, boot settles MPS (boot/mps.c): it joins
+ * a daemon, or starts one, unless --no-mps or host mode, and says which in
+ * one line ("gpuos: MPS: ..."). --config FILE reads boot's options from a
+ * file first (the systemd unit's /etc/gpuos/gpuos.conf; docs/service.md).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -62,11 +68,125 @@ static int apps_dir_ok(const char *dir)
 	return 1;
 }
 
+/* Is name one of boot's long options (options.c's table)? */
+static int option_of_boot(const char *name)
+{
+	const char *p = cli_command("boot")->options;
+	size_t n = strlen(name);
+	while ((p = strstr(p, name))) {
+		if ((p == cli_command("boot")->options || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/* --config FILE: boot's options, one a line, "NAME = VALUE" (NAME a long
+ * option without its dashes; a flag takes yes, or no to leave it out, or
+ * no value), a line that begins with # a comment. They come before the
+ * command line's in *nargv, so that those win. The file must belong to
+ * root or to us and be writable by no one else: it decides what the
+ * service serves and to whom. 0, or -1 after one line on stderr. */
+static int config_argv(const char *file, int argc, char **argv, int *nargc, char ***nargv)
+{
+	char line[4096], **av = NULL;
+	int n = 0, cap = 0, ln = 0, i;
+	struct stat st;
+	FILE *f = fopen(file, "re");
+
+	if (!f || fstat(fileno(f), &st)) {
+		cli_err("boot", "--config %s: %s", file, strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		cli_err("boot", "--config %s: must be a file of root's (or of this service's user) that no one else can "
+			"write: it decides what the service serves and to whom", file);
+		fclose(f);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *k = line, *v, *e, *arg;
+		size_t len = strlen(line);
+		ln++;
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+			cli_err("boot", "--config %s, line %d: longer than %zu bytes", file, ln, sizeof(line) - 2);
+			goto fail;
+		}
+		while (isspace((unsigned char)*k))
+			k++;
+		if (!*k || *k == '#')
+			continue;
+		e = k + strlen(k);
+		while (e > k && isspace((unsigned char)e[-1]))
+			*--e = 0;
+		v = strchr(k, '=');
+		if (v) {
+			for (e = v; e > k && isspace((unsigned char)e[-1]); e--)
+				;
+			*e = 0;
+			for (v++; isspace((unsigned char)*v); v++)
+				;
+		}
+		if (!*k || strspn(k, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(k) || !strcmp(k, "config") ||
+		    !option_of_boot(k)) {
+			cli_err("boot", "--config %s, line %d: '%s' is not an option of boot (NAME = VALUE, NAME as in "
+				"gpuos boot --help without its dashes)", file, ln, k);
+			goto fail;
+		}
+		if (v && (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off")))
+			continue;
+		if (!v || !*v || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) {
+			if (asprintf(&arg, "--%s", k) < 0)
+				arg = NULL;
+		} else if (asprintf(&arg, "--%s=%s", k, v) < 0) {
+			arg = NULL;
+		}
+		if (n + 1 >= cap) {
+			char **a = realloc(av, (size_t)(cap = cap * 2 + 16) * sizeof(*av));
+			if (!a)
+				free(arg), arg = NULL;
+			else
+				av = a;
+		}
+		if (!arg) {
+			cli_err("boot", "out of memory");
+			goto fail;
+		}
+		av[n++] = arg;
+	}
+	fclose(f);
+	f = NULL;
+	{
+		char **a = realloc(av, (size_t)(n + argc + 1) * sizeof(*av));
+		if (!a) {
+			cli_err("boot", "out of memory");
+			goto fail;
+		}
+		av = a;
+	}
+	for (i = 0; i < argc; i++)
+		av[n + i] = argv[i];
+	av[n + argc] = NULL;
+	*nargc = n + argc;
+	*nargv = av; /* held for the command's lifetime: options point into it */
+	return 0;
+fail:
+	if (f)
+		fclose(f);
+	for (i = 0; i < n; i++)
+		free(av[i]);
+	free(av);
+	return -1;
+}
+
 /* The parts of the command line that concern the service. */
 static int service_opts(struct cli *c, struct gpuos_service_opts *o, struct service_apps *apps)
 {
 	memset(o, 0, sizeof(*o));
 	o->socket = c->socket;
+	o->device = c->boot.device;
 	o->group = c->group;
 	o->client_timeout_ms = c->client_timeout_ms;
 	o->no_perms = c->no_perms;
@@ -133,9 +253,30 @@ static void *serve_one(void *arg)
 	return NULL;
 }
 
-static int boot_group(struct cli *c, struct gpuos_service_opts *o)
+/* The MPS line, on a GPU before the runtime's CUDA context is made. */
+static void settle_mps(const struct cli *c, struct gpuos_mps *m)
 {
-	const char *base = c->socket ? c->socket : GPUOS_DEFAULT_SOCKET;
+	char text[512];
+	gpuos_mps_setup(m, c->boot.host_mode, c->no_mps);
+	fprintf(stderr, "gpuos: MPS: %s\n", gpuos_mps_text(m, text, sizeof(text)));
+}
+
+/* After the runtime stopped: a daemon boot started goes with it. */
+static void end_mps(const struct gpuos_mps *m)
+{
+	char err[256];
+	if (m->state != GPUOS_MPS_STARTED)
+		return;
+	if (gpuos_mps_stop(m, 10000, err, sizeof(err)))
+		fprintf(stderr, "gpuos: MPS: warning: the daemon started at %s may still run: %s\n", m->dir, err);
+	else
+		fprintf(stderr, "gpuos: MPS: asked the daemon started at %s to quit\n", m->dir);
+}
+
+static int boot_group(struct cli *c, struct gpuos_service_opts *o, struct gpuos_mps *mps)
+{
+	char def[108];
+	const char *base = c->socket ? c->socket : gpuos_service_default_socket(1, def, sizeof(def)) > 0 ? def : "";
 	struct group_service gs[GPUOS_GROUP_MAX];
 	struct gpuos_group *grp;
 	char err[512];
@@ -157,6 +298,8 @@ static int boot_group(struct cli *c, struct gpuos_service_opts *o)
 			break;
 		}
 	}
+	if (!rc)
+		settle_mps(c, mps);
 	if (!rc && gpuos_boot_group(&c->boot, n, c->gpus, &grp, err, sizeof(err))) {
 		cli_err("boot", "%s", err);
 		rc = GPUOS_EXIT_FAIL;
@@ -164,6 +307,7 @@ static int boot_group(struct cli *c, struct gpuos_service_opts *o)
 	if (rc) {
 		for (i = 0; i < n; i++)
 			gpuos_service_close(gs[i].v);
+		end_mps(mps);
 		return rc;
 	}
 	printf("ready socket=%s sockets=", base);
@@ -200,6 +344,7 @@ static int boot_group(struct cli *c, struct gpuos_service_opts *o)
 		cli_err("boot", "shutdown: %s", err);
 		rc = GPUOS_EXIT_FAIL;
 	}
+	end_mps(mps);
 	if (!c->boot.quiet)
 		fprintf(stderr, "gpuos: stopped%s\n", stop_signal > 0 ? " (signal)" : "");
 	return rc;
@@ -212,18 +357,33 @@ int cmd_boot(int argc, char **argv)
 	struct service_apps apps;
 	struct gpuos_service *v;
 	struct gpuos_sys *s;
+	struct gpuos_mps mps;
 	char err[512];
 	int rc = 0;
 
 	if (cli_parse(&c, "boot", argc, argv))
 		return GPUOS_EXIT_USAGE;
+	if (c.config) {
+		const char *file = c.config;
+		char **nargv;
+		int nargc;
+		free(c.argv);
+		if (config_argv(file, argc, argv, &nargc, &nargv))
+			return GPUOS_EXIT_USAGE;
+		if (cli_parse(&c, "boot", nargc, nargv)) {
+			cli_err("boot", "(the options of --config %s, then of the command line)", file);
+			return GPUOS_EXIT_USAGE;
+		}
+	}
 	if (!c.boot.device || c.argc) {
 		cli_err("boot", c.argc ? "%s: boot takes no arguments" : "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)%s",
-			c.argc ? c.argv[0] : "");
+			c.argc ? c.argv[0] : c.config ? ", or device = DEV in the --config file" : "");
 		return GPUOS_EXIT_USAGE;
 	}
 	if (service_opts(&c, &o, &apps))
 		return GPUOS_EXIT_USAGE;
+	memset(&mps, 0, sizeof(mps)); /* GPUOS_MPS_HOST until settled: nothing to end */
+	o.mps = &mps;
 	if (c.ngpus) {
 		uint32_t i, j, twice = 0;
 		for (i = 0; i < c.ngpus; i++)
@@ -242,7 +402,7 @@ int cmd_boot(int argc, char **argv)
 		if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
 			c.boot.dev_heap_bytes = 256ull << 20;
 		c.boot.heap_shares = GPUOS_SERVICE_SHARES;
-		return boot_group(&c, &o);
+		return boot_group(&c, &o, &mps);
 	}
 	/* The socket first: a second service on the path is refused before
 	 * it touches the device. */
@@ -251,15 +411,17 @@ int cmd_boot(int argc, char **argv)
 		return GPUOS_EXIT_FAIL;
 	}
 	catch_signals();
+	settle_mps(&c, &mps);
 	if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
 		c.boot.dev_heap_bytes = 256ull << 20;
 	c.boot.heap_shares = GPUOS_SERVICE_SHARES; /* one per client (boot/service.c) */
 	if (gpuos_boot(&c.boot, &s, err, sizeof(err))) {
 		cli_err("boot", "%s", err);
 		gpuos_service_close(v);
+		end_mps(&mps);
 		return GPUOS_EXIT_FAIL;
 	}
-	printf("ready socket=%s\n", c.socket ? c.socket : GPUOS_DEFAULT_SOCKET);
+	printf("ready socket=%s\n", gpuos_service_path(v));
 	fflush(stdout);
 	say_serving(&c, s);
 	if (gpuos_service_serve(v, s, &stop_signal, err, sizeof(err))) {
@@ -271,6 +433,7 @@ int cmd_boot(int argc, char **argv)
 		cli_err("boot", "shutdown: %s", err);
 		rc = GPUOS_EXIT_FAIL;
 	}
+	end_mps(&mps);
 	if (!c.boot.quiet)
 		fprintf(stderr, "gpuos: stopped%s\n", stop_signal ? " (signal)" : "");
 	return rc;
@@ -288,8 +451,9 @@ int cmd_stop(int argc, char **argv)
 		cli_err("stop", "%s: stop takes no arguments", c.argv[0]);
 		return GPUOS_EXIT_USAGE;
 	}
-	fd = gpuos_service_connect(c.socket ? c.socket : GPUOS_DEFAULT_SOCKET, err, sizeof(err));
+	fd = gpuos_service_connect(c.socket, err, sizeof(err));
 	if (fd < 0) {
+		cli_socket_hint(&c, 0, err, sizeof(err));
 		cli_err("stop", "%s", err);
 		return GPUOS_EXIT_FAIL;
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The file tools: gpuos ls | stat | cat | gguf. Each boots a runtime (or
+ * The file tools: gpuos ls | stat | cat | gguf | model. Each boots a runtime (or
  * attaches to a service with --socket) and asks it through the mailbox; the
  * runtime parses the partition table, ext4 and GGUF itself (on the GPU, or
  * on CPU threads in host mode). Nothing here reads the disk.
@@ -9,8 +9,10 @@
  *   gpuos stat [--json] --device DEV [--part N] PATH
  *   gpuos cat  --device DEV [--part N] PATH [-o FILE]
  *   gpuos gguf [--json] [--shard] --device DEV [--part N] PATH|@BYTEOFFSET
+ *   gpuos model [--json] [--shard] --device DEV [--part N] PATH|@BYTEOFFSET
  *
- * Errors: one line "gpuos CMD: PATH: reason" on stderr, exit status 2.
+ * Errors: one line "gpuos CMD: PATH: reason" on stderr, exit status 1 (2 for
+ * a bad command line).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include "cli.h"
 #include "gguf_json.h"
 #include "json.h"
+#include "model_json.h"
 
 #define WHY_LEN 256u
 
@@ -66,9 +69,10 @@ static int files_begin(struct files *f, const char *cmd, int argc, char **argv)
 	}
 	if (f->c.part > 0)
 		f->c.boot.part = (uint32_t)f->c.part;
-	/* `gguf @OFFSET` names raw device bytes on purpose: a runtime booted for
-	 * this command allows it (a service keeps its own --allow-raw policy). */
-	if (!strcmp(cmd, "gguf") && f->path[0] == '@')
+	/* `gguf @OFFSET` and `model @OFFSET` name raw device bytes on purpose: a
+	 * runtime booted for this command allows it (a service keeps its own
+	 * --allow-raw policy). */
+	if ((!strcmp(cmd, "gguf") || !strcmp(cmd, "model")) && f->path[0] == '@')
 		f->c.boot.allow_raw = 1;
 	if (!f->c.boot.device && !f->c.socket) {
 		cli_err(cmd, "give --device DEV (emu:IMAGE, null, pci:...) or --socket PATH");
@@ -437,16 +441,22 @@ int cmd_cat(int argc, char **argv)
 	return files_end(&f, rc);
 }
 
-/* ---- gguf ----------------------------------------------------------------------- */
+/* ---- gguf, model ------------------------------------------------------------------ */
 
 /* The files a split model was read from, by the names the runtime gave them
  * (gpuos/gguf.h): from the path's prefix when it names a shard, else from
- * the base name (less ".gguf"). A shard alone is the path itself. */
-static int shard_paths(const struct files *f, struct gguf_view *v, const char **paths,
-		       char names[][GPUOS_PATH_MAX])
+ * the base name (less ".gguf"). A shard alone, and a model of one file, is
+ * the path itself. A safetensors checkpoint's index names its shards in its
+ * weight_map, which the export does not carry: no paths (NULL). */
+static int shard_paths(const struct files *f, struct gguf_view *v)
 {
+	static char names[GPUOS_GGUF_MAX_SHARDS][GPUOS_PATH_MAX];
+	static const char *paths[GPUOS_GGUF_MAX_SHARDS];
 	uint32_t len = (uint32_t)strlen(f->path), k, n, i;
 	int pl = gpuos_gguf_split_parse(f->path, len, &k, &n);
+	v->shard_paths = NULL;
+	if (v->flags & GPUOS_GGUF_F_ST_INDEX)
+		return 0;
 	if (!(v->flags & GPUOS_GGUF_F_SPLIT)) {
 		paths[0] = f->path;
 		v->shard_paths = paths;
@@ -455,12 +465,12 @@ static int shard_paths(const struct files *f, struct gguf_view *v, const char **
 	if (pl < 0)
 		pl = len > 5 && !strcmp(f->path + len - 5, ".gguf") ? (int)len - 5 : (int)len;
 	if (v->shards > GPUOS_GGUF_MAX_SHARDS) {
-		cli_err("gguf", "%s: %u shards, more than %u", f->path, v->shards, GPUOS_GGUF_MAX_SHARDS);
+		cli_err(f->cmd, "%s: %u shards, more than %u", f->path, v->shards, GPUOS_GGUF_MAX_SHARDS);
 		return -1;
 	}
 	for (i = 0; i < v->shards; i++) {
 		if (!gpuos_gguf_split_name(names[i], GPUOS_PATH_MAX, f->path, (uint32_t)pl, i + 1u, v->shards)) {
-			cli_err("gguf", "%s: shard names too long", f->path);
+			cli_err(f->cmd, "%s: shard names too long", f->path);
 			return -1;
 		}
 		paths[i] = names[i];
@@ -469,54 +479,67 @@ static int shard_paths(const struct files *f, struct gguf_view *v, const char **
 	return 0;
 }
 
+/* Open the model f->path names (a file, or @BYTEOFFSET: a GGUF at that byte
+ * of the device; --shard: one gguf-split shard alone) and read its tables
+ * into the heap, *v over them. 0 with *h the model's handle (the caller
+ * closes it), or the exit status after one line on stderr (nothing left
+ * open). */
+static int model_tables(struct files *f, uint32_t *h, struct gguf_view *v)
+{
+	struct gpuos_result res;
+	struct gpuos_gguf_export *x;
+	uint64_t raw = 0;
+	uint32_t st;
+	int is_raw = f->path[0] == '@', rc = 0;
+
+	/* a byte offset as --offset takes it (decimal or 0x, K..T) */
+	if (is_raw && cli_size(f->path + 1, 1, ~0ull, &raw)) {
+		cli_err(f->cmd, "%s: not a byte offset (give PATH or @BYTEOFFSET)", f->path);
+		return GPUOS_EXIT_USAGE;
+	}
+	f->why_h[0] = 0;
+	st = gpuos_request(f->cl.mb, GPUOS_OP_GGUF_OPEN, (is_raw ? GPUOS_GGUF_RAW : 0) | (f->c.shard ? GPUOS_GGUF_SHARD : 0),
+			   0, raw, WHY_LEN, (void *)(uintptr_t)rt_of(f, f->why_h), is_raw ? 0 : rt_of(f, f->path_h), &res);
+	if (st != GPUOS_ST_OK) {
+		if (st == GPUOS_ST_DENIED && is_raw && !why_in(f->why_h, WHY_LEN)[0])
+			return fail(f, st, 0, "a GGUF at a byte offset of the device needs --allow-raw");
+		return fail(f, st, res.nvme_status, why_in(f->why_h, WHY_LEN));
+	}
+	*h = (uint32_t)res.result;
+	x = (struct gpuos_gguf_export *)f->buf_h;
+	st = gpuos_request(f->cl.mb, GPUOS_OP_GGUF_INFO, 0, *h, 0, f->buf_len, (void *)(uintptr_t)f->buf_rt, 0, &res);
+	if (st != GPUOS_ST_OK) {
+		rc = fail(f, st, res.nvme_status, why_in(f->buf_h, f->buf_len));
+	} else if (!x->complete) {
+		cli_err(f->cmd, "%s: the model's tables need %llu bytes of client memory, %llu available (--heap-mib)",
+			f->path, (unsigned long long)x->total, (unsigned long long)f->buf_len);
+		rc = GPUOS_EXIT_FAIL;
+	} else {
+		gguf_view_of_export(v, x);
+		if (shard_paths(f, v))
+			rc = GPUOS_EXIT_FAIL;
+	}
+	if (rc)
+		gpuos_close(f->cl.mb, *h);
+	return rc;
+}
+
 int cmd_gguf(int argc, char **argv)
 {
 	struct files f;
-	struct gpuos_result res;
-	struct gpuos_gguf_export *x;
 	struct gguf_view v;
-	static char names[GPUOS_GGUF_MAX_SHARDS][GPUOS_PATH_MAX];
-	const char *paths[GPUOS_GGUF_MAX_SHARDS];
-	uint64_t raw = 0;
-	uint32_t h, st;
-	int is_raw, rc = 0;
+	uint32_t h;
+	int rc;
 
 	if ((rc = files_begin(&f, "gguf", argc, argv)))
 		return files_end(&f, rc);
-	is_raw = f.path[0] == '@';
-	/* a byte offset as --offset takes it (decimal or 0x, K..T) */
-	if (is_raw && cli_size(f.path + 1, 1, ~0ull, &raw)) {
-		cli_err("gguf", "%s: not a byte offset (give PATH or @BYTEOFFSET)", f.path);
-		return files_end(&f, GPUOS_EXIT_USAGE);
-	}
-	f.why_h[0] = 0;
-	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_OPEN, (is_raw ? GPUOS_GGUF_RAW : 0) | (f.c.shard ? GPUOS_GGUF_SHARD : 0),
-			   0, raw, WHY_LEN,
-			   (void *)(uintptr_t)rt_of(&f, f.why_h), is_raw ? 0 : rt_of(&f, f.path_h), &res);
-	if (st != GPUOS_ST_OK) {
-		if (st == GPUOS_ST_DENIED && is_raw && !why_in(f.why_h, WHY_LEN)[0])
-			return files_end(&f, fail(&f, st, 0, "a GGUF at a byte offset of the device needs --allow-raw"));
-		return files_end(&f, fail(&f, st, res.nvme_status, why_in(f.why_h, WHY_LEN)));
-	}
-	h = (uint32_t)res.result;
-	x = (struct gpuos_gguf_export *)f.buf_h;
-	st = gpuos_request(f.cl.mb, GPUOS_OP_GGUF_INFO, 0, h, 0, f.buf_len, (void *)(uintptr_t)f.buf_rt, 0, &res);
-	if (st != GPUOS_ST_OK) {
-		rc = fail(&f, st, res.nvme_status, why_in(f.buf_h, f.buf_len));
-		goto out;
-	}
-	if (!x->complete) {
-		cli_err("gguf", "%s: the model's tables need %llu bytes of client memory, %llu available (--heap-mib)",
-			f.path, (unsigned long long)x->total, (unsigned long long)f.buf_len);
+	if ((rc = model_tables(&f, &h, &v)))
+		return files_end(&f, rc);
+	/* gpuos.gguf/1 is GGUF's header: versions 2 and 3, KVs with their types */
+	if (v.flags & GPUOS_GGUF_F_SAFETENSORS) {
+		cli_err("gguf", "%s: a safetensors model, not GGUF (gpuos model lists any model)", f.path);
 		rc = GPUOS_EXIT_FAIL;
-		goto out;
-	}
-	gguf_view_of_export(&v, x);
-	if (shard_paths(&f, &v, paths, names)) {
-		rc = GPUOS_EXIT_FAIL;
-		goto out;
-	}
-	if (f.c.json) {
+	} else if (f.c.json) {
 		struct json j;
 		json_begin(&j, stdout, "gguf");
 		json_str(&j, "path", f.path);
@@ -525,7 +548,30 @@ int cmd_gguf(int argc, char **argv)
 	} else {
 		gguf_text_write(stdout, &v);
 	}
-out:
+	gpuos_close(f.cl.mb, h);
+	return files_end(&f, rc);
+}
+
+int cmd_model(int argc, char **argv)
+{
+	struct files f;
+	struct gguf_view v;
+	uint32_t h;
+	int rc;
+
+	if ((rc = files_begin(&f, "model", argc, argv)))
+		return files_end(&f, rc);
+	if ((rc = model_tables(&f, &h, &v)))
+		return files_end(&f, rc);
+	if (f.c.json) {
+		struct json j;
+		json_begin(&j, stdout, "model");
+		json_str(&j, "path", f.path);
+		model_json_write(&j, &v);
+		json_finish(&j);
+	} else {
+		model_text_write(stdout, &v);
+	}
 	gpuos_close(f.cl.mb, h);
 	return files_end(&f, rc);
 }

@@ -313,8 +313,8 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 
 	/* A name in the service's apps directory: never a path of ours. */
 	if (strchr(o->image, '/')) {
-		cli_err("run", "%s: with --socket, name an app of the service's apps directory (gpuos boot --apps DIR), "
-			"not a path", o->image);
+		cli_err("run", "%s: %s, name an app of the service's apps directory (gpuos boot --apps DIR), not a path",
+			o->image, c->socket_default ? "give --device DEV to run it here; through the service" : "with --socket");
 		return GPUOS_EXIT_USAGE;
 	}
 	line = malloc(RUN_REQ_MAX);
@@ -341,6 +341,7 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 	line[len] = 0;
 	fd = gpuos_service_connect(c->socket, err, sizeof(err));
 	if (fd < 0) {
+		cli_socket_hint(c, 1, err, sizeof(err));
 		cli_err("run", "%s", err);
 		goto out;
 	}

@@ -59,8 +59,19 @@ static void scalar(struct json *j, const char *key, uint32_t type, union gpuos_g
 	}
 }
 
-/* The "value" list of an array at nesting level (0: the KV's own): items
- * are kept for it and the arrays directly in it. */
+static void items(struct json *j, const struct gguf_view *v, const struct gpuos_gguf_arr *a, int level);
+
+/* An array's members: "elem_type", "count" and, for the KV's own array
+ * (level 0) and the arrays directly in it (level 1), "value": the items kept. */
+static void arr_members(struct json *j, const struct gguf_view *v, const struct gpuos_gguf_arr *a, int level)
+{
+	json_str(j, "elem_type", type_name(a->elem_type));
+	json_u64(j, "count", a->count);
+	if (level <= 1)
+		items(j, v, a, level);
+}
+
+/* The "value" list of an array at nesting level (0: the KV's own). */
 static void items(struct json *j, const struct gguf_view *v, const struct gpuos_gguf_arr *a, int level)
 {
 	const void *it = v->arena + a->items_off;
@@ -72,18 +83,27 @@ static void items(struct json *j, const struct gguf_view *v, const struct gpuos_
 			const struct gpuos_gguf_str *s = (const struct gpuos_gguf_str *)it + i;
 			json_strn(j, NULL, v->arena + s->off, s->len);
 		} else if (a->elem_type == GPUOS_GGUF_TYPE_ARRAY) {
-			const struct gpuos_gguf_arr *in = (const struct gpuos_gguf_arr *)it + i;
 			json_obj(j, NULL);
-			json_str(j, "elem_type", type_name(in->elem_type));
-			json_u64(j, "count", in->count);
-			if (level < 1)
-				items(j, v, in, level + 1);
+			arr_members(j, v, (const struct gpuos_gguf_arr *)it + i, level + 1);
 			json_end(j);
 		} else {
 			scalar(j, NULL, a->elem_type, ((const union gpuos_gguf_value *)it)[i]);
 		}
 	}
 	json_end(j);
+}
+
+void gguf_json_kv_value(struct json *j, const char *key, const struct gguf_view *v, const struct gpuos_gguf_kv *kv)
+{
+	if (kv->type == GPUOS_GGUF_TYPE_ARRAY) {
+		json_obj(j, key);
+		arr_members(j, v, &kv->arr, 0);
+		json_end(j);
+	} else if (kv->type == GPUOS_GGUF_TYPE_STRING) {
+		json_strn(j, key, v->arena + kv->str.off, kv->str.len);
+	} else {
+		scalar(j, key, kv->type, kv->val);
+	}
 }
 
 void gguf_json_write(struct json *j, const struct gguf_view *v)
@@ -113,15 +133,10 @@ void gguf_json_write(struct json *j, const struct gguf_view *v)
 		json_obj(j, NULL);
 		json_strn(j, "key", v->arena + kv->key_off, kv->key_len);
 		json_str(j, "type", type_name(kv->type));
-		if (kv->type == GPUOS_GGUF_TYPE_ARRAY) {
-			json_str(j, "elem_type", type_name(kv->arr.elem_type));
-			json_u64(j, "count", kv->arr.count);
-			items(j, v, &kv->arr, 0);
-		} else if (kv->type == GPUOS_GGUF_TYPE_STRING) {
-			json_strn(j, "value", v->arena + kv->str.off, kv->str.len);
-		} else {
-			scalar(j, "value", kv->type, kv->val);
-		}
+		if (kv->type == GPUOS_GGUF_TYPE_ARRAY)
+			arr_members(j, v, &kv->arr, 0);
+		else
+			gguf_json_kv_value(j, "value", v, kv);
 		if (kv->flags & GPUOS_GGUF_KV_TRUNCATED)
 			json_bool(j, "truncated", 1);
 		json_end(j);

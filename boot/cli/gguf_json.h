@@ -43,6 +43,11 @@ void gguf_view_of_export(struct gguf_view *v, const struct gpuos_gguf_export *x)
 /* The members above, into the object j is in. */
 void gguf_json_write(struct json *j, const struct gguf_view *v);
 
+/* A KV's value under key (NULL in an array): a number, boolean or string
+ * as in "kv"[].value, or for an array the object {"elem_type", "count",
+ * "value"} of its members in "kv"[] (gpuos model's "metadata" values). */
+void gguf_json_kv_value(struct json *j, const char *key, const struct gguf_view *v, const struct gpuos_gguf_kv *kv);
+
 /* Human form, as gguf-dump prints: header, KVs (arrays summarised), tensors with shapes. */
 void gguf_text_write(FILE *f, const struct gguf_view *v);
 

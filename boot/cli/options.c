@@ -20,6 +20,7 @@ enum {
 	OPT_ARCH, OPT_THREADS, OPT_ITERS, OPT_BYTES, OPT_OP, OPT_STAGES,
 	OPT_SOCKET_MODE, OPT_GROUP, OPT_CLIENT_TIMEOUT_MS, OPT_APPS, OPT_ALLOW_HOST_APPS, OPT_ROOT, OPT_NO_PERMS,
 	OPT_GPU_CLIENTS, OPT_GPU_CLIENT_MIB, OPT_SHARD, OPT_GPU, OPT_GPUS, OPT_STATS,
+	OPT_NO_MPS, OPT_CONFIG,
 };
 
 /* How an option's value is read. */
@@ -35,7 +36,10 @@ static const struct cli_option {
 } options[] = {
 	{ "device", OPT_DEVICE, V_TEXT, 0, 0, "DEV",
 	  "the device: emu:IMAGE[,k=v...], null[:SIZE], gpu-null, pci:DDDD:BB:DD.F[+...][,stripe=KiB]" },
-	{ "socket", OPT_SOCKET, V_TEXT, 0, 0, "PATH", "a running service's control socket (default " GPUOS_DEFAULT_SOCKET ")" },
+	{ "socket", OPT_SOCKET, V_TEXT, 0, 0, "PATH",
+	  "the service's control socket (default: $GPUOS_SOCKET; else, but for root, $XDG_RUNTIME_DIR/"
+	  GPUOS_SOCKET_NAME " (a client takes it where it exists); else " GPUOS_DEFAULT_SOCKET "). A command "
+	  "given neither --device nor --socket uses the service there" },
 	{ "json", OPT_JSON, V_NONE, 0, 0, NULL, "JSON on stdout (docs/json.md)" },
 	{ "output", OPT_OUTPUT, V_TEXT, 0, 0, "FILE", "write the bytes to FILE instead of stdout" },
 	{ "stats", OPT_STATS, V_NONE, 0, 0, NULL,
@@ -92,6 +96,12 @@ static const struct cli_option {
 	  "areas in VRAM for N GPU clients (kernels of other processes, under MPS; default 0)" },
 	{ "gpu-client-mib", OPT_GPU_CLIENT_MIB, V_COUNT, 2, 1u << 20, "N",
 	  "each GPU client's area (its mailbox and share), MiB, rounded up to 2 (default 64)" },
+	{ "no-mps", OPT_NO_MPS, V_NONE, 0, 0, NULL,
+	  "on a GPU, neither join nor start an MPS daemon (else one at $CUDA_MPS_PIPE_DIRECTORY, default "
+	  "/tmp/nvidia-mps, is joined, or started there: GPU clients in other processes need it)" },
+	{ "config", OPT_CONFIG, V_TEXT, 0, 0, "FILE",
+	  "options from FILE first, one a line: NAME = VALUE, NAME a long option of boot (a flag: yes or no); "
+	  "# begins a comment; the command line wins (the systemd unit: /etc/gpuos/gpuos.conf)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -103,10 +113,13 @@ const struct cli_command cli_commands[] = {
 	  "device json force" },
 	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output stats " RT_OPTS },
-	{ "boot", cmd_boot, "--device DEV", "run the runtime as a service for other processes",
-	  "device socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps allow-host-apps "
-	  "gpu-clients gpu-client-mib gpus " RT_OPTS },
+	{ "boot", cmd_boot, "--device DEV | --config FILE", "run the runtime as a service for other processes",
+	  "device config socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps "
+	  "allow-host-apps gpu-clients gpu-client-mib gpus no-mps " RT_OPTS },
 	{ "stop", cmd_stop, "", "stop a running service", "socket" },
+	{ "status", cmd_status, "",
+	  "a running service: its runtime, device, uptime, MPS, the clients attached, requests, bytes and errors",
+	  "socket json" },
 	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
 	  "device socket json " RT_OPTS },
 	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part root json " RT_OPTS },
@@ -115,6 +128,9 @@ const struct cli_command cli_commands[] = {
 	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part root output stats " RT_OPTS },
 	{ "gguf", cmd_gguf, "--device DEV [--shard] PATH|@BYTEOFFSET", "a GGUF model's header, KVs and tensors",
 	  "device socket part root json shard " RT_OPTS },
+	{ "model", cmd_model, "--device DEV [--shard] PATH|@BYTEOFFSET",
+	  "any model's tensors (GGUF, gguf-split, safetensors, a checkpoint's index.json): name, dtype, shape, offset, bytes",
+	  "device socket part root json shard " RT_OPTS },
 	{ "image", cmd_image, "APP.cubin", "inspect an app image: architecture, ABI, entries", "json arch" },
 	{ "run", cmd_run, "--device DEV APP.cubin|APP.so [-- ARGS...]",
 	  "run an app (APP.so, or --host: its host-mode variant); its output on stdout, the run's on stderr",
@@ -122,6 +138,27 @@ const struct cli_command cli_commands[] = {
 	{ "bench", cmd_bench, "--device DEV", "requests/s and latency through the whole path",
 	  "device threads iters bytes op stages json gpus " RT_OPTS },
 	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+/* Command lines to copy, after a command's options in its --help. */
+static const struct {
+	const char *cmd;
+	const char *text;
+} examples[] = {
+	{ "model",
+	  "  gpuos model --device emu:disk.img /models/llama-3-8b.Q4_K_M.gguf\n"
+	  "  gpuos model --json --device emu:disk.img /models/llama/model.safetensors.index.json\n"
+	  "  gpuos model --json --socket " GPUOS_DEFAULT_SOCKET " /models/m.safetensors | jq -r '.tensors[].name'\n"
+	  "  gpuos model --device emu:disk.img @1M (a GGUF written with dd at byte 1 MiB of the device)\n" },
+	{ "boot",
+	  "  gpuos boot --device pci:0000:01:00.0 --group gpuos   (members of gpuos may attach)\n"
+	  "  gpuos boot --config /etc/gpuos/gpuos.conf            (as the systemd unit gpuos.service does)\n"
+	  "  gpuos boot --device emu:disk.img --host --socket /tmp/gpuos.sock &\n"
+	  "  gpuos cat --socket /tmp/gpuos.sock /models/m.gguf > /dev/null\n" },
+	{ "status",
+	  "  gpuos status\n"
+	  "  gpuos status --socket /tmp/gpuos.sock\n"
+	  "  gpuos status --json | jq '.clients[] | {pid, uid, kind}'\n" },
 };
 
 const char cli_exit_help[] =
@@ -219,6 +256,9 @@ void cli_help(FILE *f, const struct cli_command *c)
 	}
 	(void)rt;
 	fprintf(f, "  %-26s %s\n\n", "    --help", "this help");
+	for (i = 0; i < sizeof(examples) / sizeof(examples[0]); i++)
+		if (!strcmp(examples[i].cmd, c->name))
+			fprintf(f, "examples:\n%s\n", examples[i].text);
 	fprintf(f, "Values: --opt VALUE or --opt=VALUE. BYTES take K, M, G, T (also KiB, MiB, GiB, TiB:\n"
 		   "powers of 1024) and 0x; a value that is not such a number, or is out of range, is refused.\n"
 		   "%s",
@@ -359,6 +399,8 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_ALLOW_HOST_APPS: c->allow_host_apps = 1; break;
 	case OPT_ROOT: c->boot.root = val; break;
 	case OPT_NO_PERMS: c->no_perms = 1; break;
+	case OPT_NO_MPS: c->no_mps = 1; break;
+	case OPT_CONFIG: c->config = val; break;
 	}
 	return 0;
 }
@@ -443,6 +485,18 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 	for (k = optind; !r && k < argc + 1; k++)
 		c->argv[c->argc++] = av[k];
 	free(av);
+	/* A client command given neither --device nor --socket uses the service
+	 * at the default socket (boot: the service picks its own). */
+	if (!r && !c->socket && !c->boot.device && strcmp(cmd, "boot") && listed(cc->options, "socket")) {
+		static char def[108];
+		if (gpuos_service_default_socket(0, def, sizeof(def)) < 0) {
+			cli_err(cmd, "$GPUOS_SOCKET is too long for a socket's address");
+			r = -1;
+		} else {
+			c->socket = def;
+			c->socket_default = 1;
+		}
+	}
 	if (r) {
 		free(c->argv);
 		c->argv = NULL;

@@ -292,6 +292,35 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 int gpuos_model_info_host(struct gpuos_sys *s, const char *path, void *buf, size_t len, size_t *needed);
 /* A file's size in bytes. As gpuos_model_load_host. */
 int gpuos_file_size_host(struct gpuos_sys *s, const char *path, uint64_t *size);
+/*
+ * Convert n elements of model type `type` (a ggml id of gpuos/gguf.h) at src
+ * into dst as out_type (GPUOS_GGML_TYPE_F32, _F16 or _BF16): the values
+ * ggml's dequantize_row_* give (gpuos/quant.h, every float32 rounding in
+ * ggml's order, none fused), rounded to nearest even for 16-bit outputs. A
+ * NaN is written as the output's quiet NaN (0x7fc00000, 0x7e00, 0x7fc0)
+ * whatever its payload was. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+ *
+ * src and dst are device memory on a GPU system (the caller's own
+ * cudaMalloc or tensor memory, any memory this GPU can write; mapped pinned
+ * host memory too): the GPU converts them with a kernel of the runtime
+ * image on a stream of the library's own, beside a spinning runtime, and the
+ * call waits for that stream only. Host memory in host mode, or s NULL (no
+ * system needed), or both src and dst in ordinary host memory on a GPU
+ * system: CPU threads convert it, with the same code. n must be a multiple
+ * of the type's block (1, 32 or 256 elements); src_bytes at least the
+ * bytes of n elements; src 2-byte aligned (4 for F32), dst aligned to its
+ * element. n 0 does nothing.
+ *
+ * Returns 0 when dst holds the result; -EINVAL (an unknown type or output
+ * type, n not whole blocks, src_bytes too small, a NULL or misaligned
+ * pointer), -ENOTSUP (a type with no dequantiser: IQ*, TQ*, MXFP4, Q8_1,
+ * integers...), -EFAULT (one of src and dst is memory the GPU cannot reach,
+ * the other the GPU's), -EIO (a CUDA failure). gpuos_sys_error says why in
+ * one line. Any thread; calls from several threads take turns on the GPU.
+ */
+int gpuos_dequant(struct gpuos_sys *s, uint32_t type, const void *src, uint64_t src_bytes, void *dst,
+		  uint32_t out_type, uint64_t n);
 /* Wait for the stream-ordered loads of this system to end: 0, or the
  * first failure since the last gpuos_sys_sync (gpuos_sys_error says why). */
 int gpuos_sys_sync(struct gpuos_sys *s);
@@ -413,6 +442,7 @@ struct gpuos_shm_hdr {
  * group get in (SO_PEERCRED); each attached client gets one share of the
  * client heap and the segment's descriptor, never a name to open. */
 #define GPUOS_DEFAULT_SOCKET "/run/gpuos/gpuos.sock"
+#define GPUOS_SOCKET_NAME "gpuos.sock"      /* in $XDG_RUNTIME_DIR (gpuos_service_default_socket) */
 #define GPUOS_SERVICE_SHARES 8u         /* client shares of a service's heap */
 #define GPUOS_CLIENT_TIMEOUT_MS 30000   /* a client waits this long for the service's answer */
 
@@ -420,8 +450,10 @@ struct gpuos_peer {
 	uint32_t uid, gid, pid;   /* of the client process, at connect() */
 };
 
+struct gpuos_mps;
 struct gpuos_service_opts {
-	const char *socket;       /* NULL: GPUOS_DEFAULT_SOCKET (its directory made 0755) */
+	const char *socket;       /* NULL: gpuos_service_default_socket's (its directory made 0755
+	                           * when it is GPUOS_DEFAULT_SOCKET's) */
 	uint32_t mode;            /* the socket's permission bits (0: 0660) */
 	const char *group;        /* a group whose members may connect (NULL: "gpuos" if it exists) */
 	uint32_t client_timeout_ms; /* disconnect a client that leaves a request unfinished or a
@@ -432,7 +464,67 @@ struct gpuos_service_opts {
 	char *(*run)(void *ctx, struct gpuos_sys *s, const struct gpuos_peer *who, uint32_t share,
 		     const char *line);
 	void *run_ctx;
+	/* What `status` says of the service besides its runtime (NULL: not said) */
+	const char *device;       /* the device string it was booted on */
+	const struct gpuos_mps *mps; /* what boot found of MPS (gpuos_mps_setup) */
 };
+
+/* The default control socket (docs/service.md), in buf: $GPUOS_SOCKET
+ * where set; else, for a uid other than root, $XDG_RUNTIME_DIR/gpuos.sock
+ * (for a client: only where that socket exists); else
+ * GPUOS_DEFAULT_SOCKET. service: 1 for the service's side, 0 for a
+ * client's. Returns which rule chose it (GPUOS_SOCKET_FROM_*), or
+ * -ENAMETOOLONG when it does not fit a socket's address. */
+enum { GPUOS_SOCKET_FROM_ENV = 1, GPUOS_SOCKET_FROM_XDG = 2, GPUOS_SOCKET_FROM_SYSTEM = 3 };
+int gpuos_service_default_socket(int service, char *buf, size_t len);
+
+/* ---- CUDA MPS for the service (boot/mps.c, docs/service.md) ---------------------
+ * Kernels of other processes run beside the runtime's only when both are
+ * clients of one MPS daemon, and a process becomes one when CUDA starts in it
+ * while a daemon answers at its pipe directory: so `gpuos boot` settles MPS
+ * before it makes its CUDA context. */
+enum gpuos_mps_state {
+	GPUOS_MPS_HOST = 0,       /* none: the runtime runs in host mode */
+	GPUOS_MPS_OFF = 1,        /* --no-mps */
+	GPUOS_MPS_JOINED = 2,     /* a daemon answered at dir */
+	GPUOS_MPS_STARTED = 3,    /* none answered; boot started one at dir */
+	GPUOS_MPS_FAILED = 4      /* none answered and none could be started (why) */
+};
+struct gpuos_mps {
+	int state;                /* enum gpuos_mps_state */
+	char dir[108];            /* the pipe directory (JOINED, STARTED, FAILED) */
+	char log_dir[108];        /* STARTED, FAILED: the daemon's log directory */
+	char why[256];            /* FAILED: the reason, one line */
+};
+/* 1 if an MPS control daemon answers at dir (its control endpoint, a socket
+ * that accepts or a FIFO with a reader); 0 if none does (no endpoint, or a
+ * stale one); -EACCES (one we may not use), -ENAMETOOLONG. Needs no GPU. */
+int gpuos_mps_probe(const char *dir);
+/* Run `prog -d` (the MPS control daemon; NULL: nvidia-cuda-mps-control from
+ * PATH) with CUDA_MPS_PIPE_DIRECTORY=dir and CUDA_MPS_LOG_DIRECTORY=log_dir
+ * (both made, 0755, where missing), then wait up to wait_ms for it to answer
+ * at dir. 0, or -ENOENT (no such program), -EIO (it failed or never
+ * answered), -errno; the reason in err. */
+int gpuos_mps_start(const char *prog, const char *dir, const char *log_dir, unsigned wait_ms, char *err,
+		    size_t errlen);
+/* Settle MPS for a runtime about to boot (before any CUDA call of this
+ * process): host mode (host_mode, or no NVIDIA GPU, or no runtime image in
+ * this binary): HOST; no_mps: OFF; a daemon at $CUDA_MPS_PIPE_DIRECTORY
+ * (default /tmp/nvidia-mps): JOINED; else one is started there, logging to
+ * $CUDA_MPS_LOG_DIRECTORY (default /tmp/nvidia-log): STARTED, or FAILED
+ * (never fatal). CUDA_MPS_PIPE_DIRECTORY is set in this process to the
+ * directory used. The program run: $GPUOS_MPS_CONTROL, else
+ * nvidia-cuda-mps-control. */
+void gpuos_mps_setup(struct gpuos_mps *m, int host_mode, int no_mps);
+/* Ask the daemon that gpuos_mps_setup started (state STARTED; else nothing
+ * to do) to quit, as `echo quit | nvidia-cuda-mps-control` does: it ends
+ * once its clients have. Waits up to wait_ms for the control program. 0, or
+ * -errno with the reason in err. */
+int gpuos_mps_stop(const struct gpuos_mps *m, unsigned wait_ms, char *err, size_t errlen);
+/* The one line boot prints after "MPS: ", and the state's name in status
+ * ("host", "off", "joined", "started", "failed"). */
+const char *gpuos_mps_text(const struct gpuos_mps *m, char *buf, size_t len);
+const char *gpuos_mps_state_name(int state);
 
 struct gpuos_service;
 /* Make the control socket (refusing a path a live service, or another
@@ -444,6 +536,8 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const volatile int *stop, char *err,
 			size_t errlen);
 void gpuos_service_close(struct gpuos_service *v);
+/* The path the service listens on. */
+const char *gpuos_service_path(const struct gpuos_service *v);
 
 /* The client's side: connect (refusing a socket or a process of another
  * non-root user), one request line and its reply within timeout_ms. */

@@ -429,6 +429,20 @@ GPUOS_INLINE GPUOS_HD uint64_t gpuos_mmio_read64(const volatile uint32_t *reg)
 	return lo | (hi << 32);
 }
 
+/* ---- float32 arithmetic rounded at every step ------------------------------
+ * For results that must equal the CPU's bit for bit (gpuos/quant.h): nvcc
+ * fuses a * b + c into one FMA by default, which rounds once instead of
+ * twice; these never fuse. gcc in ISO C mode (-std=c11) does not contract.
+ */
+#if GPUOS_ON_GPU
+#define GPUOS_RN_(dev, host) (dev)
+#else
+#define GPUOS_RN_(dev, host) (host)
+#endif
+GPUOS_INLINE GPUOS_HD float gpuos_fmul_rn(float a, float b) { return GPUOS_RN_(__fmul_rn(a, b), a * b); }
+GPUOS_INLINE GPUOS_HD float gpuos_fadd_rn(float a, float b) { return GPUOS_RN_(__fadd_rn(a, b), a + b); }
+GPUOS_INLINE GPUOS_HD float gpuos_fsub_rn(float a, float b) { return GPUOS_RN_(__fsub_rn(a, b), a - b); }
+
 /* ---- small helpers ---------------------------------------------------------- */
 #define GPUOS_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GPUOS_MAX(a, b) ((a) > (b) ? (a) : (b))

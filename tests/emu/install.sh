@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `make install` (issues 14 and 18): the binary, the library (libgpuos.a,
+# `make install` (issues 14, 18 and 32): the binary, the library (libgpuos.a,
 # libgpuos.so, the headers, gpuos.pc) with a program built against the
-# installed files alone, the manual pages that help2man makes
+# installed files alone, the systemd unit and the sample config (which
+# `systemd-analyze verify` must accept where it is installed, and `gpuos boot
+# --config` must read), the manual pages that help2man makes
 # from its help and the bash completion generated from the same help, under a
 # DESTDIR. The pages must render and name every command of `gpuos --help`;
 # the completion must complete the commands, each command's options, file
@@ -84,7 +86,7 @@ comp=$pre/share/bash-completion/completions/gpuos
 check "share/man/man1/gpuos.1 installed" test -s "$man1/gpuos.1"
 check "share/bash-completion/completions/gpuos installed" test -s "$comp"
 check "the build's man/ and completion/ made again from $gpuos" test -s "$build/man/gpuos.1" -a -s "$build/completion/gpuos"
-check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos|lib/libgpuos\.(a|so\.[0-9.]+)|lib/pkgconfig/gpuos\.pc|include/gpuos/[a-z_]+\.h)$')"
+check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./(usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos|lib/libgpuos\.(a|so\.[0-9.]+)|lib/pkgconfig/gpuos\.pc|include/gpuos/[a-z_]+\.h|lib/systemd/system/gpuos\.service)|etc/gpuos/gpuos\.conf)$')"
 
 # ---- the pages ---------------------------------------------------------------------
 echo "== manual pages"
@@ -178,6 +180,57 @@ same "gpuos cat --device emu:<TAB> without COMP_LINE" \
 	"$(printf 'data.bin\ndisk.img\nsomedir\n')"
 same "gpuos nosuch <TAB>: nothing" "$(complete_words gpuos nosuch '')" ""
 
+# ---- the systemd unit and its config ---------------------------------------------
+echo "== the systemd unit and the sample config (docs/service.md)"
+unit=$pre/lib/systemd/system/gpuos.service
+conf=$dest/etc/gpuos/gpuos.conf
+check "lib/systemd/system/gpuos.service installed (PREFIX /usr/local), mode 644" \
+	test -s "$unit" -a "$(stat -c %a "$unit" 2>/dev/null)" = 644
+check "etc/gpuos/gpuos.conf installed (SYSCONFDIR /etc), mode 644" \
+	test -s "$conf" -a "$(stat -c %a "$conf" 2>/dev/null)" = 644
+check "the unit runs gpuos boot --config of the installed paths, nothing left to fill in" \
+	bash -c "grep -qx 'ExecStart=/usr/local/bin/gpuos boot --config /etc/gpuos/gpuos.conf' '$unit' && ! grep -q @ '$unit' '$conf'"
+check "the unit makes /run/gpuos (RuntimeDirectory=gpuos), stops gpuos with SIGTERM first (KillMode=mixed)" \
+	bash -c "grep -qx 'RuntimeDirectory=gpuos' '$unit' && grep -qx 'KillMode=mixed' '$unit'"
+missing=
+for k in $(sed -nE 's/^#?([a-z][a-z0-9-]*) *=.*/\1/p' "$conf"); do
+	opts_of boot | grep -qx -- "--$k" || missing="$missing $k"
+done
+check "every option the sample config names is one of gpuos boot's${missing:+ (not:$missing)}" \
+	test -z "$missing" -a -n "$(sed -nE 's/^#?([a-z][a-z0-9-]*) *=.*/\1/p' "$conf")"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	# verify checks that ExecStart's program exists and Documentation='s pages
+	# are there: the installed ones, under DESTDIR.
+	mkdir -p "$tmp/verify"
+	sed "s|/usr/local/bin/gpuos|$pre/bin/gpuos|" "$unit" > "$tmp/verify/gpuos.service"
+	MANPATH=$pre/share/man systemd-analyze verify "$tmp/verify/gpuos.service" > "$tmp/verify.out" 2>&1
+	rc=$?
+	check "systemd-analyze verify accepts the unit: exit 0, not a word" test $rc -eq 0 -a ! -s "$tmp/verify.out"
+	sed 's/^/    | /' "$tmp/verify.out" | head -5
+else
+	echo "  skip systemd-analyze verify of the unit: systemd-analyze is not installed"
+fi
+# The sample, every line a comment, with a device and a socket of ours: a
+# service boots from it and serves.
+cp "$conf" "$tmp/boot.conf"
+printf 'device = emu:%s\nhost = yes\nsocket = %s\n' "$tmp/svcimg/disk.img" "$tmp/conf.sock" >> "$tmp/boot.conf"
+chmod 644 "$tmp/boot.conf"
+mkdir -p "$tmp/svcimg/tree"
+echo served > "$tmp/svcimg/tree/x.txt"
+mke2fs -q -F -t ext4 -d "$tmp/svcimg/tree" "$tmp/svcimg/disk.img" 16M > /dev/null 2>&1
+"$gpuos" boot --config "$tmp/boot.conf" > "$tmp/boot.out" 2> "$tmp/boot.err" &
+svc=$!
+for i in $(seq 100); do grep -q ready "$tmp/boot.out" 2>/dev/null && break; sleep 0.1; done
+out=$(timeout 60 "$gpuos" cat --socket "$tmp/conf.sock" /x.txt 2>/dev/null)
+timeout 60 "$gpuos" stop --socket "$tmp/conf.sock" > /dev/null 2>&1
+kill $svc 2>/dev/null; wait $svc 2>/dev/null
+check "gpuos boot --config reads the sample (and a device added to it) and serves" test "$out" = served
+rm -rf "$tmp/svcimg/tree" "$tmp/svcimg/disk.img"
+echo "# the administrator's" >> "$conf"
+make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$dest" install > "$tmp/make.log" 2>&1
+check "make install again leaves an existing config as it is" grep -qx "# the administrator's" "$conf"
+sed -i '$d' "$conf"
+
 # ---- the library: a program built against the installed files only ------------
 echo "== the library: libgpuos.a, libgpuos.so, headers, gpuos.pc; apps/embed/cat.c built against them"
 lib=$pre/lib
@@ -225,6 +278,13 @@ check "make install PREFIX=/opt/gpuos: bin, man1, completion there" \
 	test -x "$tmp/d2/opt/gpuos/bin/gpuos" -a -s "$tmp/d2/opt/gpuos/share/man/man1/gpuos.1" \
 	-a -s "$tmp/d2/opt/gpuos/share/bash-completion/completions/gpuos"
 check "and its gpuos.pc names that prefix" grep -qx "prefix=/opt/gpuos" "$tmp/d2/opt/gpuos/lib/pkgconfig/gpuos.pc"
+check "and its unit, in /opt/gpuos/lib/systemd/system, runs /opt/gpuos/bin/gpuos" \
+	grep -qx "ExecStart=/opt/gpuos/bin/gpuos boot --config /etc/gpuos/gpuos.conf" \
+	"$tmp/d2/opt/gpuos/lib/systemd/system/gpuos.service"
+echo "# edited" >> "$tmp/d2/etc/gpuos/gpuos.conf"
+make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$tmp/d2" PREFIX=/opt/gpuos uninstall > "$tmp/make.log" 2>&1
+check "make uninstall keeps a config that was edited, removes the unit" \
+	test -f "$tmp/d2/etc/gpuos/gpuos.conf" -a ! -e "$tmp/d2/opt/gpuos/lib/systemd/system/gpuos.service"
 make --no-print-directory BUILD="$build" -o "$gpuos" DESTDIR="$dest" uninstall > "$tmp/make.log" 2>&1
 rc=$?
 check "make uninstall: exit 0, no file left" test $rc -eq 0 -a -z "$(find "$dest" -type f -o -type l)"

@@ -22,7 +22,7 @@ mkdir -p "$out"
 echo "== apps/llama/quant.h"
 check "builds for the host (gcc, C11, -Wall -Wextra -Werror)" \
 	gcc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Iinclude -o "$out/quant_check" tests/tools/quant_check.c
-printf '#include "apps/llama/quant.h"\n__global__ void k(const void *r, const void *a, float *o, unsigned t)\n{ o[0] = llama_dot(t, r, a, 256); llama_dequant_row(t, r, o + 1, 256); llama_quantize_act(llama_dot_type(t), o + 1, o + 300, 256); }\n' > "$out/quant_dev.cu"
+printf '#include "apps/llama/quant.h"\n__global__ void k(const void *r, const void *a, float *o, unsigned t)\n{ o[0] = llama_dot(t, r, a, 256); gpuos_dequant_row(t, r, o + 1, 256); llama_quantize_act(llama_dot_type(t), o + 1, o + 300, 256); }\n' > "$out/quant_dev.cu"
 check "builds as device code (nvcc, sm_90)" \
 	"$nvcc" -std=c++17 -arch=sm_90 -Iinclude -I. -Xcompiler -Wall -c "$out/quant_dev.cu" -o "$out/quant_dev.o"
 if [ -x "$out/quant_check" ]; then

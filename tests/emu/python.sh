@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The Python binding (apps/python/gpuos, ctypes) in host mode: its unittest
-# file tests/python/test_gpuos.py against BUILD_DIR/lib/libgpuos.so, on a
-# GGUF model and a random file of its own in an ext4 image on the emulated
-# controller. Needs python3 with numpy (Debian: python3-numpy).
-# Usage: tests/emu/python.sh BUILD_DIR
+# The Python binding (apps/python/gpuos, ctypes) in host mode: a unittest
+# file of tests/python against BUILD_DIR/lib/libgpuos.so, on models and
+# files of its own in an ext4 image on the emulated controller:
+# test_gpuos.py (the default: GGUF models, files, memory, DLPack) or
+# test_models.py (safetensors files and checkpoints, GGUF dequantised with
+# dtype=). Needs python3 with numpy (Debian: python3-numpy).
+# Usage: tests/emu/python.sh BUILD_DIR [TEST_FILE]
 set -u
 build=${1:-build}
+test=${2:-test_gpuos.py}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/gpuos-python.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -45,10 +48,10 @@ fi
 ok "$lib"
 lib=$(cd "$(dirname "$lib")" && pwd)/libgpuos.so
 
-echo "== tests/python/test_gpuos.py"
+echo "== tests/python/$test"
 t0=$(date +%s)
 GPUOS_LIBRARY=$lib PYTHONPATH=$here/apps/python${PYTHONPATH:+:$PYTHONPATH} \
-	timeout 300 "$py" "$here/tests/python/test_gpuos.py" -v > "$tmp/log" 2>&1
+	timeout 300 "$py" "$here/tests/python/$test" -v > "$tmp/log" 2>&1
 rc=$?
 t1=$(date +%s)
 # One line per test ("name (module.Class.name) ... ok|FAIL|ERROR|skipped"),
@@ -76,9 +79,9 @@ done < "$tmp/counts"
 if [ $rc -ne 0 ] || [ $fail -ne 0 ]; then
 	# the failures' tracebacks (everything after the per-test lines)
 	sed -n '/^======/,$p' "$tmp/log" | sed 's/^/       /'
-	[ $fail -eq 0 ] && bad "test_gpuos.py exited $rc"
+	[ $fail -eq 0 ] && bad "$test exited $rc"
 fi
-check "test_gpuos.py ran its tests (${ran:-0}) in $((t1 - t0)) s, exit status 0" \
+check "$test ran its tests (${ran:-0}) in $((t1 - t0)) s, exit status 0" \
 	test "$rc" -eq 0 -a "${ran:-0}" -gt 0
 
 summary

@@ -18,6 +18,10 @@ date -u
 step "shared runtime suite, runtime on the GPU, controller emu:"
 GPUOS_TEST_GPU=1 timeout 500 "$build/gpu/test_runtime"; res $? "runtime suite on the GPU (with the fault campaigns)"
 
+step "issue 33: gpuos_dequant on the GPU beside the runtime, every type into F32, F16, BF16, equal to host mode's"
+GPUOS_TEST_GPU=1 timeout 400 "$build/gpu/test_dequant"
+res $? "dequant suite on the GPU: random blocks (odd scales among them) byte for byte equal to the CPU's, refusals, 1 GiB under a second"
+
 step "issue 31: 16 MiB reads under failed, duplicated, late and lost completions, runtime on the GPU"
 GPUOS_TEST_GPU=1 timeout 300 bash tests/emu/faults.sh "$build"; res $? "faults.sh on the GPU: exact bytes or a clean failure, every seed"
 
@@ -135,6 +139,13 @@ LD_LIBRARY_PATH=$build/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPUOS_LIBRA
 	timeout 300 python3 tests/gpu/python_torch.py "$build"; rc=$?
 [ $rc -eq 77 ] && echo "   (77: PyTorch or the GPU missing: a failure here, the GPU machine has both)"
 res $rc "Python binding with PyTorch: tensors through DLPack without a copy, equal to the file; matmul parked and after resume"
+LD_LIBRARY_PATH=$build/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPUOS_LIBRARY=$build/lib/libgpuos.so \
+	timeout 300 python3 tests/gpu/safetensors_torch.py "$build"; rc=$?
+if [ $rc -eq 77 ]; then
+	echo "-- SKIP safetensors and dequantised GGUF through Python (no PyTorch, safetensors package, GPU or mke2fs: the reason is above)"
+else
+	res $rc "Python, issue 33: safetensors.torch.save_file's files (bf16, f16, f32, fp8, int8; one file and 3 shards by index.json) torch.equal to load_file's; GGUF Q4_0..Q6_K dequantised on the GPU to f16/bf16/f32, quant_ref's values"
+fi
 
 step "the llama engine on the GPU (issue 19): llama.cpp's tokens, every type, layers streamed through gpuos"
 timeout 500 bash tests/gpu/llama.sh "$build" > /dev/shm/llama-gpu.out 2>&1; rc=$?
@@ -283,8 +294,9 @@ rm -f /dev/shm/gpuos-iso.*
 step "MPS: gpuos boot says whether kernels of other processes can run beside the runtime"
 if command -v nvidia-cuda-mps-control > /dev/null; then
 	mps=/dev/shm/gpuos-mps
+	no_mps= # boot joins or starts a daemon unless told --no-mps (the checks without MPS below)
 	svc_banner() { # boot a service, stop it, print its stderr
-		timeout 60 "$g" boot --device "emu:$fi/ext4.img" --socket $mps.sock > /dev/null 2> $mps.err &
+		timeout 60 "$g" boot --device "emu:$fi/ext4.img" --socket $mps.sock $no_mps > /dev/null 2> $mps.err &
 		local pid=$! i
 		for i in $(seq 100); do grep -q 'MPS' $mps.err 2>/dev/null && break; sleep 0.2; done
 		timeout 20 "$g" stop --socket $mps.sock > /dev/null 2>&1
@@ -301,7 +313,7 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	xc=$build/bench/xproc-client
 	gsvc() { # boot a service with GPU client areas on $mps.sock
 		timeout 120 "$g" boot --device "emu:$fi/ext4.img" --socket $mps.sock --allow-raw --gpu-clients 4 \
-			--gpu-client-mib 8 > $mps.svc 2>&1 &
+			--gpu-client-mib 8 $no_mps > $mps.svc 2>&1 &
 		gpid=$!
 		for i in $(seq 100); do grep -q ready $mps.svc 2>/dev/null && break; sleep 0.2; done
 	}
@@ -354,6 +366,7 @@ if command -v nvidia-cuda-mps-control > /dev/null; then
 	wait $gpid
 	unset CUDA_MPS_PIPE_DIRECTORY
 	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe sh scripts/mps-stop.sh; res $? "scripts/mps-stop.sh stops it"
+	no_mps=--no-mps
 	CUDA_MPS_PIPE_DIRECTORY=$mps/pipe svc_banner > $mps.out 2>&1
 	grep -q '^gpuos: MPS does not run' $mps.out; res $? "without MPS: gpuos boot says so"
 	gsvc

@@ -688,7 +688,10 @@ def boot(build, run, plan, iommu):
     for f in (con, res, trace):
         if os.path.exists(f):
             os.unlink(f)
-    append = "console=ttyS0 quiet panic=-1 nokaslr"
+    # no_timer_check: on a loaded host TCG runs the guest so slowly that its
+    # check of the timer interrupt through the remapped IO-APIC fails, and the
+    # guest panics before the plan starts (seen in 5 of 15 boots at load 7).
+    append = "console=ttyS0 quiet panic=-1 nokaslr no_timer_check"
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-machine", "q35", "-cpu", "max", "-smp", "1", "-m", "512",
            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
            "-serial", "file:" + con, "-serial", "file:" + res,

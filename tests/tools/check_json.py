@@ -7,7 +7,8 @@ Usage: check_json.py [--doc docs/json.md] FILE|-   (exit 0: it conforms)
 The table of the output's "schema" is the contract: every field listed
 without "?" is present, every field present is listed, and each has the
 type listed (string, integer, number, boolean, object, array, any; "|null"
-allows null). Paths: a.b is member b of object a, a[] each item of array a.
+allows null). Paths: a.b is member b of object a, a[] each item of array a,
+a.* each member of object a whatever its name (a map).
 """
 import json
 import re
@@ -32,7 +33,7 @@ def tables(doc):
         if m:
             cur = out.setdefault(m.group(1), {})
             continue
-        m = re.match(r"^\| (?!field )([a-z_0-9.\[\]]+) \| ([a-z|\\]+\??) \|", line)
+        m = re.match(r"^\| (?!field )([a-z_0-9.\[\]*]+) \| ([a-z|\\]+\??) \|", line)
         if cur is not None and m:
             t = m.group(2).replace("\\", "")
             opt = t.endswith("?")
@@ -48,11 +49,12 @@ def walk(v, path, fields, errs, seen):
     """Check value v at path (its own type was checked by the caller)."""
     if isinstance(v, dict):
         for k, x in v.items():
-            p = path + "." + k if path else k
+            # a member of a map (a.*) whatever its name, which may hold dots
+            p = path + ".*" if path + ".*" in fields else path + "." + k if path else k
             check(x, p, fields, errs, seen)
         for p, (types, opt) in fields.items():
             parent, _, name = p.rpartition(".")
-            if parent == path and not opt and name not in v and "[" not in name:
+            if parent == path and not opt and name not in v and "[" not in name and name != "*":
                 errs.append("%s: missing" % p)
     elif isinstance(v, list):
         p = path + "[]"

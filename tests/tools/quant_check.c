@@ -43,10 +43,10 @@ int main(void)
 			tok[k++] = p;
 		if (k == 2 && !strcmp(tok[0], "h")) {
 			uint32_t u = (uint32_t)strtoul(tok[1], NULL, 16);
-			float f = llama_u32_as_f32(u);
-			uint16_t h = llama_f32_to_f16(f), b = llama_f32_to_bf16(f);
-			printf("%04x %04x %08x %08x\n", h, b, llama_f32_as_u32(llama_f16_to_f32(h)),
-			       llama_f32_as_u32(llama_bf16_to_f32(b)));
+			float f = gpuos_u32_as_f32(u);
+			uint16_t h = gpuos_f32_to_f16(f), b = gpuos_f32_to_bf16(f);
+			printf("%04x %04x %08x %08x\n", h, b, gpuos_f32_as_u32(gpuos_f16_to_f32(h)),
+			       gpuos_f32_as_u32(gpuos_bf16_to_f32(b)));
 			continue;
 		}
 		if (k != 4)
@@ -58,7 +58,7 @@ int main(void)
 		if (!rb || !ab || strlen(tok[2]) != 2 * rb || strlen(tok[3]) != 8 * n || unhex(tok[2], row, rb) ||
 		    unhex(tok[3], (uint8_t *)x, n * 4))
 			return 3;
-		llama_dequant_row(t, row, y, n);
+		gpuos_dequant_row(t, row, y, n);
 		llama_quantize_act(dt, x, act, n);
 		float d = llama_dot(t, row, act, n);
 		hex(y, n * 4);

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""An independent model of ggml's tensor types, against apps/llama/quant.h.
+"""An independent model of ggml's tensor types, against apps/llama/quant.h
+and gpuos_dequant (gpuos/quant.h).
 
 usage: quant_ref.py QUANT_CHECK [--seed S]
+       quant_ref.py --dequant DEQUANT_CHECK [--seed S]
 
 Written from ggml's block layouts element by element (no shared code with
 quant.h, and a different shape: one element at a time, IEEE binary16 from
@@ -13,6 +15,14 @@ dequantised element, the activations in the dot type (binary16, Q8_0, Q8_K
 blocks), and the dot product with every float32 rounding in ggml's order.
 Also binary16 and bfloat16 conversions of 20,000 bit patterns. Prints one
 line per type and exits 1 on any difference.
+
+With --dequant it runs DEQUANT_CHECK (tests/tools/dequant_check.c, which
+calls gpuos_dequant on the host) on random rows of every type gpuos_dequant
+takes (Q4_1, Q5_0, Q5_1, Q2_K and Q3_K too), into F32, F16 and BF16, with
+odd binary16 scales among them (subnormal, zero, infinite, NaN, the
+largest) and every bit pattern of the F32, F16 and BF16 sources: each
+element must be ggml's value, rounded to nearest even, a NaN the output's
+quiet NaN (0x7fc00000, 0x7e00, 0x7fc0).
 """
 import math
 import random
@@ -20,10 +30,15 @@ import struct
 import subprocess
 import sys
 
-F32, F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16 = 0, 1, 2, 8, 12, 13, 14, 30
-NAMES = {F32: "F32", F16: "F16", BF16: "BF16", Q4_0: "Q4_0", Q8_0: "Q8_0", Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K"}
-BLOCK = {F32: (1, 4), F16: (1, 2), BF16: (1, 2), Q4_0: (32, 18), Q8_0: (32, 34), Q4_K: (256, 144),
-         Q5_K: (256, 176), Q6_K: (256, 210)}
+F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16 = 0, 1, 2, 3, 6, 7, 8, 30
+Q2_K, Q3_K, Q4_K, Q5_K, Q6_K = 10, 11, 12, 13, 14
+NAMES = {F32: "F32", F16: "F16", BF16: "BF16", Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1", Q8_0: "Q8_0",
+         Q2_K: "Q2_K", Q3_K: "Q3_K", Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K"}
+BLOCK = {F32: (1, 4), F16: (1, 2), BF16: (1, 2), Q4_0: (32, 18), Q4_1: (32, 20), Q5_0: (32, 22), Q5_1: (32, 24),
+         Q8_0: (32, 34), Q2_K: (256, 84), Q3_K: (256, 110), Q4_K: (256, 144), Q5_K: (256, 176), Q6_K: (256, 210)}
+# where each block keeps its binary16 scales (d, and m or dmin)
+SCALES = {Q4_0: (0,), Q4_1: (0, 2), Q5_0: (0,), Q5_1: (0, 2), Q8_0: (0,), Q2_K: (80, 82), Q3_K: (108,),
+          Q4_K: (0, 2), Q5_K: (0, 2), Q6_K: (208,)}
 
 
 def f32(x):
@@ -92,6 +107,31 @@ def element(t, blk, e):
         d = h2f(u16(blk, 0))
         q = struct.unpack("b", bytes([blk[2 + e]]))[0]
         return f32(q * d)
+    if t in (Q4_1, Q5_0, Q5_1):
+        # ggml: x = q * d (+ m); the fifth bit of element e is bit e of the
+        # 32-bit qh that follows d (and m)
+        d = h2f(u16(blk, 0))
+        qs = 4 if t == Q4_1 else 6 if t == Q5_0 else 8
+        b = blk[qs + e % 16]
+        q = b & 15 if e < 16 else b >> 4
+        if t != Q4_1:
+            qh = struct.unpack("<I", blk[qs - 4:qs])[0]
+            q |= (qh >> e & 1) << 4
+        if t == Q5_0:
+            return f32((q - 16) * d)
+        return f32(f32(q * d) + h2f(u16(blk, 2)))
+    if t == Q2_K:
+        # 16 scale bytes (scale | min << 4), 64 bytes of 2-bit quants, d, dmin
+        sc = blk[e // 16]
+        q = blk[16 + 32 * (e // 128) + e % 32] >> (2 * (e % 128 // 32)) & 3
+        dl, ml = f32(h2f(u16(blk, 80)) * (sc & 15)), f32(h2f(u16(blk, 82)) * (sc >> 4))
+        return f32(f32(dl * q) - ml)
+    if t == Q3_K:
+        # hmask[32], qs[64], 12 bytes of 16 6-bit scales, d
+        q = blk[32 + 32 * (e // 128) + e % 32] >> (2 * (e % 128 // 32)) & 3
+        hbit = blk[e % 32] >> (4 * (e // 128) + e % 128 // 32) & 1
+        dl = f32(h2f(u16(blk, 108)) * (q3_scale(blk[96:108], e // 16) - 32))
+        return f32(dl * (q - (0 if hbit else 4)))
     if t in (Q4_K, Q5_K):
         d, dmin = h2f(u16(blk, 0)), h2f(u16(blk, 2))
         return f32(f32(f32(d * kscale(t, blk, e)) * kquant(t, blk, e)) - f32(dmin * kmin(t, blk, e)))
@@ -99,6 +139,13 @@ def element(t, blk, e):
         d = h2f(u16(blk, 208))
         return f32(f32(d * kscale(t, blk, e)) * kquant(t, blk, e))
     raise ValueError(t)
+
+
+def q3_scale(sc, j):
+    """ggml's Q3_K unpacking: low nibbles of bytes 0..7 (then their high
+    nibbles), high bit pairs from bytes 8..11, two bits per group of four."""
+    lo = sc[j] & 15 if j < 8 else sc[j - 8] >> 4
+    return lo | (sc[8 + j % 4] >> (2 * (j // 4)) & 3) << 4
 
 
 def kscale(t, blk, e):
@@ -231,11 +278,72 @@ def random_row(rng, t, n):
     be, bb = BLOCK[t]
     row = bytearray(rng.getrandbits(8) for _ in range(n // be * bb))
     for i in range(n // be):
-        o = i * bb
-        scales = [o + 208] if t == Q6_K else [o] + ([o + 2] if t in (Q4_K, Q5_K) else [])
-        for so in scales:   # finite scales of a plausible size; the rest random bits
-            struct.pack_into("<H", row, so, f2h(rng.choice([1, -1]) * rng.uniform(1e-4, 0.05)))
+        for so in SCALES[t]:   # finite scales of a plausible size; the rest random bits
+            struct.pack_into("<H", row, i * bb + so, f2h(rng.choice([1, -1]) * rng.uniform(1e-4, 0.05)))
     return bytes(row)
+
+
+# binary16 scales ggml meets in damaged or odd files: subnormals, zeros,
+# infinities, NaNs (quiet, signalling, negative), the largest, the smallest normal
+ODD = [0x0001, 0x03ff, 0x8200, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00, 0x7bff, 0xfbff, 0x0400]
+
+
+def odd_row(rng, t, n):
+    """Random bits everywhere, and for the quantised types odd scales in
+    half of the blocks (each scale field odd on its own)."""
+    be, bb = BLOCK[t]
+    row = bytearray(rng.getrandbits(8) for _ in range(n // be * bb))
+    if t in SCALES:
+        for i in range(n // be):
+            for so in SCALES[t]:
+                if rng.random() < 0.5:
+                    struct.pack_into("<H", row, i * bb + so, rng.choice(ODD))
+    return bytes(row)
+
+
+def encode(out, v):
+    """v (a float32 value) as gpuos_dequant writes it: NaN as the output's
+    quiet NaN, else rounded to nearest even."""
+    if out == F32:
+        return struct.pack("<I", 0x7fc00000 if math.isnan(v) else f2u(v))
+    if out == F16:
+        return struct.pack("<H", 0x7e00 if math.isnan(v) else f2h(v))
+    return struct.pack("<H", 0x7fc0 if math.isnan(v) else f2bf(v))
+
+
+def dequant_main(checker, rng):
+    ok = True
+    outs = (F32, F16, BF16)
+    for t in (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K):
+        be = BLOCK[t][0]
+        cases = []
+        for out in outs:
+            for kind in ("normal", "odd", "odd"):
+                n = 512 if be > 1 else 2048
+                row = random_row(rng, t, n) if kind == "normal" else odd_row(rng, t, n)
+                cases.append((out, row, n))
+        inp = "".join("%d %d %d %s\n" % (t, out, n, row.hex()) for out, row, n in cases)
+        r = subprocess.run([checker], input=inp, capture_output=True, text=True)
+        lines = r.stdout.split("\n")
+        bad, nodd = [], 0
+        for k, (out, row, n) in enumerate(cases):
+            if k >= len(lines) or not lines[k] or lines[k].startswith("error"):
+                bad.append("case %d: no answer (exit %d: %s)" % (k, r.returncode, (lines[k] if k < len(lines) else
+                                                                               r.stderr.strip())[:200]))
+                continue
+            got = bytes.fromhex(lines[k])
+            vals = dequant(t, row, n)
+            nodd += sum(1 for v in vals if math.isnan(v) or math.isinf(v))
+            want = b"".join(encode(out, v) for v in vals)
+            if got != want:
+                w = len(want) // n
+                i = next((i for i in range(n) if got[w * i:w * i + w] != want[w * i:w * i + w]), None)
+                bad.append("case %d (%s): element %s is %s, want %s" % (k, NAMES[out], i, got[w * i:w * i + w].hex() if i is not None else
+                           "(%d bytes)" % len(got), want[w * i:w * i + w].hex() if i is not None else "(%d bytes)" % len(want)))
+        print("%s %-5s into F32, F16, BF16: %d rows (%d elements NaN or infinite)%s" %
+              ("ok  " if not bad else "FAIL", NAMES[t], len(cases), nodd, "" if not bad else ": " + "; ".join(bad[:3])))
+        ok = ok and not bad and r.returncode == 0
+    return 0 if ok else 1
 
 
 def random_x(rng, n, kind):
@@ -274,9 +382,11 @@ def conversions(rng, checker):
 
 
 def main():
-    checker = sys.argv[1]
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 1
     rng = random.Random(seed)
+    if sys.argv[1] == "--dequant":
+        return dequant_main(sys.argv[2], rng)
+    checker = sys.argv[1]
     ok = conversions(rng, checker)
     for t in (F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K):
         cases = []

@@ -14,10 +14,13 @@ spaces so that 8 + N is a multiple of 8; the cases below vary all of that.
 Usage (from the repository root):
   safetensors_writer.py --list                       the cases, one a line
   safetensors_writer.py --case NAME OUT [--desc D]   write one; D describes it
+  safetensors_writer.py --all DIR                    every case but "many", as DIR/NAME.safetensors
   safetensors_writer.py --checkpoint DIR             a 3-shard checkpoint,
                                                      model.safetensors.index.json
                                                      and a description per shard
   safetensors_writer.py --corpus DIR                 small seeds for tests/fuzz
+  safetensors_writer.py --hostile DIR                corrupt files and checkpoints for
+                                                     tests/emu/model.sh, and DIR/expect
 
 The description (for tests/unit/test_safetensors.c) is one record a line,
 names, keys and values hex-encoded UTF-8:
@@ -29,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import struct
 import sys
 
@@ -159,6 +163,12 @@ def case_metadata_middle(rng):
     return ts, {"k": "v"}, {"meta_pos": "middle"}
 
 
+def case_metadata_long(rng):
+    # a value longer than the 65536 bytes a model's table keeps of a string,
+    # cut there inside a two-byte UTF-8 character
+    return [Tensor("a", "F32", [2])], {"long": "a" + "\u00e9" * 40000, "short": "s"}, {}
+
+
 def case_metadata_null(rng):
     return [Tensor("only", "U16", [2, 2])], None, {"meta_null": True}
 
@@ -231,6 +241,7 @@ CASES = {
     "metadata": case_metadata,
     "metadata-raw-utf8-last": case_metadata_raw_utf8_last,
     "metadata-middle": case_metadata_middle,
+    "metadata-long": case_metadata_long,
     "metadata-null": case_metadata_null,
     "unpadded": case_unpadded,
     "pretty": case_pretty,
@@ -278,6 +289,77 @@ def checkpoint(outdir, shards=3):
         f.write("\n")
 
 
+# ---- hostile files, for the CLI ----------------------------------------------------------
+
+def hostile(outdir):
+    """Corrupt files and checkpoints under outdir, and outdir/expect: one
+    line per case, "NAME<TAB>PATH<TAB>WORDS", PATH relative to outdir and
+    WORDS a piece of the refusal that names the problem."""
+    os.makedirs(outdir, exist_ok=True)
+    cases = []
+
+    def put(name, blob, words):
+        with open(os.path.join(outdir, name + ".safetensors"), "wb") as f:
+            f.write(blob)
+        cases.append((name, name + ".safetensors", words))
+
+    good = '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}'
+    put("bad-json", _raw(good[:-1] + ',}', 16), "expected a string key")
+    put("unknown-dtype", _raw(good.replace('"F32"', '"F7"', 1), 16), "unknown dtype")
+    put("unsupported-dtype", _raw(good.replace('"F32"', '"F4"', 1), 16), "does not support")
+    put("overlap", _raw(good.replace("[8,16]", "[4,12]"), 16), "overlap")
+    blob = _raw(good, 16)
+    put("header-past-end", struct.pack("<Q", len(blob)) + blob[8:], "past the end of the file")
+    put("data-past-end", _raw(good, 12), "past the end of the file")
+
+    def checkpoint_with(name, edit, words, drop=None):
+        """A 3-shard checkpoint whose index is edited: edit(weight_map, names) -> weight_map."""
+        d = os.path.join(outdir, name)
+        checkpoint(d)
+        ixp = os.path.join(d, "model.safetensors.index.json")
+        ix = json.load(open(ixp))
+        files = sorted(set(ix["weight_map"].values()))
+        ix["weight_map"] = edit(ix["weight_map"], files)
+        with open(ixp, "w") as f:
+            json.dump(ix, f, indent=2)
+        for fn in os.listdir(d):
+            if fn.endswith(".desc") or (drop and fn == drop):
+                os.unlink(os.path.join(d, fn))
+        cases.append((name, name + "/model.safetensors.index.json", words))
+
+    def rename_file(old, new):
+        return lambda wm, files: {k: (new if v == old else v) for k, v in wm.items()}
+
+    checkpoint_with("ix-missing-shard", lambda wm, f: wm, "missing", drop="model-00002-of-00003.safetensors")
+    # the files these names lead to exist, and hold what the weight_map
+    # says: only the names are wrong
+    checkpoint_with("ix-slash", rename_file("model-00002-of-00003.safetensors", "sub/model-00002-of-00003.safetensors"),
+                    "not a plain name")
+    os.makedirs(os.path.join(outdir, "ix-slash", "sub"))
+    shutil.copy(os.path.join(outdir, "ix-slash", "model-00002-of-00003.safetensors"), os.path.join(outdir, "ix-slash", "sub"))
+    checkpoint_with("ix-dotdot", rename_file("model-00003-of-00003.safetensors", ".."), "not a plain name")
+    checkpoint_with("ix-dotdot-slash", rename_file("model-00001-of-00003.safetensors", "../escape.safetensors"),
+                    "not a plain name")
+    shutil.copy(os.path.join(outdir, "ix-dotdot-slash", "model-00001-of-00003.safetensors"),
+                os.path.join(outdir, "escape.safetensors"))
+
+    def wrong_shard(wm, files):
+        wm = dict(wm)
+        k = next(k for k, v in wm.items() if v == files[0])
+        wm[k] = files[1]
+        return wm
+    checkpoint_with("ix-wrong-shard", wrong_shard, "holds it")
+
+    def unknown_tensor(wm, files):
+        wm = dict(wm)
+        wm["model.layers.9.ghost.weight"] = files[2]
+        return wm
+    checkpoint_with("ix-unknown-tensor", unknown_tensor, "in none of the files")
+    with open(os.path.join(outdir, "expect"), "w") as f:
+        for c in cases:
+            f.write("\t".join(c) + "\n")
+
+
 # ---- the fuzz seeds ------------------------------------------------------------------------
 
 def corpus(outdir):
@@ -318,6 +400,8 @@ def main():
     ap.add_argument("--desc")
     ap.add_argument("--checkpoint")
     ap.add_argument("--corpus")
+    ap.add_argument("--hostile")
+    ap.add_argument("--all")
     ap.add_argument("out", nargs="?")
     a = ap.parse_args()
     if a.list:
@@ -329,6 +413,16 @@ def main():
         return 0
     if a.corpus:
         corpus(a.corpus)
+        return 0
+    if a.hostile:
+        hostile(a.hostile)
+        return 0
+    if a.all:
+        os.makedirs(a.all, exist_ok=True)
+        for name in CASES:
+            if name != "many":
+                with open(os.path.join(a.all, name + ".safetensors"), "wb") as f:
+                    f.write(make(name, a.seed)[0])
         return 0
     if not a.case or not a.out or a.case not in CASES:
         ap.error("--case NAME OUT (see --list)")

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""gpuos from Python: boot a runtime on a device, load a GGUF model's
-tensors and file ranges into memory of the system's, hand them to numpy,
-PyTorch or CuPy without a copy. ctypes only (numpy is used when present).
+"""gpuos from Python: boot a runtime on a device, load a model's tensors
+(GGUF, gguf-split, safetensors, a Hugging Face checkpoint through its
+model.safetensors.index.json) and file ranges into memory of the system's,
+hand them to numpy, PyTorch or CuPy without a copy; dequantise GGUF's
+block types on the GPU. ctypes only (numpy is used when present).
 
     import gpuos                       # before anything starts CUDA
     with gpuos.System(device="emu:/path/disk.img") as sys:
         m = sys.open_model("/models/m.gguf")
         ts = sys.load(layer=3, device="cuda")        # dict name -> tensor
         x = torch.from_dlpack(ts["blk.3.attn_norm.weight"])
+        q = sys.load("blk.3.attn_q.weight", dtype=torch.float16)  # dequantised
 
 Tensors must not be used after their System closed: its shutdown frees
 their memory. apps/python/README.md has the rules for CUDA beside the
@@ -44,19 +47,22 @@ import mmap  # noqa: E402
 import threading  # noqa: E402
 import weakref  # noqa: E402
 
-from ._lib import Error, BootOpts, check_abi, library_path, lib, raise_for  # noqa: E402
+from ._lib import Error, BootOpts, check_abi, library_path, lib, optional, raise_for  # noqa: E402
 from ._lib import GPUOS_REGISTER_DEVICE, GPUOS_SYS_USER_REGIONS  # noqa: E402
 from ._gguf import GGML_TYPES, KVArray, TensorInfo, element_type, parse_export  # noqa: E402
+from ._gguf import F_SAFETENSORS, F_ST_INDEX, F32, F16, BF16  # noqa: E402
+from ._gguf import DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2  # noqa: E402
 from ._tensor import Arena, CudaTensor, HostTensor, live_dlpack  # noqa: E402
+from ._tensor import _Tensor  # noqa: E402
 
 try:
     import numpy as _np
 except ImportError:     # host tensors are then HostTensor objects (__array_interface__)
     _np = None
 
-__version__ = "0.14"
+__version__ = "0.15"
 __all__ = ["System", "Model", "Error", "TensorInfo", "KVArray", "CudaTensor", "HostTensor",
-           "GGML_TYPES", "check_abi", "library_path", "ALIGN"]
+           "GGML_TYPES", "DEQUANT_TYPES", "check_abi", "library_path", "to_torch", "ALIGN"]
 
 ALIGN = 256                 # each tensor's start in its arena
 _PAGE = mmap.PAGESIZE
@@ -88,6 +94,117 @@ def _path_arg(path):
     if isinstance(path, str):
         return path.encode("utf-8")
     raise TypeError("a path is str or bytes, not %s" % type(path).__name__)
+
+
+# ---- dtype= and out= of load() ----------------------------------------------------------
+
+# What load(dtype=) converts into: ggml's F32, F16, BF16 (gpuos_dequant's
+# out_type), by the names torch, numpy and ml_dtypes give them.
+_OUT_TYPES = {"float32": F32, "float": F32, "f32": F32, "float16": F16, "half": F16, "f16": F16,
+              "bfloat16": BF16, "bf16": BF16}
+_OUT_ELEM = {F32: element_type(F32), F16: element_type(F16), BF16: element_type(BF16)}
+_OUT_SIZE = {F32: 4, F16: 2, BF16: 2}
+_OUT_NAME = {F32: "float32", F16: "float16", BF16: "bfloat16"}
+
+# The types load(dtype=) converts from: the float element types and the
+# block types that gpuos_dequant (gpuos/host.h) dequantises as llama.cpp
+# does. Another block type is tried, and refused with ValueError when the
+# library answers -ENOTSUP; integer, bool, float8 and F64 tensors are
+# refused before a byte moves.
+DEQUANT_TYPES = frozenset([0, 1, 30,                         # F32 F16 BF16
+                           2, 3, 6, 7, 8,                    # Q4_0 Q4_1 Q5_0 Q5_1 Q8_0
+                           10, 11, 12, 13, 14])              # Q2_K Q3_K Q4_K Q5_K Q6_K
+
+
+def _dtype_key(dtype):
+    """The name of a dtype given as a string, a torch dtype, a numpy dtype
+    (or scalar type, ml_dtypes' bfloat16 included)."""
+    if isinstance(dtype, str):
+        key = dtype
+    elif type(dtype).__module__.split(".")[0] == "torch":
+        key = str(dtype)
+    else:
+        key = None
+        if _np is not None:
+            try:
+                key = _np.dtype(dtype).name
+            except TypeError:
+                key = None
+        if key is None:
+            key = getattr(dtype, "__name__", str(dtype))
+    key = key.lower()
+    return key[6:] if key.startswith("torch.") else key
+
+
+def _out_type(dtype):
+    """ggml's F32, F16 or BF16 for load(dtype=)."""
+    t = _OUT_TYPES.get(_dtype_key(dtype))
+    if t is None:
+        raise ValueError("dtype=%r: load() converts into float32, float16 or bfloat16 (a torch dtype, a "
+                         "numpy dtype or one of those names)" % (dtype,))
+    return t
+
+
+def _out_info(x, name):
+    """(pointer, elements, ggml type or None, "cuda" or "cpu", contiguous)
+    of a tensor passed as out=: a torch tensor, a numpy array, a gpuos
+    tensor, or anything with __cuda_array_interface__. numpy's uint16 is
+    taken as bfloat16 (as the binding hands bfloat16 out to numpy)."""
+    if isinstance(x, _Tensor):
+        t = {"F32": F32, "F16": F16, "BF16": BF16}.get(x.type)
+        if t is not None and (x.typestr, x._dl) != (_OUT_ELEM[t][0], _OUT_ELEM[t][2:]):
+            t = None                    # e.g. a uint8_view()
+        n = 1
+        for d in x.shape:
+            n *= d
+        return x.ptr, n, t, x.device, True
+    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "data_ptr"):
+        return (x.data_ptr(), x.numel(), _OUT_TYPES.get(_dtype_key(x.dtype)), "cuda" if x.is_cuda else "cpu",
+                x.is_contiguous())
+    if _np is not None and isinstance(x, _np.ndarray):
+        key = "bfloat16" if x.dtype == _np.uint16 else x.dtype.name
+        if not x.flags.writeable:
+            raise ValueError("out= for %r: a read-only numpy array" % name)
+        return x.ctypes.data, x.size, _OUT_TYPES.get(key), "cpu", x.flags.c_contiguous
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        n = 1
+        for d in cai["shape"]:
+            n *= d
+        key = {"<f4": "float32", "<f2": "float16", "<u2": "bfloat16"}.get(cai["typestr"], "")
+        st = cai.get("strides")
+        want, acc = [], int(cai["typestr"][2:] or 1)
+        for d in reversed(tuple(cai["shape"])):
+            want.append(acc)
+            acc *= d
+        contiguous = st is None or n <= 1 or tuple(st) == tuple(reversed(want))
+        return cai["data"][0], n, _OUT_TYPES.get(key), "cuda", contiguous
+    raise TypeError("out= for %r: a torch tensor, a numpy array or an object with __cuda_array_interface__, "
+                    "not %s" % (name, type(x).__name__))
+
+
+def to_torch(t):
+    """A torch tensor over a tensor load() returned, without a copy:
+    torch.from_dlpack(t), except that a float8 tensor that this PyTorch's
+    DLPack import refuses (the float8 codes came in DLPack 1.1) is taken as
+    uint8 and viewed as torch.float8_e4m3fn / float8_e5m2; a numpy array of
+    host mode goes through torch.from_numpy, its float8 viewed likewise."""
+    import torch
+    if _np is not None and isinstance(t, _np.ndarray):
+        base = t.base if isinstance(t.base, _Tensor) else None
+        x = torch.from_numpy(t)
+        if base is not None and base._dl[0] in (DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2):
+            x = x.view(torch.float8_e4m3fn if base._dl[0] == DL_FLOAT8_E4M3FN else torch.float8_e5m2)
+        elif base is not None and base.type == "BF16" and x.dtype == torch.uint16:
+            x = x.view(torch.bfloat16)
+        return x
+    if isinstance(t, _Tensor) and t._dl[0] in (DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2):
+        f8 = torch.float8_e4m3fn if t._dl[0] == DL_FLOAT8_E4M3FN else torch.float8_e5m2
+        try:
+            return torch.from_dlpack(t)
+        except (RuntimeError, TypeError, BufferError):
+            return torch.from_dlpack(t.uint8_view()).view(f8)
+    return torch.from_dlpack(t)
 
 
 def _host_view(t):
@@ -374,8 +491,10 @@ class System(object):
     # ---- models --------------------------------------------------------------------
 
     def open_model(self, path):
-        """A GGUF model of the device's file system (a gguf-split model from
-        any shard or its base name): its tables as the runtime parsed them.
+        """A model of the device's file system: a GGUF file (a gguf-split
+        model from any shard or its base name), a safetensors file, or a
+        Hugging Face checkpoint through its model.safetensors.index.json
+        (every shard it names); its tables as the runtime parsed them.
         It becomes the model that load() loads from."""
         key = path
         with self._lock:
@@ -404,10 +523,11 @@ class System(object):
                 raise Error(_errno.EPROTO, "%s: the runtime's export of the model is malformed: %s"
                             % (_text(p), e))
 
-    def load(self, names=None, layer=None, device=None, model=None):
+    def load(self, names=None, layer=None, device=None, model=None, dtype=None, out=None):
         """Load tensors of the model (the last one opened, or model=, a
         Model or a path) into one arena: names (a name or a list), layer
-        (N or a list of N: every tensor of those layers), neither: all.
+        (N or a list of N: every tensor of those layers), neither: all;
+        dtype and out: converted or dequantised (see Model.load).
         Returns a dict name -> tensor (see Model.load)."""
         if model is None:
             m = self._model
@@ -417,7 +537,19 @@ class System(object):
             m = model
         else:
             m = self.open_model(model)
-        return m.load(names, layer=layer, device=device)
+        return m.load(names, layer=layer, device=device, dtype=dtype, out=out)
+
+    def _model_load(self, m, infos, ptrs):
+        """One gpuos_model_load_host call for the tensors of infos with
+        bytes (an empty tensor is not asked for) into ptrs. Under the lock."""
+        pairs = [(t, p) for t, p in zip(infos, ptrs) if t.nbytes]
+        if not pairs:
+            return 0
+        n = len(pairs)
+        enc = [t.name.encode("utf-8", "surrogateescape") for t, _ in pairs]
+        names = (ctypes.c_char_p * n)(*enc)
+        dst = (ctypes.c_void_p * n)(*[p for _, p in pairs])
+        return self._L.gpuos_model_load_host(self._h, _path_arg(m.path), n, names, dst, None)
 
     def _load(self, m, infos, where):
         with self._lock:
@@ -428,11 +560,7 @@ class System(object):
                 offs.append(end)
                 end += t.nbytes
             arena = self._alloc(end, where)
-            n = len(infos)
-            enc = [t.name.encode("utf-8", "surrogateescape") for t in infos]
-            names = (ctypes.c_char_p * n)(*enc)
-            dst = (ctypes.c_void_p * n)(*[arena.ptr + o for o in offs])
-            rc = self._L.gpuos_model_load_host(self._h, _path_arg(m.path), n, names, dst, None)
+            rc = self._model_load(m, infos, [arena.ptr + o for o in offs])
             if rc < 0:
                 why = self._why()
                 del arena           # freed now, not kept by the traceback
@@ -446,15 +574,122 @@ class System(object):
             self._done()
             return out
 
+    def _load_as(self, m, infos, where, out_type, outs):
+        """load(dtype=, out=): the raw bytes of the tensors that convert into
+        a scratch arena (VRAM on a GPU system: gpuos_dequant takes device
+        pointers there), then gpuos_dequant into the destination: a new
+        arena of `where` (one for all), or the tensors of outs. A tensor
+        already of the type asked, with no out=, loads as load() would."""
+        plan = []       # (info, target type, out entry or None)
+        for t in infos:
+            o = outs.get(t.name) if outs is not None else None
+            target = out_type
+            if o is not None:
+                ptr, n, otype, owhere, contiguous = _out_info(o, t.name)
+                if otype is None:
+                    raise ValueError("out= for %r: a float32, float16 or bfloat16 tensor" % t.name)
+                if target is not None and otype != target:
+                    raise ValueError("out= for %r is %s, dtype= asks for %s" % (t.name, _OUT_NAME[otype],
+                                                                              _OUT_NAME[target]))
+                target = otype
+                if n != t.numel:
+                    raise ValueError("out= for %r holds %d elements, the tensor %d (shape %r)"
+                                     % (t.name, n, t.numel, tuple(reversed(t.ne))))
+                if not contiguous:
+                    raise ValueError("out= for %r is not contiguous" % t.name)
+                want = "cuda" if self.gpu else "cpu"
+                if owhere != want:
+                    raise ValueError("out= for %r is %s memory; this system's runtime %s" % (
+                        t.name, owhere, "runs on the GPU: a CUDA tensor" if self.gpu else
+                        "runs on CPU threads (host mode): host memory"))
+                o = ptr
+            elif target is None:
+                target = t.type_id          # out= for others only: this one loads as it is
+            if t.type_id != target and t.type_id not in DEQUANT_TYPES and not t.quantised:
+                raise ValueError("%s: %s tensors are not converted to %s (load() converts F32, F16, BF16 "
+                                 "and GGUF's block types)" % (t.name, t.type, _OUT_NAME[target]))
+            plan.append((t, target, o))
+        if outs is not None:
+            extra = set(outs) - set(t.name for t in infos)
+            if extra:
+                raise ValueError("out= names tensors not loaded: %s" % ", ".join(sorted(extra)))
+        convert = [p for p in plan if p[0].nbytes and (p[0].type_id != p[1] or p[2] is not None)]
+        deq = optional("gpuos_dequant") if convert else None
+        if convert and deq is None:
+            raise Error(_errno.ENOSYS, "%s has no gpuos_dequant: it is older than this binding (rebuild with "
+                        "`make lib`)" % library_path())
+        with self._lock:
+            self._check()
+            # the destination arena: every tensor without out=, converted or not
+            offs, end = {}, 0
+            for t, target, o in plan:
+                if o is None:
+                    end = _align(end, ALIGN)
+                    offs[t.name] = end
+                    end += t.numel * _OUT_SIZE[target] if t.type_id != target else t.nbytes
+            arena = self._alloc(end, where) if offs else None
+            # the scratch arena: the raw bytes of what converts
+            soffs, send = {}, 0
+            for t, target, o in convert:
+                send = _align(send, ALIGN)
+                soffs[t.name] = send
+                send += t.nbytes
+            scratch = self._alloc(send, "cuda" if self.gpu else "cpu") if convert else None
+            try:
+                ptrs = []
+                for t, target, o in plan:     # (an empty tensor is not asked for: its 0 is never used)
+                    ptrs.append(scratch.ptr + soffs[t.name] if t.name in soffs else
+                                arena.ptr + offs[t.name] if t.name in offs else 0)
+                rc = self._model_load(m, [p[0] for p in plan], ptrs)
+                if rc < 0:
+                    raise_for(rc, self._why())
+                for t, target, o in convert:
+                    src = scratch.ptr + soffs[t.name]
+                    dst = o if o is not None else arena.ptr + offs[t.name]
+                    # out= of the tensor's own type goes through it too (a
+                    # copy, NaNs made the output's quiet NaN): the same
+                    # values in host mode and on the GPU
+                    rc = deq(self._h, t.type_id, src, t.nbytes, dst, target, t.numel)
+                    if rc == -_errno.ENOTSUP:
+                        raise ValueError("%s: no dequantiser for %s tensors (gpuos_dequant: %s)" % (
+                            t.name, t.type, self._why() or os.strerror(-rc)))
+                    if rc < 0:
+                        raise_for(rc, self._why(), "gpuos_dequant of %s (%s to %s)" % (t.name, t.type,
+                                                                                   _OUT_NAME[target]))
+            except BaseException:
+                arena = scratch = None      # freed now, not kept by the traceback
+                raise
+            del scratch                     # freed here: the conversions have ended
+            res = {}
+            cls = CudaTensor if where == "cuda" else HostTensor
+            for t, target, o in plan:
+                if o is not None:
+                    res[t.name] = outs[t.name]
+                    continue
+                p = arena.ptr + offs[t.name]
+                if t.type_id == target:
+                    x = cls(arena, p, t.name, t.type, t.shape, element_type(t.type_id))
+                else:
+                    x = cls(arena, p, t.name, GGML_TYPES[target], tuple(reversed(t.ne)), _OUT_ELEM[target])
+                res[t.name] = x if where == "cuda" else _host_view(x)
+            del arena
+            self._done()
+            return res
+
 
 class Model(object):
-    """A GGUF model as the runtime parsed it (gpuos_model_info_host).
+    """A model as the runtime parsed it (gpuos_model_info_host).
 
-    path; names (file order); tensors (TensorInfo, file order); layers
-    (dict layer N -> names of blk.N.* in file order); n_layers; kv (dict
-    key -> value: int, float, bool, str, or KVArray of the first 16
-    items); kv_types (key -> GGUF type name); version, alignment,
-    data_offset, file_size. m["name"] is a TensorInfo."""
+    path; format ("gguf" or "safetensors"); names (file order; a sharded
+    checkpoint's shard after shard); tensors (TensorInfo, the same order);
+    layers (dict layer N -> names of "blk.N.*", or of Hugging Face's
+    "model.layers.N.*", in that order); n_layers; kv (dict key -> value:
+    int, float, bool, str, or KVArray of the first 16 items; a safetensors
+    file's "__metadata__" strings); kv_types (key -> GGUF type name);
+    metadata (the "__metadata__" of safetensors, {} for GGUF); version (0
+    for safetensors), alignment, data_offset, file_size (the first file's),
+    shards (files), flags (GPUOS_GGUF_F_*), index (True when opened through
+    a model.safetensors.index.json). m["name"] is a TensorInfo."""
 
     def __init__(self, system, path, ex):
         self.system = system
@@ -465,10 +700,14 @@ class Model(object):
         self.file_size = ex.file_size
         self.n_layers = ex.n_layers
         self.shards = ex.shards
+        self.flags = ex.flags
+        self.format = "safetensors" if ex.flags & F_SAFETENSORS else "gguf"
+        self.index = bool(ex.flags & F_ST_INDEX)
         self.tensors = ex.tensors
         self.names = [t.name for t in ex.tensors]
         self.kv = ex.kv
         self.kv_types = ex.kv_types
+        self.metadata = dict(ex.kv) if self.format == "safetensors" else {}
         self._by_name = {t.name: t for t in ex.tensors}
         self.layers = {}
         for t in ex.tensors:
@@ -491,7 +730,8 @@ class Model(object):
         return iter(self.tensors)
 
     def __repr__(self):
-        return "<gpuos.Model %r: %d tensors, %d layers>" % (self.path, len(self.tensors), self.n_layers)
+        return "<gpuos.Model %r (%s): %d tensors, %d layers>" % (self.path, self.format, len(self.tensors),
+                                                                 self.n_layers)
 
     def select(self, names=None, layer=None):
         """The TensorInfo of names and layer(s) in that order, each once."""
@@ -513,15 +753,15 @@ class Model(object):
             layers = [layer] if isinstance(layer, int) else list(layer)
             for k in layers:
                 if k not in self.layers:
-                    raise Error(_errno.ENOENT, "%s: no layer %r (the model has blk.0 .. blk.%d)"
-                                % (self.path, k, self.n_layers - 1))
+                    raise Error(_errno.ENOENT, "%s: no layer %r (the model's layers: %s)"
+                                % (self.path, k, "0 .. %d" % (self.n_layers - 1) if self.n_layers else "none"))
                 for n in self.layers[k]:
                     if n not in seen:
                         seen.add(n)
                         sel.append(self._by_name[n])
         return sel
 
-    def load(self, names=None, layer=None, device=None):
+    def load(self, names=None, layer=None, device=None, dtype=None, out=None):
         """Load tensors into one arena of the system's memory with one
         gpuos_model_load_host call (synchronous). names: a name or a list;
         layer: N or a list of N; neither: every tensor. device: "cuda"
@@ -530,14 +770,39 @@ class Model(object):
         Returns a dict name -> tensor, in the order asked. With a GPU runtime
         and device "cuda": CudaTensor (__cuda_array_interface__, __dlpack__);
         otherwise numpy arrays over registered host memory (HostTensor when
-        numpy is absent). F32, F16, BF16 (numpy: uint16), I8..I64 and F64
-        come shaped as ggml's ne[] reversed; block types as uint8 bytes.
-        The arena is freed when its last tensor goes."""
+        numpy is absent). Element types come shaped as the file says (ne[]
+        reversed): F32, F16, BF16 (numpy: uint16), F64, I8..I64, and
+        safetensors' BOOL, U8..U64, F8_E4M3 and F8_E5M2 (DLPack float8_e4m3fn
+        and float8_e5m2; numpy: uint8; gpuos.to_torch takes them to torch
+        whatever its DLPack knows); block types as uint8 bytes. An empty
+        tensor comes with its shape and no bytes. The arena is freed when
+        its last tensor goes.
+
+        dtype (torch.float32/float16/bfloat16, a numpy dtype, or "float32",
+        "float16", "bfloat16"): every tensor comes as that type, shaped
+        ne[] reversed: GGUF's block types (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K at
+        least) dequantised as llama.cpp does, F32/F16/BF16 converted, by
+        gpuos_dequant (on the GPU with a GPU runtime) from a scratch buffer
+        freed before load returns. Other types raise ValueError, naming
+        them. out: the caller's memory instead of a new arena, a tensor (one
+        tensor loaded) or a dict name -> tensor: contiguous torch tensors,
+        numpy arrays or __cuda_array_interface__ objects of float32, float16
+        or bfloat16 (numpy: uint16) with the tensor's number of elements, in
+        VRAM with a GPU runtime, host memory in host mode; its type is the
+        dtype when dtype is None. The dict returned holds those objects."""
         sel = self.select(names, layer)
         where = self.system._where(device, None)
+        if out is not None and not isinstance(out, dict):
+            if len(sel) != 1:
+                raise ValueError("out=: one tensor for one tensor loaded (%d are): a dict name -> tensor "
+                                 "for several" % len(sel))
+            out = {sel[0].name: out}
+        out_type = _out_type(dtype) if dtype is not None else None
         if not sel:
             return {}
-        return self.system._load(self, sel, where)
+        if out_type is None and out is None:
+            return self.system._load(self, sel, where)
+        return self.system._load_as(self, sel, where, out_type, out)
 
     def tensor(self, name):
         return self[name]

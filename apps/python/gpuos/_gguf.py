@@ -1,31 +1,57 @@
 # SPDX-License-Identifier: MIT
 """A model's tables as the runtime exports them (struct gpuos_gguf_export
-of gpuos/gguf.h, from gpuos_model_info_host): tensors and KVs."""
+of gpuos/gguf.h, from gpuos_model_info_host): tensors and KVs, whether the
+model is a GGUF file (or a gguf-split model) or safetensors (a file, or a
+Hugging Face checkpoint through its model.safetensors.index.json)."""
 import struct
 
-__all__ = ["GGML_TYPES", "TensorInfo", "KVArray", "parse_export", "element_type"]
+__all__ = ["GGML_TYPES", "TensorInfo", "KVArray", "parse_export", "element_type", "DTYPE_NAMES",
+           "F_SPLIT", "F_SAFETENSORS", "F_ST_INDEX"]
 
-# ggml type id -> name (gpuos/gguf.h GPUOS_GGML_TYPE_*, the names gguf-py uses)
+# model table type id -> name: ggml's ids (gpuos/gguf.h GPUOS_GGML_TYPE_*,
+# the names gguf-py uses), then the safetensors dtypes ggml has no id for
+# (GPUOS_MODEL_TYPE_*, safetensors' own names). The safetensors dtypes F64,
+# F32, F16, BF16, I64, I32, I16 and I8 take ggml's ids, whose names are
+# safetensors' too.
 GGML_TYPES = {
     0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
     10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS",
     17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
     23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M",
     30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4", 41: "Q1_0", 42: "Q2_0",
+    64: "BOOL", 65: "U8", 66: "U16", 67: "U32", 68: "U64", 69: "F8_E4M3", 70: "F8_E5M2",
 }
+F32, F16, BF16 = 0, 1, 30
 
-# DLPack type codes
-DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT = 0, 1, 2, 4
+# struct gpuos_gguf_export.flags (gpuos/gguf.h GPUOS_GGUF_F_*)
+F_SPLIT, F_SAFETENSORS, F_ST_INDEX = 1 << 4, 1 << 6, 1 << 7
 
-# ggml types held element by element: id -> (array-interface typestr, bytes,
+# DLPack type codes (dlpack.h, DLDataTypeCode; the float8 ones since v1.1)
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
+DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2 = 10, 12
+
+# Types held element by element: id -> (array-interface typestr, bytes,
 # DLPack code, bits). BF16 is DLPack's bfloat16 and numpy's uint16 (numpy
-# has no bfloat16). Every other type is a block format: uint8 bytes.
+# has no bfloat16); the float8 types are DLPack's float8_e4m3fn and
+# float8_e5m2 and numpy's uint8 (the array interfaces have no float8
+# either). Every other type is a block format: uint8 bytes.
 _ELEMENT = {
     0: ("<f4", 4, DL_FLOAT, 32), 1: ("<f2", 2, DL_FLOAT, 16), 30: ("<u2", 2, DL_BFLOAT, 16),
     24: ("|i1", 1, DL_INT, 8), 25: ("<i2", 2, DL_INT, 16), 26: ("<i4", 4, DL_INT, 32),
     27: ("<i8", 8, DL_INT, 64), 28: ("<f8", 8, DL_FLOAT, 64),
+    64: ("|b1", 1, DL_BOOL, 8), 65: ("|u1", 1, DL_UINT, 8), 66: ("<u2", 2, DL_UINT, 16),
+    67: ("<u4", 4, DL_UINT, 32), 68: ("<u8", 8, DL_UINT, 64),
+    69: ("|u1", 1, DL_FLOAT8_E4M3FN, 8), 70: ("|u1", 1, DL_FLOAT8_E5M2, 8),
 }
 _BYTES = ("|u1", 1, DL_UINT, 8)
+
+# id -> the dtype of what load() hands out, as torch (and, but for
+# bfloat16 and the float8 types, numpy) spell it; a block type is "uint8".
+DTYPE_NAMES = {
+    0: "float32", 1: "float16", 30: "bfloat16", 28: "float64", 24: "int8", 25: "int16", 26: "int32",
+    27: "int64", 64: "bool", 65: "uint8", 66: "uint16", 67: "uint32", 68: "uint64",
+    69: "float8_e4m3fn", 70: "float8_e5m2",
+}
 
 
 def element_type(type_id):
@@ -37,14 +63,20 @@ def element_type(type_id):
 class TensorInfo(object):
     """One tensor of a model as the runtime parsed it.
 
-    name, type (ggml type name: "F32", "Q4_K", ...), type_id, shape (ggml's
-    ne[] reversed, the slowest dimension first, as numpy and torch index;
-    a quantised tensor is uint8 bytes of shape (nbytes,)), ne (ggml's
-    order), nbytes, layer (N for "blk.N.*", else None), offset (the byte
-    offset in the file), rel_offset (from the data section), shard."""
+    name, type (the table's type name: ggml's "F32", "Q4_K", ..., or
+    safetensors' "BOOL", "U8".."U64", "F8_E4M3", "F8_E5M2"), type_id,
+    dtype (what load() hands out, as torch spells it: "float32",
+    "bfloat16", "float8_e4m3fn", ...; "uint8" for a quantised tensor),
+    shape (ne[] reversed, the slowest dimension first, as numpy and torch
+    index, and as safetensors writes it; () for a scalar; a quantised
+    tensor is uint8 bytes of shape (nbytes,)), ne (ggml's order), n_dims,
+    nbytes (0 for an empty tensor), layer (N for GGUF's "blk.N.*" and
+    Hugging Face's "model.layers.N.*", else None), offset (the byte offset
+    in its file), rel_offset (from the data section), shard (the file of a
+    gguf-split model or a sharded checkpoint holding it, 0-based)."""
 
     __slots__ = ("name", "type", "type_id", "ne", "shape", "nbytes", "layer", "offset", "rel_offset",
-                 "shard", "n_dims")
+                 "shard", "n_dims", "dtype")
 
     def __init__(self, name, type_id, ne, n_dims, nbytes, layer, offset, rel_offset, shard):
         self.name = name
@@ -57,6 +89,7 @@ class TensorInfo(object):
         self.offset = offset
         self.rel_offset = rel_offset
         self.shard = shard
+        self.dtype = DTYPE_NAMES.get(type_id, "uint8")
         if type_id in _ELEMENT:
             self.shape = tuple(reversed(self.ne))
         else:
@@ -65,6 +98,15 @@ class TensorInfo(object):
     @property
     def quantised(self):
         return self.type_id not in _ELEMENT
+
+    @property
+    def numel(self):
+        """Elements of the tensor (of ne[]; a quantised tensor's values, not
+        its bytes)."""
+        n = 1
+        for d in self.ne:
+            n *= d
+        return n
 
     def __repr__(self):
         return "TensorInfo(%r, %s, shape=%r, nbytes=%d%s)" % (

@@ -7,7 +7,7 @@ import errno as _errno
 import os
 import threading
 
-__all__ = ["Error", "BootOpts", "lib", "library_path", "check_abi", "raise_for"]
+__all__ = ["Error", "BootOpts", "lib", "library_path", "check_abi", "raise_for", "optional"]
 
 
 class Error(Exception):
@@ -146,6 +146,28 @@ def lib():
         _path = path
         _lib = L
         return L
+
+
+# Functions of newer libraries that the binding uses where they are there:
+# the binding works without them, and only what needs one says so.
+_OPTIONAL = {
+    # gpuos_dequant(s, type, src, src_bytes, dst, out_type, n)
+    "gpuos_dequant": (_int, [_vp, _u32, _vp, _u64, _vp, _u32, _u64]),
+}
+
+
+def optional(name):
+    """An optional function of the library (_OPTIONAL) with its prototype
+    set, or None when the library has none."""
+    L = lib()
+    res, args = _OPTIONAL[name]
+    try:
+        f = getattr(L, name)
+    except AttributeError:
+        return None
+    f.restype = res
+    f.argtypes = args
+    return f
 
 
 def check_abi():

@@ -183,6 +183,13 @@ class _Tensor(object):
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
+    def uint8_view(self):
+        """The same memory as uint8, of shape `shape` (1-byte elements) or
+        shape + (itemsize,): for a consumer that knows no float8 dtype, e.g.
+        torch.from_dlpack(t.uint8_view()).view(torch.float8_e4m3fn)."""
+        shape = self.shape if self.itemsize == 1 else self.shape + (self.itemsize,)
+        return type(self)(self.arena, self.ptr, self.name, self.type, shape, ("|u1", 1, 1, 8))
+
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         # The data has landed before load() returned: any stream may use it.
         dev = self.__dlpack_device__()
