@@ -361,7 +361,7 @@ GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i);
 GPUOS_HD int files_st_open(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
 GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
 /* The refusal of a file files_model_format found no model in (its first
- * bytes, which files_model_format left in F->magic, named). */
+ * bytes, which files_model_format left in F->first, named). */
 GPUOS_HD void files_st_refuse_unknown(struct rt_files *F, const struct mreq *q);
 
 GPUOS_EXTERN_C_END

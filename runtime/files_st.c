@@ -52,9 +52,8 @@ GPUOS_HD static int st_read(struct rt_files *F, uint32_t i, uint64_t off, uint32
 GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i)
 {
 	uint8_t b[9];
-	uint64_t size = F->h[i].size, n;
+	uint64_t size = F->h[i].size, n, at;
 	uint32_t k = (uint32_t)GPUOS_MIN(size, (uint64_t)sizeof(b)), j;
-	int st_len;
 
 	if (k && st_read(F, i, 0, k, b))
 		return MODEL_IO;
@@ -63,19 +62,25 @@ GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i)
 		F->first[j] = b[j];
 	if (k >= 4 && b[0] == 'G' && b[1] == 'G' && b[2] == 'U' && b[3] == 'F')
 		return MODEL_GGUF;
-	/* safetensors: a little-endian length, then the JSON, which MUST begin with '{' */
-	st_len = k == 9 && b[8] == '{';
-	if (st_len && !gpuos_st_header_len(b, size, &n, &F->sterr))
+	/* safetensors: a little-endian length, then the JSON, which MUST begin
+	 * with '{'. A length below 2^56 has a NUL byte at 7, which JSON text
+	 * never holds: with one, a bad length is safetensors' to report. */
+	if (k == 9 && b[8] == '{' && (!gpuos_st_header_len(b, size, &n, &F->sterr) || b[7] == 0))
 		return MODEL_SAFETENSORS;
-	for (j = 0; j < k; j++) {
-		if (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r')
-			continue;
-		if (b[j] == '{')
-			return MODEL_ST_INDEX;
-		break;
+	/* an index: a JSON object, after any whitespace (read on, 9 bytes at a time, up to 4 KiB) */
+	for (at = 0;;) {
+		for (j = 0; j < k; j++) {
+			if (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r')
+				continue;
+			return b[j] == '{' ? MODEL_ST_INDEX : MODEL_UNKNOWN;
+		}
+		at += k;
+		if (at >= size || at >= 4096u)
+			return MODEL_UNKNOWN;
+		k = (uint32_t)GPUOS_MIN(size - at, (uint64_t)sizeof(b));
+		if (st_read(F, i, at, k, b))
+			return MODEL_IO;
 	}
-	/* a '{' after 8 bytes of a bad length: safetensors, whose open says what is wrong */
-	return st_len ? MODEL_SAFETENSORS : MODEL_UNKNOWN;
 }
 
 /* ---- refusals ----------------------------------------------------------------------- */

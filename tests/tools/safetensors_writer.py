@@ -311,6 +311,9 @@ def hostile(outdir):
     blob = _raw(good, 16)
     put("header-past-end", struct.pack("<Q", len(blob)) + blob[8:], "past the end of the file")
     put("data-past-end", _raw(good, 12), "past the end of the file")
+    # a length whose low byte is '{' (123) over a short file: still safetensors
+    # (its NUL at byte 7 is no JSON), not taken for an index
+    put("length-123-cut", struct.pack("<Q", 123) + b'{"a":1}', "past the end of the file")
 
     def checkpoint_with(name, edit, words, drop=None):
         """A 3-shard checkpoint whose index is edited: edit(weight_map, names) -> weight_map."""
