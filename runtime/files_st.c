@@ -93,7 +93,7 @@ GPUOS_NOINLINE GPUOS_HD void files_st_refuse_unknown(struct rt_files *F, const s
 	sb.p = F->reason;
 	sb.n = 0;
 	sb.cap = sizeof(F->reason);
-	sb_str(&sb, "not a model gpuos reads: it starts with");
+	sb_str(&sb, "not a model gpuos reads (bad magic): it starts with");
 	if (!F->n_first)
 		sb_str(&sb, " nothing (an empty file)");
 	for (j = 0; j < F->n_first; j++) {

@@ -486,7 +486,12 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 		c->argv[c->argc++] = av[k];
 	free(av);
 	/* A client command given neither --device nor --socket uses the service
-	 * at the default socket (boot: the service picks its own). */
+	 * at the default socket (boot: the service picks its own). --host asks
+	 * for a runtime of the command's own, which needs a device. */
+	if (!r && !c->socket && !c->boot.device && c->boot.host_mode && strcmp(cmd, "boot")) {
+		cli_err(cmd, "--host runs a runtime for this command: give --device DEV too");
+		r = -1;
+	}
 	if (!r && !c->socket && !c->boot.device && strcmp(cmd, "boot") && listed(cc->options, "socket")) {
 		static char def[108];
 		if (gpuos_service_default_socket(0, def, sizeof(def)) < 0) {
