@@ -96,7 +96,7 @@ svc_stop() { # NAME KEY SOCKET: gpuos stop, then the service's own exit status
 	gpuos stop --socket "$_s" > /dev/null 2>&1
 	wait "$(eval echo "\$_svc_$_k")"
 	_rc=$?
-	echo "T $_n $_rc $(($(now_ms) - _t0))|$(grep -v '^gpuos: \(host mode\|serving\|MPS: \)' "/tmp/$_k.svc.e" | head -n 1)|" >&3
+	echo "T $_n $_rc $(($(now_ms) - _t0))|$(grep -v -e '^gpuos: host mode' -e '^gpuos: serving' -e '^gpuos: MPS: ' "/tmp/$_k.svc.e" | head -n 1)|" >&3
 }
 
 wait_disks() { # N: wait until N NVMe namespaces show up (after modprobe nvme)
