@@ -10,7 +10,7 @@
 
 now_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 err1() {
-	grep -v -e '^gpuos: host mode' -e '^{"schema": "gpuos.stats/' \
+	grep -v -e '^gpuos: host mode' -e '^gpuos: MPS: ' -e '^{"schema": "gpuos.stats/' \
 		-e '^gpuos [a-z]*: \(counters\|service counters\|controller\) ' "$1" | head -n 1 | tr -d '\r|'
 }
 stats() { # NAME STDERR_FILE: its --stats JSON line, if any
