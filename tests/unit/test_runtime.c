@@ -82,7 +82,11 @@ static void boot_with(struct booted *b, const char *emu_opts, uint32_t warps, ui
 	o.warps = warps;
 	o.queues = queues;
 	o.allow_raw = 1;
-	o.timeout_ms = timeout_ms;
+	/* 0: 60 s, not the controller's CAP.TO (10 s here). A test that loses
+	 * or holds back no command has no timeout to see, and a loaded 2-core
+	 * machine (criterion's two jobs of 64 threads each, and whatever else
+	 * runs) starved a request past 10 s with no fault injected. */
+	o.timeout_ms = timeout_ms ? timeout_ms : 60000u;
 	o.mbox_slots = mbox_slots;
 	o.heap_bytes = 16u << 20;
 	o.sim_vram = sim_vram;
