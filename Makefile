@@ -178,6 +178,8 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/embed.sh $(BUILD)
 	$(Q)bash tests/emu/python.sh $(BUILD)
 	$(Q)bash tests/emu/python.sh $(BUILD) test_models.py
+	$(Q)bash tests/emu/connect.sh $(BUILD)
+	$(Q)bash tests/emu/python.sh $(BUILD) test_connect.py
 	$(Q)bash tests/emu/llama_quant.sh $(BUILD)
 	$(Q)bash tests/emu/llama_tok.sh $(BUILD)
 	$(Q)bash tests/emu/llama.sh $(BUILD)

@@ -116,7 +116,10 @@ int gpuos_gpu_mps(char *dir, size_t len)
 	return mps_daemon_alive();
 }
 
-int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen)
+/* client: for a process that is a client of a service (gpuos_connect): no
+ * runtime spins in it, so none of the settings and refusals below that
+ * exist because one does; CUDA as the program set it up. */
+static int open_gpu(struct gpuos_gpu **out, uint32_t dev, int client, char *why, size_t whylen)
 {
 	struct gpuos_gpu *g;
 	struct cudaDeviceProp prop;
@@ -126,7 +129,8 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	*out = NULL;
 	/* Before the first CUDA call: every function is loaded when its module
 	 * is, never lazily while the runtime spins (docs/platform.md). */
-	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+	if (!client)
+		setenv("CUDA_MODULE_LOADING", "EAGER", 1);
 	/* Streams share the GPU's hardware work queues, 8 by default: work on
 	 * a stream that shares one with the runtime's waits behind the kernel
 	 * that never ends (seen: an emulator worker stuck in its first copy,
@@ -136,6 +140,8 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	 * (boot/gpu.h). A lower value from the environment is raised. */
 	const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
 	int conn0 = conn ? atoi(conn) : 8; /* what a context made before this call has */
+	if (client)
+		conn0 = 32;
 	if (conn0 < 32)
 		setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
 	e = cudaGetDeviceCount(&n);
@@ -189,7 +195,9 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	int cur = 0;
 	if (cudaGetDevice(&cur) != cudaSuccess)
 		cur = 0;
-	if ((int)dev == cur) {
+	if (client) {
+		/* the program's context, as it made it (or will) */
+	} else if ((int)dev == cur) {
 		cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost);
 	} else {
 		/* cudaSetDeviceFlags sets the current device's, which is another
@@ -235,7 +243,7 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	{
 		CUresult (*loading_mode)(CUmoduleLoadingMode *) = NULL;
 		CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
-		if (!entry("cuModuleGetLoadingMode", (void **)&loading_mode) && loading_mode(&mode) == CUDA_SUCCESS &&
+		if (!client && !entry("cuModuleGetLoadingMode", (void **)&loading_mode) && loading_mode(&mode) == CUDA_SUCCESS &&
 		    mode != CU_MODULE_EAGER_LOADING) {
 			snprintf(why, whylen,
 				 "CUDA loads modules lazily in this process (CUDA was initialised before gpuos_boot, "
@@ -254,7 +262,9 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	 * checked by the Makefile). */
 	{
 		size_t cur = 0;
-		if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess ||
+		if (client) {
+			/* launches may grow the stack here: nothing spins */
+		} else if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess ||
 		    (cur < GPUOS_GPU_STACK_BYTES && cudaDeviceSetLimit(cudaLimitStackSize, GPUOS_GPU_STACK_BYTES) != cudaSuccess)) {
 			snprintf(why, whylen, "cannot set the GPU stack size to %u bytes", GPUOS_GPU_STACK_BYTES);
 			free(g);
@@ -270,6 +280,16 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	}
 	*out = g;
 	return 0;
+}
+
+int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen)
+{
+	return open_gpu(out, dev, 0, why, whylen);
+}
+
+int gpuos_gpu_open_client(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen)
+{
+	return open_gpu(out, dev, 1, why, whylen);
 }
 
 void gpuos_gpu_close(struct gpuos_gpu *g)
@@ -483,6 +503,60 @@ void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev)
 	 * (docs/platform.md); callers free only after it has stopped. */
 	if (dev)
 		cudaFree((void *)(uintptr_t)dev);
+}
+
+int gpuos_gpu_ipc_open(struct gpuos_gpu *g, const unsigned char *handle, uint64_t *base, uint64_t *len)
+{
+	CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
+	cudaIpcMemHandle_t h;
+	CUdeviceptr b = 0;
+	size_t n = 0;
+	void *p = NULL;
+	_Static_assert(sizeof(h) == GPUOS_GPU_IPC_HANDLE, "cudaIpcMemHandle_t");
+	use(g);
+	memcpy(&h, handle, sizeof(h));
+	if (cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+		cudaGetLastError();
+		return -EINVAL;
+	}
+	if (entry("cuMemGetAddressRange", (void **)&range) || range(&b, &n, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS ||
+	    b != (CUdeviceptr)(uintptr_t)p || n == 0) {
+		cudaIpcCloseMemHandle(p);
+		cudaGetLastError();
+		return -EIO;
+	}
+	*base = (uint64_t)b;
+	*len = (uint64_t)n;
+	return 0;
+}
+
+int gpuos_gpu_ipc_export(struct gpuos_gpu *g, const void *ptr, size_t len, unsigned char *handle, uint64_t *offset)
+{
+	CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
+	cudaIpcMemHandle_t h;
+	CUdeviceptr b = 0;
+	size_t n = 0;
+	use(g);
+	if (!gpuos_gpu_is_device(g, ptr, len))
+		return -EINVAL;
+	if (entry("cuMemGetAddressRange", (void **)&range) || range(&b, &n, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS)
+		return -EIO;
+	if ((uint64_t)(uintptr_t)ptr - b + len > n)
+		return -ERANGE; /* across two allocations */
+	if (cudaIpcGetMemHandle(&h, (void *)(uintptr_t)b) != cudaSuccess) {
+		cudaGetLastError();
+		return -EOPNOTSUPP; /* memory IPC cannot export (VMM, managed) */
+	}
+	memcpy(handle, &h, sizeof(h));
+	*offset = (uint64_t)(uintptr_t)ptr - b;
+	return 0;
+}
+
+void gpuos_gpu_ipc_close(struct gpuos_gpu *g, uint64_t base)
+{
+	use(g);
+	if (base && cudaIpcCloseMemHandle((void *)(uintptr_t)base) != cudaSuccess)
+		cudaGetLastError();
 }
 
 /* ---- per-thread channels ----

@@ -12,6 +12,10 @@ int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whyle
 	snprintf(why, whylen, "this gpuos binary is built without CUDA (host mode only)");
 	return -ENODEV;
 }
+int gpuos_gpu_open_client(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen)
+{
+	return gpuos_gpu_open(out, dev, why, whylen);
+}
 void gpuos_gpu_close(struct gpuos_gpu *g) { (void)g; }
 int gpuos_gpu_peer(struct gpuos_gpu *g, struct gpuos_gpu *to, char *why, size_t whylen) { (void)g; (void)to; snprintf(why, whylen, "no CUDA"); return -EOPNOTSUPP; }
 const char *gpuos_gpu_name(const struct gpuos_gpu *g) { (void)g; return "none"; }
@@ -33,6 +37,9 @@ int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, 
 void gpuos_gpu_io_unregister(struct gpuos_gpu *g, volatile void *mmio) { (void)g; (void)mmio; }
 int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev) { (void)g; (void)len; (void)dev; return -ENODEV; }
 void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev) { (void)g; (void)dev; }
+int gpuos_gpu_ipc_open(struct gpuos_gpu *g, const unsigned char *handle, uint64_t *base, uint64_t *len) { (void)g; (void)handle; (void)base; (void)len; return -EOPNOTSUPP; }
+void gpuos_gpu_ipc_close(struct gpuos_gpu *g, uint64_t base) { (void)g; (void)base; }
+int gpuos_gpu_ipc_export(struct gpuos_gpu *g, const void *ptr, size_t len, unsigned char *handle, uint64_t *offset) { (void)g; (void)ptr; (void)len; (void)handle; (void)offset; return -EOPNOTSUPP; }
 int gpuos_gpu_copy(struct gpuos_gpu *g, void *dst, const void *src, size_t len, int to_device) { (void)g; (void)dst; (void)src; (void)len; (void)to_device; return -ENODEV; }
 void gpuos_gpu_thread_init(struct gpuos_gpu *g) { (void)g; }
 int gpuos_gpu_memset(struct gpuos_gpu *g, uint64_t dev, int v, size_t len) { (void)g; (void)dev; (void)v; (void)len; return -ENODEV; }

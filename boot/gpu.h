@@ -37,6 +37,10 @@ struct gpuos_gpu;
  * lazy loading: the caller refuses to boot (never CPU threads instead). */
 int gpuos_gpu_open(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen);
 void gpuos_gpu_close(struct gpuos_gpu *g);
+/* The same for a client of a service (gpuos_connect): no runtime spins in
+ * the process, so CUDA stays as the program set it up (no EAGER, no
+ * 32 work queues, no stack limit, no refusal of a context made before). */
+int gpuos_gpu_open_client(struct gpuos_gpu **out, uint32_t dev, char *why, size_t whylen);
 /* Let g (its kernels and copies) reach to's memory, another GPU's: peer
  * access (NVLink or PCIe), for a group's runtimes on several GPUs. 0, or
  * -EOPNOTSUPP with the reason in why. */
@@ -80,6 +84,21 @@ int gpuos_gpu_reachable(struct gpuos_gpu *g, const void *ptr, size_t len);
 int gpuos_gpu_io_register(struct gpuos_gpu *g, volatile void *mmio, size_t len, uint64_t *dev, char *why,
 			  size_t whylen);
 void gpuos_gpu_io_unregister(struct gpuos_gpu *g, volatile void *mmio);
+/* Device memory of another process (a client of the service): its
+ * cudaIpcGetMemHandle (GPUOS_GPU_IPC_HANDLE bytes) opened here, and the
+ * whole allocation it names: *base and *len (cuMemGetAddressRange), so
+ * that what a client asks for is checked against what it exported, never
+ * against whatever lies beside it. 0, -EOPNOTSUPP (no CUDA), -EINVAL (not
+ * a handle this GPU opens), -EIO. gpuos_gpu_ipc_close unmaps it: never
+ * while the runtime spins (it waits for the device, like cudaFree). */
+#define GPUOS_GPU_IPC_HANDLE 64u
+int gpuos_gpu_ipc_open(struct gpuos_gpu *g, const unsigned char *handle, uint64_t *base, uint64_t *len);
+void gpuos_gpu_ipc_close(struct gpuos_gpu *g, uint64_t base);
+/* The exporting side: the handle of the allocation holding [ptr, ptr +
+ * len) (device memory of this process) and ptr's offset in it. -EINVAL
+ * (not device memory), -ERANGE (the range crosses allocations),
+ * -EOPNOTSUPP (memory cudaIpcGetMemHandle cannot export), -EIO. */
+int gpuos_gpu_ipc_export(struct gpuos_gpu *g, const void *ptr, size_t len, unsigned char *handle, uint64_t *offset);
 /* Device memory. */
 int gpuos_gpu_dev_alloc(struct gpuos_gpu *g, size_t len, uint64_t *dev);
 void gpuos_gpu_dev_free(struct gpuos_gpu *g, uint64_t dev);

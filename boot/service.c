@@ -17,6 +17,14 @@
  *              the descriptor is one cuMemImportFromShareableHandle takes.
  *              Only a service that has such areas (gpuos boot --gpu-clients)
  *              and, on a GPU, runs under MPS gives them out
+ *   register host off=N len=N, with a memfd (SCM_RIGHTS) -> "ok rt=N":
+ *              memory of the attached client's own, sealed against
+ *              shrinking, as a destination of its requests alone
+ *              (gpuos_sys_client_register); rt is where they name it
+ *   register vram off=N len=N ipc=HEX -> "ok rt=N": the same for VRAM the
+ *              client exported (cudaIpcGetMemHandle, 128 hex digits)
+ *   unregister rt=N -> "ok": gives it back; all of a client's go when it
+ *              leaves, with its area
  *   stats   -> one JSON line of runtime statistics
  *   status  -> "ok status/1 KEY=VALUE ...": the service, its runtime, MPS,
  *              the clients attached now and the counters, for `gpuos status`
@@ -118,6 +126,7 @@ struct svc_conn {
 	 * where the area cannot be mapped here (VRAM). posted adds up each
 	 * partition's counter since posted_at (they wrap at 2^32). */
 	const struct gpuos_mbox *mb;
+	int pass_fd;             /* a descriptor that came with its input (register host), -1: none */
 	uint64_t posted;
 	uint32_t posted_at[GPUOS_MBOX_MAX_PARTS];
 };
@@ -313,8 +322,10 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	for (i = 0; i < (int)SVC_MAX_CONN; i++)
+	for (i = 0; i < (int)SVC_MAX_CONN; i++) {
 		v->conn[i].fd = -1;
+		v->conn[i].pass_fd = -1;
+	}
 	if (o->group) {
 		r = group_of(o->group, &v->group);
 		if (r) {
@@ -410,12 +421,15 @@ static void conn_close(struct gpuos_service *v, struct svc_conn *c)
 	}
 	if (c->mb)
 		munmap((void *)(uintptr_t)c->mb, SVC_MBOX_MAP);
+	if (c->pass_fd >= 0)
+		close(c->pass_fd);
 	close(c->fd);
 	free(c->out);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->share = -1;
 	c->app = -1;
+	c->pass_fd = -1;
 }
 
 /* Write what is queued; 0, or -1 when the client is gone. */
@@ -569,6 +583,7 @@ static void accept_one(struct gpuos_service *v)
 	c->privileged = p.uid == 0 || p.uid == v->uid;
 	c->share = -1;
 	c->app = -1;
+	c->pass_fd = -1;
 	c->t_active = c->t_connect = now_ms();
 }
 
@@ -925,6 +940,117 @@ static void app_reap(struct gpuos_service *v, int wait)
 	}
 }
 
+/* 128 hex digits into GPUOS_GPU_IPC_HANDLE bytes; 0, or -1. */
+static int parse_hex(const char *h, unsigned char *out, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char ch = h[2 * i + (size_t)k];
+			v = v * 16u + (unsigned)(ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
+						 ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : 99);
+			if (v > 255u)
+				return -1;
+		}
+		out[i] = (unsigned char)v;
+	}
+	return h[2 * n] ? -1 : 0;
+}
+
+/* register / unregister: memory of the client's own (gpuos_sys_client_register).
+ * The runtime is parked meanwhile, so never while an app holds it (the
+ * client asks again). */
+static int serve_register(struct gpuos_service *v, struct svc_conn *c, const char *line)
+{
+	struct gpuos_client_mem m;
+	unsigned long long off = 0, len = 0, rt = 0;
+	char hex[2 * GPUOS_GPU_IPC_HANDLE + 2];
+	int used = -1, r, fd = c->pass_fd;
+	c->pass_fd = -1; /* this line's, whatever it asks: closed below unless the service keeps its mapping */
+	memset(&m, 0, sizeof(m));
+	m.fd = -1;
+	if (c->share < 0) {
+		r = conn_printf(c, "err attach first: memory is registered for an attached client\n");
+		goto out;
+	}
+	if (!strncmp(line, "unregister ", 11)) {
+		if (sscanf(line, "unregister rt=%llu%n", &rt, &used) != 1 || line[used]) {
+			r = conn_printf(c, "err usage: unregister rt=N\n");
+			goto out;
+		}
+	} else if (!strncmp(line, "register host ", 14)) {
+		if (sscanf(line, "register host off=%llu len=%llu%n", &off, &len, &used) != 2 || line[used]) {
+			r = conn_printf(c, "err usage: register host off=N len=N, with the memfd\n");
+			goto out;
+		}
+		if (fd < 0) {
+			r = conn_printf(c, "err register host: no memfd came with the request\n");
+			goto out;
+		}
+		m.fd = fd;
+	} else if (sscanf(line, "register vram off=%llu len=%llu ipc=%129s%n", &off, &len, hex, &used) != 3 ||
+		   line[used] || parse_hex(hex, m.ipc, GPUOS_GPU_IPC_HANDLE)) {
+		r = conn_printf(c, "err usage: register vram off=N len=N ipc=HEX (%u hex digits)\n",
+				2u * GPUOS_GPU_IPC_HANDLE);
+		goto out;
+	} else {
+		m.vram = 1;
+	}
+	m.offset = off;
+	m.len = len;
+	if (pthread_mutex_trylock(&v->sys_lock)) {
+		r = conn_printf(c, "err busy: an app is loading; ask again\n");
+		goto out;
+	}
+	if (line[0] == 'u')
+		r = gpuos_sys_client_unregister(v->s, (uint32_t)c->share, rt);
+	else
+		r = gpuos_sys_client_register(v->s, (uint32_t)c->share, &m, (uint64_t *)&rt);
+	pthread_mutex_unlock(&v->sys_lock);
+	switch (r) {
+	case 0:
+		r = line[0] == 'u' ? conn_printf(c, "ok\n") : conn_printf(c, "ok rt=%llu\n", rt);
+		break;
+	case -ENOENT:
+		r = conn_printf(c, "err no memory of yours is registered at %llu\n", rt);
+		break;
+	case -EPERM:
+		r = conn_printf(c, "err the memfd is not sealed against shrinking (F_SEAL_SHRINK)\n");
+		break;
+	case -ERANGE:
+		r = conn_printf(c, "err the range passes the end of the %s\n", m.vram ? "allocation" : "memfd");
+		break;
+	case -ENOSPC:
+		r = conn_printf(c, "err a client registers %u ranges at most: unregister one first\n",
+				GPUOS_SYS_CLIENT_REGIONS);
+		break;
+	case -EEXIST:
+		r = conn_printf(c, "err that memory is lent already\n");
+		break;
+	case -E2BIG:
+		r = conn_printf(c, "err a client pins at most a quarter of this machine's memory at once\n");
+		break;
+	case -EBUSY:
+		r = conn_printf(c, "err busy: every region of the runtime is in use; ask again later\n");
+		break;
+	case -EOPNOTSUPP:
+		r = conn_printf(c, "err this service's runtime cannot take VRAM of another process (host mode)\n");
+		break;
+	case -EINVAL:
+		r = conn_printf(c, "err not memory the service can register (%s)\n",
+				m.vram ? "not an IPC handle of this GPU's memory" : "a length of whole pages, a memfd");
+		break;
+	default:
+		r = conn_printf(c, "err register: %s\n", strerror(-r));
+		break;
+	}
+out:
+	if (fd >= 0)
+		close(fd); /* the service maps it (or not) on its own */
+	return r;
+}
+
 /* One request line; 0, or -1 when the connection must go. */
 static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *line)
 {
@@ -956,6 +1082,8 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		c->share = k;
 		return send_attach(v, c, k);
 	}
+	if (!strncmp(line, "register ", 9) || !strncmp(line, "unregister ", 11))
+		return serve_register(v, c, line);
 	if (!strcmp(line, "stats")) {
 		char js[1024];
 		stats_line(v, js, sizeof(js));
@@ -983,9 +1111,36 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 
 static void conn_input(struct gpuos_service *v, struct svc_conn *c)
 {
-	ssize_t got = recv(c->fd, c->in + c->in_n, sizeof(c->in) - 1 - c->in_n, 0);
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = c->in + c->in_n, .iov_len = sizeof(c->in) - 1 - c->in_n };
+	struct msghdr m;
+	struct cmsghdr *cm;
+	ssize_t got;
 	char *nl;
 
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	got = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+	/* A descriptor comes with the line that uses it (register host): kept
+	 * for that line, one at a time; any other goes (more than fit were
+	 * closed by the kernel: MSG_CTRUNC). */
+	for (cm = got > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm)) {
+		size_t i, nfd;
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->pass_fd < 0)
+				c->pass_fd = fd;
+			else
+				close(fd);
+		}
+	}
 	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (got <= 0) {
@@ -1002,6 +1157,10 @@ static void conn_input(struct gpuos_service *v, struct svc_conn *c)
 		if (strlen(c->in) != used - 1 || serve_line(v, c, c->in)) { /* a NUL inside: not a client of ours */
 			conn_close(v, c);
 			return;
+		}
+		if (c->pass_fd >= 0) { /* came with a line that takes none */
+			close(c->pass_fd);
+			c->pass_fd = -1;
 		}
 		memmove(c->in, nl + 1, c->in_n - used);
 		c->in_n -= used;
@@ -1678,6 +1837,7 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 	at->sock = fd; /* held open: the service gives the share back when it closes */
 	/* The slots as the checked copy of the header places them (they end
 	 * before the share: area_header_ok). */
+	at->mb_nslots = hdr->nslots;
 	at->watch = watch_start(fd, at->vram ? NULL : (struct gpuos_mbox_slot *)((char *)at->shm + sizeof(*hdr)),
 				hdr->nslots);
 	free(hdr);
@@ -1699,6 +1859,105 @@ int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err,
 int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *err, size_t errlen)
 {
 	return attach(path, 1, at, err, errlen);
+}
+
+/* One call on the attached connection, its descriptor (fd >= 0) with it:
+ * the watcher, which reads and drops what the service sends, stands aside
+ * meanwhile, then watches again. */
+static int attached_call(struct gpuos_attached *at, const char *line, int fd, char *reply, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)line, .iov_len = strlen(line) };
+	struct msghdr m;
+	struct svc_watch *w = at->watch;
+	int r;
+	if (at->sock < 0 || gpuos_service_gone(at))
+		return -EPIPE;
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+		memset(cbuf, 0, sizeof(cbuf));
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (w) {
+		watch_stop(w);
+		at->watch = NULL;
+	}
+	/* one message, whole (a line is short): the descriptor goes with its first byte */
+	r = sendmsg(at->sock, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -EIO;
+	if (!r)
+		r = recv_line(at->sock, reply, len, (int)client_timeout_ms(), NULL);
+	if (w)
+		at->watch = watch_start(at->sock, at->vram ? NULL : (struct gpuos_mbox_slot *)((char *)at->shm + sizeof(struct gpuos_mbox)),
+					at->mb_nslots);
+	return r;
+}
+
+/* register and unregister answer "ok ..." or "err WHY"; busy: asked again
+ * for a while (an app of the service is loading). */
+static int attached_ask(struct gpuos_attached *at, const char *line, int fd, char *reply, size_t len, char *err,
+			size_t errlen)
+{
+	uint64_t t0 = now_ms();
+	int r;
+	for (;;) {
+		r = attached_call(at, line, fd, reply, len);
+		if (r) {
+			snprintf(err, errlen, "the service %s", r == -ETIMEDOUT ? "did not answer in time" : "is gone");
+			return r;
+		}
+		if (strncmp(reply, "err busy", 8) || now_ms() - t0 > client_timeout_ms())
+			break;
+		usleep(20000);
+	}
+	if (!strncmp(reply, "ok", 2))
+		return 0;
+	snprintf(err, errlen, "%s", !strncmp(reply, "err ", 4) ? reply + 4 : reply);
+	return strstr(reply, "registers") ? -ENOSPC : strstr(reply, "busy") ? -EBUSY : strstr(reply, "no memory of yours")
+		? -ENOENT : strstr(reply, "host mode") ? -EOPNOTSUPP : strstr(reply, "passes the end") ? -ERANGE : -EINVAL;
+}
+
+int gpuos_service_register(struct gpuos_attached *at, const struct gpuos_client_mem *m, uint64_t *rt, char *err,
+			   size_t errlen)
+{
+	char line[64 + 2 * GPUOS_GPU_IPC_HANDLE], reply[256];
+	unsigned long long v = 0;
+	int used = -1, r, n;
+	*rt = 0;
+	if (m->vram) {
+		n = snprintf(line, sizeof(line), "register vram off=%llu len=%llu ipc=", (unsigned long long)m->offset,
+			     (unsigned long long)m->len);
+		for (unsigned i = 0; i < GPUOS_GPU_IPC_HANDLE; i++)
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", m->ipc[i]);
+		snprintf(line + n, sizeof(line) - (size_t)n, "\n");
+	} else {
+		snprintf(line, sizeof(line), "register host off=%llu len=%llu\n", (unsigned long long)m->offset,
+			 (unsigned long long)m->len);
+	}
+	r = attached_ask(at, line, m->vram ? -1 : m->fd, reply, sizeof(reply), err, errlen);
+	if (r)
+		return r;
+	if (sscanf(reply, "ok rt=%llu%n", &v, &used) != 1 || reply[used] || v == 0) {
+		snprintf(err, errlen, "the service sent a malformed register reply: %.100s", reply);
+		return -EPROTO;
+	}
+	*rt = v;
+	return 0;
+}
+
+int gpuos_service_unregister(struct gpuos_attached *at, uint64_t rt, char *err, size_t errlen)
+{
+	char line[64], reply[256];
+	snprintf(line, sizeof(line), "unregister rt=%llu\n", (unsigned long long)rt);
+	return attached_ask(at, line, -1, reply, sizeof(reply), err, errlen);
 }
 
 void gpuos_service_detach(struct gpuos_attached *at)

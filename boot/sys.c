@@ -298,6 +298,8 @@ int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
 
 	if (!s)
 		return 0;
+	if (s->client)
+		return gpuos_conn_shutdown(s);
 	if (s->group) {
 		snprintf(err, errlen, "a runtime of a group: gpuos_group_shutdown stops them all");
 		return -EINVAL;
@@ -403,12 +405,16 @@ void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len)
 
 struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s)
 {
+	if (s->client)
+		return gpuos_conn_mbox(s);
 	return (struct gpuos_mbox *)((char *)s->shm + GPUOS_SHM_MBOX_OFF);
 }
 
 void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len)
 {
 	const struct gpuos_shm_hdr *h = (const struct gpuos_shm_hdr *)s->shm;
+	if (s->client)
+		return gpuos_conn_share(s, rt_addr, len);
 	if (rt_addr)
 		*rt_addr = s->shm_rt + h->heap_off;
 	if (len)

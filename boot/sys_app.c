@@ -83,7 +83,7 @@ struct gpuos_app {
 
 int gpuos_sys_gpu_sm(const struct gpuos_sys *s)
 {
-	return s->gpu ? gpuos_gpu_sm(s->gpu) : 0;
+	return s->gpu ? gpuos_gpu_sm(s->gpu) : 0; /* a client's: its own GPU, opened only where the service's is one */
 }
 
 int gpuos_sys_mbox_device(const struct gpuos_sys *s)

@@ -38,6 +38,10 @@ extern const char gpuos_rt_image[] __attribute__((weak));
 
 struct gpuos_sys {
 	struct gpuos_boot_opts opts;
+	/* A client of a service (gpuos_connect, boot/sys_client.c), not a
+	 * runtime: its mailbox, share and memory are the connection's, and
+	 * the calls that take one dispatch there. NULL for a booted runtime. */
+	struct sys_client *client;
 	/* A group's (sys_group.c): the group, and the runtime that owns the
 	 * controllers (the first; its nvme[], nvme_up and ctrl are the ones in
 	 * use), or NULL where s is that runtime or alone */
@@ -77,6 +81,10 @@ struct gpuos_sys {
 		uint32_t flags;           /* GPUOS_REGISTER_* */
 		int pinned, mapped;       /* registered with the GPU; mapped for the controller */
 		int owned;                /* made by gpuos_sys_alloc: freed with the region */
+		uint32_t client;          /* 0, or the service's client (1-based) whose own memory it is
+		                           * (gpuos_sys_client_register): named by its requests alone */
+		void *map;                /* that client's memfd, mapped here: unmapped with the region */
+		uint64_t ipc;             /* that client's VRAM, opened here: closed with the region */
 	} user[GPUOS_SYS_USER_REGIONS];
 	uint32_t nuser;
 	struct sys_load {             /* loading from host code (boot/sys_load.c) */
@@ -180,6 +188,24 @@ void gpuos_sys_free_mem(struct gpuos_sys *s);
 void gpuos_sys_free_shm(struct gpuos_sys *s);
 /* Undo every gpuos_sys_register (the runtime stopped). */
 void gpuos_sys_user_free(struct gpuos_sys *s);
+/* Every region client k + 1 registered (gpuos_sys_client_register) goes;
+ * the caller has parked the runtime. */
+void gpuos_sys_client_regions_drop(struct gpuos_sys *s, uint32_t k);
+
+/* ---- a client of a service (boot/sys_client.c) ---- */
+/* The runtime address of [p, p + len): in a range the client registered
+ * (or its share, where share): 0, else -EFAULT. */
+int gpuos_conn_rt(const struct gpuos_sys *s, const void *p, uint64_t len, int share, uint64_t *rt);
+int gpuos_conn_gone(const struct gpuos_sys *s);
+struct gpuos_mbox *gpuos_conn_mbox(const struct gpuos_sys *s);
+void *gpuos_conn_share(const struct gpuos_sys *s, uint64_t *rt, uint64_t *len);
+/* gpuos_sys_alloc, _free, _register (fd >= 0: gpuos_sys_register_fd),
+ * _unregister and gpuos_shutdown of a client. */
+int gpuos_conn_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr);
+int gpuos_conn_free(struct gpuos_sys *s, void *ptr);
+int gpuos_conn_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags, int fd, uint64_t fd_off);
+int gpuos_conn_unregister(struct gpuos_sys *s, void *ptr);
+int gpuos_conn_shutdown(struct gpuos_sys *s);
 
 /* ---- sys_load.c: loading from host code ---------------------------------------- */
 void gpuos_sys_load_init(struct gpuos_sys *s);

@@ -75,17 +75,26 @@ static int st_errno(uint32_t st)
 	}
 }
 
-static uint64_t rt(const void *p)
+/* Where the runtime finds p: registered host memory of the runtime's own
+ * process is at its pointer; a client of a service translates (its share,
+ * the ranges it registered: boot/sys_client.c). 0: nowhere. */
+static uint64_t rt(const struct gpuos_sys *s, const void *p)
 {
-	return (uint64_t)(uintptr_t)p; /* registered host memory: its runtime address is its pointer */
+	uint64_t a = 0;
+	if (!s->client)
+		return (uint64_t)(uintptr_t)p;
+	return gpuos_conn_rt(s, p, 1, 1, &a) ? 0 : a;
 }
 
 /* On the GPU the runtime kernel may stop on its own (a fault); then no
- * answer comes, and waiting would never end. */
+ * answer comes, and waiting would never end. A client's service may go
+ * (its watcher answers what waits with GONE; a full mailbox stays full). */
 static int alive(struct gpuos_sys *s, uint32_t *polls)
 {
 	char e[256];
-	if (!s->gpu || ++*polls % LIVENESS_POLLS)
+	if (s->client && ++*polls % LIVENESS_POLLS == 0 && gpuos_conn_gone(s))
+		return fail(-EPIPE, "the service is gone");
+	if (!s->gpu || s->client || ++*polls % LIVENESS_POLLS)
 		return 0;
 	if (gpuos_sys_check(s, e, sizeof(e)))
 		return fail(-EIO, "the runtime stopped: %s", e);
@@ -129,6 +138,17 @@ static int scratch(struct gpuos_sys *s, size_t need, char **out)
 	size_t len = s->load.scratch_len ? s->load.scratch_len : SCRATCH_MIN;
 	void *p;
 	int r;
+	if (s->client) { /* a client's scratch is its share, as it is */
+		uint64_t rt0, share;
+		char *h = gpuos_sys_heap(s, &rt0, &share);
+		if (need + DATA_OFF > share)
+			return fail(-ENOSPC, "the runtime's answer needs %zu bytes, the service's share for this client "
+				    "holds %llu", need + DATA_OFF, (unsigned long long)share);
+		s->load.scratch = h;
+		s->load.scratch_len = share;
+		*out = h;
+		return 0;
+	}
 	while (len < need + DATA_OFF)
 		len *= 2;
 	if (len > s->load.scratch_len) {
@@ -165,7 +185,7 @@ static int open_path(struct gpuos_sys *s, char *sc, const char *path, int model,
 		return fail(-ENAMETOOLONG, "%.48s...: a path of %zu bytes (at most %u)", path, len, GPUOS_PATH_MAX - 1);
 	memcpy(sc, path, len + 1);
 	sc[WHY_OFF] = 0;
-	r = call(s, model ? GPUOS_OP_GGUF_OPEN : GPUOS_OP_OPEN, 0, 0, 0, WHY_LEN, rt(sc + WHY_OFF), rt(sc), &res);
+	r = call(s, model ? GPUOS_OP_GGUF_OPEN : GPUOS_OP_OPEN, 0, 0, 0, WHY_LEN, rt(s, sc + WHY_OFF), rt(s, sc), &res);
 	if (r)
 		return r;
 	sc[WHY_OFF + WHY_LEN - 1] = 0;
@@ -176,7 +196,7 @@ static int open_path(struct gpuos_sys *s, char *sc, const char *path, int model,
 	if (!model) {
 		/* a directory opens too, and READ would refuse it only later */
 		struct gpuos_stat *st = (struct gpuos_stat *)(void *)(sc + DATA_OFF);
-		r = call(s, GPUOS_OP_STAT, GPUOS_STAT_HANDLE, *h, 0, sizeof(*st), rt(st), 0, &res);
+		r = call(s, GPUOS_OP_STAT, GPUOS_STAT_HANDLE, *h, 0, sizeof(*st), rt(s, st), 0, &res);
 		if (!r && res.status != GPUOS_ST_OK)
 			r = fail(st_errno(res.status), "%s: stat: %s", path, gpuos_status_name(res.status));
 		else if (!r && st->type != GPUOS_FT_REG)
@@ -189,12 +209,15 @@ static int open_path(struct gpuos_sys *s, char *sc, const char *path, int model,
 	return 0;
 }
 
-/* [dst, dst + len) lies in memory the runtime may write for this caller:
- * a registered region of the caller's, the client heap or VRAM client memory. */
-static int dst_ok(const struct gpuos_sys *s, uint64_t dst, uint64_t len)
+/* [p, p + len) lies in memory the runtime may write for this caller: a
+ * registered region of the caller's, the client heap or VRAM client
+ * memory; for a client of a service, a range it registered. */
+static int dst_ok(const struct gpuos_sys *s, const void *p, uint64_t len)
 {
-	uint64_t heap_rt, heap_len, dev_len, dev = gpuos_sys_dev_heap(s, &dev_len);
+	uint64_t heap_rt, heap_len, dev_len, dev = gpuos_sys_dev_heap(s, &dev_len), dst = (uint64_t)(uintptr_t)p;
 	uint32_t k;
+	if (s->client)
+		return gpuos_conn_rt(s, p, len, 0, &heap_rt) == 0; /* the share is the scratch */
 	if (dst == 0 || dst + len < dst)
 		return 0;
 	gpuos_sys_heap(s, &heap_rt, &heap_len);
@@ -203,8 +226,9 @@ static int dst_ok(const struct gpuos_sys *s, uint64_t dst, uint64_t len)
 	if (dev && dst >= dev && dst + len <= dev + dev_len)
 		return 1;
 	for (k = 0; k < s->nuser; k++) {
-		uint64_t b = rt(s->user[k].ptr);
-		if (s->user[k].ptr != s->load.scratch && dst >= b && dst + len <= b + s->user[k].len)
+		uint64_t b = (uint64_t)(uintptr_t)s->user[k].ptr;
+		/* not memory of a service's client: that is for its own requests */
+		if (s->user[k].ptr != s->load.scratch && !s->user[k].client && dst >= b && dst + len <= b + s->user[k].len)
 			return 1;
 	}
 	return 0;
@@ -393,7 +417,7 @@ static int model_export(struct gpuos_sys *s, const char *path, uint32_t h, char 
 	int r, tries;
 	for (tries = 0; tries < 2; tries++) {
 		room = s->load.scratch_len - DATA_OFF;
-		if ((r = call(s, GPUOS_OP_GGUF_INFO, 0, h, 0, room, rt(*sc + DATA_OFF), 0, &res)))
+		if ((r = call(s, GPUOS_OP_GGUF_INFO, 0, h, 0, room, rt(s, *sc + DATA_OFF), 0, &res)))
 			return r;
 		if (res.status != GPUOS_ST_OK)
 			return fail(st_errno(res.status), "%s: model tables: %s", path, gpuos_status_name(res.status));
@@ -466,7 +490,7 @@ static int model_job(struct gpuos_sys *s, const char *path, const struct gpuos_g
 			r = fail(-EINVAL, "%s: name %u is NULL", path, i);
 		else if (k < 0)
 			r = fail(-ENOENT, "%s: no tensor '%s'", path, names[i]);
-		else if (!dst_ok(s, rt(dst[i]), t[k].size ? t[k].size : 1))
+		else if (!dst_ok(s, dst[i], t[k].size ? t[k].size : 1))
 			r = fail(-EFAULT, "%s: tensor '%s' (%llu bytes) does not fit registered memory at %p "
 				 "(gpuos_sys_register or gpuos_sys_alloc it)", path, names[i],
 				 (unsigned long long)t[k].size, dst[i]);
@@ -494,7 +518,7 @@ static int model_job(struct gpuos_sys *s, const char *path, const struct gpuos_g
 		memcpy(j->names + used, names[i], len);
 		j->name_at[i] = used;
 		used += len;
-		add_pieces(j, &at, i, idx[i], 0, t[idx[i]].size, rt(dst[i]));
+		add_pieces(j, &at, i, idx[i], 0, t[idx[i]].size, rt(s, dst[i]));
 	}
 	free(idx);
 	*out = j;
@@ -588,7 +612,7 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 		if (offset[i] + length[i] < offset[i] || length[i] > GPUOS_MAX_LENGTH)
 			return fail(-EINVAL, "%s: range %u (%llu bytes at %llu) overflows", path, i,
 				    (unsigned long long)length[i], (unsigned long long)offset[i]);
-		if (!dst_ok(s, rt(dst[i]), length[i] ? length[i] : 1))
+		if (!dst_ok(s, dst[i], length[i] ? length[i] : 1))
 			return fail(-EFAULT, "%s: range %u (%llu bytes) does not fit registered memory at %p "
 				    "(gpuos_sys_register or gpuos_sys_alloc it)", path, i, (unsigned long long)length[i],
 				    dst[i]);
@@ -614,7 +638,7 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 	j->handle = h;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	for (i = 0; i < n; i++)
-		add_pieces(j, &at, i, 0, offset[i], length[i], rt(dst[i]));
+		add_pieces(j, &at, i, 0, offset[i], length[i], rt(s, dst[i]));
 	return launch(s, j, stream);
 }
 

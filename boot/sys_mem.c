@@ -433,6 +433,10 @@ int gpuos_sys_client_renew_n(struct gpuos_sys *s, const uint32_t *ks, uint32_t n
 	r = gpuos_park(s, err, errlen);
 	if (r)
 		return r;
+	/* The memory of its own the client registered goes with it: the next
+	 * client of the area is another. */
+	for (i = 0; i < n; i++)
+		gpuos_sys_client_regions_drop(s, ks[i]);
 	if (host && s->shm_registered) {
 		gpuos_gpu_host_unregister(s->gpu, s->shm);
 		s->shm_registered = 0;

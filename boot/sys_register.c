@@ -7,8 +7,11 @@
  * host threads), so a parked runtime takes the new regions with it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sys_internal.h"
@@ -27,6 +30,7 @@ static void user_regions(struct gpuos_sys *s, uint32_t first)
 		g->base = (uint64_t)(uintptr_t)u->ptr;
 		g->len = u->len;
 		g->flags = (u->flags & GPUOS_REGISTER_DEVICE) && s->gpu ? GPUOS_RT_REGION_VRAM : 0;
+		g->client = u->client;
 		if (u->mapped) {
 			g->iova = u->iova;
 			g->flags |= GPUOS_RT_REGION_DMA;
@@ -34,8 +38,10 @@ static void user_regions(struct gpuos_sys *s, uint32_t first)
 	}
 }
 
-/* Unmap and unpin a region; memory gpuos_sys_alloc made is freed too (the
- * caller has parked or stopped the runtime: cudaFree beside it deadlocks). */
+/* Unmap and unpin a region; memory gpuos_sys_alloc made is freed too, and
+ * a client's memfd mapping or IPC handle closed (the caller has parked or
+ * stopped the runtime: cudaFree or cudaIpcCloseMemHandle beside it
+ * deadlocks). */
 static void release(struct gpuos_sys *s, struct sys_user_region *u)
 {
 	if (u->mapped)
@@ -46,17 +52,32 @@ static void release(struct gpuos_sys *s, struct sys_user_region *u)
 		gpuos_gpu_dev_free(s->gpu, (uint64_t)(uintptr_t)u->ptr);
 	else if (u->owned)
 		free(u->ptr);
+	if (u->map)
+		munmap(u->map, u->len);
+	if (u->ipc)
+		gpuos_gpu_ipc_close(s->gpu, u->ipc);
 	memset(u, 0, sizeof(*u));
 }
 
-static int add(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
-static int del(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags);
+/* What add or del works on: the region (ptr, len, flags and, for a
+ * client's memory, its owner and mapping), or, for a client's VRAM, the
+ * IPC handle that add opens under the park. */
+struct reg_req {
+	struct sys_user_region u;
+	const unsigned char *ipc_handle; /* GPUOS_GPU_IPC_HANDLE bytes, or NULL */
+	uint64_t ipc_off;
+	uint64_t *rt;                    /* the region's runtime address, out */
+	int taken;                       /* add ran: the mapping is its to release, even on failure */
+};
+
+static int add(struct gpuos_sys *s, struct reg_req *q);
+static int del(struct gpuos_sys *s, struct reg_req *q);
+static int overlaps(const struct gpuos_sys *s, uint64_t a, uint64_t len);
 
 /* Park around f; resume after whatever f did. When the runtime does not
  * resume, an added region is taken out again: -EIO means "not registered"
  * for register and "no longer registered" for unregister. */
-static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size_t, uint32_t), void *ptr,
-		  size_t len, uint32_t flags)
+static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, struct reg_req *), struct reg_req *q)
 {
 	char e[256];
 	/* in a group another runtime's park may have stopped this one: park
@@ -68,52 +89,86 @@ static int parked(struct gpuos_sys *s, int (*f)(struct gpuos_sys *, void *, size
 	gpuos_sys_load_drain(s);
 	if (was && gpuos_park(s, e, sizeof(e)))
 		return -EIO;
-	r = f(s, ptr, len, flags);
+	r = f(s, q);
 	if (was && gpuos_resume(s, e, sizeof(e))) {
 		if (!r && f == add)
-			del(s, ptr, len, flags);
+			del(s, q);
 		return -EIO;
 	}
 	return r;
 }
 
-static int add(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags)
+/* Opens a client's IPC handle (parked: the open may wait for the device)
+ * and checks that the range it asked for lies in what it exported. */
+static int open_ipc(struct gpuos_sys *s, struct reg_req *q)
+{
+	uint64_t base = 0, n = 0;
+	int r = gpuos_gpu_ipc_open(s->gpu, q->ipc_handle, &base, &n);
+	if (r)
+		return r;
+	if (q->ipc_off > n || q->u.len > n - q->ipc_off) {
+		gpuos_gpu_ipc_close(s->gpu, base);
+		return -ERANGE;
+	}
+	q->u.ipc = base;
+	q->u.ptr = (void *)(uintptr_t)(base + q->ipc_off);
+	return 0;
+}
+
+static int add(struct gpuos_sys *s, struct reg_req *q)
 {
 	struct sys_user_region *u = &s->user[s->nuser];
 	uint32_t first = s->desc->nregions - s->nuser;
 	uint64_t rt = 0;
-	if (first + s->nuser >= GPUOS_RT_MAX_REGIONS)
+	int r;
+	q->taken = 1;
+	if (first + s->nuser >= GPUOS_RT_MAX_REGIONS) {
+		if (q->u.map)
+			munmap(q->u.map, q->u.len);
 		return -ENOSPC;
-	memset(u, 0, sizeof(*u));
-	u->ptr = ptr;
-	u->len = len;
-	u->flags = flags;
-	if (!(flags & GPUOS_REGISTER_DEVICE) && s->gpu) {
+	}
+	if (q->ipc_handle && (r = open_ipc(s, q)))
+		return r;
+	/* A client's range is new to the runtime (its IPC allocation may be
+	 * one another client lent already: the first would own it) */
+	if (q->u.client && overlaps(s, (uint64_t)(uintptr_t)q->u.ptr, q->u.len)) {
+		if (q->u.ipc)
+			gpuos_gpu_ipc_close(s->gpu, q->u.ipc);
+		if (q->u.map)
+			munmap(q->u.map, q->u.len);
+		return -EEXIST;
+	}
+	*u = q->u;
+	u->pinned = u->mapped = 0;
+	if (!(u->flags & GPUOS_REGISTER_DEVICE) && s->gpu) {
 		/* Host memory the GPU's copies and the runtime's lanes reach; with
 		 * unified addressing its device address is the pointer itself. */
-		if (gpuos_gpu_host_adopt(s->gpu, ptr, len, &rt, &u->pinned))
+		if (gpuos_gpu_host_adopt(s->gpu, u->ptr, u->len, &rt, &u->pinned)) {
+			release(s, u);
 			return -EIO;
-		if (rt != (uint64_t)(uintptr_t)ptr) {
+		}
+		if (rt != (uint64_t)(uintptr_t)u->ptr) {
 			release(s, u);
 			return -EOPNOTSUPP;
 		}
 	}
 	/* Zero copy where the controller reaches it; VRAM through the
 	 * controller's P2P mapping (the emulator's DMA engine), if it has one. */
-	if (!s->opts.no_zero_copy && s->ctrl->ops->map && (!(flags & GPUOS_REGISTER_DEVICE) || s->gpu) &&
-	    s->ctrl->ops->map(s->ctrl, ptr, len, (flags & GPUOS_REGISTER_DEVICE) != 0, &u->iova) == 0)
+	if (!s->opts.no_zero_copy && s->ctrl->ops->map && (!(u->flags & GPUOS_REGISTER_DEVICE) || s->gpu) &&
+	    s->ctrl->ops->map(s->ctrl, u->ptr, u->len, (u->flags & GPUOS_REGISTER_DEVICE) != 0, &u->iova) == 0)
 		u->mapped = 1;
 	s->nuser++;
 	user_regions(s, first);
+	if (q->rt)
+		*q->rt = (uint64_t)(uintptr_t)u->ptr;
+	q->u = *u; /* del finds it again (a resume that fails) */
 	return 0;
 }
 
-static int del(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags)
+static int del(struct gpuos_sys *s, struct reg_req *q)
 {
 	uint32_t first = s->desc->nregions - s->nuser, k;
-	(void)len;
-	(void)flags;
-	for (k = 0; k < s->nuser && s->user[k].ptr != ptr; k++)
+	for (k = 0; k < s->nuser && !(s->user[k].ptr == q->u.ptr && s->user[k].client == q->u.client); k++)
 		;
 	if (k == s->nuser)
 		return -ENOENT;
@@ -124,10 +179,25 @@ static int del(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags)
 	return 0;
 }
 
+/* Nothing already registered, boot's regions included, may overlap
+ * [a, a + len). */
+static int overlaps(const struct gpuos_sys *s, uint64_t a, uint64_t len)
+{
+	uint32_t k;
+	for (k = 0; k < s->desc->nregions; k++) {
+		const struct gpuos_rt_region *g = &s->desc->region[k];
+		if (a < g->base + g->len && g->base < a + len)
+			return 1;
+	}
+	return 0;
+}
+
 int gpuos_sys_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags)
 {
 	uint64_t a = (uint64_t)(uintptr_t)ptr, page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint32_t k;
+	struct reg_req q;
+	if (s->client)
+		return gpuos_conn_register(s, ptr, len, flags, -1, 0);
 	if (!ptr || len == 0 || (flags & ~GPUOS_REGISTER_DEVICE) || a + len < a)
 		return -EINVAL;
 	if ((flags & GPUOS_REGISTER_DEVICE) && !s->gpu)
@@ -139,15 +209,115 @@ int gpuos_sys_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flag
 		return -EINVAL;
 	if (!(flags & GPUOS_REGISTER_DEVICE) && (a % page || len % page))
 		return -EINVAL; /* what pinning and the controller's mapping take */
-	/* Nothing already registered, boot's regions included, may overlap. */
-	for (k = 0; k < s->desc->nregions; k++) {
-		const struct gpuos_rt_region *g = &s->desc->region[k];
-		if (a < g->base + g->len && g->base < a + len)
-			return -EINVAL;
-	}
+	if (overlaps(s, a, len))
+		return -EINVAL;
 	if (s->nuser == GPUOS_SYS_USER_REGIONS)
 		return -ENOSPC;
-	return parked(s, add, ptr, len, flags);
+	memset(&q, 0, sizeof(q));
+	q.u.ptr = ptr;
+	q.u.len = len;
+	q.u.flags = flags;
+	return parked(s, add, &q);
+}
+
+int gpuos_sys_client_register(struct gpuos_sys *s, uint32_t k, const struct gpuos_client_mem *m, uint64_t *rt)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct reg_req q;
+	uint32_t i, mine = 0;
+	void *p;
+	int r;
+	*rt = 0;
+	if (k >= s->plan.nclients || m->len == 0 || m->len % page || (m->vram && m->fd >= 0) || (!m->vram && m->fd < 0))
+		return -EINVAL;
+	for (i = 0; i < s->nuser; i++)
+		mine += s->user[i].client == k + 1u;
+	if (mine >= GPUOS_SYS_CLIENT_REGIONS)
+		return -ENOSPC;
+	if (s->nuser == GPUOS_SYS_USER_REGIONS)
+		return -EBUSY; /* other clients' and the program's: later */
+	memset(&q, 0, sizeof(q));
+	q.u.len = m->len;
+	q.u.client = k + 1u;
+	if (m->vram) {
+		if (!s->gpu)
+			return -EOPNOTSUPP;
+		q.u.flags = GPUOS_REGISTER_DEVICE;
+		q.ipc_handle = m->ipc;
+		q.ipc_off = m->offset;
+		q.rt = rt;
+		return parked(s, add, &q);
+	}
+	/* Host memory: the client's memfd, sealed against shrinking (a file
+	 * cut short under the mapping would fault the service on its next
+	 * write: SIGBUS), mapped here whole. On a GPU it is pinned: a client
+	 * pins at most a quarter of the machine's memory at once. */
+	{
+		uint64_t held = m->len, phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * page;
+		for (i = 0; i < s->nuser; i++)
+			held += s->user[i].client == k + 1u && !(s->user[i].flags & GPUOS_REGISTER_DEVICE) ? s->user[i].len : 0;
+		if (s->gpu && held > phys / 4)
+			return -E2BIG;
+	}
+	r = fcntl(m->fd, F_GET_SEALS);
+	if (r < 0 || !(r & F_SEAL_SHRINK))
+		return -EPERM;
+	{
+		struct stat st;
+		if (fstat(m->fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < m->offset ||
+		    m->len > (uint64_t)st.st_size - m->offset || m->offset % page)
+			return -ERANGE;
+	}
+	p = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, (off_t)m->offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	q.u.ptr = p;
+	q.u.map = p;
+	q.rt = rt;
+	r = parked(s, add, &q);
+	if (r && !q.taken)
+		munmap(p, m->len); /* the park failed before add could take it */
+	return r;
+}
+
+int gpuos_sys_client_unregister(struct gpuos_sys *s, uint32_t k, uint64_t rt)
+{
+	struct reg_req q;
+	uint32_t i;
+	for (i = 0; i < s->nuser && !(s->user[i].client == k + 1u && (uint64_t)(uintptr_t)s->user[i].ptr == rt); i++)
+		;
+	if (k >= s->plan.nclients || i == s->nuser)
+		return -ENOENT;
+	memset(&q, 0, sizeof(q));
+	q.u.ptr = s->user[i].ptr;
+	q.u.client = k + 1u;
+	return parked(s, del, &q);
+}
+
+/* Every region of client k + 1 goes (the caller has parked: the renewal
+ * of its area, boot/sys_mem.c). */
+void gpuos_sys_client_regions_drop(struct gpuos_sys *s, uint32_t k)
+{
+	struct reg_req q;
+	uint32_t i = 0;
+	while (i < s->nuser) {
+		if (s->user[i].client != k + 1u) {
+			i++;
+			continue;
+		}
+		memset(&q, 0, sizeof(q));
+		q.u.ptr = s->user[i].ptr;
+		q.u.client = k + 1u;
+		del(s, &q);
+	}
+}
+
+static int unreg(struct gpuos_sys *s, void *ptr)
+{
+	struct reg_req q;
+	memset(&q, 0, sizeof(q));
+	q.u.ptr = ptr;
+	return parked(s, del, &q);
 }
 
 int gpuos_sys_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr)
@@ -157,6 +327,8 @@ int gpuos_sys_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr)
 	void *p;
 	int r;
 	*ptr = NULL;
+	if (s->client)
+		return gpuos_conn_alloc(s, len, flags, ptr);
 	if (len == 0 || (flags & ~GPUOS_REGISTER_DEVICE))
 		return -EINVAL;
 	if ((flags & GPUOS_REGISTER_DEVICE) && !s->gpu)
@@ -195,23 +367,36 @@ int gpuos_sys_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr)
 int gpuos_sys_free(struct gpuos_sys *s, void *ptr)
 {
 	uint32_t k;
+	if (s->client)
+		return gpuos_conn_free(s, ptr);
 	for (k = 0; k < s->nuser && !(s->user[k].ptr == ptr && s->user[k].owned); k++)
 		;
 	if (k == s->nuser)
 		return -EINVAL;
-	return parked(s, del, ptr, 0, 0);
+	return unreg(s, ptr);
 }
 
 int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr)
 {
 	uint32_t k;
+	if (s->client)
+		return gpuos_conn_unregister(s, ptr);
 	for (k = 0; k < s->nuser && s->user[k].ptr != ptr; k++)
 		;
 	if (k == s->nuser)
 		return -ENOENT;
 	if (s->user[k].owned)
 		return -EINVAL; /* the system's own: gpuos_sys_free */
-	return parked(s, del, ptr, 0, 0);
+	return unreg(s, ptr);
+}
+
+int gpuos_sys_register_fd(struct gpuos_sys *s, void *ptr, int fd, uint64_t offset, size_t len)
+{
+	if (!s->client)
+		return -EOPNOTSUPP; /* a runtime of this process reaches its memory as it is */
+	if (fd < 0)
+		return -EINVAL;
+	return gpuos_conn_register(s, ptr, len, 0, fd, offset);
 }
 
 void gpuos_sys_user_free(struct gpuos_sys *s)

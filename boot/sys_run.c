@@ -154,6 +154,8 @@ int gpuos_sys_stop(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen)
 
 int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	if (s->client)
+		return 0; /* the service's runtime: nothing of this process spins */
 	if (s->group)
 		return gpuos_group_park(s, err, errlen);
 	return gpuos_sys_stop(s, GPUOS_RT_CMD_PARK, err, errlen);
@@ -161,6 +163,8 @@ int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen)
 
 int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen)
 {
+	if (s->client)
+		return 0;
 	if (s->group)
 		return gpuos_group_resume(s, err, errlen);
 	if (s->running)

@@ -227,7 +227,9 @@ GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, ui
 	uint32_t m = gpuos_rt_ms_client(q->ms), i;
 	if (m) { /* a client's string ends in its share */
 		uint64_t end = gpuos_rt_mbox_of(F->d, m) + gpuos_rt_area_len(F->d, m);
-		left = gpuos_rt_client_mem(F->d, m, q->arg, 1) ? GPUOS_MIN(left, end - q->arg) : 0;
+		left = gpuos_rt_in_share(gpuos_rt_mbox_of(F->d, m), F->d->cmbox_bytes, gpuos_rt_area_len(F->d, m), q->arg, 1)
+			       ? GPUOS_MIN(left, end - q->arg)
+			       : 0;
 	}
 	if (!q->arg || !left)
 		return GPUOS_ST_BAD_DST;

@@ -586,7 +586,8 @@ GPUOS_INLINE GPUOS_HD int read_dst(const struct gpuos_rt_desc *d, uint32_t w, st
 		return -1;
 	}
 	rg = gpuos_rt_region_of(d, dst, len);
-	if (dst == 0 || rg < 0 || !rt_client_mem(W, ms, dst, len)) {
+	/* its share, or memory of its own registered for it alone (rt.h) */
+	if (dst == 0 || rg < 0 || (!rt_client_mem(W, ms, dst, len) && d->region[rg].client != gpuos_rt_ms_client(ms))) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_DST, batch);
 		return -1;
 	}

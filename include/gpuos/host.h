@@ -250,6 +250,34 @@ int gpuos_sys_unregister(struct gpuos_sys *s, void *ptr);
 int gpuos_sys_alloc(struct gpuos_sys *s, size_t len, uint32_t flags, void **ptr);
 int gpuos_sys_free(struct gpuos_sys *s, void *ptr);
 
+/*
+ * A client of the service instead of a runtime of one's own (docs/design.md
+ * section 12, docs/service.md "Your own memory"): gpuos_connect attaches to
+ * the service at socket (NULL: the default socket) and returns a system
+ * that takes the calls of "loading from host code" below, gpuos_dequant,
+ * gpuos_sys_sync and gpuos_sys_error, and these on memory:
+ * - gpuos_sys_alloc: a memfd (host) or cudaMalloc (GPUOS_REGISTER_DEVICE,
+ *   where the service's runtime is on a GPU and this process has one) of
+ *   this process's own, registered with the service;
+ * - gpuos_sys_register(GPUOS_REGISTER_DEVICE): device memory of this
+ *   process (a cudaMalloc buffer, a tensor's storage), by its IPC handle;
+ * - gpuos_sys_register_fd: host memory at ptr that maps fd from offset (a
+ *   memfd sealed with F_SEAL_SHRINK);
+ * - gpuos_sys_unregister: the service lets go; memory from gpuos_sys_alloc
+ *   stays this process's, to be registered again or freed;
+ * - gpuos_sys_free, gpuos_shutdown (detach: the service drops every range).
+ * A client registers GPUOS_SYS_CLIENT_REGIONS ranges at once; what it
+ * unregistered it keeps without limit. gpuos_park and gpuos_resume do
+ * nothing: no runtime spins in this process, and CUDA here obeys no rule.
+ * Loads are posted through the client's own mailbox: the service's CPU is
+ * not on the data path. Other gpuos_sys calls are not for a client.
+ * 0 or -errno with the reason in err (as gpuos_service_attach).
+ */
+int gpuos_connect(const char *socket, struct gpuos_sys **out, char *err, size_t errlen);
+int gpuos_sys_register_fd(struct gpuos_sys *s, void *ptr, int fd, uint64_t offset, size_t len);
+/* 1 for a system gpuos_connect made. */
+int gpuos_sys_is_client(const struct gpuos_sys *s);
+
 /* ---- loading from host code, no kernel to write (docs/embedding.md) -------------
  * The calling thread opens the model or file through the runtime's own
  * mailbox (a host-memory one: -EOPNOTSUPP when it is in VRAM), checks every
@@ -381,6 +409,33 @@ int gpuos_sys_client_renew(struct gpuos_sys *s, uint32_t k, char *err, size_t er
  * client its time). On failure some may be renewed and others not: renew
  * them one by one to learn which cannot be. */
 int gpuos_sys_client_renew_n(struct gpuos_sys *s, const uint32_t *ks, uint32_t n, char *err, size_t errlen);
+
+/* Memory of client k's own (a service's client, docs/service.md,
+ * "Your own memory") as a destination of its requests alone: the runtime
+ * refuses it to every other client (BAD_DST), and the controller writes it
+ * directly where it can reach it. Host memory is a memfd of the client's
+ * (fd; sealed with F_SEAL_SHRINK, so that it cannot shrink under the
+ * mapping), mapped here from offset; VRAM is an allocation the client
+ * exported with cudaIpcGetMemHandle (ipc), offset into it. len is a
+ * multiple of the page size. *rt is where its requests name it (offset 0
+ * of the range). The runtime is parked meanwhile. Returns 0, -EINVAL,
+ * -EPERM (a memfd without the seal), -ERANGE (the range passes the end of
+ * the file or allocation), -ENOSPC (the client holds
+ * GPUOS_SYS_CLIENT_REGIONS), -E2BIG (on a GPU, where host memory is
+ * pinned: more than a quarter of the machine's memory for one client),
+ * -EBUSY (all GPUOS_SYS_USER_REGIONS are in use), -EEXIST (the range
+ * overlaps one registered already: an allocation lent twice), -EOPNOTSUPP (VRAM without a GPU), -EIO. Unregister gives it back;
+ * renewing the client's area (it left) drops all of them. The service's
+ * loop calls these, one at a time. */
+#define GPUOS_SYS_CLIENT_REGIONS 4u
+struct gpuos_client_mem {
+	int vram;
+	int fd;                               /* host memory: the memfd, -1 for VRAM */
+	unsigned char ipc[64];                /* VRAM: cudaIpcMemHandle_t */
+	uint64_t offset, len;
+};
+int gpuos_sys_client_register(struct gpuos_sys *s, uint32_t k, const struct gpuos_client_mem *m, uint64_t *rt);
+int gpuos_sys_client_unregister(struct gpuos_sys *s, uint32_t k, uint64_t rt);
 
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
@@ -556,6 +611,7 @@ struct gpuos_attached {
 	int vram;                 /* the area is VRAM (a GPU client's): mb and heap are device pointers */
 	uint64_t vram_handle;     /* its allocation, as imported */
 	void *watch;              /* the connection's watcher (gpuos_service_gone), NULL: none */
+	uint32_t mb_nslots;       /* the mailbox's slots, as attach checked them */
 };
 int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
 /* A GPU client's attach: an area whose mailbox this process's kernels post
@@ -566,6 +622,18 @@ int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err,
  * gives host memory that stands in for it (vram 0), mapped as attach does. */
 int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
 void gpuos_service_detach(struct gpuos_attached *at);
+/* Memory of the attached client's own as a destination of its requests
+ * (struct gpuos_client_mem: a memfd sealed with F_SEAL_SHRINK, or VRAM
+ * by its IPC handle): *rt is where its requests name byte `offset` of it.
+ * Every other client's request naming it is refused (BAD_DST). Parks the
+ * service's runtime for a moment. gpuos_service_unregister gives it back;
+ * detach (or the client's end) gives back all. 0, or -errno with the
+ * service's reason in err: -ENOSPC (GPUOS_SYS_CLIENT_REGIONS held), -EBUSY,
+ * -ERANGE, -EINVAL, -EOPNOTSUPP (VRAM, a service in host mode), -ENOENT
+ * (unregister: not registered), -EPIPE or -ETIMEDOUT (the service is gone). */
+int gpuos_service_register(struct gpuos_attached *at, const struct gpuos_client_mem *m, uint64_t *rt, char *err,
+			   size_t errlen);
+int gpuos_service_unregister(struct gpuos_attached *at, uint64_t rt, char *err, size_t errlen);
 /* Every wait of an attached client is bounded. A thread of the client
  * library watches the connection from attach to detach: when the service
  * closes it (it stopped, or died) or answers none of the requests waiting

@@ -101,7 +101,9 @@ struct gpuos_rt_region {
 	uint64_t len;          /* 0x08 */
 	uint64_t iova;         /* 0x10 */
 	uint32_t flags;        /* 0x18 */
-	uint32_t rsvd1c;       /* 0x1c */
+	uint32_t client;       /* 0x1c 0: boot's or the embedding program's; m: client m's own memory
+	                        * (registered through the service), which only its requests and
+	                        * the service's own mailbox may name (gpuos_rt_client_mem) */
 };
 static_assert(sizeof(struct gpuos_rt_region) == 32, "rt region size");
 
@@ -295,17 +297,24 @@ GPUOS_INLINE GPUOS_HD int gpuos_rt_epoch_closed(uint32_t epoch)
 }
 
 /* 1 if [p, p + len) is memory a request of client m may name: its share
- * past its mailbox. Client 0 (the service's own mailbox) may name any
- * registered memory. */
+ * past its mailbox, or a region registered for it alone (its own memory,
+ * gpuos_rt_region.client). Client 0 (the service's own mailbox) may name
+ * any registered memory. */
 GPUOS_INLINE GPUOS_HD int gpuos_rt_in_share(uint64_t area, uint64_t cmbox_bytes, uint64_t share_len, uint64_t p,
 					      uint64_t len)
 {
 	uint64_t lo = area + cmbox_bytes, hi = area + share_len;
 	return p >= lo && p <= hi && len <= hi - p;
 }
+GPUOS_INLINE GPUOS_HD int gpuos_rt_own_region(const struct gpuos_rt_desc *d, uint32_t m, uint64_t p, uint64_t len)
+{
+	int rg = gpuos_rt_region_of(d, p, len);
+	return m != 0 && rg >= 0 && d->region[rg].client == m;
+}
 GPUOS_INLINE GPUOS_HD int gpuos_rt_client_mem(const struct gpuos_rt_desc *d, uint32_t m, uint64_t p, uint64_t len)
 {
-	return m == 0 || gpuos_rt_in_share(gpuos_rt_mbox_of(d, m), d->cmbox_bytes, gpuos_rt_area_len(d, m), p, len);
+	return m == 0 || gpuos_rt_in_share(gpuos_rt_mbox_of(d, m), d->cmbox_bytes, gpuos_rt_area_len(d, m), p, len) ||
+	       gpuos_rt_own_region(d, m, p, len);
 }
 
 GPUOS_INLINE GPUOS_HD int gpuos_rt_registered(const struct gpuos_rt_desc *d, uint64_t p, uint64_t len)

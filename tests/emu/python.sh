@@ -3,9 +3,10 @@
 # The Python binding (apps/python/gpuos, ctypes) in host mode: a unittest
 # file of tests/python against BUILD_DIR/lib/libgpuos.so, on models and
 # files of its own in an ext4 image on the emulated controller:
-# test_gpuos.py (the default: GGUF models, files, memory, DLPack) or
+# test_gpuos.py (the default: GGUF models, files, memory, DLPack),
 # test_models.py (safetensors files and checkpoints, GGUF dequantised with
-# dtype=). Needs python3 with numpy (Debian: python3-numpy).
+# dtype=) or test_connect.py (test_models.py's tests again through
+# gpuos.connect() to a `gpuos boot` service, and what a client adds). Needs python3 with numpy (Debian: python3-numpy).
 # Usage: tests/emu/python.sh BUILD_DIR [TEST_FILE]
 set -u
 build=${1:-build}
@@ -50,7 +51,7 @@ lib=$(cd "$(dirname "$lib")" && pwd)/libgpuos.so
 
 echo "== tests/python/$test"
 t0=$(date +%s)
-GPUOS_LIBRARY=$lib PYTHONPATH=$here/apps/python${PYTHONPATH:+:$PYTHONPATH} \
+GPUOS_LIBRARY=$lib GPUOS_BIN=$(cd "$build" && pwd)/gpuos PYTHONPATH=$here/apps/python${PYTHONPATH:+:$PYTHONPATH} \
 	timeout 300 "$py" "$here/tests/python/$test" -v > "$tmp/log" 2>&1
 rc=$?
 t1=$(date +%s)

@@ -147,6 +147,16 @@ else
 	res $rc "Python, issue 33: safetensors.torch.save_file's files (bf16, f16, f32, fp8, int8; one file and 3 shards by index.json) torch.equal to load_file's; GGUF Q4_0..Q6_K dequantised on the GPU to f16/bf16/f32, quant_ref's values"
 fi
 
+step "issue 32: a PyTorch process as a client of the service: its own CUDA memory, CUDA with no rule, the load rate against file_load"
+if [ -n "${GPUOS_CONNECT_APART:-}" ]; then
+	echo "-- not here: GPUOS_CONNECT_APART is set (tests/gpu/connect_torch.py runs on its own)"
+else
+	mkdir -p /dev/shm/gpuos-connect
+	timeout 420 python3 tests/gpu/connect_torch.py "$build" /dev/shm/gpuos-connect ${GPUOS_CONNECT_LAYERS:+--layers $GPUOS_CONNECT_LAYERS}
+	res $? "connect_torch.py: gpuos.connect() loads a 4.6 GB checkpoint into the process's own tensors while GEMMs run; cudaFree, a first cuBLAS call, synchronize, a CuPy JIT kernel within 5 s beside the service; 0.9x file_load"
+	rm -rf /dev/shm/gpuos-connect
+fi
+
 step "the llama engine on the GPU (issue 19): llama.cpp's tokens, every type, layers streamed through gpuos"
 timeout 500 bash tests/gpu/llama.sh "$build" > /dev/shm/llama-gpu.out 2>&1; rc=$?
 cat /dev/shm/llama-gpu.out

@@ -51,6 +51,13 @@
                           stack
   silent-service PATH     listen on PATH, answer attach with a good area
                           whose mailbox nobody serves; exit after 60 s
+  own-memory SOCK [FILE]  memory of a client's own (register host, issue
+                          32): A lends a sealed memfd and reads FILE into it,
+                          B names it, lends bad memfds, takes A's back; A's
+                          limit; A gives it back. "what: REPLY" per attempt
+  lend-and-die SOCK FILE READY  attach, lend a 64 MiB memfd, keep 1 MiB
+                          reads of FILE into it in flight until killed
+                          (READY is made once they run)
   as-nobody MODE ARGS     become uid/gid 65534 (root only), then MODE:
       connect SOCK        print the error connect() gives
       attach SOCK         print the service's reply to attach
@@ -727,7 +734,109 @@ def as_nobody(mode, args, uid=65534):
     return 2
 
 
-MODES = {"rt-leak": rt_leak, "fairness": fairness, "repost": repost, "batch-rewrite": batch_rewrite, "read-flood": read_flood, "churn": churn,
+def memfd(size, seal=True):
+    fd = os.memfd_create("gpuos-test", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    if seal:
+        import fcntl
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+    return fd
+
+
+def ask(s, line, fd=None):
+    """one request line on an attached connection (with a descriptor); its reply"""
+    data = (line + "\n").encode()
+    if fd is None:
+        s.sendall(data)
+    else:
+        socket.send_fds(s, [data], [fd])
+    return recv_line(s)[0]
+
+
+def own_memory(path, name="/d/one"):
+    """Memory of a client's own (register host): A lends a sealed memfd and
+    reads into it; B names it, lends bad memfds, takes A's back; A's limit;
+    A gives it back and names it again. One line per attempt."""
+    f = name.encode() + b"\0"
+    page = mmap.PAGESIZE
+    sa, la, fa = attach(path)
+    sb, lb, fb = attach(path)
+    a, b = Mailbox(la, fa[0]), Mailbox(lb, fb[0])
+    fd = memfd(16 * page)
+    mine = mmap.mmap(fd, 16 * page)
+    r = ask(sa, "register host off=0 len=%d" % (16 * page), fd)
+    print("A lends a sealed memfd: %s" % r.split()[0])
+    if not r.startswith("ok rt="):
+        print("  reply: %s" % r)
+        return 1
+    rt = int(r.split("=")[1])
+    pa, pb = a.put(0, f), b.put(0, f)
+    st, ha = a.call(OP_OPEN, arg=pa, dst=pa + 4096, length=256)
+    st, hb = b.call(OP_OPEN, arg=pb, dst=pb + 4096, length=256)
+    print("A reads into its own memory: %s" % a.call(OP_READ, handle=ha, dst=rt + 100, length=64)[0])
+    print("A reads into its share: %s" % a.call(OP_READ, handle=ha, dst=pa + 8192, length=64)[0])
+    same = mine[100:164] == a.m[a.heap + 8192:a.heap + 8192 + 64] and mine[100:164] != bytes(64)
+    print("A's own memory holds the file's bytes: %s" % ("yes" if same else "no"))
+    print("A reads across the end of its memory: %s" % a.call(OP_READ, handle=ha, dst=rt + 16 * page - 8,
+                                                              length=64)[0])
+    print("B reads into A's memory: %s" % b.call(OP_READ, handle=hb, dst=rt + 100, length=64)[0])
+    print("B opens a path in A's memory: %s" % b.call(OP_OPEN, arg=rt + 100, dst=pb + 4096, length=256)[0])
+    print("B reads raw bytes into A's memory: %s" % b.call(OP_READ_RAW, dst=rt, length=512)[0])
+    print("B takes A's memory back: %s" % ask(sb, "unregister rt=%d" % rt))
+    ufd = memfd(4 * page, seal=False)
+    print("B lends an unsealed memfd: %s" % ask(sb, "register host off=0 len=%d" % (4 * page), ufd))
+    sfd = memfd(4 * page)
+    print("B lends more than its memfd holds: %s" % ask(sb, "register host off=0 len=%d" % (8 * page), sfd))
+    print("B lends part of a page: %s" % ask(sb, "register host off=0 len=100", sfd))
+    print("B lends no memfd: %s" % ask(sb, "register host off=0 len=%d" % (4 * page)))
+    print("B lends a handle that is no memfd: %s" % ask(sb, "register host off=0 len=%d" % (4 * page), fb[0]))
+    print("B lends VRAM by a made-up handle: %s" % ask(sb, "register vram off=0 len=4096 ipc=" + "ab" * 64))
+    print("B sends a malformed register: %s" % ask(sb, "register vram off=0 len=4096 ipc=zz"))
+    sc = connect(path)
+    print("a connection that has not attached lends memory: %s" % ask(sc, "register host off=0 len=%d" % (4 * page),
+                                                                    sfd))
+    sc.close()
+    got = []
+    for k in range(5):
+        got.append(ask(sa, "register host off=0 len=%d" % (4 * page), memfd(4 * page)))
+    print("A lends 5 more: %s" % " / ".join(g.split()[0] if g.startswith("ok") else g for g in got))
+    print("A gives its first back: %s" % ask(sa, "unregister rt=%d" % rt))
+    print("A reads into what it gave back: %s" % a.call(OP_READ, handle=ha, dst=rt + 100, length=64)[0])
+    print("A gives it back again: %s" % ask(sa, "unregister rt=%d" % rt))
+    print("A's reads still work: %s" % a.call(OP_READ, handle=ha, dst=pa + 8192, length=64)[0])
+    return 0
+
+
+def lend_and_die(path, name, ready):
+    """attach, lend a memfd of 64 MiB, keep reads of name into it in flight
+    until killed; touch `ready` once the first read is posted"""
+    f = name.encode() + b"\0"
+    s, line, fds = attach(path)
+    mb = Mailbox(line, fds[0])
+    size = 64 << 20
+    r = ask(s, "register host off=0 len=%d" % size, memfd(size))
+    if not r.startswith("ok rt="):
+        print(r)
+        return 1
+    rt = int(r.split("=")[1])
+    p = mb.put(0, f)
+    st, h = mb.call(OP_OPEN, arg=p, dst=p + 4096, length=256)
+    if st != "OK":
+        print("open: %s" % st)
+        return 1
+    open(ready, "w").close()
+    k = 0
+    while True:
+        for i in range(min(mb.nslots, 16)):
+            st, _ = mb.answer(i)
+            if st in (SLOT_FREE, SLOT_DONE):
+                struct.pack_into("<I", mb.m, mb.mbox + mb.slots_off + 128 * i, SLOT_FREE)
+                mb.post(i, OP_READ, handle=h, dst=rt + (k % 64) * (1 << 20), length=1 << 20)
+                k += 1
+        time.sleep(0.0005)
+
+
+MODES = {"own-memory": own_memory, "lend-and-die": lend_and_die, "rt-leak": rt_leak, "fairness": fairness, "repost": repost, "batch-rewrite": batch_rewrite, "read-flood": read_flood, "churn": churn,
          "slowloris": slowloris, "hoard-hold": hoard_hold}
 
 

@@ -61,7 +61,7 @@ except ImportError:     # host tensors are then HostTensor objects (__array_inte
     _np = None
 
 __version__ = "0.15"
-__all__ = ["System", "Model", "Error", "TensorInfo", "KVArray", "CudaTensor", "HostTensor",
+__all__ = ["System", "Client", "connect", "Pending", "Model", "Error", "TensorInfo", "KVArray", "CudaTensor", "HostTensor",
            "GGML_TYPES", "DEQUANT_TYPES", "check_abi", "library_path", "to_torch", "ALIGN"]
 
 ALIGN = 256                 # each tensor's start in its arena
@@ -429,6 +429,9 @@ class System(object):
     def _free_now(self, ptr):
         self._L.gpuos_sys_free(self._h, ptr)
 
+    def _settle(self, arena):
+        """A load into arena has ended (a client lets the service go of it)."""
+
     def _why(self):
         """gpuos_sys_error: this thread's last failure of the load-host calls."""
         return _text(self._L.gpuos_sys_error(self._h))
@@ -477,6 +480,7 @@ class System(object):
                     why = self._why()
                     del arena       # freed now, not kept by the traceback
                     raise_for(rc, why)
+            self._settle(arena)
             if device is None or device == "cpu":
                 data = ctypes.string_at(arena.ptr, length)
                 del arena
@@ -565,6 +569,7 @@ class System(object):
                 why = self._why()
                 del arena           # freed now, not kept by the traceback
                 raise_for(rc, why)
+            self._settle(arena)
             out = {}
             cls = CudaTensor if where == "cuda" else HostTensor
             for t, o in zip(infos, offs):
@@ -659,6 +664,8 @@ class System(object):
             except BaseException:
                 arena = scratch = None      # freed now, not kept by the traceback
                 raise
+            if arena is not None:
+                self._settle(arena)
             del scratch                     # freed here: the conversions have ended
             res = {}
             cls = CudaTensor if where == "cuda" else HostTensor
@@ -675,6 +682,172 @@ class System(object):
             del arena
             self._done()
             return res
+
+
+def connect(socket=None):
+    """A client of the gpuos service (`gpuos boot`, the systemd unit) at
+    socket (None: the default socket, as the gpuos command finds it). See
+    Client."""
+    return Client(socket)
+
+
+class _ClientArena(Arena):
+    """Memory of the client's own process: a memfd mapped here (mmap) or a
+    torch CUDA buffer. It is registered with the service for a load and
+    let go after, so that results cost the service nothing; it lives as
+    long as its tensors, whatever happens to the connection."""
+
+    __slots__ = ("keep", "registered")
+
+    def __init__(self, system, ptr, size, device, keep):
+        Arena.__init__(self, system, ptr, size, device)
+        self.keep = keep
+        self.registered = False
+
+    def __del__(self):
+        s, p, self.system = self.system, self.ptr, None
+        if s is not None and self.registered:
+            try:
+                s._unregister(p)
+            except Exception:
+                pass
+        self.keep = None    # the memory goes with the last reference (the mmap, the torch buffer)
+
+
+class Pending(object):
+    """A load running in a thread of its own (Client.load_async): wait()
+    returns what load() returns, or raises what it raised."""
+
+    def __init__(self, fn, *args, **kw):
+        self._res = self._exc = None
+        self._t = threading.Thread(target=self._run, args=(fn, args, kw), daemon=True)
+        self._t.start()
+
+    def _run(self, fn, args, kw):
+        try:
+            self._res = fn(*args, **kw)
+        except BaseException as e:   # handed to wait()
+            self._exc = e
+
+    def done(self):
+        return not self._t.is_alive()
+
+    def wait(self, timeout=None):
+        self._t.join(timeout)
+        if self._t.is_alive():
+            raise TimeoutError("the load has not ended within %s s" % timeout)
+        if self._exc is not None:
+            raise self._exc
+        return self._res
+
+
+class Client(System):
+    """A client of the gpuos service (docs/design.md section 12): the
+    runtime runs in the service's process, `gpuos boot`, and this process
+    posts its loads into a mailbox of its own. Results land in memory this
+    process owns (host memory of a memfd, or PyTorch CUDA memory), which
+    the service writes directly while a load runs and lets go of when it
+    ends. CUDA here obeys no rule: no parking, no environment, cuBLAS,
+    torch.cuda.synchronize(), empty_cache() and new kernels work before,
+    during and after loads.
+
+        c = gpuos.connect()                        # the default socket
+        c.open_model("/models/llama/model.safetensors.index.json")
+        ts = c.load(layer=0, device="cuda")        # dict name -> tensor
+        c.load(out={"model.embed_tokens.weight": my_tensor}, dtype=torch.bfloat16)
+        h = c.load_async(layer=1); ...; ts1 = h.wait()
+        data = c.read("/models/vocab.json")
+
+    Tensors stay valid after close() (their memory is this process's);
+    device="cuda" needs PyTorch and a service whose runtime is on the GPU."""
+
+    def __init__(self, socket=None):
+        self._h = None
+        self._closed = True
+        L = lib()
+        check_abi()
+        from ._lib import client_lib
+        client_lib()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        h = ctypes.c_void_p()
+        self.socket = socket
+        self.device = "service:%s" % (socket or "default")
+        rc = L.gpuos_connect(_path_arg(socket) if socket is not None else None, ctypes.byref(h), err, _ERRLEN)
+        raise_for(rc, _text(err.value), socket or "the default socket")
+        self._L = L
+        self._h = h.value
+        self._keep = []
+        self._closed = False
+        self._parked = False
+        self._lock = threading.RLock()
+        self._pending = []
+        self._models = {}
+        self._model = None
+        self.sm = L.gpuos_sys_gpu_sm(self._h)
+        self.gpu = self.sm > 0
+        _systems.add(self)
+
+    def __repr__(self):
+        where = "GPU sm_%d" % self.sm if not self._closed and self.gpu else "host memory"
+        return "<gpuos.Client %s, %s%s>" % (self.socket or "(default socket)", where,
+                                             ", closed" if self._closed else "")
+
+    def close(self):
+        """Detach from the service (it drops every range this process lent
+        it). Tensors loaded before stay valid: their memory is ours."""
+        System.close(self)
+
+    # nothing of this process spins: nothing to park
+    def park(self):
+        self._check()
+
+    def resume(self):
+        self._check()
+
+    def _alloc(self, nbytes, where):
+        size = _align(max(int(nbytes), 1), _PAGE)
+        if where == "cuda":
+            try:
+                import torch
+            except ImportError:
+                raise Error(_errno.ENOSYS, "device=\"cuda\" through the service takes PyTorch for the memory")
+            keep = torch.empty(size, dtype=torch.uint8, device="cuda")
+            ptr = keep.data_ptr()
+            rc = self._L.gpuos_sys_register(self._h, ptr, size, GPUOS_REGISTER_DEVICE)
+        else:
+            fd = os.memfd_create("gpuos-lent", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            try:
+                os.ftruncate(fd, size)
+                import fcntl
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+                keep = mmap.mmap(fd, size)
+                ptr = ctypes.addressof(ctypes.c_char.from_buffer(keep))
+                rc = self._L.gpuos_sys_register_fd(self._h, ptr, fd, 0, size)
+            finally:
+                os.close(fd)        # the mapping (here, and the service's) holds the memory
+        if rc < 0:
+            raise Error(-rc, "lend %d bytes of %s memory to the service: %s"
+                        % (size, "CUDA" if where == "cuda" else "host", self._why() or os.strerror(-rc)))
+        a = _ClientArena(self, ptr, size, where, keep)
+        a.registered = True
+        return a
+
+    def _settle(self, arena):
+        if isinstance(arena, _ClientArena) and arena.registered:
+            arena.registered = False
+            self._unregister(arena.ptr)
+
+    def _unregister(self, ptr):
+        if not self._closed:
+            self._L.gpuos_sys_unregister(self._h, ptr)
+
+    def _release(self, ptr):
+        pass    # a client's arena frees itself (_ClientArena)
+
+    def load_async(self, names=None, layer=None, device=None, model=None, dtype=None, out=None):
+        """load() in a thread of its own: a Pending whose wait() returns
+        its dict (or raises what it raised)."""
+        return Pending(self.load, names, layer=layer, device=device, model=model, dtype=dtype, out=out)
 
 
 class Model(object):

@@ -119,6 +119,14 @@ _PROTOS = {
     "gpuos_sys_error": (_cp, [_vp]),
 }
 
+# A client of the service (gpuos.connect): in libraries that have it.
+_CLIENT_PROTOS = {
+    "gpuos_connect": (_int, [_cp, _c.POINTER(_vp), _cp, _sz]),
+    "gpuos_sys_register": (_int, [_vp, _vp, _sz, _u32]),
+    "gpuos_sys_register_fd": (_int, [_vp, _vp, _int, _u64, _sz]),
+    "gpuos_sys_unregister": (_int, [_vp, _vp]),
+}
+
 
 def lib():
     """The loaded library with its prototypes set (loaded on first use, so
@@ -168,6 +176,20 @@ def optional(name):
     f.restype = res
     f.argtypes = args
     return f
+
+
+def client_lib():
+    """lib() with the client's functions (gpuos_connect and registering
+    memory); Error when the library predates them."""
+    L = lib()
+    for name, (res, args) in _CLIENT_PROTOS.items():
+        f = getattr(L, name, None)
+        if f is None:
+            raise Error(_errno.ENOSYS, "%s has no %s: it is older than this binding (rebuild with `make lib`)"
+                        % (_path, name))
+        f.restype = res
+        f.argtypes = args
+    return L
 
 
 def check_abi():

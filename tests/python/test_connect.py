@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""gpuos.connect(): a client of the service, in host mode (issue 32).
+
+A `gpuos boot --host` service serves test_models.py's image (safetensors
+files of every dtype, two sharded checkpoints, a GGUF model of every block
+type) on the emulated controller. Every test of test_models.py runs again
+with gpuos.connect() in place of gpuos.System: the client's loads are
+posted through its own mailbox, and land in memory of the client's own
+(memfds it lends the service for each load), byte for byte what the files
+hold and what the embedded path gives. Then what only a client has: many
+results kept at once (none holds a region of the service's), results that
+outlive the connection, load_async, read, nothing lent left in the
+service after each load and after the client closes, park() doing
+nothing, a missing service refused with the socket's name.
+
+Run: GPUOS_LIBRARY=build/lib/libgpuos.so GPUOS_BIN=build/gpuos PYTHONPATH=apps/python \
+     python3 tests/python/test_connect.py   (tests/emu/python.sh BUILD test_connect.py does)
+"""
+import errno
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_models as tm  # noqa: E402
+import gpuos  # noqa: E402
+
+np = tm.np
+SVC = None          # the service's Popen
+SOCK = None
+
+
+def lent_mappings():
+    """How many memfds lent by clients the service maps now."""
+    with open("/proc/%d/maps" % SVC.pid) as f:
+        return sum("memfd:gpuos-lent" in line for line in f)
+
+
+def wait_lent(n, secs=10):
+    t0 = time.time()
+    while lent_mappings() != n and time.time() - t0 < secs:
+        time.sleep(0.05)
+    return lent_mappings()
+
+
+def setUpModule():
+    global SVC, SOCK
+    tm.setUpModule()
+    gpuos_bin = os.environ.get("GPUOS_BIN")
+    if not gpuos_bin or not os.access(gpuos_bin, os.X_OK):
+        raise AssertionError("GPUOS_BIN names no gpuos binary (%r): tests/emu/python.sh sets it" % gpuos_bin)
+    SOCK = os.path.join(tm.TMP, "s.sock")
+    env = dict(os.environ, GPUOS_QUIET_HOST="1")
+    SVC = subprocess.Popen([gpuos_bin, "boot", "--host", "--device", "emu:" + tm.IMG, "--socket", SOCK],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    line = SVC.stdout.readline()
+    if "ready" not in line:
+        SVC.kill()
+        raise AssertionError("the service did not start: %r %s" % (line, SVC.stderr.read()))
+
+
+def tearDownModule():
+    if SVC is not None:
+        subprocess.call([os.environ["GPUOS_BIN"], "stop", "--socket", SOCK], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, timeout=60)
+        try:
+            SVC.wait(60)
+        except subprocess.TimeoutExpired:
+            SVC.kill()
+    tm.tearDownModule()
+
+
+class Connected(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sys = gpuos.connect(SOCK)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sys.close()
+
+
+# test_models.py's tests, through the service
+class C1Safetensors(Connected, tm.T1Safetensors):
+    pass
+
+
+class C2Dequant(Connected, tm.T2Dequant):
+    pass
+
+
+class C3Client(Connected):
+    def test_a_client(self):
+        c = self.sys
+        self.assertIsInstance(c, gpuos.Client)
+        self.assertFalse(c.gpu, "a service in host mode: host memory only")
+        self.assertIn("Client", repr(c))
+        c.park()                        # nothing of ours spins: both do nothing
+        with c.parked():
+            pass
+        self.assertFalse(c.is_parked)
+
+    def test_memory_lent_for_a_load(self):
+        """An arena is lent while a load runs (the service maps its memfd)
+        and let go after; the service's own counters see the requests."""
+        before = wait_lent(0)
+        a = self.sys._alloc(1 << 20, "cpu")
+        self.assertEqual(lent_mappings(), before + 1, "the service maps the client's memfd")
+        self.sys._settle(a)
+        self.assertEqual(wait_lent(0), 0)
+        del a
+        st0 = subprocess.check_output([os.environ["GPUOS_BIN"], "status", "--json", "--socket", SOCK], text=True)
+        self.sys.load(model="/models/st/nometa.safetensors")
+        st1 = subprocess.check_output([os.environ["GPUOS_BIN"], "status", "--json", "--socket", SOCK], text=True)
+        import json
+        r0, r1 = json.loads(st0)["totals"]["requests"], json.loads(st1)["totals"]["requests"]
+        self.assertGreater(r1, r0, "the loads went to the service")
+
+    def test_nothing_lent_after_a_load(self):
+        m = self.sys.open_model("/models/st/all.safetensors")
+        ts = m.load(device="cpu")
+        self.assertEqual(wait_lent(0), 0, "the service let go of the memory after the load")
+        host, ref = tm.ST["/models/st/all.safetensors"]
+        for n, a in ts.items():
+            dt, shape, b, e = ref["tensors"][n]
+            self.assertEqual(a.tobytes(), tm.file_bytes(host, b, e - b), n)
+
+    def test_many_results_kept(self):
+        """More results than the service has regions (16) or a client may
+        lend at once (4): each load's memory is let go after it."""
+        self.sys.open_model("/models/st/all.safetensors")
+        keep = [self.sys.load("model.layers.0.self_attn.q_proj.weight") for _ in range(3 * gpuos.GPUOS_SYS_USER_REGIONS)]
+        host, ref = tm.ST["/models/st/all.safetensors"]
+        dt, shape, b, e = ref["tensors"]["model.layers.0.self_attn.q_proj.weight"]
+        want = tm.file_bytes(host, b, e - b)
+        for d in keep:
+            self.assertEqual(d["model.layers.0.self_attn.q_proj.weight"].tobytes(), want)
+        self.assertEqual(wait_lent(0), 0)
+
+    def test_read(self):
+        host, ref = tm.ST["/models/st/all.safetensors"]
+        size = os.path.getsize(host)
+        self.assertEqual(self.sys.size("/models/st/all.safetensors"), size)
+        self.assertEqual(self.sys.read("/models/st/all.safetensors"), tm.file_bytes(host, 0, size))
+        self.assertEqual(self.sys.read("/models/st/all.safetensors", 100, 1000), tm.file_bytes(host, 100, 1000))
+        arr = self.sys.read("/models/st/all.safetensors", 7, 5000, device="cuda")   # host mode: numpy
+        self.assertEqual(arr.tobytes(), tm.file_bytes(host, 7, 5000))
+        with self.assertRaises(gpuos.Error) as cm:
+            self.sys.read("/models/st/all.safetensors", size - 10, 100)
+        self.assertEqual(cm.exception.errno, errno.ERANGE)
+        with self.assertRaises(gpuos.Error) as cm:
+            self.sys.read("/no/such/file")
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+
+    def test_load_async(self):
+        path = "/models/hf/model.safetensors.index.json"
+        self.sys.open_model(path)
+        h = self.sys.load_async(layer=1, model=path, device="cpu")
+        ts = h.wait(60)
+        self.assertTrue(h.done())
+        self.assertEqual(sorted(ts), sorted(self.sys.open_model(path).layers[1]))
+        want = self.sys.load(layer=1, model=path, device="cpu")
+        for n in ts:
+            self.assertEqual(ts[n].tobytes(), want[n].tobytes(), n)
+        bad = self.sys.load_async("no.such.tensor", model=path)
+        with self.assertRaises(gpuos.Error):
+            bad.wait(60)
+
+    def test_same_as_embedded(self):
+        """The dequantised GGUF tensors through the service equal the
+        embedded runtime's (test_models checks those against quant_ref)."""
+        got = self.sys.load(model=tm.QUANT_PATH, layer=0, dtype="float16")
+        with gpuos.System(device="emu:" + tm.IMG, host=True) as s:
+            want = s.load(model=tm.QUANT_PATH, layer=0, dtype="float16")
+            for n in want:
+                self.assertEqual(got[n].tobytes(), want[n].tobytes(), n)
+
+
+class C4Lifetime(unittest.TestCase):
+    def test_results_outlive_the_client(self):
+        c = gpuos.connect(SOCK)
+        c.open_model("/models/st/all.safetensors")
+        ts = c.load(device="cpu")
+        c.close()
+        c.close()                       # again: nothing
+        host, ref = tm.ST["/models/st/all.safetensors"]
+        for n, a in ts.items():
+            dt, shape, b, e = ref["tensors"][n]
+            self.assertEqual(a.tobytes(), tm.file_bytes(host, b, e - b), n)
+        with self.assertRaises(gpuos.Error) as cm:
+            c.load("t.f32")
+        self.assertEqual(cm.exception.errno, errno.EBADF)
+        self.assertEqual(wait_lent(0), 0, "a client that left lends nothing")
+
+    def test_clients_one_after_another(self):
+        host, ref = tm.ST["/models/st/nometa.safetensors"]
+        for i in range(12):             # more than the service's 8 shares: each comes back
+            with gpuos.connect(SOCK) as c:
+                ts = c.load(model="/models/st/nometa.safetensors")
+                for n, a in ts.items():
+                    dt, shape, b, e = ref["tensors"][n]
+                    self.assertEqual(a.tobytes(), tm.file_bytes(host, b, e - b), "%d %s" % (i, n))
+
+    def test_no_service(self):
+        missing = os.path.join(tempfile.gettempdir(), "gpuos-no-such-%d.sock" % os.getpid())
+        with self.assertRaises(gpuos.Error) as cm:
+            gpuos.connect(missing)
+        self.assertIn(missing, str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
