@@ -152,7 +152,8 @@ if [ -n "${GPUOS_CONNECT_APART:-}" ]; then
 	echo "-- not here: GPUOS_CONNECT_APART is set (tests/gpu/connect_torch.py runs on its own)"
 else
 	mkdir -p /dev/shm/gpuos-connect
-	timeout 420 python3 tests/gpu/connect_torch.py "$build" /dev/shm/gpuos-connect ${GPUOS_CONNECT_LAYERS:+--layers $GPUOS_CONNECT_LAYERS}
+	LD_LIBRARY_PATH=$build/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+		timeout 420 python3 tests/gpu/connect_torch.py "$build" /dev/shm/gpuos-connect ${GPUOS_CONNECT_LAYERS:+--layers $GPUOS_CONNECT_LAYERS}
 	res $? "connect_torch.py: gpuos.connect() loads a 4.6 GB checkpoint into the process's own tensors while GEMMs run; cudaFree, a first cuBLAS call, synchronize, a CuPy JIT kernel within 5 s beside the service; 0.9x file_load"
 	rm -rf /dev/shm/gpuos-connect
 fi

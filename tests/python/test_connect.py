@@ -153,6 +153,15 @@ class C3Client(Connected):
         with self.assertRaises(gpuos.Error) as cm:
             self.sys.read("/models/st/all.safetensors", size - 10, 100)
         self.assertEqual(cm.exception.errno, errno.ERANGE)
+        buf = np.zeros(3000, dtype=np.uint8)
+        self.assertIs(self.sys.read("/models/st/all.safetensors", 11, 2000, out=buf), buf)
+        self.assertEqual(buf[:2000].tobytes(), tm.file_bytes(host, 11, 2000))
+        self.assertEqual(buf[2000:].tobytes(), bytes(1000), "nothing written past the bytes asked")
+        f32 = np.zeros(256, dtype=np.float32)         # length None: as many bytes as out holds
+        self.sys.read("/models/st/all.safetensors", 0, out=f32)
+        self.assertEqual(f32.tobytes(), tm.file_bytes(host, 0, 1024))
+        with self.assertRaises(ValueError):
+            self.sys.read("/models/st/all.safetensors", 0, 5000, out=buf)
         with self.assertRaises(gpuos.Error) as cm:
             self.sys.read("/no/such/file")
         self.assertEqual(cm.exception.errno, errno.ENOENT)

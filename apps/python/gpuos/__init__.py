@@ -45,6 +45,7 @@ import errno as _errno  # noqa: E402
 import gc  # noqa: E402
 import mmap  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 import weakref  # noqa: E402
 
 from ._lib import Error, BootOpts, check_abi, library_path, lib, optional, raise_for  # noqa: E402
@@ -451,11 +452,16 @@ class System(object):
                 self._fail(rc)
             return n.value
 
-    def read(self, path, offset=0, length=None, device="cpu"):
+    def read(self, path, offset=0, length=None, device="cpu", out=None):
         """Bytes [offset, offset + length) of a file of the device's file
         system (length None: to its end). device "cpu": bytes; "cuda": a
-        uint8 tensor in VRAM (a numpy array in host mode). A range past the
-        end of the file raises Error (ERANGE), never a short read."""
+        uint8 tensor in VRAM (a numpy array in host mode). out: a
+        contiguous torch tensor or numpy array of at least length bytes
+        that the bytes are copied into (from their first byte), returned
+        (length None: as many as out holds). A range past the end of the
+        file raises Error (ERANGE), never a short read."""
+        if out is not None:
+            return self._read_into(path, offset, length, out)
         where = self._where(device, "cpu")
         offset = int(offset)
         if offset < 0 or (length is not None and int(length) < 0):
@@ -491,6 +497,39 @@ class System(object):
             t = cls(arena, arena.ptr, _text(p), "U8", (length,), elem)
             self._done()
             return t if where == "cuda" else _host_view(t)
+
+    def _read_into(self, path, offset, length, out):
+        if type(out).__module__.split(".")[0] == "torch" and hasattr(out, "data_ptr"):
+            nbytes, where, contiguous = out.numel() * out.element_size(), "cuda" if out.is_cuda else "cpu", \
+                out.is_contiguous()
+        elif _np is not None and isinstance(out, _np.ndarray):
+            if not out.flags.writeable:
+                raise ValueError("read(out=): a read-only numpy array")
+            nbytes, where, contiguous = out.nbytes, "cpu", out.flags.c_contiguous
+        else:
+            raise TypeError("read(out=): a torch tensor or a numpy array, not %s" % type(out).__name__)
+        if not contiguous:
+            raise ValueError("read(out=): not contiguous")
+        if length is None:
+            length = nbytes
+        if int(length) > nbytes:
+            raise ValueError("read(out=): %d bytes asked, out holds %d" % (int(length), nbytes))
+        if int(length) == 0:
+            return out
+        data = self.read(path, offset, length, device=where if where == "cuda" and self.gpu else "cpu")
+        if where == "cpu":
+            src = data if isinstance(data, bytes) else _np.ascontiguousarray(data).tobytes()
+            ptr = out.data_ptr() if hasattr(out, "data_ptr") else out.ctypes.data
+            ctypes.memmove(ptr, src, len(src))
+            return out
+        import torch
+        flat = out.view(-1).view(torch.uint8)[:int(length)]
+        src = to_torch(data) if not isinstance(data, bytes) else torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        # beside an embedded runtime a torch copy runs parked (docs/embedding.md, rule 8); a client's never waits
+        with (self.parked() if not isinstance(self, Client) else contextlib.nullcontext()):
+            flat.copy_(src)
+            torch.cuda.synchronize()
+        return out
 
     # ---- models --------------------------------------------------------------------
 
@@ -785,6 +824,7 @@ class Client(System):
         self._model = None
         self.sm = L.gpuos_sys_gpu_sm(self._h)
         self.gpu = self.sm > 0
+        self.timing = {}        # the last load's parts, in s: lend, load, let_go
         _systems.add(self)
 
     def __repr__(self):
@@ -806,6 +846,7 @@ class Client(System):
 
     def _alloc(self, nbytes, where):
         size = _align(max(int(nbytes), 1), _PAGE)
+        t0 = time.perf_counter()
         if where == "cuda":
             try:
                 import torch
@@ -825,6 +866,7 @@ class Client(System):
                 rc = self._L.gpuos_sys_register_fd(self._h, ptr, fd, 0, size)
             finally:
                 os.close(fd)        # the mapping (here, and the service's) holds the memory
+        self.timing["lend"] = time.perf_counter() - t0
         if rc < 0:
             raise Error(-rc, "lend %d bytes of %s memory to the service: %s"
                         % (size, "CUDA" if where == "cuda" else "host", self._why() or os.strerror(-rc)))
@@ -834,8 +876,16 @@ class Client(System):
 
     def _settle(self, arena):
         if isinstance(arena, _ClientArena) and arena.registered:
+            t0 = time.perf_counter()
             arena.registered = False
             self._unregister(arena.ptr)
+            self.timing["let_go"] = time.perf_counter() - t0
+
+    def _model_load(self, m, infos, ptrs):
+        t0 = time.perf_counter()
+        rc = System._model_load(self, m, infos, ptrs)
+        self.timing["load"] = time.perf_counter() - t0
+        return rc
 
     def _unregister(self, ptr):
         if not self._closed:
