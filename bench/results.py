@@ -42,7 +42,7 @@ FIELDS = ["section", "name", "path", "source", "metric", "value", "unit", "basel
           "date"]
 # Metrics where less is better: their ratio is the baseline's over ours, so
 # that above 1.0 always means gpuos ahead.
-LOWER_IS_BETTER = {"lat_p50_us", "lat_p99_us", "round_trip_us", "cpu_s_per_gb", "ms_per_token"}
+LOWER_IS_BETTER = {"lat_p50_us", "lat_p99_us", "round_trip_us", "cpu_s_per_gb", "ms_per_token", "gemm_ms"}
 
 SECTIONS = [
     ("datapath", "1. The same file, the same bytes, into VRAM"),
@@ -54,6 +54,7 @@ SECTIONS = [
     ("scaleout", "Scale-out: runtimes x SSDs, one group (bench/scaleout.sh)"),
     ("remote", "Remote loads through NVSHMEM (tests/gpu/remote.sh)"),
     ("safetensors", "A safetensors checkpoint into VRAM: gpuos against the safetensors package (bench/safetensors.sh)"),
+    ("connect", "A PyTorch process as a client of the service (tests/gpu/connect_torch.py)"),
 ]
 
 
