@@ -152,6 +152,11 @@ struct svc_share {
 	int dirty;               /* draining: a request of the service's own mailbox named it */
 	int release_posted;      /* draining: the RELEASE request is in the mailbox */
 	uint32_t release_slot;
+	/* what its client lent (register host / vram), for the caps of its uid */
+	struct svc_lent {
+		uint64_t rt, len;    /* rt 0: an unused entry */
+		int host;            /* host memory: pinned where the runtime is on a GPU */
+	} lent[GPUOS_SYS_CLIENT_REGIONS];
 };
 
 struct gpuos_service {
@@ -944,18 +949,36 @@ static void app_reap(struct gpuos_service *v, int wait)
 static int parse_hex(const char *h, unsigned char *out, size_t n)
 {
 	size_t i;
-	for (i = 0; i < n; i++) {
-		unsigned v = 0;
-		for (int k = 0; k < 2; k++) {
-			char ch = h[2 * i + (size_t)k];
-			v = v * 16u + (unsigned)(ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
-						 ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : 99);
-			if (v > 255u)
-				return -1;
-		}
-		out[i] = (unsigned char)v;
+	if (strlen(h) != 2 * n)
+		return -1;
+	for (i = 0; i < 2 * n; i++) {
+		char ch = h[i];
+		int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+			: ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		out[i / 2] = (unsigned char)(i % 2 ? out[i / 2] * 16u + (unsigned)d : (unsigned)d);
 	}
-	return h[2 * n] ? -1 : 0;
+	return 0;
+}
+
+/* A uid other than root's and the service's own lends at most half the
+ * runtime's user regions, and, on a GPU (where lent host memory is
+ * pinned), a quarter of the machine's memory, over all its shares. */
+#define SVC_UID_REGIONS (GPUOS_SYS_USER_REGIONS / 2u)
+static int uid_may_lend(const struct gpuos_service *v, uint32_t uid, uint64_t len, int host)
+{
+	uint64_t pinned = host ? len : 0, phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint32_t k, i, n = 1;
+	for (k = 0; k < v->nshares; k++) {
+		if ((v->share[k].state != SHARE_HELD && v->share[k].state != SHARE_DRAINING) || v->share[k].uid != uid)
+			continue;
+		for (i = 0; i < GPUOS_SYS_CLIENT_REGIONS; i++) {
+			n += v->share[k].lent[i].rt != 0;
+			pinned += v->share[k].lent[i].rt && v->share[k].lent[i].host ? v->share[k].lent[i].len : 0;
+		}
+	}
+	return n <= SVC_UID_REGIONS && (!gpuos_sys_gpu_sm(v->s) || pinned <= phys / 4);
 }
 
 /* register / unregister: memory of the client's own (gpuos_sys_client_register).
@@ -999,6 +1022,11 @@ static int serve_register(struct gpuos_service *v, struct svc_conn *c, const cha
 	}
 	m.offset = off;
 	m.len = len;
+	if (line[0] != 'u' && !c->privileged && !uid_may_lend(v, c->peer.uid, len, !m.vram)) {
+		r = conn_printf(c, "err uid %u lends %u ranges at most, and on a GPU pins at most a quarter of this "
+				"machine's memory, over all its clients\n", (unsigned)c->peer.uid, SVC_UID_REGIONS);
+		goto out;
+	}
 	if (pthread_mutex_trylock(&v->sys_lock)) {
 		r = conn_printf(c, "err busy: an app is loading; ask again\n");
 		goto out;
@@ -1008,6 +1036,20 @@ static int serve_register(struct gpuos_service *v, struct svc_conn *c, const cha
 	else
 		r = gpuos_sys_client_register(v->s, (uint32_t)c->share, &m, (uint64_t *)&rt);
 	pthread_mutex_unlock(&v->sys_lock);
+	if (!r) { /* the share's record of what it lent */
+		struct svc_lent *l = v->share[c->share].lent;
+		uint32_t i;
+		for (i = 0; i < GPUOS_SYS_CLIENT_REGIONS; i++) {
+			if (line[0] == 'u' && l[i].rt == rt)
+				memset(&l[i], 0, sizeof(l[i]));
+			else if (line[0] != 'u' && !l[i].rt) {
+				l[i].rt = rt;
+				l[i].len = len;
+				l[i].host = !m.vram;
+				break;
+			}
+		}
+	}
 	switch (r) {
 	case 0:
 		r = line[0] == 'u' ? conn_printf(c, "ok\n") : conn_printf(c, "ok rt=%llu\n", rt);
@@ -1278,8 +1320,13 @@ static int renew_due(struct gpuos_service *v)
 		if (r && gpuos_sys_client_renew(v->s, ks[i], why, sizeof(why))) {
 			fprintf(stderr, "gpuos: client share %u is not given out again: %s\n", ks[i] + 1u, why);
 			v->share[ks[i]].state = SHARE_RETIRED;
+			/* what its client lent goes all the same */
+			if (gpuos_sys_client_forget(v->s, ks[i]))
+				fprintf(stderr, "gpuos: client share %u: the memory its client lent stays mapped\n", ks[i] + 1u);
+			memset(v->share[ks[i]].lent, 0, sizeof(v->share[ks[i]].lent));
 			continue;
 		}
+		memset(v->share[ks[i]].lent, 0, sizeof(v->share[ks[i]].lent)); /* dropped with the renewal */
 		v->share[ks[i]].renewed = 1;
 	}
 	pthread_mutex_unlock(&v->sys_lock);
@@ -1603,6 +1650,10 @@ struct svc_watch {
 	uint32_t nslots;         /* from the header as attach checked it */
 	uint64_t timeout_ms;
 	int gone;                /* 0, 1: closed, 2: no answer in time (atomic) */
+	/* Held while the thread polls and reads the connection, and by a call
+	 * of the client's on it (attached_call): the thread, which drops what
+	 * the service sends, never takes a reply meant for the call. */
+	pthread_mutex_t io;
 };
 
 static uint64_t client_timeout_ms(void)
@@ -1655,19 +1706,23 @@ static void *watch_main(void *p)
 					{ .fd = w->sock, .events = POLLIN | POLLRDHUP } };
 		uint64_t sum = 0, t;
 		uint32_t waiting;
-		/* Once gone, requests posted later are answered within 10 ms. */
-		if (poll(pf, gone ? 1 : 2, gone ? 10 : 100) < 0 && errno != EINTR)
+		/* Once gone, requests posted later are answered within 10 ms; a
+		 * call waits for io at most 20 ms. */
+		pthread_mutex_lock(&w->io);
+		if (poll(pf, gone ? 1 : 2, gone ? 10 : 20) < 0 && errno != EINTR)
 			pf[0].revents = POLLIN; /* cannot watch: end (detach still joins) */
-		if (pf[0].revents)
-			break;
-		if (!gone && pf[1].revents) {
+		if (!pf[0].revents && !gone && pf[1].revents) {
 			char b[256];
 			ssize_t r = recv(w->sock, b, sizeof(b), MSG_DONTWAIT);
-			/* The service sends nothing after the attach reply: what it
-			 * might send is dropped; an end of file is its end. */
+			/* The service sends nothing after the attach reply but to a
+			 * call (which holds io): what it might send is dropped; an end
+			 * of file is its end. */
 			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 				gone = 1;
 		}
+		pthread_mutex_unlock(&w->io);
+		if (pf[0].revents)
+			break;
 		waiting = w->slots ? watch_scan(w, 0, &sum) : 0;
 		t = now_ms();
 		if (!waiting || sum != last)
@@ -1699,6 +1754,7 @@ static void watch_stop(struct svc_watch *w)
 	pthread_join(w->th, NULL);
 	close(w->wake[0]);
 	close(w->wake[1]);
+	pthread_mutex_destroy(&w->io);
 	free(w);
 }
 
@@ -1715,6 +1771,7 @@ static struct svc_watch *watch_start(int sock, struct gpuos_mbox_slot *slots, ui
 	w->slots = slots;
 	w->nslots = nslots;
 	w->timeout_ms = client_timeout_ms();
+	pthread_mutex_init(&w->io, NULL);
 	if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK)) {
 		free(w);
 		return NULL;
@@ -1837,7 +1894,6 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 	at->sock = fd; /* held open: the service gives the share back when it closes */
 	/* The slots as the checked copy of the header places them (they end
 	 * before the share: area_header_ok). */
-	at->mb_nslots = hdr->nslots;
 	at->watch = watch_start(fd, at->vram ? NULL : (struct gpuos_mbox_slot *)((char *)at->shm + sizeof(*hdr)),
 				hdr->nslots);
 	free(hdr);
@@ -1863,7 +1919,8 @@ int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *
 
 /* One call on the attached connection, its descriptor (fd >= 0) with it:
  * the watcher, which reads and drops what the service sends, stands aside
- * meanwhile, then watches again. */
+ * meanwhile (its io lock). A call that gets no answer in time ends the
+ * connection: a late reply must never be taken for the next call's. */
 static int attached_call(struct gpuos_attached *at, const char *line, int fd, char *reply, size_t len)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
@@ -1887,17 +1944,16 @@ static int attached_call(struct gpuos_attached *at, const char *line, int fd, ch
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	if (w) {
-		watch_stop(w);
-		at->watch = NULL;
-	}
+	if (w)
+		pthread_mutex_lock(&w->io);
 	/* one message, whole (a line is short): the descriptor goes with its first byte */
 	r = sendmsg(at->sock, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -EIO;
 	if (!r)
 		r = recv_line(at->sock, reply, len, (int)client_timeout_ms(), NULL);
+	if (r == -ETIMEDOUT)
+		shutdown(at->sock, SHUT_RDWR); /* the watcher sees the end: the service is gone for us */
 	if (w)
-		at->watch = watch_start(at->sock, at->vram ? NULL : (struct gpuos_mbox_slot *)((char *)at->shm + sizeof(struct gpuos_mbox)),
-					at->mb_nslots);
+		pthread_mutex_unlock(&w->io);
 	return r;
 }
 

@@ -210,13 +210,17 @@ static int mem_register(struct gpuos_sys *s, struct client_mem *m, int fd, uint6
 	return 0;
 }
 
+/* The service lets go of m. A refusal leaves it lent (the service may
+ * still write it: it must not be freed); a service that is gone has let
+ * go of everything. */
 static int mem_unregister(struct sys_client *c, struct client_mem *m)
 {
 	int r;
 	if (!m->registered)
 		return 0;
 	r = gpuos_service_unregister(&c->at, m->rt, c->why, sizeof(c->why));
-	m->registered = 0;
+	if (!r || r == -EPIPE || r == -ETIMEDOUT || r == -ENOENT)
+		m->registered = 0;
 	return r ? gpuos_sys_fail(r, "unregister %p: %s", m->ptr, c->why) : 0;
 }
 
@@ -307,11 +311,15 @@ int gpuos_conn_free(struct gpuos_sys *s, void *ptr)
 	}
 	if (m->registered)
 		r = mem_unregister(c, m);
+	if (m->registered) { /* refused: the service may still write it */
+		pthread_mutex_unlock(&c->lock);
+		return r;
+	}
 	/* the service let go of it (or is gone, and with it its mapping) */
 	mem_free(s, m);
 	mem_drop(c, m);
 	pthread_mutex_unlock(&c->lock);
-	return r == -EPIPE || r == -ETIMEDOUT ? 0 : r;
+	return 0;
 }
 
 int gpuos_conn_register(struct gpuos_sys *s, void *ptr, size_t len, uint32_t flags, int fd, uint64_t fd_off)
@@ -357,7 +365,7 @@ int gpuos_conn_unregister(struct gpuos_sys *s, void *ptr)
 		return -ENOENT;
 	}
 	r = mem_unregister(c, m);
-	if (!m->owned)
+	if (!m->owned && !m->registered)
 		mem_drop(c, m);
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -368,11 +376,19 @@ int gpuos_conn_shutdown(struct gpuos_sys *s)
 	struct sys_client *c = s->client;
 	uint32_t i;
 	gpuos_sys_load_fini(s);
-	/* Detaching gives every range back (the service drops them with the
-	 * client's area); then the memory made here goes. */
+	/* Every range taken back first, each under the service's park, so that
+	 * nothing of this process's memory is mapped there when it is freed:
+	 * CUDA leaves VRAM freed under another process's IPC mapping undefined.
+	 * Detaching would drop them too, but later (the area's renewal). A
+	 * range the service still holds (refused) is not freed: it stays
+	 * this process's until exit. */
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->nmem; i++)
+		mem_unregister(c, &c->mem[i]);
+	pthread_mutex_unlock(&c->lock);
 	gpuos_service_detach(&c->at);
 	for (i = 0; i < c->nmem; i++)
-		if (c->mem[i].owned)
+		if (c->mem[i].owned && !c->mem[i].registered)
 			mem_free(s, &c->mem[i]);
 	free(c->mem);
 	if (s->gpu)

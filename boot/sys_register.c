@@ -12,7 +12,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "sys_internal.h"
 
@@ -263,6 +266,13 @@ int gpuos_sys_client_register(struct gpuos_sys *s, uint32_t k, const struct gpuo
 	if (r < 0 || !(r & F_SEAL_SHRINK))
 		return -EPERM;
 	{
+		/* shmem only: a hugetlbfs memfd seals too, and a hole punched in
+		 * it faults the service's next write when the pool runs dry */
+		struct statfs sf;
+		if (fstatfs(m->fd, &sf) || sf.f_type != TMPFS_MAGIC)
+			return -EPERM;
+	}
+	{
 		struct stat st;
 		if (fstat(m->fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < m->offset ||
 		    m->len > (uint64_t)st.st_size - m->offset || m->offset % page)
@@ -292,6 +302,25 @@ int gpuos_sys_client_unregister(struct gpuos_sys *s, uint32_t k, uint64_t rt)
 	q.u.ptr = s->user[i].ptr;
 	q.u.client = k + 1u;
 	return parked(s, del, &q);
+}
+
+static int drop_all(struct gpuos_sys *s, struct reg_req *q)
+{
+	gpuos_sys_client_regions_drop(s, q->u.client - 1u);
+	return 0;
+}
+
+int gpuos_sys_client_forget(struct gpuos_sys *s, uint32_t k)
+{
+	struct reg_req q;
+	uint32_t i, n = 0;
+	for (i = 0; i < s->nuser; i++)
+		n += s->user[i].client == k + 1u;
+	if (k >= s->plan.nclients || !n)
+		return 0;
+	memset(&q, 0, sizeof(q));
+	q.u.client = k + 1u;
+	return parked(s, drop_all, &q);
 }
 
 /* Every region of client k + 1 goes (the caller has parked: the renewal

@@ -419,7 +419,7 @@ int gpuos_sys_client_renew_n(struct gpuos_sys *s, const uint32_t *ks, uint32_t n
  * exported with cudaIpcGetMemHandle (ipc), offset into it. len is a
  * multiple of the page size. *rt is where its requests name it (offset 0
  * of the range). The runtime is parked meanwhile. Returns 0, -EINVAL,
- * -EPERM (a memfd without the seal), -ERANGE (the range passes the end of
+ * -EPERM (not a shmem memfd with the seal), -ERANGE (the range passes the end of
  * the file or allocation), -ENOSPC (the client holds
  * GPUOS_SYS_CLIENT_REGIONS), -E2BIG (on a GPU, where host memory is
  * pinned: more than a quarter of the machine's memory for one client),
@@ -436,6 +436,9 @@ struct gpuos_client_mem {
 };
 int gpuos_sys_client_register(struct gpuos_sys *s, uint32_t k, const struct gpuos_client_mem *m, uint64_t *rt);
 int gpuos_sys_client_unregister(struct gpuos_sys *s, uint32_t k, uint64_t rt);
+/* Every range client k lent goes, under a park of its own: for an area
+ * that could not be renewed (its renewal drops them otherwise). 0 or -EIO. */
+int gpuos_sys_client_forget(struct gpuos_sys *s, uint32_t k);
 
 /* GPU mode: the runtime kernel stopped on its own (a fault); -EIO + reason. */
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen);
@@ -611,7 +614,6 @@ struct gpuos_attached {
 	int vram;                 /* the area is VRAM (a GPU client's): mb and heap are device pointers */
 	uint64_t vram_handle;     /* its allocation, as imported */
 	void *watch;              /* the connection's watcher (gpuos_service_gone), NULL: none */
-	uint32_t mb_nslots;       /* the mailbox's slots, as attach checked them */
 };
 int gpuos_service_attach(const char *path, struct gpuos_attached *at, char *err, size_t errlen);
 /* A GPU client's attach: an area whose mailbox this process's kernels post

@@ -74,6 +74,8 @@ check "a descriptor that is no sealed memfd is refused" grep -q "^B lends a hand
 check "VRAM of a host-mode service is refused" \
 	grep -q "^B lends VRAM by a made-up handle: err this service's runtime cannot take VRAM" "$tmp/own.out"
 check "a malformed register is refused with its usage" grep -q "^B sends a malformed register: err usage: register vram" "$tmp/own.out"
+check "a handle with a bad digit is refused" grep -q "^B sends a handle with a bad digit: err usage" "$tmp/own.out"
+check "a handle one digit short is refused" grep -q "^B sends a handle one digit short: err usage" "$tmp/own.out"
 check "a connection that has not attached lends nothing" \
 	grep -q "^a connection that has not attached lends memory: err attach first" "$tmp/own.out"
 check "a client lends 4 ranges at most: the 5th is refused" \
@@ -87,6 +89,22 @@ for i in $(seq 100); do [ "$(mapped)" = 0 ] && break; sleep 0.1; done
 check "once both clients left, the service maps none of their memfds" test "$(mapped)" = 0
 check "the service still serves (gpuos cat of /big.bin)" \
 	cmp -s <(timeout 60 $gpuos cat --socket "$sock" /big.bin 2>/dev/null) "$tmp/src/big.bin"
+
+echo "== one uid's clients together lend $((16 / 2)) ranges at most"
+if [ "$(id -u)" = 0 ]; then
+	stop
+	grp=$(getent group 65534 | cut -d: -f1)
+	chgrp "$grp" "$tmp"; chmod 750 "$tmp"
+	start --socket-mode 0660 --group "$grp"
+	timeout 60 $client as-nobody lend-many "$sock" 10 > "$tmp/many.out" 2>&1
+	sed 's/^/       /' "$tmp/many.out"
+	check "uid 65534 over 3 clients: 8 lent, the 9th and 10th refused naming the uid's cap" \
+		grep -qx "lends: ok / ok / ok / ok / ok / ok / ok / ok / err uid 65534 lends 8 ranges at most, and on a GPU pins at most a quarter of this machine's memory, over all its clients / err uid 65534 lends 8 ranges at most, and on a GPU pins at most a quarter of this machine's memory, over all its clients" "$tmp/many.out"
+	for i in $(seq 100); do [ "$(mapped)" = 0 ] && break; sleep 0.1; done
+	check "once they left, nothing of theirs is mapped" test "$(mapped)" = 0
+else
+	bad "uid caps: this test runs as root (it becomes uid 65534)"
+fi
 
 echo "== a client killed with reads into its memory in flight"
 $client lend-and-die "$sock" /big.bin "$tmp/ready" > "$tmp/die.out" 2>&1 &

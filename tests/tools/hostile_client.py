@@ -55,6 +55,9 @@
                           32): A lends a sealed memfd and reads FILE into it,
                           B names it, lends bad memfds, takes A's back; A's
                           limit; A gives it back. "what: REPLY" per attempt
+  lend-many SOCK N        attach 3 times, lend N one-page memfds over them;
+                          "lends: REPLY / REPLY ..." (run as nobody: the
+                          uid's cap)
   lend-and-die SOCK FILE READY  attach, lend a 64 MiB memfd, keep 1 MiB
                           reads of FILE into it in flight until killed
                           (READY is made once they run)
@@ -792,6 +795,8 @@ def own_memory(path, name="/d/one"):
     print("B lends a handle that is no memfd: %s" % ask(sb, "register host off=0 len=%d" % (4 * page), fb[0]))
     print("B lends VRAM by a made-up handle: %s" % ask(sb, "register vram off=0 len=4096 ipc=" + "ab" * 64))
     print("B sends a malformed register: %s" % ask(sb, "register vram off=0 len=4096 ipc=zz"))
+    print("B sends a handle with a bad digit: %s" % ask(sb, "register vram off=0 len=4096 ipc=" + "0g" + "ab" * 63))
+    print("B sends a handle one digit short: %s" % ask(sb, "register vram off=0 len=4096 ipc=" + "a" * 127))
     sc = connect(path)
     print("a connection that has not attached lends memory: %s" % ask(sc, "register host off=0 len=%d" % (4 * page),
                                                                     sfd))
@@ -804,6 +809,26 @@ def own_memory(path, name="/d/one"):
     print("A reads into what it gave back: %s" % a.call(OP_READ, handle=ha, dst=rt + 100, length=64)[0])
     print("A gives it back again: %s" % ask(sa, "unregister rt=%d" % rt))
     print("A's reads still work: %s" % a.call(OP_READ, handle=ha, dst=pa + 8192, length=64)[0])
+    return 0
+
+
+def lend_many(path, n):
+    """attach 3 times and lend n sealed memfds of one page, spread over the
+    three; print each reply's first word (or the refusal), then hold 2 s"""
+    page = mmap.PAGESIZE
+    conns = []
+    for _ in range(3):
+        s, line, fds = attach_retry(path)
+        if not line.startswith("ok"):
+            print("attach: %s" % line)
+            return 1
+        conns.append(s)
+    got = []
+    for k in range(int(n)):
+        r = ask(conns[k % 3], "register host off=0 len=%d" % page, memfd(page))
+        got.append(r.split()[0] if r.startswith("ok") else r)
+    print("lends: %s" % " / ".join(got))
+    time.sleep(2)
     return 0
 
 
@@ -836,7 +861,7 @@ def lend_and_die(path, name, ready):
         time.sleep(0.0005)
 
 
-MODES = {"own-memory": own_memory, "lend-and-die": lend_and_die, "rt-leak": rt_leak, "fairness": fairness, "repost": repost, "batch-rewrite": batch_rewrite, "read-flood": read_flood, "churn": churn,
+MODES = {"own-memory": own_memory, "lend-and-die": lend_and_die, "lend-many": lend_many, "rt-leak": rt_leak, "fairness": fairness, "repost": repost, "batch-rewrite": batch_rewrite, "read-flood": read_flood, "churn": churn,
          "slowloris": slowloris, "hoard-hold": hoard_hold}
 
 

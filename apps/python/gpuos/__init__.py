@@ -888,8 +888,9 @@ class Client(System):
         return rc
 
     def _unregister(self, ptr):
-        if not self._closed:
-            self._L.gpuos_sys_unregister(self._h, ptr)
+        with self._lock:            # close() in another thread frees the handle
+            if not self._closed:
+                self._L.gpuos_sys_unregister(self._h, ptr)
 
     def _release(self, ptr):
         pass    # a client's arena frees itself (_ClientArena)
