@@ -1654,6 +1654,7 @@ struct svc_watch {
 	 * of the client's on it (attached_call): the thread, which drops what
 	 * the service sends, never takes a reply meant for the call. */
 	pthread_mutex_t io;
+	int nudge[2];            /* a call writes a byte: the thread lets go of io at once */
 };
 
 static uint64_t client_timeout_ms(void)
@@ -1702,16 +1703,22 @@ static void *watch_main(void *p)
 	int gone = 0;
 
 	for (;;) {
-		struct pollfd pf[2] = { { .fd = w->wake[0], .events = POLLIN },
-					{ .fd = w->sock, .events = POLLIN | POLLRDHUP } };
+		struct pollfd pf[3] = { { .fd = w->wake[0], .events = POLLIN },
+					{ .fd = w->sock, .events = POLLIN | POLLRDHUP },
+					{ .fd = w->nudge[0], .events = POLLIN } };
 		uint64_t sum = 0, t;
 		uint32_t waiting;
-		/* Once gone, requests posted later are answered within 10 ms; a
-		 * call waits for io at most 20 ms. */
+		/* Once gone, requests posted later are answered within 10 ms. A
+		 * call nudges: the thread lets go of io, and waits for it. */
 		pthread_mutex_lock(&w->io);
-		if (poll(pf, gone ? 1 : 2, gone ? 10 : 20) < 0 && errno != EINTR)
+		pf[1].fd = gone ? -1 : w->sock;
+		if (poll(pf, 3, gone ? 10 : 100) < 0 && errno != EINTR)
 			pf[0].revents = POLLIN; /* cannot watch: end (detach still joins) */
-		if (!pf[0].revents && !gone && pf[1].revents) {
+		if (pf[2].revents) {
+			char b[16];
+			while (read(w->nudge[0], b, sizeof(b)) > 0)
+				;
+		} else if (!pf[0].revents && !gone && pf[1].revents) {
 			char b[256];
 			ssize_t r = recv(w->sock, b, sizeof(b), MSG_DONTWAIT);
 			/* The service sends nothing after the attach reply but to a
@@ -1754,6 +1761,8 @@ static void watch_stop(struct svc_watch *w)
 	pthread_join(w->th, NULL);
 	close(w->wake[0]);
 	close(w->wake[1]);
+	close(w->nudge[0]);
+	close(w->nudge[1]);
 	pthread_mutex_destroy(&w->io);
 	free(w);
 }
@@ -1776,6 +1785,12 @@ static struct svc_watch *watch_start(int sock, struct gpuos_mbox_slot *slots, ui
 		free(w);
 		return NULL;
 	}
+	if (pipe2(w->nudge, O_CLOEXEC | O_NONBLOCK)) {
+		close(w->wake[0]);
+		close(w->wake[1]);
+		free(w);
+		return NULL;
+	}
 	/* Signals stay the caller's threads' business. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1784,6 +1799,8 @@ static struct svc_watch *watch_start(int sock, struct gpuos_mbox_slot *slots, ui
 	if (r) {
 		close(w->wake[0]);
 		close(w->wake[1]);
+		close(w->nudge[0]);
+		close(w->nudge[1]);
 		free(w);
 		return NULL;
 	}
@@ -1944,8 +1961,12 @@ static int attached_call(struct gpuos_attached *at, const char *line, int fd, ch
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	if (w)
+	if (w) {
+		if (write(w->nudge[1], "n", 1) != 1) {
+			/* the pipe holds a byte already: the thread lets go all the same */
+		}
 		pthread_mutex_lock(&w->io);
+	}
 	/* one message, whole (a line is short): the descriptor goes with its first byte */
 	r = sendmsg(at->sock, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -EIO;
 	if (!r)
