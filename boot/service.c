@@ -825,12 +825,34 @@ static char *status_line(struct gpuos_service *v, const struct svc_conn *me)
 /* "ok heap_off=N heap_len=N shm_len=N share=K rt=N[ mem=vram|host]" with
  * the descriptor of the client's own area (its mailbox at 0, its share at
  * heap_off): all it maps. */
+/* line as one message on sock, with descriptor fd (SCM_RIGHTS) when fd >= 0:
+ * the descriptor travels with the line's first byte. 0, or -EIO when not
+ * all of it went (a line is short: one message, whole). */
+static int send_line_fd(int sock, const char *line, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)line, .iov_len = strlen(line) };
+	struct msghdr m;
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+		memset(cbuf, 0, sizeof(cbuf));
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -EIO;
+}
+
 static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 {
-	char line[256], cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov;
-	struct msghdr m;
-	struct cmsghdr *cm;
+	char line[256];
 	uint64_t rt, len, share_off;
 	int fd = gpuos_sys_client_area(v->s, (uint32_t)k, &rt, &len, &share_off);
 
@@ -840,20 +862,8 @@ static int send_attach(struct gpuos_service *v, struct svc_conn *c, int k)
 		 (unsigned long long)share_off, (unsigned long long)(len - share_off), (unsigned long long)len, k + 1,
 		 (unsigned long long)rt,
 		 !gpuos_sys_client_gpu(v->s, (uint32_t)k) ? "" : gpuos_sys_gpu_sm(v->s) ? " mem=vram" : " mem=host");
-	memset(&m, 0, sizeof(m));
-	iov.iov_base = line;
-	iov.iov_len = strlen(line);
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	/* Nothing else is queued (checked by the caller): one message, whole. */
-	if (sendmsg(c->fd, &m, MSG_NOSIGNAL) != (ssize_t)strlen(line))
+	/* Nothing else is queued (checked by the caller). */
+	if (send_line_fd(c->fd, line, fd))
 		return -1;
 	conn_count_start(v, c, k, fd);
 	return 0;
@@ -1940,35 +1950,17 @@ int gpuos_service_attach_gpu(const char *path, struct gpuos_attached *at, char *
  * connection: a late reply must never be taken for the next call's. */
 static int attached_call(struct gpuos_attached *at, const char *line, int fd, char *reply, size_t len)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = (void *)(uintptr_t)line, .iov_len = strlen(line) };
-	struct msghdr m;
 	struct svc_watch *w = at->watch;
 	int r;
 	if (at->sock < 0 || gpuos_service_gone(at))
 		return -EPIPE;
-	memset(&m, 0, sizeof(m));
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-		memset(cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
 	if (w) {
 		if (write(w->nudge[1], "n", 1) != 1) {
 			/* the pipe holds a byte already: the thread lets go all the same */
 		}
 		pthread_mutex_lock(&w->io);
 	}
-	/* one message, whole (a line is short): the descriptor goes with its first byte */
-	r = sendmsg(at->sock, &m, MSG_NOSIGNAL) == (ssize_t)strlen(line) ? 0 : -EIO;
+	r = send_line_fd(at->sock, line, fd);
 	if (!r)
 		r = recv_line(at->sock, reply, len, (int)client_timeout_ms(), NULL);
 	if (r == -ETIMEDOUT)
