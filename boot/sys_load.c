@@ -237,15 +237,17 @@ static int dst_ok(const struct gpuos_sys *s, const void *p, uint64_t len)
 /* ---- a load: pieces, each a request, as many in flight as the mailbox takes ---- */
 
 struct piece {
-	uint64_t off, len;   /* a tensor's bytes [off, off + len), or the file's */
+	uint64_t off, len;   /* a tensor's bytes [off, off + len), or the file's (READ) */
 	uint64_t dst;
-	uint32_t index;      /* the tensor (models) */
+	uint32_t index;      /* the tensor (GGUF_LOAD) */
 	uint32_t item;       /* which of the call's names or ranges */
+	uint32_t last;       /* a run of tensors read as one (READ of a model): its last item */
 };
 
 struct load_job {
 	struct gpuos_sys *s;
 	int model;
+	uint16_t op;         /* GPUOS_OP_GGUF_LOAD, or READ: a file's ranges or a model's runs */
 	uint32_t handle;
 	uint64_t npieces;
 	char path[GPUOS_PATH_MAX];
@@ -256,9 +258,14 @@ struct load_job {
 
 static void describe(const struct load_job *j, const struct piece *p, char *buf, size_t len)
 {
-	if (j->model)
-		snprintf(buf, len, "%.160s: tensor '%.128s' (bytes %llu..%llu of it)", j->path, j->names + j->name_at[p->item],
-			 (unsigned long long)p->off, (unsigned long long)(p->off + p->len));
+	if (j->model && j->op == GPUOS_OP_READ && p->last != p->item)
+		snprintf(buf, len, "%.120s: tensors '%.80s' to '%.80s' (file bytes %llu..%llu)", j->path,
+			 j->names + j->name_at[p->item], j->names + j->name_at[p->last], (unsigned long long)p->off,
+			 (unsigned long long)(p->off + p->len));
+	else if (j->model)
+		snprintf(buf, len, "%.160s: tensor '%.128s' (%s bytes %llu..%llu)", j->path, j->names + j->name_at[p->item],
+			 j->op == GPUOS_OP_READ ? "file" : "its", (unsigned long long)p->off,
+			 (unsigned long long)(p->off + p->len));
 	else
 		snprintf(buf, len, "%.160s: bytes %llu..%llu", j->path, (unsigned long long)p->off,
 			 (unsigned long long)(p->off + p->len));
@@ -277,7 +284,7 @@ static int run_job(struct load_job *j)
 	while (done < j->npieces) {
 		while (posted < j->npieces && posted - done < IN_FLIGHT) {
 			const struct piece *p = &j->p[posted];
-			struct gpuos_req rq = { (uint16_t)(j->model ? GPUOS_OP_GGUF_LOAD : GPUOS_OP_READ), 0, j->handle,
+			struct gpuos_req rq = { j->op, 0, j->handle,
 						p->off, p->len, p->dst, p->index, NULL, posted };
 			if (gpuos_post(gpuos_sys_mbox(s), &rq, &slot[posted % IN_FLIGHT]) != GPUOS_ST_OK)
 				break; /* the mailbox is full: collect first */
@@ -345,7 +352,7 @@ static void add_pieces(struct load_job *j, uint64_t *at, uint32_t item, uint32_t
 		p->len = len - k < PIECE_MAX ? len - k : PIECE_MAX;
 		p->dst = dst + k;
 		p->index = index;
-		p->item = item;
+		p->item = p->last = item;
 	}
 }
 
@@ -464,26 +471,34 @@ static int64_t find(const struct gpuos_gguf_tensor *t, const uint32_t *order, ui
 	return -1;
 }
 
-/* Check every name and destination against the model's tables and build the job. */
-static int model_job(struct gpuos_sys *s, const char *path, const struct gpuos_gguf_export *x, uint32_t h, uint32_t n,
-		     const char *const names[], void *const dst[], struct load_job **out)
+/* One named tensor of a load, copied out of the export (which lives in the
+ * scratch, and an OPEN of the file writes there). */
+struct span {
+	uint64_t off, len;   /* the tensor's bytes in its file */
+	void *dst;           /* the caller's pointer */
+	uint32_t index, item;
+};
+
+/* Check every name and destination against the model's tables: *out gets
+ * one span per name (the caller's order), *names_len their bytes. */
+static int resolve(struct gpuos_sys *s, const char *path, const struct gpuos_gguf_export *x, uint32_t n,
+		   const char *const names[], void *const dst[], struct span **out, uint64_t *names_len)
 {
 	const struct gpuos_gguf_tensor *t = tensors_of(x);
-	uint64_t npieces = 0, at = 0, names_len = 0, used = 0;
-	uint32_t *order, *idx, i;
-	struct load_job *j;
+	struct span *sp = (struct span *)malloc((uint64_t)n * sizeof(*sp));
+	uint32_t *order = (uint32_t *)malloc((x->tensor_count + 1) * sizeof(uint32_t));
+	uint32_t i;
 	int r = 0;
 
-	order = (uint32_t *)malloc((x->tensor_count + 1) * sizeof(uint32_t));
-	idx = (uint32_t *)malloc((uint64_t)n * sizeof(uint32_t));
-	if (!order || !idx) {
+	if (!order || !sp) {
 		free(order);
-		free(idx);
+		free(sp);
 		return fail(-ENOMEM, "%s: no memory for the name index", path);
 	}
 	for (i = 0; i < x->tensor_count; i++)
 		order[i] = i;
 	qsort_r(order, x->tensor_count, sizeof(uint32_t), by_name, (void *)t);
+	*names_len = 0;
 	for (i = 0; i < n && !r; i++) {
 		int64_t k = names[i] ? find(t, order, x->tensor_count, names[i]) : -1;
 		if (!names[i])
@@ -495,22 +510,82 @@ static int model_job(struct gpuos_sys *s, const char *path, const struct gpuos_g
 				 "(gpuos_sys_register or gpuos_sys_alloc it)", path, names[i],
 				 (unsigned long long)t[k].size, dst[i]);
 		else {
-			idx[i] = (uint32_t)k;
-			npieces += pieces_of(t[k].size);
-			names_len += strlen(names[i]) + 1;
+			struct span v = { t[k].abs_off, t[k].size, dst[i], (uint32_t)k, i };
+			sp[i] = v;
+			*names_len += strlen(names[i]) + 1;
 		}
 	}
 	free(order);
-	if (r) {
-		free(idx);
-		return r;
+	if (r)
+		free(sp);
+	else
+		*out = sp;
+	return r;
+}
+
+static int by_file_offset(const void *a, const void *b)
+{
+	const struct span *x = (const struct span *)a, *y = (const struct span *)b;
+	return x->off < y->off ? -1 : x->off > y->off ? 1 : x->item < y->item ? -1 : x->item > y->item;
+}
+
+/* b continues a in the file and in memory, and the two are one range of
+ * memory the caller may have written. */
+static int joins(const struct gpuos_sys *s, const struct span *a, const struct span *b)
+{
+	uintptr_t da = (uintptr_t)a->dst;
+	return a->len && b->len && a->off + a->len == b->off && da + a->len == (uintptr_t)b->dst &&
+	       dst_ok(s, a->dst, a->len + b->len);
+}
+
+/* Sort sp by file offset and count the runs of tensors that follow each
+ * other in the file and in memory; with `join`, make each run one span
+ * (its len grows, the joined get len 0; last[] its last item). A caller
+ * that lays tensors out as the file does (the Python binding) gets a whole
+ * model as one range: the requests of a file read, not one or more per
+ * tensor. */
+static uint32_t join_runs(const struct gpuos_sys *s, struct span *sp, uint32_t n, uint32_t *last, int join)
+{
+	uint32_t i, head = 0, runs = 0;
+	uint64_t head_len = 0;
+	qsort(sp, n, sizeof(*sp), by_file_offset);
+	for (i = 0; i < n; i++) {
+		struct span run = sp[head];
+		run.len = head_len;
+		if (i > head && head_len && joins(s, &run, &sp[i])) {
+			head_len += sp[i].len;
+			if (join) {
+				sp[head].len = head_len;
+				last[head] = sp[i].item;
+				sp[i].len = 0;
+			}
+			continue;
+		}
+		head = i;
+		head_len = sp[i].len;
+		last[i] = sp[i].item;
+		runs += head_len != 0;
 	}
-	if (!(j = job_new(npieces, names_len, n))) {
-		free(idx);
+	return runs;
+}
+
+/* The job: one GGUF_LOAD per tensor (its pieces), or with READ the runs of
+ * join_runs on handle h of the model's one file. */
+static int model_job(struct gpuos_sys *s, const char *path, uint32_t h, uint16_t op, const struct span *sp,
+		     const uint32_t *last, uint32_t n, const char *const names[], uint64_t names_len,
+		     struct load_job **out)
+{
+	uint64_t npieces = 0, at = 0, used = 0;
+	struct load_job *j;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		npieces += pieces_of(sp[i].len);
+	if (!(j = job_new(npieces, names_len, n)))
 		return fail(-ENOMEM, "%s: no memory for the load's %llu pieces", path, (unsigned long long)npieces);
-	}
 	j->s = s;
 	j->model = 1;
+	j->op = op;
 	j->handle = h;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	for (i = 0; i < n; i++) {
@@ -518,11 +593,38 @@ static int model_job(struct gpuos_sys *s, const char *path, const struct gpuos_g
 		memcpy(j->names + used, names[i], len);
 		j->name_at[i] = used;
 		used += len;
-		add_pieces(j, &at, i, idx[i], 0, t[idx[i]].size, rt(s, dst[i]));
 	}
-	free(idx);
+	for (i = 0; i < n; i++) {
+		uint64_t first = at, k;
+		if (op == GPUOS_OP_READ && !sp[i].len)
+			continue; /* joined into a run before it, or empty */
+		add_pieces(j, &at, sp[i].item, sp[i].index, op == GPUOS_OP_READ ? sp[i].off : 0, sp[i].len,
+			   rt(s, sp[i].dst));
+		for (k = first; k < at && op == GPUOS_OP_READ; k++)
+			j->p[k].last = last[i]; /* a run's every piece names its first and last tensor */
+	}
+	j->npieces = at;
 	*out = j;
 	return 0;
+}
+
+/* Handle of path as a file, to READ a one-file model's runs from: 0 when
+ * it does not open as the file the export came from (a split model's base
+ * name, say), and the load goes tensor by tensor. */
+static uint32_t model_file(struct gpuos_sys *s, char *sc, const char *path, uint64_t file_size)
+{
+	char keep[sizeof(last_err)];
+	uint64_t size = 0;
+	uint32_t fh = 0;
+	memcpy(keep, last_err, sizeof(keep)); /* not opening is no failure of the load's */
+	if (open_path(s, sc, path, 0, &fh, &size))
+		fh = 0;
+	else if (size != file_size) {
+		close_handle(s, fh); /* not the file the tables describe: replaced since */
+		fh = 0;
+	}
+	memcpy(last_err, keep, sizeof(keep));
+	return fh;
 }
 
 int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, const char *const names[],
@@ -530,10 +632,12 @@ int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, con
 {
 	const struct gpuos_gguf_export *x;
 	struct load_job *j = NULL;
-	uint64_t count;
-	uint32_t h;
+	struct span *sp = NULL;
+	uint32_t *last = NULL, h, fh = 0, runs = 0, i, tensors = 0;
+	uint64_t count, names_len = 0, file_size = 0;
+	uint16_t op = GPUOS_OP_GGUF_LOAD;
+	int r, one_file = 0;
 	char *sc;
-	int r;
 
 	if ((r = usable(s, path, n, names, dst)))
 		return r;
@@ -543,12 +647,34 @@ int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, con
 		r = open_path(s, sc, path, 1, &h, &count);
 	if (!r) {
 		r = model_export(s, path, h, &sc, &x);
+		if (!r) {
+			/* abs_off is in path's own file: neither split nor an index of shards */
+			one_file = x->shards <= 1 && !(x->flags & (GPUOS_GGUF_F_SPLIT | GPUOS_GGUF_F_ST_INDEX));
+			file_size = x->file_size;
+			r = resolve(s, path, x, n, names, dst, &sp, &names_len);
+		}
+		if (!r && !(last = (uint32_t *)malloc((uint64_t)n * sizeof(uint32_t))))
+			r = fail(-ENOMEM, "%s: no memory for the load's runs", path);
+		if (!r && one_file) {
+			for (i = 0; i < n; i++)
+				tensors += sp[i].len != 0;
+			runs = join_runs(s, sp, n, last, 0);
+			/* READs of runs only where the caller laid tensors out as the file does */
+			if (runs < tensors && (fh = model_file(s, sc, path, file_size))) {
+				join_runs(s, sp, n, last, 1);
+				close_handle(s, h);
+				h = fh;
+				op = GPUOS_OP_READ;
+			}
+		}
 		if (!r)
-			r = model_job(s, path, x, h, n, names, dst, &j);
+			r = model_job(s, path, h, op, sp, last, n, names, names_len, &j);
 		if (r)
 			close_handle(s, h);
 	}
 	pthread_mutex_unlock(&s->load.lock);
+	free(sp);
+	free(last);
 	return r ? r : launch(s, j, stream);
 }
 
@@ -635,6 +761,7 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 	if (r)
 		return r;
 	j->s = s;
+	j->op = GPUOS_OP_READ;
 	j->handle = h;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	for (i = 0; i < n; i++)

@@ -289,7 +289,10 @@ int gpuos_sys_is_client(const struct gpuos_sys *s);
  * dst[i] is registered memory (gpuos_sys_register, gpuos_sys_alloc, the
  * client heap) with room for the whole tensor or range; anything else is
  * refused before a byte moves. A model opens as gpuos_model_open does
- * (a gguf-split model from any shard or its base name).
+ * (a gguf-split model from any shard or its base name). Tensors of a
+ * one-file model that follow each other in the file and in dst (in one
+ * registered region) are read as one range of the file: a model laid out
+ * as its file is loads at a file read's rate.
  *
  * stream NULL: the call returns when the data has landed (or failed).
  * stream a cudaStream_t (the GPU runtime; in host mode it is ignored and

@@ -740,17 +740,23 @@ static void host_alloc(struct host_load *m, struct gpuos_sys *sys, uint64_t len)
 
 /* Every tensor of a model by name into the system's memory, in one call,
  * each equal to the bytes of `unsplit` (the same model in one file) at its
- * offset there. */
-static void load_all_by_name(struct gpuos_sys *sys, const char *path, const char *unsplit)
+ * offset there. as_file 1: each tensor where the file has it (from the
+ * first's offset), the layout whose neighbours load as one READ; 2: the
+ * same in host memory registered as two regions that meet mid-way (a run
+ * stops at the seam: one READ may not span two regions); 0: each at a
+ * multiple of 256, the last first. */
+static void load_all_by_name(struct gpuos_sys *sys, const char *path, const char *unsplit, int as_file)
 {
 	size_t need = 0, len;
 	unsigned char *want = slurp(unsplit, &len), *got;
 	struct gpuos_gguf_export *x, *y;
 	struct gpuos_gguf_tensor *t, *u;
+	struct gpuos_stats before, after;
 	struct host_load m;
 	const char **names;
 	void **dst;
-	uint64_t i, total = 0, *at;
+	uint64_t i, total = 0, *at, seam = 0;
+	char *two = NULL;
 
 	cr_assert_eq(gpuos_model_info_host(sys, path, NULL, 0, &need), -ENOSPC, "%s", gpuos_sys_error(sys));
 	cr_assert_gt(need, sizeof(*x));
@@ -762,17 +768,44 @@ static void load_all_by_name(struct gpuos_sys *sys, const char *path, const char
 	dst = calloc(x->tensor_count, sizeof(*dst));
 	at = calloc(x->tensor_count, sizeof(*at));
 	for (i = 0; i < x->tensor_count; i++) {
-		at[i] = total;
-		total += (t[i].size + 255u) & ~255ull;
+		at[i] = as_file ? t[i].abs_off - t[0].abs_off : total;
+		total = as_file ? at[i] + t[i].size : total + ((t[i].size + 255u) & ~255ull);
 	}
-	host_alloc(&m, sys, total);
+	if (as_file == 2) {
+		/* shifted so that the middle tensor starts a page: the seam (a tensor
+		 * across it would be refused) */
+		uint64_t mid = x->tensor_count / 2, shift = (4096u - at[mid] % 4096u) % 4096u;
+		for (i = 0; i < x->tensor_count; i++)
+			at[i] += shift;
+		seam = at[mid];
+		cr_assert(mid > 0 && at[mid - 1] + t[mid - 1].size == seam, "%s: tensors %llu and %llu are neighbours "
+			  "in the file", path, (unsigned long long)mid - 1, (unsigned long long)mid);
+		total = (total + shift + 4095u) & ~4095ull;
+		cr_assert_eq(posix_memalign((void **)&two, 4096, total), 0);
+		cr_assert_eq(gpuos_sys_register(sys, two, seam, 0), 0, "%s", gpuos_sys_error(sys));
+		cr_assert_eq(gpuos_sys_register(sys, two + seam, total - seam, 0), 0, "%s", gpuos_sys_error(sys));
+		m.sys = sys;
+		m.p = two;
+		m.len = total;
+		m.dev = 0;
+	} else {
+		host_alloc(&m, sys, total);
+	}
 	for (i = 0; i < x->tensor_count; i++) {
 		names[i] = t[x->tensor_count - 1 - i].name; /* any order: the last first */
 		dst[i] = m.p + at[x->tensor_count - 1 - i];
 	}
+	gpuos_sys_stats(sys, &before);
 	cr_assert_eq(gpuos_model_load_host(sys, path, (uint32_t)x->tensor_count, names, dst, NULL), 0, "%s: %s", path,
 		     gpuos_sys_error(sys));
-	got = host_copy(&m, 0, total);
+	gpuos_sys_stats(sys, &after);
+	/* laid out as the file, the tensors travel as a few READs (opens, tables, closes and runs), not
+	 * one request each */
+	if (as_file)
+		cr_assert_lt(after.requests - before.requests, 12, "%s: %llu requests for %llu tensors laid out as the file",
+			     path, (unsigned long long)(after.requests - before.requests),
+			     (unsigned long long)x->tensor_count);
+	got = two ? (unsigned char *)two : host_copy(&m, 0, total);
 	/* the unsplit file has the same tensors in the same order (split_models checks it) */
 	y = x;
 	if (x->flags & GPUOS_GGUF_F_SPLIT) {
@@ -786,7 +819,12 @@ static void load_all_by_name(struct gpuos_sys *sys, const char *path, const char
 		cr_assert(memcmp(got + at[i], want + u[i].abs_off, t[i].size) == 0, "%s: tensor %s differs", path, t[i].name);
 	if (y != x)
 		free(y);
-	cr_assert_eq(gpuos_sys_free(sys, m.p), 0);
+	if (two) {
+		cr_assert_eq(gpuos_sys_unregister(sys, two), 0);
+		cr_assert_eq(gpuos_sys_unregister(sys, two + seam), 0);
+	} else {
+		cr_assert_eq(gpuos_sys_free(sys, m.p), 0);
+	}
 	free(got);
 	free(names);
 	free(dst);
@@ -834,8 +872,10 @@ Test(files, host_loads)
 	int k, stack_byte = 0;
 
 	boot_img(&b, "ext4.img", "", 2, 0, 0);
-	load_all_by_name(b.sys, "/models/m.gguf", "models/m.gguf");
-	load_all_by_name(b.sys, "/models/split/s-00002-of-00003.gguf", "models/split/s.gguf");
+	load_all_by_name(b.sys, "/models/m.gguf", "models/m.gguf", 0);
+	load_all_by_name(b.sys, "/models/m.gguf", "models/m.gguf", 1);
+	load_all_by_name(b.sys, "/models/m.gguf", "models/m.gguf", 2);
+	load_all_by_name(b.sys, "/models/split/s-00002-of-00003.gguf", "models/split/s.gguf", 0);
 
 	cr_assert_eq(gpuos_file_size_host(b.sys, "/big.bin", &size), 0, "%s", gpuos_sys_error(b.sys));
 	cr_assert_eq(size, blen);

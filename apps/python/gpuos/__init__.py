@@ -65,7 +65,7 @@ __version__ = "0.15"
 __all__ = ["System", "Client", "connect", "Pending", "Model", "Error", "TensorInfo", "KVArray", "CudaTensor", "HostTensor",
            "GGML_TYPES", "DEQUANT_TYPES", "check_abi", "library_path", "to_torch", "ALIGN"]
 
-ALIGN = 256                 # each tensor's start in its arena
+ALIGN = 256                 # a tensor not placed as its file has it (_layout) starts at a multiple
 _PAGE = mmap.PAGESIZE
 _ERRLEN = 512
 
@@ -83,6 +83,34 @@ _systems = weakref.WeakSet()
 
 def _align(x, a):
     return (x + a - 1) // a * a
+
+
+_RUN_PAGE = 4096
+
+
+def _layout(infos):
+    """Offsets in one arena for the tensors of infos (their order) and the
+    arena's size. Tensors that follow each other in their file sit as the
+    file has them, each run from a page plus its first byte's place in a
+    page of the file, so that gpuos_model_load_host reads a run as one
+    range (a whole model as one, at a file read's rate) rather than tensor
+    by tensor. Each tensor keeps an address aligned as its elements need:
+    a tensor whose file offset is not breaks the run and sits at ALIGN."""
+    offs, end = [0] * len(infos), 0
+    prev = None         # (info, its offset) of the tensor before in the file, when placed as the file has it
+    for i in sorted(range(len(infos)), key=lambda k: (infos[k].shard, infos[k].offset)):
+        t = infos[i]
+        size = element_type(t.type_id)[1]
+        aligned = t.nbytes and t.offset % size == 0
+        if aligned and prev is not None and prev[0].shard == t.shard and prev[0].offset + prev[0].nbytes == t.offset:
+            offs[i] = prev[1] + prev[0].nbytes
+        elif aligned:
+            offs[i] = _align(end, _RUN_PAGE) + t.offset % _RUN_PAGE
+        else:
+            offs[i] = _align(end, ALIGN)
+        prev = (t, offs[i]) if aligned else None
+        end = max(end, offs[i] + t.nbytes)
+    return offs, end
 
 
 def _text(b):
@@ -597,11 +625,7 @@ class System(object):
     def _load(self, m, infos, where):
         with self._lock:
             self._check()
-            offs, end = [], 0
-            for t in infos:
-                end = _align(end, ALIGN)
-                offs.append(end)
-                end += t.nbytes
+            offs, end = _layout(infos)
             arena = self._alloc(end, where)
             rc = self._model_load(m, infos, [arena.ptr + o for o in offs])
             if rc < 0:
@@ -673,11 +697,8 @@ class System(object):
                     end += t.numel * _OUT_SIZE[target] if t.type_id != target else t.nbytes
             arena = self._alloc(end, where) if offs else None
             # the scratch arena: the raw bytes of what converts
-            soffs, send = {}, 0
-            for t, target, o in convert:
-                send = _align(send, ALIGN)
-                soffs[t.name] = send
-                send += t.nbytes
+            so, send = _layout([p[0] for p in convert])
+            soffs = {p[0].name: x for p, x in zip(convert, so)}
             scratch = self._alloc(send, "cuda" if self.gpu else "cpu") if convert else None
             try:
                 ptrs = []
