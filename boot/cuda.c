@@ -6,7 +6,6 @@
  * cudaGetDriverEntryPointByVersion. On a machine without the driver every
  * entry point fails cleanly and gpuos runs in host mode.
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -72,36 +71,6 @@ static int entry(const char *sym, void **fn)
 	return (e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn) ? 0 : -ENOSYS;
 }
 
-/* A live MPS daemon process: its name (cut to 15 bytes by the kernel)
- * begins "nvidia-cuda-mps" and it is not a zombie (a daemon that quit stays
- * one where nothing reaps it, as in containers). From /proc/PID/stat:
- * "PID (COMM) STATE ...". */
-static int mps_daemon_alive(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int found = 0;
-	if (!d)
-		return 0;
-	while (!found && (e = readdir(d))) {
-		char path[64], stat[128];
-		const char *close;
-		FILE *f;
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/stat", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(stat, sizeof(stat), f) && (close = strrchr(stat, ')')) && strstr(stat, " (nvidia-cuda-mps") &&
-		    close[1] == ' ' && close[2] != 'Z' && close[2] != 'X')
-			found = 1;
-		fclose(f);
-	}
-	closedir(d);
-	return found;
-}
-
 int gpuos_gpu_mps(char *dir, size_t len)
 {
 	const char *d = getenv("CUDA_MPS_PIPE_DIRECTORY");
@@ -113,7 +82,23 @@ int gpuos_gpu_mps(char *dir, size_t len)
 	snprintf(control, sizeof(control), "%s/control", d);
 	if (stat(control, &st) || !(S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)))
 		return 0;
-	return mps_daemon_alive();
+	return gpuos_mps_daemon_runs(NULL);
+}
+
+void gpuos_gpu_end_process(void)
+{
+	CUresult (*ctx_state)(CUdevice, unsigned *, int *) = NULL;
+	CUresult (*ctx_reset)(CUdevice) = NULL;
+	int n = 0, d;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) ||
+	    entry("cuDevicePrimaryCtxReset", (void **)&ctx_reset))
+		return;
+	for (d = 0; d < n; d++) {
+		unsigned flags = 0;
+		int active = 0;
+		if (ctx_state((CUdevice)d, &flags, &active) == CUDA_SUCCESS && active)
+			ctx_reset((CUdevice)d); /* only contexts this process made: no other device is touched */
+	}
 }
 
 /* client: for a process that is a client of a service (gpuos_connect): no

@@ -177,6 +177,63 @@ int gpuos_mps_start(const char *prog, const char *dir, const char *log_dir, unsi
 	return -EIO;
 }
 
+/* A live process of an MPS daemon: the control daemon or a server (its
+ * name, cut to 15 bytes by the kernel, begins "nvidia-cuda-mps"), not a
+ * zombie (a daemon that quit stays one where nothing reaps it, as in
+ * containers). dir non-NULL: only one whose environment names dir as its
+ * pipe directory (a daemon we started got it from us, its servers from
+ * it); another daemon, at another directory, is not ours to wait for. */
+int gpuos_mps_daemon_runs(const char *dir)
+{
+	char want[4200], path[300], buf[8192];
+	size_t wlen = 0;
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	int found = 0;
+
+	if (!d)
+		return 0;
+	if (dir)
+		wlen = (size_t)snprintf(want, sizeof(want), "CUDA_MPS_PIPE_DIRECTORY=%s", dir) + 1; /* with its NUL */
+	while (!found && (e = readdir(d))) {
+		ssize_t n;
+		size_t k;
+		int fd;
+		const char *open_paren, *close_paren;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		/* "PID (COMM) STATE ..." */
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		open_paren = strchr(buf, '(');
+		close_paren = strrchr(buf, ')');
+		if (!open_paren || !close_paren || strncmp(open_paren + 1, "nvidia-cuda-mps", 15) ||
+		    close_paren[1] != ' ' || close_paren[2] == 'Z' || close_paren[2] == 'X')
+			continue;
+		if (!dir) {
+			found = 1;
+			break;
+		}
+		snprintf(path, sizeof(path), "/proc/%s/environ", e->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0)
+			buf[n] = 0; /* the last entry of a longer environment, cut, ends too */
+		for (k = 0; n > 0 && k + wlen <= (size_t)n && !found; k += strlen(buf + k) + 1)
+			found = memcmp(buf + k, want, wlen) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
 int gpuos_mps_stop(const struct gpuos_mps *m, unsigned wait_ms, char *err, size_t errlen)
 {
 	const char *prog = getenv("GPUOS_MPS_CONTROL");
@@ -186,6 +243,10 @@ int gpuos_mps_stop(const struct gpuos_mps *m, unsigned wait_ms, char *err, size_
 
 	if (m->state != GPUOS_MPS_STARTED)
 		return 0;
+	/* This process is a client of the daemon, and quit waits for every
+	 * client: it lets go of CUDA first (measured: the quit never came
+	 * back within 10 s otherwise). */
+	gpuos_gpu_end_process();
 	prog = prog && *prog ? prog : MPS_PROGRAM;
 	if (pipe2(in, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -237,6 +298,18 @@ int gpuos_mps_stop(const struct gpuos_mps *m, unsigned wait_ms, char *err, size_
 		snprintf(err, errlen, "%s quit: %s %d", prog, WIFEXITED(status) ? "exit status" : "signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		return -EIO;
+	}
+	/* quit returns before the daemon and its server have gone, and until
+	 * they have, a CUDA process that starts finds no device (measured on
+	 * the H200: 3 s). Whoever runs CUDA after the service stops must get
+	 * the GPU, so the stop ends when they are gone. */
+	while (gpuos_mps_probe(m->dir) == 1 || gpuos_mps_daemon_runs(m->dir)) {
+		if (waited >= wait_ms) {
+			snprintf(err, errlen, "the daemon at %s still runs %u ms after quit", m->dir, wait_ms);
+			return -EIO;
+		}
+		sleep_ms(10);
+		waited += 10;
 	}
 	return 0;
 }

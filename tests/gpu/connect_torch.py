@@ -23,6 +23,7 @@ and an ext4 image of it. Then, in one run:
   6. the client closes; its tensors stay valid.
 Prints "connect_torch: P passed, F failed" and one JSON line "result {...}".
 """
+import faulthandler
 import json
 import os
 import statistics
@@ -65,6 +66,8 @@ def within(secs, fn):
 
 
 def main():
+    # a hang shows where every thread waits, before the caller's timeout kills us
+    faulthandler.dump_traceback_later(int(os.environ.get("GPUOS_CONNECT_DUMP_S", "270")), exit=True)
     build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     layers = sys.argv[sys.argv.index("--layers") + 1] if "--layers" in sys.argv else "10"
     gbin = os.path.join(build, "gpuos")
@@ -97,7 +100,8 @@ def main():
     # 2. the service
     svc = subprocess.Popen([gbin, "boot", "--device", "emu:" + img, "--socket", sock] +
                            os.environ.get("GPUOS_CONNECT_BOOT", "--warps 1").split(),
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           env=env, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "service.err"), "w"),
+                           text=True)    # a file: a pipe nobody reads until the end could fill and stop it
     ready = svc.stdout.readline()
     check("gpuos boot serves the image", "ready" in ready, ready.strip())
     res = {"bytes": size, "file_load_gb_per_s": base}
@@ -109,7 +113,7 @@ def main():
             svc.wait(60)
         except subprocess.TimeoutExpired:
             svc.kill()
-        err = svc.stderr.read()
+        err = open(os.path.join(work, "service.err")).read()
         print("".join("    service: %s\n" % l for l in err.splitlines()[:8]), end="")
     print("result " + json.dumps(res))
     print("connect_torch: %d passed, %d failed" % (passed, failed))

@@ -52,6 +52,12 @@ for gl in $glists; do
 	grep -v '^gpuos: MPS' /dev/shm/gpuos-group.svc | head -6
 	rm -f /dev/shm/gpuos-group.* $gsock.md5 $gsock.1.md5
 done
+# The service started an MPS daemon and stopped it; a CUDA process that
+# starts while the daemon is still going finds no device (every "on the
+# GPU" step below once ran in host mode for that), so the stop waits.
+CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 60 "$build/gpu/lazy_boot" "$build/files-img/ext4.img" > /dev/shm/lazy-after.out 2>&1
+res $? "the moment gpuos stop returns, a new CUDA process gets the GPU (the MPS daemon the service started is gone)"
+head -2 /dev/shm/lazy-after.out; rm -f /dev/shm/lazy-after.out
 
 step "remote loads through NVSHMEM (issue 20): a client PE asks PE 0's runtime, compared with its own local loads"
 if [ -n "${GPUOS_REMOTE_APART:-}" ]; then
@@ -67,7 +73,7 @@ fi="$build/files-img"
 for args in "ls --json --device emu:$fi/ext4.img /dir" "stat --json --device emu:$fi/gpt.img /big.bin" \
 	    "gguf --json --device emu:$fi/ext4.img /models/m.gguf" "gguf --json --device emu:$fi/raw.img @1048699" \
 	    "cat --device emu:$fi/ext4.img /sparse.bin" "cat --device emu:$fi/gpt.img,lba=512 /big.bin"; do
-	timeout 60 "$g" $args > /dev/shm/gpuos-gpu.out 2>/dev/shm/gpuos-gpu.err
+	timeout 60 "$g" $args --require-gpu > /dev/shm/gpuos-gpu.out 2>/dev/shm/gpuos-gpu.err
 	rc=$?
 	GPUOS_QUIET_HOST=1 timeout 60 "$g" $args --host > /dev/shm/gpuos-host.out 2>/dev/null
 	if [ $rc -eq 0 ] && cmp -s /dev/shm/gpuos-gpu.out /dev/shm/gpuos-host.out; then res 0 "gpuos $args"; else cat /dev/shm/gpuos-gpu.err; res 1 "gpuos $args (rc $rc)"; fi
@@ -76,23 +82,23 @@ rm -f /dev/shm/gpuos-gpu.out /dev/shm/gpuos-host.out /dev/shm/gpuos-gpu.err
 
 step "apps (gpuos run) with the GPU runtime, compared with sha256sum and with host mode"
 for f in big.bin small.txt sparse.bin dir/sub/deep.txt; do
-	got=$(timeout 60 "$g" run "$build/apps/sha256.cubin" --device "emu:$fi/ext4.img" -- "/$f" 2>/dev/null | awk 'NR==1{print $1}')
+	got=$(timeout 60 "$g" run "$build/apps/sha256.cubin" --require-gpu --device "emu:$fi/ext4.img" -- "/$f" 2>/dev/null | awk 'NR==1{print $1}')
 	want=$(sha256sum "$fi/src/$f" | awk '{print $1}')
 	[ -n "$got" ] && [ "$got" = "$want" ]; res $? "sha256 app on the GPU: /$f"
 done
 sums() { python3 -c "
 import re, sys
 print(' '.join(m.group(1) for m in (re.match(r'^\s*\d+\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([0-9a-f]{16})\s*$', l) for l in open(sys.argv[1])) if m))" "$1"; }
-timeout 120 "$g" run "$build/apps/layer_stream.cubin" --device "emu:$fi/ext4.img" --grid 8 --block 128 -- /models/m.gguf > /dev/shm/ls-gpu.out 2>&1; rc=$?
+timeout 120 "$g" run "$build/apps/layer_stream.cubin" --require-gpu --device "emu:$fi/ext4.img" --grid 8 --block 128 -- /models/m.gguf > /dev/shm/ls-gpu.out 2>&1; rc=$?
 GPUOS_QUIET_HOST=1 timeout 120 "$g" run "$build/apps/layer_stream.cubin" --host --device "emu:$fi/ext4.img" --grid 1 --block 4 -- /models/m.gguf > /dev/shm/ls-host.out 2>&1
 a=$(sums /dev/shm/ls-gpu.out); b=$(sums /dev/shm/ls-host.out)
 [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; res $? "layer_stream on the GPU (8 x 128 threads): every layer's checksum equals host mode's"
 grep -E "^total" /dev/shm/ls-gpu.out
-timeout 120 "$g" run "$build/apps/gguf_load.cubin" --device "emu:$fi/ext4.img" -- /models/m.gguf layer:1 layer:2 > /dev/shm/gl-gpu.out 2>&1; rc=$?
+timeout 120 "$g" run "$build/apps/gguf_load.cubin" --require-gpu --device "emu:$fi/ext4.img" -- /models/m.gguf layer:1 layer:2 > /dev/shm/gl-gpu.out 2>&1; rc=$?
 GPUOS_QUIET_HOST=1 timeout 120 "$g" run "$build/apps/gguf_load.cubin" --host --device "emu:$fi/ext4.img" -- /models/m.gguf layer:1 layer:2 > /dev/shm/gl-host.out 2>&1
 a=$(grep -oE '[0-9a-f]{64}' /dev/shm/gl-gpu.out | sort | tr '\n' ' '); b=$(grep -oE '[0-9a-f]{64}' /dev/shm/gl-host.out | sort | tr '\n' ' ')
 [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; res $? "gguf_load on the GPU: tensor SHA-256s equal host mode's"
-timeout 120 "$g" run "$build/apps/iops.cubin" --device "emu:$fi/ext4.img" --grid 4 --block 64 -- /big.bin --reads 20000 > /dev/shm/io-gpu.out 2>&1; res $? "iops app on the GPU"
+timeout 120 "$g" run "$build/apps/iops.cubin" --require-gpu --device "emu:$fi/ext4.img" --grid 4 --block 64 -- /big.bin --reads 20000 > /dev/shm/io-gpu.out 2>&1; res $? "iops app on the GPU"
 tail -4 /dev/shm/io-gpu.out
 rm -f /dev/shm/ls-*.out /dev/shm/gl-*.out /dev/shm/io-gpu.out
 

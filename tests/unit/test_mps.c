@@ -200,9 +200,31 @@ Test(mps, stop_the_daemon_started)
 	fclose(f);
 	snprintf(want, sizeof(want), "quit %s\n", m.dir);
 	cr_assert_str_eq(got, want, "it was told quit, at the daemon's pipe directory");
-	for (r = 0; r < 100 && gpuos_mps_probe(m.dir) == 1; r++)
-		usleep(20000);
-	cr_assert_eq(gpuos_mps_probe(m.dir), 0, "the daemon answers no more");
+	/* no polling here: the stop returns once the daemon has gone, so that
+	 * CUDA started next gets the GPU */
+	cr_assert_eq(gpuos_mps_probe(m.dir), 0, "the daemon answers no more when the stop returns");
+}
+
+/* A daemon that takes quit and stays: the stop says so, after the wait. */
+Test(mps, stop_a_daemon_that_stays)
+{
+	struct gpuos_mps m;
+	char err[256] = "";
+	int r;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.dir, sizeof(m.dir), "%s", at("pipe"));
+	snprintf(m.log_dir, sizeof(m.log_dir), "%s", at("log"));
+	setenv("GPUOS_MPS_CONTROL", fake("mps-control", "if [ \"$1\" != -d ]; then read -r cmd; exit 0; fi\n"
+					 "mkfifo \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
+					 "(exec 3<>\"$CUDA_MPS_PIPE_DIRECTORY/control\"; exec sleep 30) > /dev/null 2>&1 &\n"
+					 "echo $! > \"$CUDA_MPS_LOG_DIRECTORY/pid\"\n"), 1);
+	r = gpuos_mps_start(getenv("GPUOS_MPS_CONTROL"), m.dir, m.log_dir, 5000, err, sizeof(err));
+	cr_assert_eq(r, 0, "%s", err);
+	m.state = GPUOS_MPS_STARTED;
+	r = gpuos_mps_stop(&m, 300, err, sizeof(err));
+	cr_assert_eq(r, -EIO, "%d %s", r, err);
+	cr_assert(strstr(err, "still runs 300 ms after quit"), "%s", err);
+	kill_daemon();
 }
 
 Test(mps, start_a_program_that_fails)
