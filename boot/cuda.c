@@ -85,22 +85,6 @@ int gpuos_gpu_mps(char *dir, size_t len)
 	return gpuos_mps_daemon_runs(NULL);
 }
 
-void gpuos_gpu_end_process(void)
-{
-	CUresult (*ctx_state)(CUdevice, unsigned *, int *) = NULL;
-	CUresult (*ctx_reset)(CUdevice) = NULL;
-	int n = 0, d;
-	if (cudaGetDeviceCount(&n) != cudaSuccess || entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) ||
-	    entry("cuDevicePrimaryCtxReset", (void **)&ctx_reset))
-		return;
-	for (d = 0; d < n; d++) {
-		unsigned flags = 0;
-		int active = 0;
-		if (ctx_state((CUdevice)d, &flags, &active) == CUDA_SUCCESS && active)
-			ctx_reset((CUdevice)d); /* only contexts this process made: no other device is touched */
-	}
-}
-
 /* client: for a process that is a client of a service (gpuos_connect): no
  * runtime spins in it, so none of the settings and refusals below that
  * exist because one does; CUDA as the program set it up. */

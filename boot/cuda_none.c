@@ -107,4 +107,3 @@ int gpuos_gpu_mps(char *dir, size_t len)
 		dir[0] = 0;
 	return 0;
 }
-void gpuos_gpu_end_process(void) {}

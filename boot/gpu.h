@@ -55,11 +55,6 @@ int gpuos_gpu_mps(char *dir, size_t len);
 /* A live process of an MPS daemon, of the one at pipe directory dir when
  * dir is not NULL (boot/mps.c: it needs no CUDA). */
 int gpuos_mps_daemon_runs(const char *dir);
-/* For a process that is done with CUDA (gpuos boot, its runtimes shut
- * down): the primary context of every device it used is reset, so that it
- * is no longer a client of an MPS daemon it asks to quit. Never for a
- * library caller, whose CUDA state is its own. */
-void gpuos_gpu_end_process(void);
 int gpuos_gpu_sm(const struct gpuos_gpu *g);       /* e.g. 90 */
 int gpuos_gpu_sm_count(const struct gpuos_gpu *g);
 

@@ -267,10 +267,11 @@ static void end_mps(const struct gpuos_mps *m)
 	char err[256];
 	if (m->state != GPUOS_MPS_STARTED)
 		return;
-	if (gpuos_mps_stop(m, 10000, err, sizeof(err)))
+	if (gpuos_mps_stop(m, 500, err, sizeof(err)))
 		fprintf(stderr, "gpuos: MPS: warning: the daemon started at %s may still run: %s\n", m->dir, err);
 	else
-		fprintf(stderr, "gpuos: MPS: asked the daemon started at %s to quit\n", m->dir);
+		fprintf(stderr, "gpuos: MPS: asked the daemon started at %s to quit (it ends after this process)\n",
+			m->dir);
 }
 
 static int boot_group(struct cli *c, struct gpuos_service_opts *o, struct gpuos_mps *mps)
@@ -439,10 +440,13 @@ int cmd_boot(int argc, char **argv)
 	return rc;
 }
 
+#define STOP_MPS_WAIT_MS 30000u
+
 int cmd_stop(int argc, char **argv)
 {
 	struct cli c;
-	char err[512], reply[128] = "";
+	char err[512], reply[4200] = "";
+	const char *mps;
 	int fd;
 
 	if (cli_parse(&c, "stop", argc, argv))
@@ -457,14 +461,24 @@ int cmd_stop(int argc, char **argv)
 		cli_err("stop", "%s", err);
 		return GPUOS_EXIT_FAIL;
 	}
-	if (gpuos_service_call(fd, "stop\n", reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS) || strcmp(reply, "ok")) {
+	if (gpuos_service_call(fd, "stop\n", reply, sizeof(reply), GPUOS_CLIENT_TIMEOUT_MS) ||
+	    (strcmp(reply, "ok") && strncmp(reply, "ok mps-quits=", 13))) {
 		cli_err("stop", "the service did not accept stop: %s", reply[0] ? reply : "no answer");
 		close(fd);
 		return GPUOS_EXIT_FAIL;
 	}
+	mps = !strncmp(reply, "ok mps-quits=", 13) ? reply + 13 : NULL;
 	/* Wait until it has closed the socket: the service is gone. */
-	while (read(fd, reply, sizeof(reply)) > 0)
-		;
+	{
+		char buf[128];
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+	}
 	close(fd);
+	/* The MPS daemon the service started ends after it; until then no CUDA
+	 * program gets the GPU. When stop returns, one does. */
+	if (mps && gpuos_mps_wait_gone(mps, STOP_MPS_WAIT_MS))
+		fprintf(stderr, "gpuos stop: warning: the MPS daemon at %s still runs %u s after the service stopped; "
+			"CUDA programs find no GPU until it ends\n", mps, STOP_MPS_WAIT_MS / 1000u);
 	return 0;
 }

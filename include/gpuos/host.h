@@ -578,15 +578,17 @@ int gpuos_mps_start(const char *prog, const char *dir, const char *log_dir, unsi
  * nvidia-cuda-mps-control. */
 void gpuos_mps_setup(struct gpuos_mps *m, int host_mode, int no_mps);
 /* Ask the daemon that gpuos_mps_setup started (state STARTED; else nothing
- * to do) to quit, as `echo quit | nvidia-cuda-mps-control` does: it ends
- * once its clients have. Waits up to wait_ms for the control program and
- * then until the daemon and its servers are gone (its endpoint answers no
- * more, no nvidia-cuda-mps-* process of its pipe directory runs), since a
- * CUDA process that starts before gets no device. The calling process must
- * be done with CUDA: it is the daemon's client, and its primary contexts
- * are reset first (quit waits for every client). 0, or -errno with the
- * reason in err. */
+ * to do) to quit, as `echo quit | nvidia-cuda-mps-control` does. The
+ * daemon ends once its clients have, and the calling process is one: the
+ * control program is watched for wait_ms, to report one that fails; one
+ * still running then is taking the quit (0). 0, or -errno with the reason
+ * in err. */
 int gpuos_mps_stop(const struct gpuos_mps *m, unsigned wait_ms, char *err, size_t errlen);
+/* Wait up to wait_ms until the daemon at pipe directory dir has gone: its
+ * endpoint answers no more and no nvidia-cuda-mps-* process of that
+ * directory runs (until then a CUDA process that starts finds no device;
+ * on the H200 3 s after the service ended). 0, or -ETIMEDOUT. */
+int gpuos_mps_wait_gone(const char *dir, unsigned wait_ms);
 /* The one line boot prints after "MPS: ", and the state's name in status
  * ("host", "off", "joined", "started", "failed"). */
 const char *gpuos_mps_text(const struct gpuos_mps *m, char *buf, size_t len);

@@ -47,7 +47,7 @@ for gl in $glists; do
 	[ "$(cat $gsock.md5)" = "$want_big" ] && [ "$(cat $gsock.1.md5)" = "$want_big" ] &&
 		[ "$(grep -c 'runtime on NVIDIA\|runtime on .*H[12]00' /dev/shm/gpuos-group.svc)" -eq 2 ]
 	res $? "gpuos boot --gpus $gl: two runtimes on the GPU, clients of both at once, every byte of /big.bin"
-	timeout 20 "$g" stop --socket $gsock.1 > /dev/null 2>&1
+	timeout 45 "$g" stop --socket $gsock.1 > /dev/null 2>&1
 	wait $gpid; res $? "gpuos stop through runtime 1 stops the group --gpus $gl (exit 0)"
 	grep -v '^gpuos: MPS' /dev/shm/gpuos-group.svc | head -6
 	rm -f /dev/shm/gpuos-group.* $gsock.md5 $gsock.1.md5

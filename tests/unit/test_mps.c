@@ -200,13 +200,15 @@ Test(mps, stop_the_daemon_started)
 	fclose(f);
 	snprintf(want, sizeof(want), "quit %s\n", m.dir);
 	cr_assert_str_eq(got, want, "it was told quit, at the daemon's pipe directory");
-	/* no polling here: the stop returns once the daemon has gone, so that
-	 * CUDA started next gets the GPU */
-	cr_assert_eq(gpuos_mps_probe(m.dir), 0, "the daemon answers no more when the stop returns");
+	cr_assert_eq(gpuos_mps_wait_gone(m.dir, 5000), 0, "the daemon answers no more");
+	cr_assert_eq(gpuos_mps_probe(m.dir), 0);
 }
 
-/* A daemon that takes quit and stays: the stop says so, after the wait. */
-Test(mps, stop_a_daemon_that_stays)
+/* A daemon that takes quit and stays while its client (the service) lives:
+ * the control program does not come back; the stop reports it as taking
+ * the quit, and gpuos_mps_wait_gone waits for its end, or says it has not
+ * come. */
+Test(mps, stop_a_daemon_that_ends_later)
 {
 	struct gpuos_mps m;
 	char err[256] = "";
@@ -214,7 +216,7 @@ Test(mps, stop_a_daemon_that_stays)
 	memset(&m, 0, sizeof(m));
 	snprintf(m.dir, sizeof(m.dir), "%s", at("pipe"));
 	snprintf(m.log_dir, sizeof(m.log_dir), "%s", at("log"));
-	setenv("GPUOS_MPS_CONTROL", fake("mps-control", "if [ \"$1\" != -d ]; then read -r cmd; exit 0; fi\n"
+	setenv("GPUOS_MPS_CONTROL", fake("mps-control", "if [ \"$1\" != -d ]; then read -r cmd; exec sleep 30; fi\n"
 					 "mkfifo \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
 					 "(exec 3<>\"$CUDA_MPS_PIPE_DIRECTORY/control\"; exec sleep 30) > /dev/null 2>&1 &\n"
 					 "echo $! > \"$CUDA_MPS_LOG_DIRECTORY/pid\"\n"), 1);
@@ -222,9 +224,24 @@ Test(mps, stop_a_daemon_that_stays)
 	cr_assert_eq(r, 0, "%s", err);
 	m.state = GPUOS_MPS_STARTED;
 	r = gpuos_mps_stop(&m, 300, err, sizeof(err));
-	cr_assert_eq(r, -EIO, "%d %s", r, err);
-	cr_assert(strstr(err, "still runs 300 ms after quit"), "%s", err);
+	cr_assert_eq(r, 0, "a quit still being taken is no failure: %d %s", r, err);
+	cr_assert_eq(gpuos_mps_wait_gone(m.dir, 300), -ETIMEDOUT, "the daemon still answers");
 	kill_daemon();
+	cr_assert_eq(gpuos_mps_wait_gone(m.dir, 5000), 0, "gone once it ended");
+}
+
+/* A control program that fails at once: the stop says how. */
+Test(mps, stop_with_a_control_program_that_fails)
+{
+	struct gpuos_mps m;
+	char err[256] = "";
+	memset(&m, 0, sizeof(m));
+	snprintf(m.dir, sizeof(m.dir), "%s", at("pipe"));
+	snprintf(m.log_dir, sizeof(m.log_dir), "%s", at("log"));
+	setenv("GPUOS_MPS_CONTROL", fake("mps-control", "exit 4"), 1);
+	m.state = GPUOS_MPS_STARTED;
+	cr_assert_eq(gpuos_mps_stop(&m, 3000, err, sizeof(err)), -EIO);
+	cr_assert(strstr(err, "exit status 4"), "%s", err);
 }
 
 Test(mps, start_a_program_that_fails)
