@@ -396,7 +396,7 @@ int cmd_cat(int argc, char **argv)
 {
 	struct files f;
 	struct cli_stream s;
-	uint64_t size;
+	uint64_t size, off;
 	uint32_t h;
 	int fd = 1, rc = 0;
 
@@ -404,6 +404,13 @@ int cmd_cat(int argc, char **argv)
 		return files_end(&f, rc);
 	if (do_open(&f, 0, &h, &size))
 		return files_end(&f, GPUOS_EXIT_FAIL);
+	off = f.c.have_offset ? f.c.offset : 0;
+	if (off > size || (f.c.have_length && f.c.length > size - off)) {
+		cli_err("cat", "%s: bytes %llu..%llu lie past its end (%llu bytes)", f.path, (unsigned long long)off,
+			(unsigned long long)(off + (f.c.have_length ? f.c.length : 0)), (unsigned long long)size);
+		gpuos_close(f.cl.mb, h);
+		return files_end(&f, GPUOS_EXIT_FAIL);
+	}
 	if ((rc = cli_output_open("cat", &f.c, &fd))) {
 		gpuos_close(f.cl.mb, h);
 		return files_end(&f, rc);
@@ -412,7 +419,8 @@ int cmd_cat(int argc, char **argv)
 	s.mb = f.cl.mb;
 	s.op = GPUOS_OP_READ;
 	s.handle = h;
-	s.len = size;
+	s.off = off;
+	s.len = f.c.have_length ? f.c.length : size - off;
 	s.buf = f.buf_h;
 	s.buf_rt = f.buf_rt;
 	s.buf_len = f.buf_len;

@@ -39,8 +39,8 @@ int cmd_read(int argc, char **argv)
 		cli_err("read", "%s: read takes no arguments (--offset, --length)", c.argv[0]);
 		return GPUOS_EXIT_USAGE;
 	}
-	if (!c.have_offset || !c.have_length) {
-		cli_err("read", "give --offset BYTES and --length BYTES");
+	if (!c.have_length) {
+		cli_err("read", "give --length BYTES (and --offset BYTES, default 0)");
 		return GPUOS_EXIT_USAGE;
 	}
 	if (!c.boot.allow_raw) {

@@ -14,6 +14,7 @@
 enum {
 	OPT_DEVICE = 'd',
 	OPT_OUTPUT = 'o',
+	OPT_QUIET = 'q',
 	OPT_HOST = 256, OPT_REQUIRE_GPU, OPT_NO_FILES, OPT_NO_ZERO_COPY, OPT_ALLOW_RAW, OPT_FORCE, OPT_JSON,
 	OPT_SOCKET, OPT_PART, OPT_OFFSET, OPT_LENGTH, OPT_WARPS, OPT_QUEUES, OPT_DEPTH, OPT_SLOTS, OPT_XFER_KIB,
 	OPT_TIMEOUT_MS, OPT_MBOX_SLOTS, OPT_HEAP_MIB, OPT_FILES_MIB, OPT_VRAM_MIB, OPT_MBOX_VRAM, OPT_ENTRY, OPT_GRID, OPT_BLOCK,
@@ -48,8 +49,9 @@ static const struct cli_option {
 	{ "shard", OPT_SHARD, V_NONE, 0, 0, NULL,
 	  "a gguf-split shard alone (without it, any shard or the base name opens the whole model)" },
 	{ "part", OPT_PART, V_COUNT, 1, 128, "N", "GPT partition N (from 1; default: the first holding ext4)" },
-	{ "offset", OPT_OFFSET, V_SIZE, 0, ~0ull, "BYTES", "first byte of the device to read" },
-	{ "length", OPT_LENGTH, V_SIZE, 0, ~0ull, "BYTES", "bytes to read" },
+	{ "offset", OPT_OFFSET, V_SIZE, 0, ~0ull, "BYTES", "first byte to read: of the device (read), of the file (cat); default 0" },
+	{ "length", OPT_LENGTH, V_SIZE, 0, ~0ull, "BYTES",
+	  "bytes to read (cat: default to the end of the file; a range past it is refused, never cut short)" },
 	{ "allow-raw", OPT_ALLOW_RAW, V_NONE, 0, 0, NULL, "allow reads of raw device bytes (clients otherwise see files only)" },
 	{ "no-perms", OPT_NO_PERMS, V_NONE, 0, 0, NULL,
 	  "serve every client's files whatever their ext4 mode bits (else checked against the client's uid and groups)" },
@@ -66,6 +68,9 @@ static const struct cli_option {
 	{ "stages", OPT_STAGES, V_NONE, 0, 0, NULL, "median time of each stage of a request" },
 	/* the runtime's own (commands that boot one) */
 	{ "host", OPT_HOST, V_NONE, 0, 0, NULL, "run the runtime on CPU threads (the default without a GPU)" },
+	{ "quiet", OPT_QUIET, V_NONE, 0, 0, NULL,
+	  "no notices on stderr: host mode, the runtime's plan (GPUOS_QUIET_HOST=1 in the environment: the "
+	  "host-mode notice alone); errors are still said" },
 	{ "require-gpu", OPT_REQUIRE_GPU, V_NONE, 0, 0, NULL, "fail rather than run on CPU threads" },
 	{ "gpu", OPT_GPU, V_COUNT, 0, 1023, "N", "run the runtime on GPU N, a CUDA device number (default 0)" },
 	{ "gpus", OPT_GPUS, V_TEXT, 0, 0, "LIST",
@@ -106,12 +111,12 @@ static const struct cli_option {
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
 /* The runtime's options, for every command that boots one. */
-#define RT_OPTS "host require-gpu gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib files-mib force"
+#define RT_OPTS "host quiet require-gpu gpu no-files no-zero-copy warps queues depth slots xfer-kib timeout-ms mbox-slots heap-mib files-mib force"
 
 const struct cli_command cli_commands[] = {
 	{ "identify", cmd_identify, "--device DEV", "bring up a controller, print what it is",
 	  "device json force" },
-	{ "read", cmd_read, "--device DEV --allow-raw --offset BYTES --length BYTES", "bytes of the device, through the runtime",
+	{ "read", cmd_read, "--device DEV --allow-raw [--offset BYTES] --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output stats " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV | --config FILE", "run the runtime as a service for other processes",
 	  "device config socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps "
@@ -125,7 +130,8 @@ const struct cli_command cli_commands[] = {
 	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part root json " RT_OPTS },
 	{ "stat", cmd_stat, "--device DEV PATH", "inode, mode, size and extents of a file",
 	  "device socket part root json " RT_OPTS },
-	{ "cat", cmd_cat, "--device DEV PATH", "a file's bytes", "device socket part root output stats " RT_OPTS },
+	{ "cat", cmd_cat, "--device DEV [--offset BYTES] [--length BYTES] PATH", "a file's bytes",
+	  "device socket part root offset length output stats " RT_OPTS },
 	{ "gguf", cmd_gguf, "--device DEV [--shard] PATH|@BYTEOFFSET", "a GGUF model's header, KVs and tensors",
 	  "device socket part root json shard " RT_OPTS },
 	{ "model", cmd_model, "--device DEV [--shard] PATH|@BYTEOFFSET",
@@ -145,6 +151,41 @@ static const struct {
 	const char *cmd;
 	const char *text;
 } examples[] = {
+	{ "identify",
+	  "  gpuos identify --device pci:0000:01:00.0\n"
+	  "  gpuos identify --json --device emu:disk.img | jq '.model, .mdts_bytes'\n" },
+	{ "read",
+	  "  gpuos read --device emu:disk.img --allow-raw --length 1M -o first-mib.bin\n"
+	  "  gpuos read --device pci:0000:01:00.0 --allow-raw --offset 4G --length 512 | xxd | head\n" },
+	{ "stop",
+	  "  gpuos stop\n"
+	  "  gpuos stop --socket /tmp/gpuos.sock\n" },
+	{ "parts",
+	  "  gpuos parts --device emu:disk.img\n"
+	  "  gpuos parts --json --device pci:0000:01:00.0\n" },
+	{ "ls",
+	  "  gpuos ls --device emu:disk.img /models\n"
+	  "  gpuos ls --json --socket /tmp/gpuos.sock / | jq -r '.entries[].name'\n" },
+	{ "stat",
+	  "  gpuos stat --device emu:disk.img /models/m.gguf\n"
+	  "  gpuos stat --json --device emu:disk.img --part 2 /etc/hostname\n" },
+	{ "cat",
+	  "  gpuos cat --device emu:disk.img /etc/hostname\n"
+	  "  gpuos cat -q --device emu:disk.img --offset 1M --length 4K /models/m.gguf | xxd | head\n"
+	  "  gpuos cat --socket /tmp/gpuos.sock /models/m.gguf -o /dev/null --stats\n" },
+	{ "gguf",
+	  "  gpuos gguf --device emu:disk.img /models/llama-3-8b.Q4_K_M.gguf\n"
+	  "  gpuos gguf --json --device emu:disk.img --shard /models/m-00002-of-00003.gguf\n" },
+	{ "image",
+	  "  gpuos image build/apps/sha256.cubin\n"
+	  "  gpuos image --json --arch sm_90 build/apps/layer_stream.cubin\n" },
+	{ "run",
+	  "  gpuos run build/apps/sha256.cubin --device emu:disk.img -- /models/m.gguf\n"
+	  "  gpuos run build/apps/layer_stream.cubin --device emu:disk.img --grid 8 --block 128 -- /models/m.gguf\n"
+	  "  gpuos run build/apps/sha256.cubin --socket /tmp/gpuos.sock -- /etc/hostname\n" },
+	{ "bench",
+	  "  gpuos bench --device emu:disk.img --threads 64 --iters 1000\n"
+	  "  gpuos bench --json --device null --op nop --stages\n" },
 	{ "model",
 	  "  gpuos model --device emu:disk.img /models/llama-3-8b.Q4_K_M.gguf\n"
 	  "  gpuos model --json --device emu:disk.img /models/llama/model.safetensors.index.json\n"
@@ -249,8 +290,11 @@ void cli_help(FILE *f, const struct cli_command *c)
 			fprintf(f, "runtime options:\n");
 			rt = 1;
 		}
-		snprintf(left, sizeof(left), "%s--%s%s%s", o->id < 256 ? (o->id == OPT_DEVICE ? "-d, " : "-o, ") : "    ",
-			 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		if (o->id < 256)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", (char)o->id, o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 		fprintf(f, "  %-26s ", left);
 		option_help(f, o);
 	}
@@ -327,6 +371,7 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_OUTPUT: c->out = val; break;
 	case OPT_PART: c->part = (int)v; break;
 	case OPT_OFFSET: c->offset = v; c->have_offset = 1; break;
+	case OPT_QUIET: c->boot.quiet = 1; break;
 	case OPT_LENGTH: c->length = v; c->have_length = 1; break;
 	case OPT_ALLOW_RAW: c->boot.allow_raw = 1; break;
 	case OPT_ENTRY: c->entry = val; break;
@@ -429,7 +474,7 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 		if (options[i].id < 256) {
 			size_t l = strlen(shorts);
 			shorts[l] = (char)options[i].id;
-			shorts[l + 1] = ':';
+			shorts[l + 1] = options[i].kind == V_NONE ? 0 : ':'; /* a flag takes no value */
 			shorts[l + 2] = 0;
 		}
 		n++;

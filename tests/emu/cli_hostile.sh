@@ -352,5 +352,42 @@ done
 check "faults=dup:0.5: a stat whose command completed twice is refused ($dup of 6)" [ $dup -ge 1 ]
 check "faults=dup:0.5: every stat that answers says what the device holds ($wrong wrong)" [ $wrong -eq 0 ]
 
+# ---- 7. the front door: help, did you mean, -q, cat and read ranges ------------------------------
+echo "== 7. the front door"
+run $tmp/out $tmp/err help cat
+check "gpuos help cat: cat's help (exit $rc)" sh -c "[ $rc -eq 0 ] && grep -q '^usage: gpuos cat ' $tmp/out && grep -q -- '--offset BYTES' $tmp/out"
+run $tmp/out $tmp/err catt --device emu:$IMG /a
+check "a mistyped command: exit 2, did you mean 'cat' ($(said $tmp/err))" sh -c "[ $rc -eq 2 ] && grep -q \"did you mean 'cat'\" $tmp/err"
+run $tmp/out $tmp/err help ctas
+check "gpuos help with a mistyped command: exit 2, did you mean ($(said $tmp/err))" sh -c "[ $rc -eq 2 ] && grep -q 'did you mean' $tmp/err"
+run $tmp/out $tmp/err frobnicate
+check "a command nothing is near: exit 2, no guess ($(said $tmp/err))" sh -c "[ $rc -eq 2 ] && ! grep -q 'did you mean' $tmp/err"
+noex=
+for c in $(timeout 60 "$gpuos" --help | awk '/^commands:/ {f = 1; next} f && /^  [a-z]/ {print $1} f && /^$/ {exit}'); do
+	timeout 60 "$gpuos" help "$c" | grep -q '^examples:' || noex="$noex $c"
+done
+check "every command's help has examples (none:$noex)" [ -z "$noex" ]
+run $tmp/out $tmp/err --help
+check "gpuos --help names -q and GPUOS_QUIET_HOST" sh -c "grep -q -- '-q/--quiet' $tmp/out && grep -q GPUOS_QUIET_HOST $tmp/out"
+(unset GPUOS_QUIET_HOST; timeout 120 "$gpuos" cat --device emu:$IMG --host /a > $tmp/out 2> $tmp/err)
+check "without -q, host mode says so on stderr" grep -q 'host mode' $tmp/err
+(unset GPUOS_QUIET_HOST; timeout 120 "$gpuos" cat -q --device emu:$IMG --host /a > $tmp/out 2> $tmp/err)
+check "cat -q: the file, nothing on stderr ($(said $tmp/err))" sh -c "[ \"\$(cat $tmp/out)\" = hello ] && [ ! -s $tmp/err ]"
+run $tmp/out $tmp/err cat --device emu:$IMG --host --offset 1 --length 3 /a
+check "cat --offset 1 --length 3: 'ell' (exit $rc)" sh -c "[ $rc -eq 0 ] && [ \"\$(cat $tmp/out)\" = ell ]"
+run $tmp/out $tmp/err cat --device emu:$IMG --host --offset 2 /a
+check "cat --offset 2: to the end of the file" sh -c "[ $rc -eq 0 ] && [ \"\$(cat $tmp/out)\" = llo ]"
+run $tmp/out $tmp/err cat --device emu:$IMG --host --offset 6 /a
+check "cat --offset at the end: nothing, exit 0" sh -c "[ $rc -eq 0 ] && [ ! -s $tmp/out ]"
+run $tmp/out $tmp/err cat --device emu:$IMG --host --offset 4 --length 3 /a
+check "cat of a range past the end: refused, nothing written ($(said $tmp/err))" sh -c "[ $rc -eq 1 ] && [ ! -s $tmp/out ] && grep -q 'past its end' $tmp/err"
+run $tmp/out $tmp/err cat --device emu:$IMG --host --offset 7 /a
+check "cat --offset past the end: refused ($(said $tmp/err))" sh -c "[ $rc -eq 1 ] && grep -q 'past its end' $tmp/err"
+run $tmp/out $tmp/err read --device emu:$IMG --host --allow-raw --length 1024
+run $tmp/out2 $tmp/err read --device emu:$IMG --host --allow-raw --offset 0 --length 1024
+check "read without --offset reads from byte 0" bash -c "[ \$(wc -c < $tmp/out) -eq 1024 ] && cmp -s $tmp/out $tmp/out2 && cmp -s $tmp/out <(head -c 1024 $IMG)"
+run $tmp/out $tmp/err read --device emu:$IMG --host --allow-raw --offset 0
+check "read without --length: exit 2 ($(said $tmp/err))" [ $rc -eq 2 ]
+
 echo "cli hostile: $pass passed, $fail failed, $skipped skipped ($(( $(date +%s) - t0 )) s)"
 [ $fail -eq 0 ]
