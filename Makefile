@@ -121,8 +121,8 @@ XPROC_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(subst sm_,,$(a
 $(BUILD)/bench/xproc-client: bench/xproc_client.cu $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $< (xproc-client)")
-	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(BUILD)/libgpuos.a \
-		$(BUILD)/boot/cuda.o $(LDLIBS_HOST)
+	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(BUILD)/boot/cuda.o \
+		$(BUILD)/libgpuos.a $(LDLIBS_HOST)
 all: $(BUILD)/bench/xproc-client
 
 # Host mode only, no CUDA at all, statically linked: for guests and initramfs.
@@ -146,7 +146,7 @@ UNIT_BIN  := $(UNIT_SRC:%.c=$(BUILD)/%)
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
 test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
 	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
@@ -157,7 +157,7 @@ test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
 $(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
 test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/emu/run.sh $(BUILD)
@@ -248,14 +248,14 @@ GPU_DIR := $(BUILD)/gpu
 $(GPU_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
-	$(Q)$(CC) $(CFLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
+	$(Q)$(CC) $(CFLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
 # The files suite's images are built here (mke2fs, sgdisk) and carried along.
 $(BUILD)/files-img/ok: tests/tools/files_images.sh tests/tools/gguf_writer.py
 	$(Q)sh tests/tools/files_images.sh $(BUILD)/files-img >/dev/null
 $(GPU_DIR)/lazy_boot: tests/gpu/lazy_boot.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (GPU suite)")
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(LDLIBS_CUDA) $(LDLIBS_HOST)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BUILD)/kernels/image.o $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
 # apps/embed's programs (static, as the GPU machine needs them) and
 # libgpuos.so for the Python binding come from tests/emu/embed.sh and lib;
 # llama.cpp's answers for the GPU suite's llama checks from

@@ -86,6 +86,7 @@ struct gpuos_ctrl {
 	uint64_t next_iova;       /* for controllers that pick IOVAs themselves: starts at a random
 	                           * base (gpuos_iova_base) */
 	pthread_mutex_t iova_lock; /* next_iova: a group's runtimes map from their own threads */
+	char notice[600];         /* set by open: a line to say once (gpuos_sys_bring_up prints it) */
 };
 
 /* Controllers that pick IOVAs themselves start each region on a 1 MiB

@@ -283,6 +283,13 @@ static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, 
 		m->latency_us = o->latency_us;
 	}
 	c->regs_gpu_readable = 1;
+	if (p->n == 1 && o->backend != GPUOS_EMU_NULL) {
+		uint64_t img = gpuos_emu_image_bytes(p->emu[0]), ns = gpuos_emu_ns_bytes(p->emu[0]);
+		if (ns > img) /* said once: a file given as the device need not be whole LBAs */
+			snprintf(c->notice, sizeof(c->notice), "emu: %.400s is %llu bytes, not whole %u-byte LBAs: served "
+				 "as %llu, the last %llu bytes zeros", o->path, (unsigned long long)img, o->lba_bytes,
+				 (unsigned long long)ns, (unsigned long long)(ns - img));
+	}
 	return 0;
 }
 

@@ -68,6 +68,8 @@ int gpuos_sys_bring_up(struct gpuos_sys *s, char *err, size_t errlen)
 	r = gpuos_ctrl_open(s->opts.device, s->gpu, s->opts.force, s->opts.sim_vram, &s->ctrl, err, errlen);
 	if (r)
 		return r;
+	if (s->ctrl->notice[0] && !s->opts.quiet)
+		fprintf(stderr, "gpuos: %s\n", s->ctrl->notice);
 	if (s->ctrl->ops->loopback) {
 		loopback_identity(s);
 		return plan_device(s, err, errlen);

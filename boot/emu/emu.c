@@ -550,6 +550,11 @@ uint64_t gpuos_emu_ns_bytes(struct gpuos_emu *e)
 	return e->nlba << e->lba_shift;
 }
 
+uint64_t gpuos_emu_image_bytes(struct gpuos_emu *e)
+{
+	return e->be->bytes;
+}
+
 void gpuos_emu_get_stats(struct gpuos_emu *e, struct gpuos_emu_stats *s)
 {
 	const struct gpuos_emu_stats *t = &e->st;

@@ -273,5 +273,7 @@ void gpuos_emu_get_stats(struct gpuos_emu *e, struct gpuos_emu_stats *s);
 
 /* Namespace size in bytes (as identify reports it times the LBA size). */
 uint64_t gpuos_emu_ns_bytes(struct gpuos_emu *e);
+/* The image's own size in bytes (the null backend: its size). */
+uint64_t gpuos_emu_image_bytes(struct gpuos_emu *e);
 
 #endif /* GPUOS_EMU_H */

@@ -56,23 +56,23 @@ static int image_lbas(struct gpuos_emu *e, int fd, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: %s: %s", e->o.path, strerror(errno));
 		return r;
 	}
-	if ((uint64_t)end >> e->lba_shift == 0) {
-		emu_errf(err, errlen, "emu: %s: image is smaller than one LBA (%u bytes)", e->o.path,
-			 e->o.lba_bytes);
+	if (end == 0) {
+		emu_errf(err, errlen, "emu: %s: the image is empty", e->o.path);
 		return -EINVAL;
 	}
 	e->be->bytes = (uint64_t)end;
 	return 0;
 }
 
-/* A member's namespace: alone, the image in whole LBAs; in an array of N,
+/* A member's namespace: alone, the image rounded up to whole LBAs; in an array of N,
  * ceil(image / (N * stripe)) chunks, the last row padded (reads as zeros). */
 static void member_lbas(struct gpuos_emu *e)
 {
 	uint64_t bytes = e->be->bytes;
 
 	if (e->arr_n <= 1) {
-		e->nlba = bytes >> e->lba_shift;
+		/* a partial last LBA is served, its tail past the file as zeros */
+		e->nlba = (bytes + (1ull << e->lba_shift) - 1) >> e->lba_shift;
 		return;
 	}
 	uint64_t row = e->stripe_bytes * e->arr_n;
@@ -179,8 +179,9 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 			close(fd);
 			return r;
 		}
-		/* alone: whole LBAs; in an array: whole stripe rows, the padding zeros */
-		b->ram_len = (size_t)(b->bytes >> e->lba_shift << e->lba_shift);
+		/* alone: whole LBAs, the last one's tail zeros; in an array: whole
+		 * stripe rows, the padding zeros */
+		b->ram_len = (size_t)GPUOS_ALIGN_UP(b->bytes, 1ull << e->lba_shift);
 		if (e->arr_n > 1) {
 			uint64_t row = e->stripe_bytes * e->arr_n;
 			b->ram_len = (size_t)((b->bytes / row + (b->bytes % row != 0)) * row);

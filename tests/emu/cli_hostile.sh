@@ -85,6 +85,7 @@ h += s(tname) + struct.pack("<IQIQ", 1, 4, 0, 0)   # 1 dim of 4, F32, offset 0
 h += bytes(-len(h) % 32) + struct.pack("<4f", 1, 2, 3, 4)
 img = bytes(100) + h
 open(d + "/gguf.img", "wb").write(img + bytes(-len(img) % 4096 + 4096))
+open(d + "/alone.gguf", "wb").write(h)     # the file itself as the device: not whole LBAs
 json.dump({"key": key.decode("latin-1"), "val": val.decode("latin-1"), "tensor": tname.decode("latin-1")},
           open(d + "/names.json", "w"))
 # a raw image whose byte i is i mod 251: an offset reads back as itself
@@ -388,6 +389,23 @@ run $tmp/out2 $tmp/err read --device emu:$IMG --host --allow-raw --offset 0 --le
 check "read without --offset reads from byte 0" bash -c "[ \$(wc -c < $tmp/out) -eq 1024 ] && cmp -s $tmp/out $tmp/out2 && cmp -s $tmp/out <(head -c 1024 $IMG)"
 run $tmp/out $tmp/err read --device emu:$IMG --host --allow-raw --offset 0
 check "read without --length: exit 2 ($(said $tmp/err))" [ $rc -eq 2 ]
+
+# emu:FILE whose size is not whole LBAs: served with its tail zero-padded, said once
+head -c 1000 /dev/urandom > $tmp/odd.img
+(unset GPUOS_QUIET_HOST; timeout 120 "$gpuos" read --device emu:$tmp/odd.img --host --allow-raw --length 1024 > $tmp/out 2> $tmp/err); rc=$?
+check "emu: a 1000-byte image reads as 1024 bytes: the file, then 24 zeros (exit $rc)" bash -c \
+	"[ $rc -eq 0 ] && cmp -s <(head -c 1000 $tmp/out) $tmp/odd.img && cmp -s <(tail -c 24 $tmp/out) <(head -c 24 /dev/zero)"
+check "... and says so once ($(said $tmp/err))" [ "$(grep -c 'not whole 512-byte LBAs: served as 1024, the last 24 bytes zeros' $tmp/err)" = 1 ]
+for be in file ram; do
+	run $tmp/out2 $tmp/err read --device emu:$tmp/odd.img,backend=$be --host --allow-raw --length 1024
+	check "... the same through backend=$be" cmp -s $tmp/out $tmp/out2
+done
+run $tmp/out $tmp/err read --device emu:$tmp/odd.img --host --allow-raw --offset 1024 --length 1
+check "... and nothing past the padded LBA (exit $rc)" [ $rc -eq 1 ]
+sz=$(stat -c %s $tmp/alone.gguf)
+run $tmp/out $tmp/err gguf --json --device emu:$tmp/alone.gguf --host @0
+check "a GGUF of $sz bytes ($((sz % 512)) past whole LBAs) given as the device parses (exit $rc: $(said $tmp/err))" \
+	sh -c "[ $rc -eq 0 ] && [ $((sz % 512)) -ne 0 ] && grep -q '\"tensor_count\": 1' $tmp/out"
 
 echo "cli hostile: $pass passed, $fail failed, $skipped skipped ($(( $(date +%s) - t0 )) s)"
 [ $fail -eq 0 ]

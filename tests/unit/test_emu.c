@@ -539,13 +539,14 @@ Test(emu_admin, identify_namespace)
 	cr_assert_eq(td_enable(&d, 4), 0);
 	struct gpuos_nvme_id_ns *ns = td_alloc(&d, 4096, 4096, NULL);
 	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 1, ns), 0);
-	cr_assert_eq(ns->nsze, 2048);       /* the odd 300 bytes are not a block */
-	cr_assert_eq(ns->ncap, 2048);
-	cr_assert_eq(ns->nuse, 2048);
+	cr_assert_eq(ns->nsze, 2049);       /* the odd 300 bytes are a block, zero-padded */
+	cr_assert_eq(ns->ncap, 2049);
+	cr_assert_eq(ns->nuse, 2049);
 	cr_assert_eq(ns->nlbaf, 0);
 	cr_assert_eq(ns->flbas, 0);
 	cr_assert_eq(ns->lbaf[0].lbads, 9);
-	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1u << 20);
+	cr_assert_eq(gpuos_emu_ns_bytes(d.e), (1u << 20) + 512);
+	cr_assert_eq(gpuos_emu_image_bytes(d.e), (1u << 20) + 300);
 	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 0, ns), 0x400b);
 	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 2, ns), 0x400b);
 	td_close(&d);
@@ -554,7 +555,7 @@ Test(emu_admin, identify_namespace)
 	cr_assert_eq(td_enable(&d, 4), 0);
 	ns = td_alloc(&d, 4096, 4096, NULL);
 	cr_assert_eq(td_identify(&d, GPUOS_NVME_CNS_NAMESPACE, 1, ns), 0);
-	cr_assert_eq(ns->nsze, 256);
+	cr_assert_eq(ns->nsze, 257);        /* 4 KiB LBAs: the 300 bytes, the rest of the LBA zeros */
 	cr_assert_eq(ns->lbaf[0].lbads, 12);
 	td_close(&d);
 }
@@ -1897,19 +1898,28 @@ Test(emu_backend, read_only_image)
 	img_mutable();
 }
 
-Test(emu_backend, image_rounds_down_to_whole_lbas)
+/* A partial last LBA is served: the file's bytes, then zeros; nothing past it. */
+Test(emu_backend, image_rounds_up_to_whole_lbas)
 {
+	static const char *backends[] = { "file", "ram", "uring" };
 	struct td d;
 
-	make_image((1u << 20) + 4000, 4);
-	open_emu(&d, "%s,lba=4096,backend=file", img_path);
-	cr_assert_eq(gpuos_emu_ns_bytes(d.e), 1u << 20);
-	cr_assert_eq(td_bringup(&d, 1, 16), 0);
-	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
-	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 255, 1, buf), 0);
-	cr_assert(!memcmp(buf, img + 255 * 4096, 4096));
-	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 256, 1, buf), 0x4080);
-	td_close(&d);
+	for (int b = 0; b < 3; b++) {
+		make_image((1u << 20) + 4000, 4);
+		open_emu(&d, "%s,lba=4096,backend=%s", img_path, backends[b]);
+		cr_assert_eq(gpuos_emu_ns_bytes(d.e), (1u << 20) + 4096, "%s", backends[b]);
+		cr_assert_eq(td_bringup(&d, 1, 16), 0);
+		uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 255, 1, buf), 0);
+		cr_assert(!memcmp(buf, img + 255 * 4096, 4096));
+		memset(buf, 0xee, 4096);
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 256, 1, buf), 0, "%s", backends[b]);
+		cr_assert(!memcmp(buf, img + 256 * 4096, 4000), "%s: the file's last 4000 bytes", backends[b]);
+		for (int i = 4000; i < 4096; i++)
+			cr_assert_eq(buf[i], 0, "%s: byte %d past the file reads 0", backends[b], i);
+		cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 257, 1, buf), 0x4080);
+		td_close(&d);
+	}
 }
 
 Test(emu_backend, missing_and_tiny_images)
@@ -1927,10 +1937,23 @@ Test(emu_backend, missing_and_tiny_images)
 		cr_assert_str_eq(err, "emu: /nonexistent/x.img: No such file or directory");
 		cr_assert_null(e);
 	}
-	make_image(100, 1);
+	/* smaller than one LBA: that LBA, its tail zeros (a GGUF given as the device) */
+	for (int b = 0; b < 3; b++) {
+		static const char *names[] = { "ram", "file", "uring" };
+		char args[4200];
+		make_image(100, 1);
+		snprintf(args, sizeof(args), "%s,backend=%s", img_path, names[b]);
+		cr_assert_eq(gpuos_emu_parse(args, &o, err, sizeof(err)), 0);
+		cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), 0, "%s: %s", names[b], err);
+		cr_assert_eq(gpuos_emu_ns_bytes(e), 512);
+		cr_assert_eq(gpuos_emu_image_bytes(e), 100);
+		gpuos_emu_destroy(e);
+		e = NULL;
+	}
+	make_image(0, 1);
 	cr_assert_eq(gpuos_emu_parse(img_path, &o, err, sizeof(err)), 0);
 	cr_assert_eq(gpuos_emu_create(&o, NULL, &e, err, sizeof(err)), -EINVAL);
-	cr_assert(strstr(err, "smaller than one LBA"), "%s", err);
+	cr_assert(strstr(err, "the image is empty"), "%s", err);
 }
 
 /* A stand-in for cudaMemcpy: "device memory" is host memory here, but the
