@@ -37,23 +37,21 @@ uint64_t gpuos_iova_base(void)
 	return gpuos_iova_base_of(rnd ^ rnd >> 31);
 }
 
-int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,
-		    char *err, size_t errlen)
+/* The kind of controller dev names (its ops, *args the rest of the string),
+ * with the checks of a device list; NULL with the reason in err. */
+static const struct gpuos_ctrl_ops *device_kind(const char *dev, const char **args, char *err, size_t errlen)
 {
 	const struct gpuos_ctrl_ops *table[4];
 	const struct gpuos_ctrl_ops *ops = NULL;
-	struct gpuos_ctrl *c;
 	size_t i, n = 0;
-	int r;
 
 	table[n++] = &gpuos_ctrl_emu_ops;
 	table[n++] = &gpuos_ctrl_gpunull_ops; /* before "null": longest prefix first */
 	table[n++] = &gpuos_ctrl_null_ops;
 	table[n++] = &gpuos_ctrl_pci_ops;
-	*out = NULL;
 	if (!dev || !*dev) {
 		snprintf(err, errlen, "no device given (--device emu:IMAGE, null, or pci:DDDD:BB:DD.F)");
-		return -EINVAL;
+		return NULL;
 	}
 	for (i = 0; i < n; i++) {
 		size_t pl = strlen(table[i]->prefix);
@@ -65,7 +63,7 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 	}
 	if (!ops) {
 		snprintf(err, errlen, "device '%s': unknown kind (expected emu:IMAGE[,k=v...], null[:SIZE], gpu-null or pci:DDDD:BB:DD.F)", dev);
-		return -EINVAL;
+		return NULL;
 	}
 	/* A device list ("pci:A+B") is one kind of controller: an array
 	 * stripes over like members, and one ops table drives them all. */
@@ -83,15 +81,38 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 					 "device list '%s%s': %s controllers make no lists (an emulated array is "
 					 "emu:IMAGE,ssds=N[,stripe=KiB]; real ones are pci:A+B+...)",
 					 ops->prefix, dev, ops->prefix);
-				return -EINVAL;
+				return NULL;
 			}
 			snprintf(err, errlen,
 				 "device list '%s%s' mixes %s and %s controllers: an array is made of one kind "
 				 "(pci:A+B+..., or emu:IMAGE,ssds=N)",
 				 ops->prefix, dev, ops->prefix, table[i]->prefix);
-			return -EINVAL;
+			return NULL;
 		}
 	}
+	*args = dev;
+	return ops;
+}
+
+int gpuos_device_check(const char *dev, char *err, size_t errlen)
+{
+	const char *args = NULL;
+	const struct gpuos_ctrl_ops *ops = device_kind(dev, &args, err, errlen);
+	if (!ops)
+		return -EINVAL;
+	return ops->parse ? ops->parse(args, err, errlen) : 0;
+}
+
+int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,
+		    char *err, size_t errlen)
+{
+	const struct gpuos_ctrl_ops *ops;
+	struct gpuos_ctrl *c;
+	int r;
+
+	*out = NULL;
+	if (!(ops = device_kind(dev, &dev, err, errlen)))
+		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;

@@ -31,6 +31,9 @@ struct gpuos_ctrl_ops {
 	const char *prefix;    /* device string prefix: "emu:", "null", "pci:" */
 	/* args: the device string after the prefix. 0 or -errno, reason in err. */
 	int (*open)(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen);
+	/* The string's syntax alone (args as for open), nothing opened or
+	 * touched: 0, or -EINVAL with the reason (gpuos_device_check). */
+	int (*parse)(const char *args, char *err, size_t errlen);
 	void (*close)(struct gpuos_ctrl *c);
 	/* Make [ptr, ptr+len) reachable by the controller's DMA at *iova.
 	 * vram: ptr is a GPU device address (emulated P2P), else host memory. */

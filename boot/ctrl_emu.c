@@ -293,6 +293,17 @@ static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, 
 	return 0;
 }
 
+static int emu_parse(const char *args, char *err, size_t errlen)
+{
+	struct gpuos_emu_opts *o = malloc(sizeof(*o));
+	int r;
+	if (!o)
+		return -ENOMEM;
+	r = gpuos_emu_parse(args, o, err, errlen);
+	free(o);
+	return r;
+}
+
 static int emu_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
 {
 	struct gpuos_emu_opts *o = malloc(sizeof(*o));
@@ -306,25 +317,40 @@ static int emu_open(struct gpuos_ctrl *c, const char *args, char *err, size_t er
 	return r;
 }
 
-static int null_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
+/* "null" or "null:SIZE" as the emulator's options. */
+static int null_spec(const char *args, struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
 	char spec[128];
+	if (*args == ':')
+		snprintf(spec, sizeof(spec), "null,backend=null,size=%.100s", args + 1);
+	else if (*args == 0)
+		snprintf(spec, sizeof(spec), "null,backend=null");
+	else {
+		snprintf(err, errlen, "device 'null%s': expected null or null:SIZE", args);
+		return -EINVAL;
+	}
+	return gpuos_emu_parse(spec, o, err, errlen);
+}
+
+static int null_parse(const char *args, char *err, size_t errlen)
+{
+	struct gpuos_emu_opts *o = malloc(sizeof(*o));
+	int r;
+	if (!o)
+		return -ENOMEM;
+	r = null_spec(args, o, err, errlen);
+	free(o);
+	return r;
+}
+
+static int null_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
+{
 	struct gpuos_emu_opts *o = malloc(sizeof(*o));
 	int r;
 
 	if (!o)
 		return -ENOMEM;
-	/* "null" or "null:SIZE" */
-	if (*args == ':')
-		snprintf(spec, sizeof(spec), "null,backend=null,size=%s", args + 1);
-	else if (*args == 0)
-		snprintf(spec, sizeof(spec), "null,backend=null");
-	else {
-		snprintf(err, errlen, "device 'null%s': expected null or null:SIZE", args);
-		free(o);
-		return -EINVAL;
-	}
-	r = gpuos_emu_parse(spec, o, err, errlen);
+	r = null_spec(args, o, err, errlen);
 	if (!r)
 		r = emu_start(c, o, err, errlen);
 	free(o);
@@ -426,6 +452,7 @@ static void emu_describe(struct gpuos_ctrl *c, char *buf, size_t len)
 const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops = {
 	.prefix = "emu:",
 	.open = emu_open,
+	.parse = emu_parse,
 	.close = emu_close,
 	.map = emu_map,
 	.unmap = emu_unmap,
@@ -436,6 +463,7 @@ const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops = {
 const struct gpuos_ctrl_ops gpuos_ctrl_null_ops = {
 	.prefix = "null",
 	.open = null_open,
+	.parse = null_parse,
 	.close = emu_close,
 	.map = emu_map,
 	.unmap = emu_unmap,

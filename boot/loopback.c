@@ -21,13 +21,20 @@ struct loop_priv {
 	int running;
 };
 
-static int loop_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
+static int loop_parse(const char *args, char *err, size_t errlen)
 {
-	struct loop_priv *p;
 	if (*args) {
 		snprintf(err, errlen, "device 'gpu-null%s': takes no options", args);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int loop_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
+{
+	struct loop_priv *p;
+	if (loop_parse(args, err, errlen))
+		return -EINVAL;
 	if (!c->gpu) {
 		snprintf(err, errlen, "gpu-null runs on the GPU, and there is none here (or --host was given)");
 		return -ENODEV;
@@ -80,6 +87,7 @@ static void loop_describe(struct gpuos_ctrl *c, char *buf, size_t len)
 const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops = {
 	.prefix = "gpu-null",
 	.open = loop_open,
+	.parse = loop_parse,
 	.close = loop_close,
 	.map = loop_map,
 	.unmap = loop_unmap,

@@ -530,6 +530,15 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 	for (k = optind; !r && k < argc + 1; k++)
 		c->argv[c->argc++] = av[k];
 	free(av);
+	/* a device string that does not parse is a usage error (exit 2), found
+	 * before anything is opened */
+	if (!r && c->boot.device) {
+		char why[600];
+		if (gpuos_device_check(c->boot.device, why, sizeof(why))) {
+			cli_err(cmd, "%s", why);
+			r = -1;
+		}
+	}
 	/* A client command given neither --device nor --socket uses the service
 	 * at the default socket (boot: the service picks its own). --host asks
 	 * for a runtime of the command's own, which needs a device. */

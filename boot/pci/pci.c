@@ -808,6 +808,18 @@ static int pci_bind(struct pci_priv *p, unsigned i, char *err, size_t errlen)
 	return 0;
 }
 
+static int pci_parse(const char *args, char *err, size_t errlen)
+{
+	struct pci_priv *p = (struct pci_priv *)calloc(1, sizeof(*p));
+	uint32_t stripe_kib = GPUOS_CTRL_STRIPE_KIB;
+	int have_mode, r;
+	if (!p)
+		return -ENOMEM;
+	r = parse_args(args, p, &have_mode, &stripe_kib, err, errlen);
+	free(p);
+	return r;
+}
+
 static int pci_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
 {
 	struct pci_priv *p = (struct pci_priv *)calloc(1, sizeof(*p));
@@ -970,6 +982,7 @@ static void pci_describe(struct gpuos_ctrl *c, char *buf, size_t len)
 const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops = {
 	.prefix = "pci:",
 	.open = pci_open,
+	.parse = pci_parse,
 	.close = pci_close,
 	.map = pci_map,
 	.unmap = pci_unmap,

@@ -568,6 +568,10 @@ int gpuos_mps_probe(const char *dir);
  * answered), -errno; the reason in err. */
 int gpuos_mps_start(const char *prog, const char *dir, const char *log_dir, unsigned wait_ms, char *err,
 		    size_t errlen);
+/* Does device (a --device string: emu:IMAGE[,k=v...], null[:SIZE],
+ * gpu-null, pci:DDDD:BB:DD.F[+...][,k=v]) parse? Its syntax alone: nothing
+ * is opened, no file looked at. 0, or -EINVAL with the reason in err. */
+int gpuos_device_check(const char *device, char *err, size_t errlen);
 /* Settle MPS for a runtime about to boot (before any CUDA call of this
  * process): host mode (host_mode, or no NVIDIA GPU, or no runtime image in
  * this binary): HOST; no_mps: OFF; a daemon at $CUDA_MPS_PIPE_DIRECTORY

@@ -390,6 +390,17 @@ check "read without --offset reads from byte 0" bash -c "[ \$(wc -c < $tmp/out) 
 run $tmp/out $tmp/err read --device emu:$IMG --host --allow-raw --offset 0
 check "read without --length: exit 2 ($(said $tmp/err))" [ $rc -eq 2 ]
 
+# every --device that does not parse is a usage error (exit 2), before anything opens
+bad=
+for d in "bogus:x" "emu:$IMG,lba=7" "emu:$IMG,ssds=17" "emu:$IMG,nosuch=1" "pci:zz" "pci:0000:01:00.0,mode=x" "null:abc" \
+	 "gpu-nullx" "emu:$IMG+emu:$IMG" "pci:0000:01:00.0+emu:$IMG" ""; do
+	run $tmp/out $tmp/err identify --device "$d"
+	[ $rc -eq 2 ] && [ "$(wc -l < $tmp/err)" -eq 1 ] || bad="$bad [$d: $rc]"
+done
+check "an unparsable --device: exit 2 and one line, for each of 11 kinds of wrong ($bad)" [ -z "$bad" ]
+run $tmp/out $tmp/err cat --device "emu:$tmp/no-such.img" /a
+check "a --device that parses but names no image: exit 1 ($(said $tmp/err))" [ $rc -eq 1 ]
+
 # emu:FILE whose size is not whole LBAs: served with its tail zero-padded, said once
 head -c 1000 /dev/urandom > $tmp/odd.img
 (unset GPUOS_QUIET_HOST; timeout 120 "$gpuos" read --device emu:$tmp/odd.img --host --allow-raw --length 1024 > $tmp/out 2> $tmp/err); rc=$?

@@ -161,16 +161,16 @@ PY
 $gpuos bench --device "emu:$img,ssds=2" --host --threads 1 --iters 50 > "$tmp/bench.txt" 2>&1
 check "bench an array (text): each controller with its counters" bash -c "grep -q '^  controller 1: emu member 1 of 2' $tmp/bench.txt && [ \$(grep -c '^    [0-9]* I/O commands, ' $tmp/bench.txt) = 2 ]"
 $gpuos identify --device "pci:0000:00:04.0+emu:$img" 2> "$tmp/err"; rc=$?
-check "a device list of mixed kinds: exit 1, one line, says so" bash -c "[ $rc -eq 1 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'mixes pci: and emu: controllers' $tmp/err"
+check "a device list of mixed kinds: exit 2 (it does not parse), one line, says so" bash -c "[ $rc -eq 2 ] && [ \$(wc -l < $tmp/err) -eq 1 ] && grep -q 'mixes pci: and emu: controllers' $tmp/err"
 # issue 13: the binary with CUDA knows pci: too (it once lost it to a weak reference)
 $gpuos identify --device "pci:0000:ff:1f.7" 2> "$tmp/err"; rc=$?
 check "build/gpuos has pci: (no such PCI device, not unknown kind)" bash -c "[ $rc -eq 1 ] && grep -q 'no such PCI device' $tmp/err"
 $gpuos identify --device "emu:$img+emu:$img" 2> "$tmp/err"; rc=$?
-check "emu:A+emu:B: exit 1, points to ssds=N" bash -c "[ $rc -eq 1 ] && grep -q 'emu:IMAGE,ssds=N' $tmp/err"
+check "emu:A+emu:B: exit 2, points to ssds=N" bash -c "[ $rc -eq 2 ] && grep -q 'emu:IMAGE,ssds=N' $tmp/err"
 $gpuos identify --device "emu:$img,ssds=17" 2> "$tmp/err"; rc=$?
-check "ssds=17: exit 1" test $rc -eq 1
+check "ssds=17: exit 2" test $rc -eq 2
 $gpuos identify --device "emu:$img,ssds=2,stripe=6" 2> "$tmp/err"; rc=$?
-check "stripe=6: exit 1, says why" bash -c "[ $rc -eq 1 ] && grep -q 'multiple of 4' $tmp/err"
+check "stripe=6: exit 2, says why" bash -c "[ $rc -eq 2 ] && grep -q 'multiple of 4' $tmp/err"
 
 echo "== shared memory: no command needs /dev/shm, a service's segment included (passed to clients as a descriptor)"
 if unshare -m true 2>/dev/null; then
