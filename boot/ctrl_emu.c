@@ -293,30 +293,6 @@ static int emu_start(struct gpuos_ctrl *c, struct gpuos_emu_opts *o, char *err, 
 	return 0;
 }
 
-static int emu_parse(const char *args, char *err, size_t errlen)
-{
-	struct gpuos_emu_opts *o = malloc(sizeof(*o));
-	int r;
-	if (!o)
-		return -ENOMEM;
-	r = gpuos_emu_parse(args, o, err, errlen);
-	free(o);
-	return r;
-}
-
-static int emu_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
-{
-	struct gpuos_emu_opts *o = malloc(sizeof(*o));
-	int r;
-	if (!o)
-		return -ENOMEM;
-	r = gpuos_emu_parse(args, o, err, errlen);
-	if (!r)
-		r = emu_start(c, o, err, errlen);
-	free(o);
-	return r;
-}
-
 /* "null" or "null:SIZE" as the emulator's options. */
 static int null_spec(const char *args, struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
@@ -332,29 +308,44 @@ static int null_spec(const char *args, struct gpuos_emu_opts *o, char *err, size
 	return gpuos_emu_parse(spec, o, err, errlen);
 }
 
-static int null_parse(const char *args, char *err, size_t errlen)
+/* The options of "emu:ARGS" (null 0) or "nullARGS" (null 1) into o. */
+static int spec_of(int null, const char *args, struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	return null ? null_spec(args, o, err, errlen) : gpuos_emu_parse(args, o, err, errlen);
+}
+
+/* Parse, and start the emulator unless c is NULL (the parse hook). */
+static int parse_and_start(struct gpuos_ctrl *c, int null, const char *args, char *err, size_t errlen)
 {
 	struct gpuos_emu_opts *o = malloc(sizeof(*o));
 	int r;
 	if (!o)
 		return -ENOMEM;
-	r = null_spec(args, o, err, errlen);
+	r = spec_of(null, args, o, err, errlen);
+	if (!r && c)
+		r = emu_start(c, o, err, errlen);
 	free(o);
 	return r;
 }
 
+static int emu_parse(const char *args, char *err, size_t errlen)
+{
+	return parse_and_start(NULL, 0, args, err, errlen);
+}
+
+static int emu_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
+{
+	return parse_and_start(c, 0, args, err, errlen);
+}
+
+static int null_parse(const char *args, char *err, size_t errlen)
+{
+	return parse_and_start(NULL, 1, args, err, errlen);
+}
+
 static int null_open(struct gpuos_ctrl *c, const char *args, char *err, size_t errlen)
 {
-	struct gpuos_emu_opts *o = malloc(sizeof(*o));
-	int r;
-
-	if (!o)
-		return -ENOMEM;
-	r = null_spec(args, o, err, errlen);
-	if (!r)
-		r = emu_start(c, o, err, errlen);
-	free(o);
-	return r;
+	return parse_and_start(c, 1, args, err, errlen);
 }
 
 static void emu_close(struct gpuos_ctrl *c)
