@@ -46,15 +46,41 @@ else
 fi
 echo "# gpuos bench, $(date -u +%Y-%m-%dT%H:%MZ), runtime: $where"
 mkdir -p "$res"
-# Start the chosen sections afresh: their CSVs, and their lines of the shared files.
+# Start the chosen sections afresh: their CSVs, and their lines of the
+# shared files. A section's committed rows are set aside, not deleted: one
+# this machine cannot measure at all (no GPU here) gets them back
+# (restore_kept), so that `make bench` without a GPU never drops the GPU's.
+keep=$res/.kept.$$
+mkdir -p "$keep"
+set_aside() { local f; for f in "$@"; do [ -f "$res/$f" ] && mv "$res/$f" "$keep/$f"; done; return 0; }
+set_aside_sums() {
+	grep "^$1	" "$res/checksums.txt" > "$keep/sums.$1" 2> /dev/null
+	sed -i "/^$1\t/d" "$res/checksums.txt" 2> /dev/null
+	return 0
+}
+restore_kept() {
+	local f b
+	for f in "$keep"/*.csv "$keep"/*.tsv; do
+		[ -f "$f" ] || continue
+		b=$(basename "$f")
+		[ -s "$res/$b" ] && continue # measured here: this run's rows
+		mv "$f" "$res/$b"
+		echo "bench: kept the committed bench/results/$b: none of its rows could be measured here"
+		case $b in
+		datapath.csv) cat "$keep/sums.datapath" >> "$res/checksums.txt" 2> /dev/null ;;
+		layers.csv) cat "$keep/sums.layers" >> "$res/checksums.txt" 2> /dev/null ;;
+		esac
+	done
+	return 0
+}
 for sec in $only; do
 	case $sec in
-	1) rm -f "$res/datapath.csv"; sed -i '/^datapath\t/d' "$res/checksums.txt" 2> /dev/null ;;
-	2) rm -f "$res/random4k.csv" ;;
-	3) rm -f "$res/layers.csv" "$res/layers-timeline.tsv"; sed -i '/^layers\t/d' "$res/checksums.txt" 2> /dev/null ;;
-	4) rm -f "$res/runtime.csv" ;;
-	x) rm -f "$res/xproc.csv" ;;
-	f) rm -f "$res/fragmented.csv" ;;
+	1) set_aside datapath.csv; set_aside_sums datapath ;;
+	2) set_aside random4k.csv ;;
+	3) set_aside layers.csv layers-timeline.tsv; set_aside_sums layers ;;
+	4) set_aside runtime.csv ;;
+	x) set_aside xproc.csv ;;
+	f) set_aside fragmented.csv ;;
 	esac
 	sed -i "/^$sec\. /d" "$res/skipped.txt" 2> /dev/null
 	[ "$sec" = x ] && sed -i '/^GPU clients in other processes/d' "$res/skipped.txt" 2> /dev/null
@@ -66,7 +92,7 @@ file=$data/gpuos-bench-rand-$$.img
 disk=$diskdir/gpuos-bench-rand-$$.img
 mdir=$data/gpuos-bench-model-$$
 ddir=$diskdir/gpuos-bench-model-$$
-trap 'rm -rf "$file" "$disk" "$mdir" "$ddir" "$data/gpuos-bench-frag-$$" "$res"/one.* $udev_made' EXIT
+trap 'restore_kept; rm -rf "$file" "$disk" "$mdir" "$ddir" "$data/gpuos-bench-frag-$$" "$res"/one.* "$keep" $udev_made' EXIT
 # rand4k SOURCE FILE SCALE DIRECT: liburing at QD 1..256 against gpuos with as
 # many client threads (GPU threads, or CPU threads in host mode), the file
 # behind the emulated controller (its uring backend uses O_DIRECT wherever
@@ -438,6 +464,7 @@ else
 	want 1 && { file_rows || exit 1; }
 	want f && { frag_rows || exit 1; }
 fi
+restore_kept
 if [ -s "$res/checksums.txt" ] && ! python3 "$here/results.py" checksums "$res/checksums.txt"; then
 	echo "bench: the paths' VRAM checksums differ (bench/results/checksums.txt)" >&2
 	exit 1

@@ -93,5 +93,26 @@ check "targets: met, with the ratio" grep -q "tmpfs: gpuos-ram 25 GB/s against p
 check "targets: missed, by how much" grep -q "page cache: gpuos-uring 3 GB/s against pread-T8 4 GB/s: \*\*0.75x\*\*, missed by 25 %" "$tmp/p2.md"
 check "the checksums agree, said on the page" grep -q "Every path's VRAM copy of the whole file is the same: \`0a\`" "$tmp/p2.md"
 
+echo "== bench/all.sh on a machine without a GPU keeps the GPU's committed rows"
+# A copy of bench/ and docs/ (all.sh writes beside itself): section 1 (the
+# same file into VRAM) cannot run here; its CSV and checksum lines stay.
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$tmp/copy/docs"
+cp -r "$root/bench" "$tmp/copy/"
+cp "$root/docs/benchmarks.md" "$tmp/copy/docs/" 2> /dev/null
+if "$build/gpuos" bench --device gpu-null --threads 1 --iters 1 --op nop > /dev/null 2>&1; then
+	ok "a GPU here: bench/all.sh measures section 1 (not tested here)"
+elif [ -s "$root/bench/results/datapath.csv" ]; then
+	BENCH_ONLY=1 bash "$tmp/copy/bench/all.sh" "$build" "$tmp" "$tmp" > "$tmp/all.out" 2>&1; rc=$?
+	check "BENCH_ONLY=1 without a GPU: exit 0 (rc $rc: $(tail -2 "$tmp/all.out" | tr '\n' ' '))" test $rc -eq 0
+	check "the committed datapath.csv is kept, byte for byte" cmp -s "$root/bench/results/datapath.csv" "$tmp/copy/bench/results/datapath.csv"
+	check "its checksum lines too" test "$(grep -c '^datapath	' "$tmp/copy/bench/results/checksums.txt")" -eq \
+		"$(grep -c '^datapath	' "$root/bench/results/checksums.txt")"
+	check "it says so" grep -q "kept the committed bench/results/datapath.csv" "$tmp/all.out"
+	check "nothing set aside is left behind" test -z "$(ls -a "$tmp/copy/bench/results" | grep kept)"
+else
+	bad "bench/results/datapath.csv is missing from the tree"
+fi
+
 echo "bench pipeline: $pass passed, $fail failed"
 [ $fail -eq 0 ]
