@@ -421,12 +421,21 @@ $(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(BUILD)/kernels/image.o
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuos.so.0 -Wl,--no-undefined -o $@ $^ \
 		$(CUDA_HOME)/lib64/libcudart_static.a -lstdc++ \
 		$$(pkg-config --libs $(HOST_DEPS) 2>/dev/null || echo -luring -lelf -lz -lzstd) -lpthread -ldl -lrt -lm
-# gpuos.pc for the PREFIX of the install that writes it.
+# gpuos.pc for the PREFIX of the install that writes it. A host library
+# with a .pc of its own is named in Requires.private (pkg-config then
+# follows its own dependencies); one without, as -l in Libs.private.
+pc_lib_liburing := -luring
+pc_lib_libelf := -lelf
+pc_lib_zlib := -lz
+pc_lib_libzstd := -lzstd
+PC_REQUIRES = $(strip $(foreach d,$(HOST_DEPS),$(shell pkg-config --exists $(d) 2>/dev/null && echo $(d))))
+PC_LIBS = $(strip $(foreach d,$(filter-out $(PC_REQUIRES),$(HOST_DEPS)),$(pc_lib_$(d))))
 write_pc = printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$(LIBDIR:$(PREFIX)%=$${prefix}%)' \
 	'includedir=$(INCLUDEDIR:$(PREFIX)%=$${prefix}%)' '' 'Name: gpuos' \
 	'Description: the GPU as the I/O processor: files, byte ranges and GGUF tensors from NVMe into GPU memory' \
 	'Version: $(GPUOS_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lgpuos' \
-	'Libs.private: -luring -lelf -lz -lzstd -lstdc++ -lpthread -ldl -lrt -lm' > $(1)
+	$(if $(PC_REQUIRES),'Requires.private: $(PC_REQUIRES)') \
+	'Libs.private:$(if $(PC_LIBS), $(PC_LIBS)) -lstdc++ -lpthread -ldl -lrt -lm' > $(1)
 
 clean:
 	rm -rf $(BUILD)

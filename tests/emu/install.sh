@@ -278,6 +278,12 @@ check "make install PREFIX=/opt/gpuos: bin, man1, completion there" \
 	test -x "$tmp/d2/opt/gpuos/bin/gpuos" -a -s "$tmp/d2/opt/gpuos/share/man/man1/gpuos.1" \
 	-a -s "$tmp/d2/opt/gpuos/share/bash-completion/completions/gpuos"
 check "and its gpuos.pc names that prefix" grep -qx "prefix=/opt/gpuos" "$tmp/d2/opt/gpuos/lib/pkgconfig/gpuos.pc"
+want_req=$(for d in liburing libelf zlib libzstd; do pkg-config --exists $d && printf '%s ' $d; done | sed 's/ $//')
+if [ -n "$want_req" ]; then
+	check "gpuos.pc: Requires.private names the host libraries that have a .pc here ($want_req), not -l flags" \
+		eval 'grep -qx "Requires.private: $want_req" "$tmp/d2/opt/gpuos/lib/pkgconfig/gpuos.pc" &&
+			! grep "^Libs.private:" "$tmp/d2/opt/gpuos/lib/pkgconfig/gpuos.pc" | grep -q -- "-luring"'
+fi
 check "and its unit, in /opt/gpuos/lib/systemd/system, runs /opt/gpuos/bin/gpuos" \
 	grep -qx "ExecStart=/opt/gpuos/bin/gpuos boot --config /etc/gpuos/gpuos.conf" \
 	"$tmp/d2/opt/gpuos/lib/systemd/system/gpuos.service"
