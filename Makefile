@@ -160,30 +160,30 @@ $(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuo
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
 test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
-	$(Q)bash tests/emu/run.sh $(BUILD)
-	$(Q)bash tests/emu/faults.sh $(BUILD)
-	$(Q)bash tests/emu/apps.sh $(BUILD)
-	$(Q)bash tests/emu/apps_model.sh $(BUILD)
-	$(Q)bash tests/emu/writer.sh $(BUILD)
-	$(Q)bash tests/emu/files.sh $(BUILD)
-	$(Q)bash tests/emu/extents.sh $(BUILD)
-	$(Q)bash tests/emu/split.sh $(BUILD)
-	$(Q)bash tests/emu/model.sh $(BUILD)
-	$(Q)bash tests/emu/cli_hostile.sh $(BUILD)
-	$(Q)bash tests/emu/service.sh $(BUILD)
-	$(Q)bash tests/emu/status.sh $(BUILD)
-	$(Q)bash tests/emu/group.sh $(BUILD)
-	$(Q)bash tests/emu/root.sh $(BUILD)
-	$(Q)bash tests/emu/install.sh $(BUILD)
-	$(Q)bash tests/emu/embed.sh $(BUILD)
-	$(Q)bash tests/emu/python.sh $(BUILD)
-	$(Q)bash tests/emu/python.sh $(BUILD) test_models.py
-	$(Q)bash tests/emu/connect.sh $(BUILD)
-	$(Q)bash tests/emu/python.sh $(BUILD) test_connect.py
-	$(Q)bash tests/emu/llama_quant.sh $(BUILD)
-	$(Q)bash tests/emu/llama_tok.sh $(BUILD)
-	$(Q)bash tests/emu/llama.sh $(BUILD)
-	$(Q)bash tests/emu/bench.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/run.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/faults.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/apps.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/apps_model.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/writer.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/files.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/extents.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/split.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/model.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/cli_hostile.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/service.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/status.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/group.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/root.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/install.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/embed.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_models.py
+	$(Q)bash tests/timed.sh bash tests/emu/connect.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_connect.py
+	$(Q)bash tests/timed.sh bash tests/emu/llama_quant.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/llama_tok.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/llama.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/bench.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
 # the runtime runs on CPU threads against the emulated controller). It uses
@@ -230,13 +230,13 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
-	$(Q)$(MAKE) --no-print-directory test-unit
-	$(Q)$(MAKE) --no-print-directory test-emu
-	$(Q)$(MAKE) --no-print-directory test-qemu
-	$(Q)$(MAKE) --no-print-directory tsan
-	$(Q)$(MAKE) --no-print-directory fuzz-smoke
-	$(Q)$(MAKE) --no-print-directory check
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) all
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-unit
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-emu
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-qemu
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory tsan
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory fuzz-smoke
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory check
 	@echo "make test: all passed"
 
 # ---- the GPU machine ------------------------------------------------------------
