@@ -331,6 +331,7 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
@@ -340,7 +341,7 @@ fill_paths = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
 INSTALL ?= install
 .PHONY: man completion install uninstall
 man: $(BUILD)/man/gpuos.1
-completion: $(BUILD)/completion/gpuos
+completion: $(BUILD)/completion/gpuos $(BUILD)/completion/_gpuos
 $(BUILD)/man/gpuos.1: $(BUILD)/gpuos man/gen-man.sh man/help.awk man/gpuos.h2m scripts/gen-completion.py
 	@$(if $(Q),echo "  HELP2MAN $(BUILD)/man")
 	$(Q)bash man/gen-man.sh $(BUILD)/gpuos $(BUILD)/man
@@ -348,8 +349,12 @@ $(BUILD)/completion/gpuos: $(BUILD)/gpuos scripts/gen-completion.py
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)python3 scripts/gen-completion.py $(BUILD)/gpuos > $@.tmp && mv $@.tmp $@
-install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos lib
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(LIBDIR) \
+$(BUILD)/completion/_gpuos: $(BUILD)/gpuos scripts/gen-completion.py
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)python3 scripts/gen-completion.py --zsh $(BUILD)/gpuos > $@.tmp && mv $@.tmp $@
+install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos $(BUILD)/completion/_gpuos lib
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(LIBDIR) \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/gpuos
 	$(INSTALL) -m 644 $(LIB_DIR)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.a
 	$(INSTALL) -m 755 $(LIB_DIR)/libgpuos.so $(DESTDIR)$(LIBDIR)/libgpuos.so.$(GPUOS_VERSION)
@@ -363,6 +368,7 @@ install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos lib
 		ln -sf gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static; fi
 	$(INSTALL) -m 644 $(BUILD)/man/gpuos*.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 644 $(BUILD)/completion/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos
+	$(INSTALL) -m 644 $(BUILD)/completion/_gpuos $(DESTDIR)$(ZSHCOMPDIR)/_gpuos
 	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/gpuos
 	$(fill_paths) scripts/gpuos.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
@@ -372,7 +378,7 @@ install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos lib
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpuos $(DESTDIR)$(BINDIR)/gpuos-static \
 		$(DESTDIR)$(MANDIR)/man1/gpuos.1 $(DESTDIR)$(MANDIR)/man1/gpuos-*.1 \
-		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static \
+		$(DESTDIR)$(BASHCOMPDIR)/gpuos $(DESTDIR)$(BASHCOMPDIR)/gpuos-static $(DESTDIR)$(ZSHCOMPDIR)/_gpuos \
 		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.so $(DESTDIR)$(LIBDIR)/libgpuos.so.0 \
 		$(DESTDIR)$(LIBDIR)/libgpuos.so.[0-9]* $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service

@@ -16,6 +16,7 @@ pkgs=(
 	zstd gnuplot-nox
 	qemu-system-x86 busybox-static cpio kmod   # the QEMU referee test
 	help2man man-db    # the manual pages (make man, make install) and their test
+	zsh                # the zsh completion's test
 	python3 python3-numpy  # the Python binding's tests (host mode: numpy arrays)
 )
 # A GGUF reader written by others (@huggingface/gguf) runs under node; a

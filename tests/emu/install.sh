@@ -86,7 +86,7 @@ comp=$pre/share/bash-completion/completions/gpuos
 check "share/man/man1/gpuos.1 installed" test -s "$man1/gpuos.1"
 check "share/bash-completion/completions/gpuos installed" test -s "$comp"
 check "the build's man/ and completion/ made again from $gpuos" test -s "$build/man/gpuos.1" -a -s "$build/completion/gpuos"
-check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./(usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos|lib/libgpuos\.(a|so\.[0-9.]+)|lib/pkgconfig/gpuos\.pc|include/gpuos/[a-z_]+\.h|lib/systemd/system/gpuos\.service)|etc/gpuos/gpuos\.conf)$')"
+check "nothing else installed" test -z "$(cd "$dest" && find . -type f | grep -vE '^\./(usr/local/(bin/gpuos(-static)?|share/man/man1/gpuos(-[a-z0-9_-]+)?\.1|share/bash-completion/completions/gpuos|share/zsh/site-functions/_gpuos|lib/libgpuos\.(a|so\.[0-9.]+)|lib/pkgconfig/gpuos\.pc|include/gpuos/[a-z_]+\.h|lib/systemd/system/gpuos\.service)|etc/gpuos/gpuos\.conf)$')"
 
 # ---- the pages ---------------------------------------------------------------------
 echo "== manual pages"
@@ -181,6 +181,27 @@ same "gpuos cat --device emu:<TAB> without COMP_LINE" \
 same "gpuos nosuch <TAB>: nothing" "$(complete_words gpuos nosuch '')" ""
 
 # ---- the systemd unit and its config ---------------------------------------------
+echo "== zsh completion"
+zcomp=$pre/share/zsh/site-functions/_gpuos
+check "share/zsh/site-functions/_gpuos installed, a #compdef for gpuos" eval 'test "$(head -1 "$zcomp")" = "#compdef gpuos gpuos-static"'
+missing=
+for c in "${cmds[@]}"; do grep -q "^_gpuos_${c//-/_}() {" "$zcomp" || missing="$missing $c"; done
+check "a function per command (${#cmds[@]}; missing:$missing)" test -z "$missing"
+zfn() { sed -n "/^_gpuos_$1() {/,/^}/p" "$zcomp"; }
+check "cat: --offset takes a value, --device completes a device" eval 'zfn cat | grep -q -- "--offset=:bytes:" &&
+	zfn cat | grep -q -- "--device=:dev:_gpuos_device"'
+check "gguf: --shard is a flag (no value)" eval 'zfn gguf | grep -q "^		.--shard. ..$"'
+if command -v zsh > /dev/null; then
+	check "zsh -n: it parses" zsh -n "$zcomp"
+	# completing "gpuos ca<TAB>" in a zsh with the function loaded: the candidates it offers
+	ZC=$zcomp zsh -f -c 'autoload -U compinit; compinit -u -D; fpath=(${ZC:h} $fpath); autoload -U _gpuos
+		compadd() { print -r -- "ADD $*"; }; _describe() { print -r -- "DESCRIBE $*"; }
+		words=(gpuos ca); CURRENT=2; _gpuos' > "$tmp/zsh.out" 2>&1
+	check "zsh: the commands offered at the first word" grep -q "DESCRIBE -t commands" "$tmp/zsh.out"
+else
+	bad "zsh is missing (scripts/deps.sh installs it)"
+fi
+
 echo "== the systemd unit and the sample config (docs/service.md)"
 unit=$pre/lib/systemd/system/gpuos.service
 conf=$dest/etc/gpuos/gpuos.conf
