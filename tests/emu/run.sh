@@ -32,7 +32,7 @@ $gpuos identify --device "emu:$img" > "$tmp/id.txt" 2>&1
 check "identify text" grep -q "MDTS:" "$tmp/id.txt"
 
 $gpuos identify --device "bogus:thing" 2> "$tmp/err"; rc=$?
-check "bad device string: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
+check "bad device string: exit 2 (it does not parse), one line" test $rc -eq 2 -a "$(wc -l < "$tmp/err")" -eq 1
 $gpuos identify --device "emu:$tmp/missing.img" 2> "$tmp/err"; rc=$?
 check "missing image: exit 1, one line" test $rc -eq 1 -a "$(wc -l < "$tmp/err")" -eq 1
 check "missing image: says why" grep -q "No such file" "$tmp/err"
