@@ -34,7 +34,7 @@ BOOT_SRC    := $(filter-out boot/cli/main.c boot/cuda.c boot/cuda_none.c,$(wildc
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 RT_IMAGE    := $(BUILD)/kernels/runtime.fatbin
 
-.PHONY: all test demo gpu-test gpu-build check bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke fuzz
+.PHONY: all test demo gpu-test gpu-build check check-fast bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke fuzz
 all: $(BUILD)/gpuos
 
 deps:
@@ -296,6 +296,18 @@ bench-build: all $(BUILD)/bench/baselines $(BUILD)/bench/layer-base
 # host-mode rows, and the rest skipped by name.
 bench: deps bench-build
 	$(Q)bash bench/all.sh $(BUILD)
+
+# The inner loop (issue 35): the quick unit suites, the command line's
+# front door and the layout checks, on the build that exists; a few
+# minutes, not make test's half hour. make test still runs everything.
+FAST_UNIT := ctrl cuda gguf gpt ext4 parts safetensors plan mps image pci
+check-fast: $(FAST_UNIT:%=$(BUILD)/tests/unit/test_%) $(BUILD)/gpuos
+	$(Q)set -e; for t in $(FAST_UNIT); do echo "== test_$$t"; \
+		GPUOS_FILES_DIR=$(BUILD)/files-img $(BUILD)/tests/unit/test_$$t --jobs 2 $(CRITERION_ARGS); done
+	$(Q)bash tests/timed.sh bash tests/emu/cli_hostile.sh $(BUILD)
+	$(Q)python3 tests/tools/check_orderings.py
+	$(Q)python3 tests/tools/check_arrows.py
+	@echo "check-fast: passed (make test runs everything)"
 
 # The portable headers and core through both compilers.
 check:
