@@ -538,6 +538,7 @@ def plan_array(run, rng, img, data_md5):
         off = k * ARR_STRIPE - rng.randint(1, 3000)
         ln = [rng.randint(2, 6000), rng.randint(ARR_STRIPE, 3 * ARR_STRIPE), rng.randint(1 << 20, 2 << 20),
               rng.randint(1, 4) * 512][i]
+        ln = min(ln, ARR_SIZE - off)    # a chunk near the end: the range stops at the array's end
         p.read("array-read-boundary%d" % i, img, 512, off, ln, device=dev, bad_sector=False)
     for i, (off, ln) in enumerate(ranges(rng, ARR_SIZE, 4, 512, small=True)):
         p.read("array-read%d" % i, img, 512, off, ln, device=dev, bad_sector=False)
