@@ -183,9 +183,25 @@ int gpuos_mps_start(const char *prog, const char *dir, const char *log_dir, unsi
  * containers). dir non-NULL: only one whose environment names dir as its
  * pipe directory (a daemon we started got it from us, its servers from
  * it); another daemon, at another directory, is not ours to wait for. */
+/* /proc/PID/NAME into buf, NUL-terminated (cut at len - 1); its bytes, or
+ * -1 where it cannot be read (the process has gone). */
+static ssize_t read_proc(const char *pid, const char *name, char *buf, size_t len)
+{
+	char path[300];
+	ssize_t n;
+	int fd;
+	snprintf(path, sizeof(path), "/proc/%s/%s", pid, name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
 int gpuos_mps_daemon_runs(const char *dir)
 {
-	char want[4200], path[300], buf[8192];
+	char want[4200], buf[8192];
 	size_t wlen = 0;
 	struct dirent *e;
 	DIR *d = opendir("/proc");
@@ -198,19 +214,12 @@ int gpuos_mps_daemon_runs(const char *dir)
 	while (!found && (e = readdir(d))) {
 		ssize_t n;
 		size_t k;
-		int fd;
 		const char *open_paren, *close_paren;
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		/* "PID (COMM) STATE ..." */
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		if (read_proc(e->d_name, "stat", buf, sizeof(buf)) <= 0)
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
 		open_paren = strchr(buf, '(');
 		close_paren = strrchr(buf, ')');
 		if (!open_paren || !close_paren || strncmp(open_paren + 1, "nvidia-cuda-mps", 15) ||
@@ -220,13 +229,8 @@ int gpuos_mps_daemon_runs(const char *dir)
 			found = 1;
 			break;
 		}
-		snprintf(path, sizeof(path), "/proc/%s/environ", e->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n > 0)
-			buf[n] = 0; /* the last entry of a longer environment, cut, ends too */
+		/* the last entry of a longer environment, cut, ends too */
+		n = read_proc(e->d_name, "environ", buf, sizeof(buf));
 		for (k = 0; n > 0 && k + wlen <= (size_t)n && !found; k += strlen(buf + k) + 1)
 			found = memcmp(buf + k, want, wlen) == 0;
 	}
