@@ -728,7 +728,8 @@ static const char *rt_state_name(uint32_t st)
  *   ok status/1 KEY=VALUE ...
  * values escaped as put_val does, a key left out where it has no value:
  *   runtime gpu|host, gpu (its name), device, pid, uid (the service's),
- *   uptime_ms, socket, state (the runtime's), mps (gpuos_mps_state_name),
+ *   uptime_ms, socket, state (the runtime's), fatal (why, where state is
+ *   fatal: gpuos_fatal_name), mps (gpuos_mps_state_name),
  *   mps_text (boot's line after "MPS: "), mps_dir, mps_log, mps_why,
  *   viewer_uid, viewer_all (1: root or the service's uid, who see every
  *   client's pid and uid), connections, apps (running or waiting),
@@ -762,6 +763,12 @@ static char *status_line(struct gpuos_service *v, const struct svc_conn *me)
 		(unsigned long long)(t - v->t_start));
 	put_val(f, v->path);
 	fprintf(f, " state=%s", rt_state_name(st.state));
+	if (st.state == GPUOS_RT_STATE_FATAL) {
+		snprintf(text, sizeof(text), "%s (controller %u, status 0x%x, CSTS 0x%x)", gpuos_fatal_name(st.fatal_why),
+			 st.fatal_why >> 8 & 0xffu, st.fatal_why >> 16, st.fatal_csts);
+		fprintf(f, " fatal=");
+		put_val(f, text);
+	}
 	if (v->o.mps) {
 		const struct gpuos_mps *m = v->o.mps;
 		fprintf(f, " mps=%s mps_text=", gpuos_mps_state_name(m->state));

@@ -355,6 +355,10 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 	 * stop (boot/sys_run.c), the runtime's FATAL */
 	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
 	st->notices = __atomic_load_n(&ctl->notices, __ATOMIC_RELAXED);
+	/* the acquire of the state above orders them (the runtime's stores
+	 * precede its release of FATAL) */
+	st->fatal_why = __atomic_load_n(&ctl->fatal_why, __ATOMIC_RELAXED);
+	st->fatal_csts = __atomic_load_n(&ctl->fatal_csts, __ATOMIC_RELAXED);
 }
 
 int gpuos_sys_ctrl_stats(const struct gpuos_sys *s, uint32_t i, struct gpuos_ctrl_stats *st)

@@ -186,21 +186,27 @@ GPUOS_HD int gpuos_rt_abort(const struct gpuos_rt_desc *d, struct rt_recover *rs
 /* ---- the reset --------------------------------------------------------------------- */
 
 /* Only the resetter writes dead (one at a time: the phase CAS); anyone may
- * read it (gpuos_rt_dead). */
-GPUOS_INLINE GPUOS_HD void rec_mark_dead(struct rt_recover *rs, uint32_t m)
+ * read it (gpuos_rt_dead). The first failure's reason stays (go_fatal
+ * reports it): why is enum gpuos_rt_fatal | status << 16. */
+GPUOS_INLINE GPUOS_HD void rec_mark_dead(struct rt_recover *rs, uint32_t m, uint32_t why, uint32_t csts)
 {
+	if (!gpuos_load_relaxed_dev32(&rs->dead)) {
+		gpuos_store_relaxed_dev32(&rs->dead_why, why | m << 8);
+		gpuos_store_relaxed_dev32(&rs->dead_csts, csts);
+	}
 	gpuos_store_relaxed_dev32(&rs->dead, gpuos_load_relaxed_dev32(&rs->dead) | 1u << m);
 }
 
 /* Wait until CSTS.RDY == rdy, bounded by CAP.TO; 0, or -1 (timeout, CFS,
- * or the controller gone). The acquire read pairs with the controller's
- * last writes before its RDY change. */
-GPUOS_NOINLINE GPUOS_HD static int wait_rdy(const struct gpuos_rt_admin *A, uint32_t rdy)
+ * or the controller gone) with the last CSTS in *last. The acquire read
+ * pairs with the controller's last writes before its RDY change. */
+GPUOS_NOINLINE GPUOS_HD static int wait_rdy(const struct gpuos_rt_admin *A, uint32_t rdy, uint32_t *last)
 {
 	uint64_t t0 = gpuos_now_ns(), limit = (uint64_t)A->to_ms * 1000000ull;
 	uint32_t spins = 0;
 	for (;;) {
 		uint32_t csts = gpuos_mmio_read_acquire32(rec_reg(A, GPUOS_NVME_REG_CSTS));
+		*last = csts;
 		if (csts == 0xffffffffu || (rdy && (csts & GPUOS_NVME_CSTS_CFS)))
 			return -1;
 		if ((csts & GPUOS_NVME_CSTS_RDY) == rdy)
@@ -214,7 +220,7 @@ GPUOS_NOINLINE GPUOS_HD static int wait_rdy(const struct gpuos_rt_admin *A, uint
 GPUOS_HD int gpuos_rt_reset_begin(const struct gpuos_rt_desc *d, struct rt_recover *rs, uint32_t m)
 {
 	const struct gpuos_rt_admin *A = rec_admin(d, m);
-	uint32_t w = gpuos_load_acquire_dev32(&rs->word), spins = 0;
+	uint32_t w = gpuos_load_acquire_dev32(&rs->word), spins = 0, csts;
 	if (!gpuos_rt_can_reset(d, m) || rt_rec_phase(w) != RT_PH_RUN ||
 	    gpuos_cas_acq_rel_dev32(&rs->word, w, (uint32_t)RT_PH_DISABLING << 16 | (w & 0xffffu)) != w)
 		return 0;
@@ -228,9 +234,9 @@ GPUOS_HD int gpuos_rt_reset_begin(const struct gpuos_rt_desc *d, struct rt_recov
 	gpuos_store_relaxed_dev32(&rs->epoch, gpuos_load_relaxed_dev32(&rs->epoch) + 1u);
 	gpuos_store_relaxed_dev32(&rs->acks, 0u);
 	gpuos_mmio_write32(rec_reg(A, GPUOS_NVME_REG_CC), A->cc & ~GPUOS_NVME_CC_EN);
-	if (wait_rdy(A, 0)) {
+	if (wait_rdy(A, 0, &csts)) {
 		/* Not even a reset brings it back: fail it (CTRL_FATAL). */
-		rec_mark_dead(rs, m);
+		rec_mark_dead(rs, m, GPUOS_RT_FATAL_NOT_STOPPED, csts);
 		lock_release(rs);
 		/* release: dead before RUN; pairs with the participants' acquire */
 		gpuos_store_release_dev32(&rs->word, w & 0xffffu);
@@ -254,7 +260,7 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 	uint32_t m = gpuos_load_relaxed_dev32(&rs->ctrl), w = gpuos_load_relaxed_dev32(&rs->word), present = w & 0xffffu, q, spins = 0;
 	const struct gpuos_rt_admin *A = rec_admin(d, m);
 	struct gpuos_nvme_sqe e;
-	int ok = 1;
+	uint32_t why = GPUOS_RT_FATAL_NONE, st = 0, csts = 0;
 
 	/* acquire: pairs with each participant's release ack; they are done
 	 * with the queues of m until RUN */
@@ -275,15 +281,17 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 	gpuos_mmio_write64(rec_reg(A, GPUOS_NVME_REG_ASQ), A->asq_iova);
 	gpuos_mmio_write64(rec_reg(A, GPUOS_NVME_REG_ACQ), A->acq_iova);
 	gpuos_mmio_write32(rec_reg(A, GPUOS_NVME_REG_CC), A->cc | GPUOS_NVME_CC_EN);
-	ok = wait_rdy(A, GPUOS_NVME_CSTS_RDY) == 0;
-	if (ok) {
+	if (wait_rdy(A, GPUOS_NVME_CSTS_RDY, &csts))
+		why = GPUOS_RT_FATAL_NOT_READY;
+	if (!why) {
 		__builtin_memset(&e, 0, sizeof(e));
 		e.opc = GPUOS_NVME_ADMIN_SET_FEATURES;
 		e.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES;
 		e.cdw11 = (A->nio - 1u) << 16 | (A->nio - 1u); /* NCQR, NSQR: 0's based */
-		ok = admin_run(d, rs, m, &e) == 0;
+		st = admin_run(d, rs, m, &e);
+		why = st ? GPUOS_RT_FATAL_ADMIN : why;
 	}
-	for (q = 0; ok && q < d->nqueues + (d->meta ? d->nctrl : 0u); q++) {
+	for (q = 0; !why && !st && q < d->nqueues + (d->meta ? d->nctrl : 0u); q++) {
 		const struct gpuos_rt_queue *Q = &d->queue[q];
 		if (Q->ctrl != m || (q >= d->nqueues && q - d->nqueues != m))
 			continue;
@@ -292,19 +300,21 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 		e.prp1 = A->cq_iova[q];
 		e.cdw10 = (Q->depth - 1u) << 16 | Q->qid;
 		e.cdw11 = GPUOS_NVME_CREATE_Q_PC; /* polled: no interrupts */
-		ok = admin_run(d, rs, m, &e) == 0;
-		if (!ok)
+		st = admin_run(d, rs, m, &e);
+		if (st)
 			break;
 		__builtin_memset(&e, 0, sizeof(e));
 		e.opc = GPUOS_NVME_ADMIN_CREATE_SQ;
 		e.prp1 = A->sq_iova[q];
 		e.cdw10 = (Q->depth - 1u) << 16 | Q->qid;
 		e.cdw11 = Q->qid << 16 | GPUOS_NVME_CREATE_Q_PC;
-		ok = admin_run(d, rs, m, &e) == 0;
+		st = admin_run(d, rs, m, &e);
 	}
+	why = st && !why ? GPUOS_RT_FATAL_ADMIN : why;
 	admin_save(d, rs, m);
-	if (!ok)
-		rec_mark_dead(rs, m);
+	if (why)
+		rec_mark_dead(rs, m, why | st << 16,
+			      why == GPUOS_RT_FATAL_NOT_READY ? csts : gpuos_mmio_read32(rec_reg(A, GPUOS_NVME_REG_CSTS)));
 	gpuos_store_relaxed_dev32(&rs->gen[m], gpuos_load_relaxed_dev32(&rs->gen[m]) + 1u);
 	lock_release(rs);
 	/* release: the queues made again (or dead), gen[m], before RUN; pairs

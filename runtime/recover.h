@@ -48,6 +48,8 @@ struct rt_recover {
 	uint32_t acks;         /* participants that dropped in this epoch */
 	uint32_t lock;         /* the admin queues: 0 free, 1 held */
 	uint32_t dead;         /* bit m: controller m could not be reset */
+	uint32_t dead_why;     /* the first failed reset: gpuos_rt_fatal | m << 8 | status << 16 */
+	uint32_t dead_csts;    /* and the CSTS read when it gave up */
 	uint32_t launch;       /* ctl->epoch + 1 the admin positions were loaded for */
 	uint32_t next_cid;
 	uint32_t gen[GPUOS_RT_MAX_CTRL];  /* resets completed, per controller */

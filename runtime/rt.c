@@ -1508,7 +1508,8 @@ GPUOS_INLINE GPUOS_HD int reap(const struct gpuos_rt_desc *d, uint32_t w, struct
 
 /* ---- timeouts and controller failure --------------------------------------------- */
 
-GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t csts);
+GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t why,
+					     uint32_t csts);
 
 /* Lane 0: fail the request of slot s (timed out or controller dead). The
  * slot becomes a ZOMBIE: never reused while the controller may answer it.
@@ -1585,7 +1586,7 @@ GPUOS_NOINLINE GPUOS_HD static int rec_follow(const struct gpuos_rt_desc *d, uin
 		W->rec_gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
 	}
 	if (gpuos_rt_dead(rs) && !W->fatal)
-		go_fatal(d, w, W, 0xffffffffu);
+		go_fatal(d, w, W, gpuos_load_relaxed_dev32(&rs->dead_why), gpuos_load_relaxed_dev32(&rs->dead_csts));
 	return W->rec = 0;
 }
 
@@ -1611,7 +1612,7 @@ GPUOS_NOINLINE GPUOS_HD static void zombie_stuck(const struct gpuos_rt_desc *d, 
 	if (gpuos_rt_can_reset(d, m))
 		rec_reset(d, w, W, m);
 	else
-		go_fatal(d, w, W, 0xffffffffu); /* nothing more the runtime can do: the controller has failed */
+		go_fatal(d, w, W, GPUOS_RT_FATAL_STUCK | m << 8, 0xffffffffu); /* nothing more the runtime can do */
 }
 
 GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
@@ -1665,13 +1666,16 @@ GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d
 }
 
 /* Lane 0: the controller is dead; fail everything in flight and all new work. */
-GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t csts)
+GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W, uint32_t why,
+					     uint32_t csts)
 {
 	struct gpuos_rt_ctl *ctl = (struct gpuos_rt_ctl *)(uintptr_t)d->ctl;
 	uint32_t s, i;
 
 	W->fatal = 1;
+	/* ordered before the host reads them by the release of the state below */
 	gpuos_store_relaxed_sys32(&ctl->fatal_csts, csts);
+	gpuos_store_relaxed_sys32(&ctl->fatal_why, why);
 	for (s = 0; s < d->slots_per_warp; s++) {
 		struct rt_slot *sl = &W->slot[s];
 		if (sl->busy == SLOT_RETRY) {
@@ -1728,7 +1732,9 @@ GPUOS_NOINLINE GPUOS_HD static void check_csts(const struct gpuos_rt_desc *d, ui
 				    !(gpuos_rt_dead(gpuos_rt_recover(d)) & (1u << m)))
 					rec_reset(d, w, W, m);
 				else
-					go_fatal(d, w, W, csts);
+					go_fatal(d, w, W,
+						 (csts == 0xffffffffu ? GPUOS_RT_FATAL_GONE : GPUOS_RT_FATAL_CFS) | m << 8,
+						 csts);
 			}
 			gpuos_warp_sync();
 			return;

@@ -70,6 +70,20 @@ GPUOS_HD const char *gpuos_nvme_admin_opc_name(uint8_t opc)
 	}
 }
 
+GPUOS_HD const char *gpuos_fatal_name(uint32_t why)
+{
+	switch (why & 0xffu) {
+	case GPUOS_RT_FATAL_NONE: return "not failed";
+	case GPUOS_RT_FATAL_CFS: return "CSTS.CFS on a controller the runtime cannot reset";
+	case GPUOS_RT_FATAL_GONE: return "CSTS reads all ones: the controller is gone";
+	case GPUOS_RT_FATAL_NOT_STOPPED: return "reset: CSTS.RDY stayed 1 for CAP.TO after CC.EN = 0";
+	case GPUOS_RT_FATAL_NOT_READY: return "reset: CSTS.RDY did not come back within CAP.TO (or CFS)";
+	case GPUOS_RT_FATAL_ADMIN: return "reset: an admin command failed or went unanswered within CAP.TO";
+	case GPUOS_RT_FATAL_STUCK: return "an aborted command never completed, and the controller cannot be reset";
+	default: return "unknown reason";
+	}
+}
+
 GPUOS_HD const char *gpuos_status_name(uint32_t st)
 {
 	switch (st) {

@@ -279,6 +279,8 @@ enum gpuos_status {
 
 /* Readable name for a status ("range past the end of the device"); never NULL. */
 GPUOS_HD const char *gpuos_status_name(uint32_t st);
+/* Which step made the runtime give up (enum gpuos_rt_fatal, ctl->fatal_why's low byte). */
+GPUOS_HD const char *gpuos_fatal_name(uint32_t why);
 
 /* ---- the mailbox ------------------------------------------------------------- */
 enum gpuos_slot_state {
@@ -432,6 +434,18 @@ enum gpuos_rt_state {
 	GPUOS_RT_STATE_FATAL = 4
 };
 
+/* Why the runtime went FATAL (ctl->fatal_why, low byte), so that a failure
+ * says which step gave up; ctl->fatal_csts holds the CSTS read then. */
+enum gpuos_rt_fatal {
+	GPUOS_RT_FATAL_NONE = 0,
+	GPUOS_RT_FATAL_CFS = 1,         /* CSTS.CFS where no reset is possible */
+	GPUOS_RT_FATAL_GONE = 2,        /* CSTS all ones: the controller left the bus */
+	GPUOS_RT_FATAL_NOT_STOPPED = 3, /* reset: RDY stayed 1 for CAP.TO after CC.EN = 0 */
+	GPUOS_RT_FATAL_NOT_READY = 4,   /* reset: RDY did not come back within CAP.TO, or CFS */
+	GPUOS_RT_FATAL_ADMIN = 5,       /* reset: an admin command failed (status) or went unanswered */
+	GPUOS_RT_FATAL_STUCK = 6,       /* an aborted command never completed, and no reset possible */
+};
+
 /* Counters per service warp, written by that warp only (relaxed stores of
  * its private counts, published every few hundred loops, when idle, and on
  * park/stop), read by the host: exact after park or stop, else recent. */
@@ -469,7 +483,8 @@ struct gpuos_rt_ctl {
 	uint32_t notices;      /* 0x44 GPUOS_NOTICE_* bits, written by the metadata warp */
 	uint32_t fatal_csts;   /* 0x48 CSTS value seen when the controller failed */
 	uint32_t epoch;        /* 0x4c launches so far (park/resume count) */
-	uint32_t rsvd50[12];
+	uint32_t fatal_why;    /* 0x50 enum gpuos_rt_fatal | controller << 8 | admin status << 16 */
+	uint32_t rsvd54[11];
 	/* --- cache line boundary (128) --- */
 	struct gpuos_rt_stats stats[]; /* one per service warp */
 };

@@ -146,6 +146,9 @@ struct gpuos_stats {
 	                            * to be sent again (struct gpuos_rt_stats) */
 	uint64_t untrusted;        /* requests failed with GPUOS_ST_DUP_CQE */
 	uint32_t dup_by_ctrl[GPUOS_MAX_CTRL]; /* duplicates by controller of an array (info.ctrl[i]) */
+	/* state FATAL: why (enum gpuos_rt_fatal | controller << 8 | admin
+	 * status << 16; gpuos_fatal_name) and the CSTS read then */
+	uint32_t fatal_why, fatal_csts;
 };
 
 /* The release; libgpuos's gpuos.pc and `gpuos --version` say it too. */
