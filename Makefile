@@ -30,8 +30,13 @@ endif
 
 
 RUNTIME_SRC := $(wildcard runtime/*.c)
-BOOT_SRC    := $(filter-out boot/cli/main.c boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/pci/*.c boot/cli/*.c boot/emu/*.c))
+BOOT_SRC    := $(filter-out boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/pci/*.c boot/emu/*.c))
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
+# The command line is a client of the library, not part of it (libgpuos
+# exports gpuos_* only): its own archive, for the gpuos binaries and the
+# tests that run a command in-process.
+CLI_SRC     := $(filter-out boot/cli/main.c,$(wildcard boot/cli/*.c))
+CLI_LIB     := $(BUILD)/libgpuos-cli.a
 RT_IMAGE    := $(BUILD)/kernels/runtime.fatbin
 
 .PHONY: all test demo gpu-test gpu-build check check-fast bench clean static deps test-unit test-emu test-qemu tsan fuzz-smoke fuzz
@@ -59,11 +64,14 @@ $(BUILD)/boot/cuda.o: boot/cuda.c
 $(BUILD)/libgpuos.a: $(CORE_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
+$(CLI_LIB): $(CLI_SRC:%.c=$(BUILD)/%.o)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 # The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin
 # of one cubin per architecture. The cubins are separate targets so that
 # `make -j` compiles them side by side (ptxas takes most of a build).
-RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h)
+RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h include/gpuos/internal/*.h)
 RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
 # Its cumulative stack must fit the stack every kernel gets (boot/gpu.h): a
 # launch that needs more waits for an idle device, which a persistent
@@ -87,7 +95,7 @@ $(BUILD)/kernels/image.o: kernels/image.S $(RT_IMAGE)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) -c -DGPUOS_RT_IMAGE='"$(RT_IMAGE)"' $< -o $@
 
-$(BUILD)/gpuos: $(BUILD)/boot/cli/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o $(BUILD)/libgpuos.a
+$(BUILD)/gpuos: $(BUILD)/boot/cli/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o $(CLI_LIB) $(BUILD)/libgpuos.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
@@ -131,7 +139,7 @@ $(BUILD)/static/%.o: %.c
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 static: $(BUILD)/gpuos-static
 $(BUILD)/gpuos-static: $(BUILD)/static/boot/cli/main.o $(BUILD)/static/boot/cuda_none.o \
-		$(RUNTIME_SRC:%.c=$(BUILD)/static/%.o) $(BOOT_SRC:%.c=$(BUILD)/static/%.o)
+		$(RUNTIME_SRC:%.c=$(BUILD)/static/%.o) $(BOOT_SRC:%.c=$(BUILD)/static/%.o) $(CLI_SRC:%.c=$(BUILD)/static/%.o)
 	@$(if $(Q),echo "  LD      $@ (static, host mode only)")
 	$(Q)$(CC) $(CFLAGS) -static -o $@ $^ $(LDLIBS_HOST)
 
@@ -143,10 +151,11 @@ test-qemu: $(BUILD)/gpuos-static
 # ---- tests ----------------------------------------------------------------------
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:%.c=$(BUILD)/%)
-$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+$(BUILD)/tests/unit/%: tests/unit/%.c $(CLI_LIB) $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a -lcriterion $(LDLIBS_CUDA) $(LDLIBS_HOST)
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/boot/cuda.o $(CLI_LIB) $(BUILD)/libgpuos.a -lcriterion $(LDLIBS_CUDA) \
+		$(LDLIBS_HOST)
 
 test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
 	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
@@ -191,11 +200,18 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 # inside TSan's address layout ("Could not initialize inheritable arena").
 TSAN_DIR := $(BUILD)/tsan
 TSAN_FLAGS := -O1 -g -fsanitize=thread -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Iinclude
-TSAN_SRC := $(RUNTIME_SRC) $(BOOT_SRC) boot/cuda_none.c
-$(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_SRC) $(wildcard include/gpuos/*.h runtime/*.h boot/*.h boot/*/*.h)
+TSAN_SRC := $(RUNTIME_SRC) $(BOOT_SRC) $(CLI_SRC) boot/cuda_none.c
+# Each source compiled once (make -j runs them side by side), shared by the
+# four suites: not the whole tree again inside each suite's one compile.
+TSAN_OBJ := $(TSAN_SRC:%.c=$(TSAN_DIR)/obj/%.o)
+$(TSAN_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (ThreadSanitizer)")
+	$(Q)$(CC) $(TSAN_FLAGS) -MMD -MP -c $< -o $@
+$(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ThreadSanitizer)")
-	$(Q)$(CC) $(TSAN_FLAGS) -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_SRC) $(LDLIBS_HOST)
+	$(Q)$(CC) $(TSAN_FLAGS) -MMD -MP -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_OBJ) $(LDLIBS_HOST)
 tsan: $(TSAN_DIR)/test_runtime $(TSAN_DIR)/test_files $(TSAN_DIR)/test_group $(TSAN_DIR)/test_remote
 	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_runtime
 	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_files
@@ -210,7 +226,7 @@ FUZZ_SECONDS ?= 15
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_TARGETS := gguf gpt ext4 safetensors
 FUZZ_SA := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Iinclude
-$(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(wildcard runtime/*.h include/gpuos/*.h)
+$(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(wildcard runtime/*.h include/gpuos/*.h include/gpuos/internal/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ASan+UBSan fuzz driver)")
 	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c
@@ -231,11 +247,11 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 test: deps
 	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) all
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-unit
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-emu
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) test-unit
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) test-emu
 	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-qemu
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory tsan
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory fuzz-smoke
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) tsan
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) fuzz-smoke
 	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory check
 	@echo "make test: all passed"
 
@@ -312,11 +328,12 @@ check-fast: $(FAST_UNIT:%=$(BUILD)/tests/unit/test_%) $(BUILD)/gpuos
 # The portable headers and core through both compilers.
 check:
 	@mkdir -p $(BUILD)/check
-	$(Q)for f in include/gpuos/*.h; do \
-		echo "#include \"gpuos/$$(basename $$f)\"" > $(BUILD)/check/$$(basename $$f .h).c; \
-		$(CC) $(CFLAGS) -fsyntax-only $(BUILD)/check/$$(basename $$f .h).c || exit 1; \
-		cp $(BUILD)/check/$$(basename $$f .h).c $(BUILD)/check/$$(basename $$f .h).cu; \
-		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -c $(BUILD)/check/$$(basename $$f .h).cu -o /dev/null || exit 1; \
+	$(Q)for f in include/gpuos/*.h include/gpuos/internal/*.h; do \
+		h=$${f#include/}; n=$(BUILD)/check/$$(echo $${h%.h} | tr / _); \
+		echo "#include \"$$h\"" > $$n.c; \
+		$(CC) $(CFLAGS) -fsyntax-only $$n.c || exit 1; \
+		cp $$n.c $$n.cu; \
+		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -c $$n.cu -o /dev/null || exit 1; \
 	done
 	$(Q)for f in $(RUNTIME_SRC); do \
 		$(CC) -x c++ -std=c++17 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -fsyntax-only $$f || exit 1; \
@@ -373,7 +390,7 @@ install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos $(BUILD)/
 	ln -sf libgpuos.so.$(GPUOS_VERSION) $(DESTDIR)$(LIBDIR)/libgpuos.so.0
 	ln -sf libgpuos.so.0 $(DESTDIR)$(LIBDIR)/libgpuos.so
 	$(call write_pc,$(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc)
-	$(INSTALL) -m 644 include/gpuos/*.h $(DESTDIR)$(INCLUDEDIR)/gpuos/
+	$(INSTALL) -m 644 include/gpuos/*.h $(DESTDIR)$(INCLUDEDIR)/gpuos/ # the API; not internal/
 	$(INSTALL) -m 755 $(BUILD)/gpuos $(DESTDIR)$(BINDIR)/gpuos
 	if [ -f $(BUILD)/gpuos-static ]; then \
 		$(INSTALL) -m 755 $(BUILD)/gpuos-static $(DESTDIR)$(BINDIR)/gpuos-static && \
@@ -433,10 +450,11 @@ $(LIB_DIR)/libgpuos.a: $(CORE_OBJ) $(LIB_DIR)/gpu.o
 	@$(if $(Q),echo "  AR      $@ (with the CUDA runtime and the runtime image)")
 	$(Q)rm -f $@ && { echo "CREATE $@"; echo "ADDLIB $(CUDA_HOME)/lib64/libcudart_static.a"; \
 		for o in $^; do echo "ADDMOD $$o"; done; echo SAVE; echo END; } | ar -M && ranlib $@
-$(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(BUILD)/kernels/image.o
+$(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(BUILD)/kernels/image.o boot/libgpuos.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuos.so.0 -Wl,--no-undefined -o $@ $^ \
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuos.so.0 -Wl,--no-undefined -Wl,--version-script=boot/libgpuos.map \
+		-o $@ $(filter %.o,$^) \
 		$(CUDA_HOME)/lib64/libcudart_static.a -lstdc++ \
 		$$(pkg-config --libs $(HOST_DEPS) 2>/dev/null || echo -luring -lelf -lz -lzstd) -lpthread -ldl -lrt -lm
 # gpuos.pc for the PREFIX of the install that writes it. A host library

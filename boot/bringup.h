@@ -12,7 +12,7 @@
 
 #include "ctrl.h"
 #include "gpuos/nvme.h"
-#include "gpuos/queue.h"
+#include "gpuos/internal/queue.h"
 
 #define GPUOS_ADMIN_DEPTH 32u
 

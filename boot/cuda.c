@@ -19,7 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu.h"
-#include "gpuos/dma.h"
+#include "gpuos/internal/dma.h"
 
 typedef CUresult (*pfn_module_load_data)(CUmodule *, const void *);
 typedef CUresult (*pfn_launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,

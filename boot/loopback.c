@@ -12,7 +12,7 @@
 
 #include "ctrl.h"
 #include "loopback.h"
-#include "gpuos/loopback.h"
+#include "gpuos/internal/loopback.h"
 
 struct loop_priv {
 	struct gpuos_dma desc;   /* struct gpuos_loop_desc in VRAM */

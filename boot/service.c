@@ -70,7 +70,7 @@
 
 #include "gpuos/gpuos.h"
 #include "gpuos/host.h"
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 #include "gpu.h"
 
 #define SVC_MAX_CONN 64u

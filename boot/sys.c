@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "gpuos/loopback.h"
+#include "gpuos/internal/loopback.h"
 #include "sys_internal.h"
 
 void gpuos_boot_opts_default(struct gpuos_boot_opts *o)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The descriptor the runtime reads (include/gpuos/rt.h), written on the host
+ * The descriptor the runtime reads (include/gpuos/internal/rt.h), written on the host
  * from the plan (boot/sys_plan.h) and the regions of boot/sys_mem.c, with
  * what the runtime alone uses: its command word, its admin table, its state
  * and its files region. Read-only for the runtime, which gets it by value at

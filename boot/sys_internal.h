@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "gpuos/host.h"
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 #include "bringup.h"
 #include "ctrl.h"
 #include "gpu.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 #include "sys_plan.h"
 
 #define SHM_ALIGN  0x10000ull   /* the mailbox and the heap start on 64 KiB */

@@ -97,7 +97,7 @@ struct gpuos_plan {
 	uint64_t heap_bytes;           /* rounded up to 64 KiB */
 	uint64_t share_bytes;          /* one client share of the heap (heap_shares), 4 KiB aligned */
 	/* A service's clients (heap_shares > 1): one per share, whose first
-	 * cmbox_bytes hold the client's own mailbox (include/gpuos/rt.h) */
+	 * cmbox_bytes hold the client's own mailbox (include/gpuos/internal/rt.h) */
 	uint32_t nclients;
 	uint32_t cmbox_slots;
 	uint64_t cmbox_bytes;

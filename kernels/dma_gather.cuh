@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The emulated controller's gather kernel (gpuos/dma.h, docs/emulator.md,
+// The emulated controller's gather kernel (gpuos/internal/dma.h, docs/emulator.md,
 // "The DMA engine"): block (x, y) copies unit y of piece x, GPUOS_DMA_UNIT
 // bytes, from pinned host memory (read over PCIe through its device mapping)
 // into VRAM. Built into the runtime image so it is loaded before the runtime
 // spins (docs/platform.md: no module loads later). The host orders it: the
 // batch's event is recorded after the launch on the same stream.
-#include "gpuos/dma.h"
+#include "gpuos/internal/dma.h"
 
 extern "C" __global__ void __launch_bounds__(256) gpuos_dma_gather(const struct gpuos_dma_batch b)
 {

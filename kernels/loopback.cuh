@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The gpu-null loopback controller (include/gpuos/loopback.h): one warp
+// The gpu-null loopback controller (include/gpuos/internal/loopback.h): one warp
 // serves its queues; for each new SQE (lane per entry) it posts a success
 // CQE at once. Doorbells are plain VRAM words the runtime writes with its
 // MMIO stores.
@@ -9,7 +9,7 @@
 // state in shared memory, polls every doorbell of its queues at once (lane
 // per queue) with relaxed loads, which leave L1 alone, and takes acquire
 // semantics (a fence) only when a doorbell moved.
-#include "gpuos/loopback.h"
+#include "gpuos/internal/loopback.h"
 
 struct loop_q {              // one queue's state while the kernel runs
 	struct gpuos_nvme_sqe *sq;

@@ -60,7 +60,7 @@
 
 GPUOS_EXTERN_C_BEGIN
 
-struct gpuos_rt_client;   /* gpuos/rt.h: a client's uid, gid and groups */
+struct gpuos_rt_client;   /* gpuos/internal/rt.h: a client's uid, gid and groups */
 
 /* ---- constants -------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * (gpuos_ext4_lookup, gpuos_ext4_lookup_at, gpuos_ext4_lookup_as).
  */
 #include "ext4_internal.h"
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 
 /* ---- directories ---------------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 #ifndef GPUOS_RUNTIME_FILES_H
 #define GPUOS_RUNTIME_FILES_H
 
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 #include "gpuos/gguf.h"
 #include "ext4.h"
 #include "safetensors.h"
@@ -73,7 +73,7 @@ struct rt_handle {
 };
 
 /* gpuos_rt_files_bytes and gpuos_rt_meta_run, what boot calls, are in
- * include/gpuos/rt.h. */
+ * include/gpuos/internal/rt.h. */
 
 /* A request the service warps hand to the metadata warp: the fields of its
  * slot as the service warp read them once and checked them (the batch

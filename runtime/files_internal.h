@@ -21,7 +21,7 @@
 #include "recover.h"
 #include "gguf.h"
 #include "gpt.h"
-#include "gpuos/queue.h"
+#include "gpuos/internal/queue.h"
 #include "util.h"
 
 GPUOS_EXTERN_C_BEGIN

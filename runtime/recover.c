@@ -289,7 +289,7 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 		e.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES;
 		e.cdw11 = (A->nio - 1u) << 16 | (A->nio - 1u); /* NCQR, NSQR: 0's based */
 		st = admin_run(d, rs, m, &e);
-		why = st ? GPUOS_RT_FATAL_ADMIN : why;
+		why = st ? (uint32_t)GPUOS_RT_FATAL_ADMIN : why;
 	}
 	for (q = 0; !why && !st && q < d->nqueues + (d->meta ? d->nctrl : 0u); q++) {
 		const struct gpuos_rt_queue *Q = &d->queue[q];
@@ -310,7 +310,7 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 		e.cdw11 = Q->qid << 16 | GPUOS_NVME_CREATE_Q_PC;
 		st = admin_run(d, rs, m, &e);
 	}
-	why = st && !why ? GPUOS_RT_FATAL_ADMIN : why;
+	why = st && !why ? (uint32_t)GPUOS_RT_FATAL_ADMIN : why;
 	admin_save(d, rs, m);
 	if (why)
 		rec_mark_dead(rs, m, why | st << 16,

@@ -25,8 +25,8 @@
 #ifndef GPUOS_RUNTIME_RECOVER_H
 #define GPUOS_RUNTIME_RECOVER_H
 
-#include "gpuos/rt.h"
-#include "gpuos/queue.h"
+#include "gpuos/internal/rt.h"
+#include "gpuos/internal/queue.h"
 
 GPUOS_EXTERN_C_BEGIN
 

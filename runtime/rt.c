@@ -12,9 +12,9 @@
  */
 #include <errno.h>
 
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 #include "files.h"
-#include "gpuos/queue.h"
+#include "gpuos/internal/queue.h"
 #include "recover.h"
 #include "util.h"
 

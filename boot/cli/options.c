@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gpuos/rt.h"
+#include "gpuos/abi.h"
 
 enum {
 	OPT_DEVICE = 'd',

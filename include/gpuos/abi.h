@@ -86,7 +86,7 @@ GPUOS_EXTERN_C_BEGIN
  *
  * Clients of a service (docs/security.md): the service splits client memory
  * in shares, one per connection, and each client posts to a mailbox of its
- * own at the start of its share (include/gpuos/rt.h); its requests may name
+ * own at the start of its share (include/gpuos/internal/rt.h); its requests may name
  * only the rest of its share, and handles it opened. A handle belongs to
  * the client that opened it (for the service's own mailbox: the share that
  * held the request's path, or its reason buffer): at most
@@ -125,6 +125,9 @@ enum gpuos_op {
 
 #define GPUOS_PATH_MAX 4096u
 #define GPUOS_MAX_HANDLES 128u  /* files, directories, models and shards open at once in one runtime */
+/* Client mailboxes of one runtime (a service's clients, docs/security.md),
+ * with the service's own mailbox one lane each in a probe */
+#define GPUOS_RT_MAX_CLIENTS 31u
 #define GPUOS_MAX_HANDLES_PER_SHARE 40u /* of them, held by one client share of a service (a model of
 					 * GPUOS_GGUF_MAX_SHARDS shards and a few files) */
 #define GPUOS_MAX_SHARES 64u    /* client shares a service splits its client memory in */

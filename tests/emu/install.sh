@@ -281,6 +281,25 @@ check "and with libgpuos.a (pkg-config --static): builds, no libgpuos.so needed,
 	eval 'test -x "$tmp/embed/cat-static" && ! ldd "$tmp/embed/cat-static" | grep -q libgpuos &&
 		nm "$tmp/embed/cat-static" | grep -q " R gpuos_rt_image$" && nm "$tmp/embed/cat-shared" > /dev/null'
 check "libgpuos.so carries the runtime image too" eval 'nm -D "$lib/libgpuos.so" | grep -q " R gpuos_rt_image$"'
+# The boundary (issue 35): gpuos_ names only, no command line inside, no
+# internal contract among the headers.
+others=$(nm -D --defined-only "$lib/libgpuos.so" | awk '$3 !~ /^gpuos_/ { print $3 }' | head -5 | xargs)
+check "libgpuos.so exports gpuos_* only${others:+ (also: $others ...)}" \
+	eval 'test -z "$others" && test "$(nm -D --defined-only "$lib/libgpuos.so" | grep -c " gpuos_")" -gt 50'
+check "the command line is not in the library (no cmd_cat, cli_parse in libgpuos.a or .so)" \
+	eval '! nm "$lib/libgpuos.a" 2>/dev/null | grep -qE " T (cmd_cat|cli_parse)$" &&
+		! nm "$lib/libgpuos.so" 2>/dev/null | grep -qE " (cmd_cat|cli_parse)$"'
+check "no internal header installed (include/gpuos/internal/, rt.h, queue.h, loopback.h, dma.h)" \
+	eval 'test ! -e "$pre/include/gpuos/internal" && for h in rt queue loopback dma; do
+		test ! -e "$pre/include/gpuos/$h.h" || exit 1; done'
+failing=
+for h in "$pre"/include/gpuos/*.h; do
+	echo "#include \"gpuos/$(basename "$h")\"" > "$tmp/hdr.c"
+	cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only -I"$pre/include" "$tmp/hdr.c" 2>> "$tmp/hdr.err" ||
+		failing="$failing $(basename "$h")"
+done
+check "every installed header builds alone against the install${failing:+ (not:$failing)}" test -z "$failing"
+[ -z "$failing" ] || sed 's/^/    | /' "$tmp/hdr.err" | head -10
 sed 's/^/    | /' "$tmp/cc.log" | head -20
 for v in shared static; do
 	"$tmp/embed/cat-$v" --host "emu:$tmp/embed/disk.img" /data.bin > "$tmp/embed/out" 2> "$tmp/embed/err"

@@ -5,10 +5,13 @@ lines (part of make check):
 - include/gpuos/ includes only include/gpuos/ and the C library;
 - runtime/ includes only include/gpuos/ and runtime/ (no CUDA, nothing of
   boot/ or kernels/);
-- boot/ (and apps/, bench/) reach the runtime only through include/gpuos/rt.h,
+- boot/ (and apps/, bench/) reach the runtime only through include/gpuos/internal/rt.h,
   never a runtime/ header;
 - boot/emu/ is a device: nvme.h and port.h of include/gpuos/, its own headers;
-- boot/cli/ is a client of include/gpuos/host.h; boot/ does not include it.
+- boot/cli/ is a client of include/gpuos/host.h; boot/ does not include it;
+- the installed headers (include/gpuos/*.h) name no internal one
+  (include/gpuos/internal/, not installed), nor do apps/ and boot/cli/,
+  which build against the installed API.
 KNOWN lists what still breaks an arrow, with the issue that removes it: it is
 printed on every run, and a file that no longer breaks it must leave the list.
 Exit 1 on any other include that breaks an arrow."""
@@ -42,10 +45,16 @@ def check(d, allowed, why):
 
 
 check("include/gpuos", ["include/gpuos/"], "include/gpuos/ depends on nothing of the project")
+for f in sorted(pathlib.Path("include/gpuos").glob("*.h")) + files("apps") + files("boot/cli"):
+    for h in inc.findall(f.read_text()):
+        if h.startswith("gpuos/internal/") and (str(f), h) not in KNOWN:
+            bad.append("%s includes %s: an internal contract, not installed (include/gpuos/internal/)" % (f, h))
+        elif h.startswith("gpuos/internal/"):
+            seen.add((str(f), h))
 check("runtime", ["include/gpuos/", "runtime/"], "runtime/ includes only include/gpuos/ and itself")
 for d in ("boot", "bench"):
     check(d, ["include/gpuos/", "boot/", "bench/"],
-          "boot/ and bench/ reach the runtime only through include/gpuos/rt.h")
+          "boot/ and bench/ reach the runtime only through include/gpuos/internal/rt.h")
 for d in ("boot/emu", "boot/pci"):
     check(d, ["include/gpuos/", "boot/emu/", "boot/pci/", "boot/ctrl.h", "boot/gpu.h"],
           "a controller knows boot/ only through ctrl.h (and gpu.h for DMA into VRAM)")

@@ -36,7 +36,7 @@
 
 #include "../../runtime/crc.h"
 #include "../../runtime/ext4.h"
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 
 #define ENV_DIR "GPUOS_EXT4_TEST_DIR"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "../../boot/sys_plan.h"
-#include "gpuos/rt.h"
+#include "gpuos/internal/rt.h"
 
 /* ---- the fixture: a device and options ------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuos/dma.h - the gather kernel's piece list (docs/emulator.md): the emulated
+ * gpuos/internal/dma.h - the gather kernel's piece list (docs/emulator.md): the emulated
  * controller's DMA engine moves many small pieces from pinned host memory
  * into VRAM with one kernel launch (kernels/dma_gather.cuh) instead of one
  * copy-engine call each. Written by a host thread into pinned memory before

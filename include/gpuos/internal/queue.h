@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * include/gpuos/queue.h - one NVMe queue pair, driven by one owner (a service warp
+ * include/gpuos/internal/queue.h - one NVMe queue pair, driven by one owner (a service warp
  * on the GPU, a runtime thread, or boot's admin code on the CPU: shared by
  * runtime/ and boot/, so it lives here, spec mechanics only). No locks:
  * the owner is the only writer of tail/head/phase. NVMe base spec 3.3 (queue

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuos/loopback.h - the `gpu-null` controller: an NVMe-shaped loopback that
+ * gpuos/internal/loopback.h - the `gpu-null` controller: an NVMe-shaped loopback that
  * runs on the GPU itself (kernels/loopback.cuh). Queues and doorbells live in
  * VRAM (Tier 3 layout); every command completes at once with success and no
  * data moves. It measures the runtime's own ceiling with no PCIe or CPU in

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuos/rt.h - the runtime descriptor: what boot/ hands the runtime before it
+ * gpuos/internal/rt.h - the runtime descriptor: what boot/ hands the runtime before it
  * launches it (device memory layout, queues, regions, limits). Written by the
  * host before launch, read-only for the runtime. All addresses are in the
  * runtime's address space (device pointers on the GPU, host pointers in host
@@ -34,7 +34,7 @@ GPUOS_EXTERN_C_BEGIN
  * client m (1..nclients) posts to a mailbox of its own, at the start of its
  * own area, and its requests may name only the memory of its share. What
  * each may do beyond that is in a table only the service writes. */
-#define GPUOS_RT_MAX_CLIENTS 31u      /* with the service's own mailbox, one lane each in a probe */
+/* GPUOS_RT_MAX_CLIENTS: gpuos/abi.h (a limit clients see too) */
 #define GPUOS_RT_CLIENT_GROUPS 16u    /* supplementary groups checked against a file's gid */
 #define GPUOS_RT_CLIENT_RAW   (1u << 0) /* may READ_RAW (needs GPUOS_RT_ALLOW_RAW too) */
 #define GPUOS_RT_CLIENT_PERMS (1u << 1) /* ext4 mode bits are checked against uid, gid and groups */
