@@ -21,6 +21,21 @@ HOST_DEPS   := liburing libelf zlib libzstd
 LDLIBS_HOST := $(call static_lib,liburing,liburing.a) $(call static_lib,libelf,libelf.a) \
                $(call static_lib,zlib,libz.a) $(call static_lib,libzstd,libzstd.a) -lpthread -ldl -lrt -lm
 LDLIBS_CUDA := $(CUDA_HOME)/lib64/libcudart_static.a -lstdc++
+# CUDA=0, and by itself where there is no $(NVCC): a host-only build. The
+# same gpuos, library and apps with the runtime on CPU threads only (as
+# gpuos-static, linked dynamically); no nvcc, no CUDA runtime, no runtime
+# image (docs/embedding.md). GLUE_O is what stands between boot/ and CUDA.
+CUDA ?= $(if $(wildcard $(NVCC)),1,0)
+ifeq ($(CUDA),1)
+GLUE_O     := $(BUILD)/boot/cuda.o
+PIC_GLUE_O := $(BUILD)/pic/boot/cuda.o
+IMAGE_O    := $(BUILD)/kernels/image.o
+else
+GLUE_O     := $(BUILD)/boot/cuda_none.o
+PIC_GLUE_O := $(BUILD)/pic/boot/cuda_none.o
+IMAGE_O    :=
+LDLIBS_CUDA :=
+endif
 
 ifeq ($(V),1)
 Q :=
@@ -46,7 +61,7 @@ deps:
 	$(Q)bash scripts/deps.sh
 
 # gpuos --version names the GPU architectures of the runtime image.
-$(BUILD)/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(CUDA_ARCH)"'
+$(BUILD)/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(if $(filter 1,$(CUDA)),$(CUDA_ARCH),none (host mode only))"'
 $(BUILD)/static/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"none (host mode only)"'
 
 $(BUILD)/%.o: %.c
@@ -95,7 +110,7 @@ $(BUILD)/kernels/image.o: kernels/image.S $(RT_IMAGE)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) -c -DGPUOS_RT_IMAGE='"$(RT_IMAGE)"' $< -o $@
 
-$(BUILD)/gpuos: $(BUILD)/boot/cli/main.o $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o $(CLI_LIB) $(BUILD)/libgpuos.a
+$(BUILD)/gpuos: $(BUILD)/boot/cli/main.o $(GLUE_O) $(IMAGE_O) $(CLI_LIB) $(BUILD)/libgpuos.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
@@ -108,7 +123,7 @@ APPS       := $(wildcard apps/*.c)
 APP_CUBINS := $(APPS:apps/%.c=$(BUILD)/apps/%.cubin)
 APP_SOS    := $(APPS:apps/%.c=$(BUILD)/apps/%.so)
 .PHONY: apps
-apps: $(APP_CUBINS) $(APP_SOS)
+apps: $(if $(filter 1,$(CUDA)),$(APP_CUBINS)) $(APP_SOS)
 all: apps
 test-emu: apps
 
@@ -131,7 +146,9 @@ $(BUILD)/bench/xproc-client: bench/xproc_client.cu $(BUILD)/libgpuos.a $(BUILD)/
 	@$(if $(Q),echo "  NVCC    $< (xproc-client)")
 	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(BUILD)/boot/cuda.o \
 		$(BUILD)/libgpuos.a $(LDLIBS_HOST)
+ifeq ($(CUDA),1)
 all: $(BUILD)/bench/xproc-client
+endif
 
 # Host mode only, no CUDA at all, statically linked: for guests and initramfs.
 $(BUILD)/static/%.o: %.c
@@ -151,10 +168,13 @@ test-qemu: $(BUILD)/gpuos-static
 # ---- tests ----------------------------------------------------------------------
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:%.c=$(BUILD)/%)
-$(BUILD)/tests/unit/%: tests/unit/%.c $(CLI_LIB) $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+ifneq ($(CUDA),1)
+UNIT_BIN  := $(filter-out $(BUILD)/tests/unit/test_cuda,$(UNIT_BIN)) # boot/cuda.c's own
+endif
+$(BUILD)/tests/unit/%: tests/unit/%.c $(CLI_LIB) $(BUILD)/libgpuos.a $(GLUE_O)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/boot/cuda.o $(CLI_LIB) $(BUILD)/libgpuos.a -lcriterion $(LDLIBS_CUDA) \
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(GLUE_O) $(CLI_LIB) $(BUILD)/libgpuos.a -lcriterion $(LDLIBS_CUDA) \
 		$(LDLIBS_HOST)
 
 test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
@@ -163,10 +183,10 @@ test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
 	$(Q)python3 tests/tools/quant_ref.py --dequant $(BUILD)/tests/tools/dequant_check
 
 # gpuos_dequant on the host, for quant_ref.py --dequant.
-$(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+$(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuos.a $(GLUE_O)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/boot/cuda.o $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(GLUE_O) $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
 test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/timed.sh bash tests/emu/run.sh $(BUILD)
@@ -184,6 +204,7 @@ test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
 	$(Q)bash tests/timed.sh bash tests/emu/group.sh $(BUILD)
 	$(Q)bash tests/timed.sh bash tests/emu/root.sh $(BUILD)
 	$(Q)bash tests/timed.sh bash tests/emu/install.sh $(BUILD)
+	$(Q)bash tests/timed.sh bash tests/emu/nocuda.sh $(BUILD)
 	$(Q)bash tests/timed.sh bash tests/emu/embed.sh $(BUILD)
 	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD)
 	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_models.py
@@ -426,7 +447,7 @@ ifeq ($(GPUOS_VERSION),)
 $(error no GPUOS_VERSION in include/gpuos/host.h)
 endif
 LIB_DIR  := $(BUILD)/lib
-PIC_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/pic/%.o) $(BOOT_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/boot/cuda.o
+PIC_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/pic/%.o) $(BOOT_SRC:%.c=$(BUILD)/pic/%.o) $(PIC_GLUE_O)
 .PHONY: lib
 lib: $(LIB_DIR)/libgpuos.a $(LIB_DIR)/libgpuos.so
 $(BUILD)/pic/%.o: %.c
@@ -442,20 +463,19 @@ $(BUILD)/pic/boot/cuda.o: boot/cuda.c
 # takes no paths with spaces, commas or parentheses). The image is one object
 # with the glue: boot/ names it only weakly (gpuos-static has none), and the
 # linker pulls no archive member for a weak reference.
-$(LIB_DIR)/gpu.o: $(BUILD)/boot/cuda.o $(BUILD)/kernels/image.o
+$(LIB_DIR)/gpu.o: $(GLUE_O) $(IMAGE_O)
 	@mkdir -p $(dir $@)
 	$(Q)$(LD) -r -o $@ $^
 $(LIB_DIR)/libgpuos.a: $(CORE_OBJ) $(LIB_DIR)/gpu.o
 	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  AR      $@ (with the CUDA runtime and the runtime image)")
-	$(Q)rm -f $@ && { echo "CREATE $@"; echo "ADDLIB $(CUDA_HOME)/lib64/libcudart_static.a"; \
+	@$(if $(Q),echo "  AR      $@$(if $(filter 1,$(CUDA)), (with the CUDA runtime and the runtime image), (host mode only))")
+	$(Q)rm -f $@ && { echo "CREATE $@"; $(if $(filter 1,$(CUDA)),echo "ADDLIB $(CUDA_HOME)/lib64/libcudart_static.a";) \
 		for o in $^; do echo "ADDMOD $$o"; done; echo SAVE; echo END; } | ar -M && ranlib $@
-$(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(BUILD)/kernels/image.o boot/libgpuos.map
+$(LIB_DIR)/libgpuos.so: $(PIC_OBJ) $(IMAGE_O) boot/libgpuos.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libgpuos.so.0 -Wl,--no-undefined -Wl,--version-script=boot/libgpuos.map \
-		-o $@ $(filter %.o,$^) \
-		$(CUDA_HOME)/lib64/libcudart_static.a -lstdc++ \
+		-o $@ $(filter %.o,$^) $(LDLIBS_CUDA) \
 		$$(pkg-config --libs $(HOST_DEPS) 2>/dev/null || echo -luring -lelf -lz -lzstd) -lpthread -ldl -lrt -lm
 # gpuos.pc for the PREFIX of the install that writes it. A host library
 # with a .pc of its own is named in Requires.private (pkg-config then
