@@ -21,11 +21,12 @@ HOST_DEPS   := liburing libelf zlib libzstd
 LDLIBS_HOST := $(call static_lib,liburing,liburing.a) $(call static_lib,libelf,libelf.a) \
                $(call static_lib,zlib,libz.a) $(call static_lib,libzstd,libzstd.a) -lpthread -ldl -lrt -lm
 LDLIBS_CUDA := $(CUDA_HOME)/lib64/libcudart_static.a -lstdc++
-# CUDA=0, and by itself where there is no $(NVCC): a host-only build. The
+# CUDA=0, and by itself where there is no $(NVCC) (a path, or a name on
+# PATH): a host-only build. The
 # same gpuos, library and apps with the runtime on CPU threads only (as
 # gpuos-static, linked dynamically); no nvcc, no CUDA runtime, no runtime
 # image (docs/embedding.md). GLUE_O is what stands between boot/ and CUDA.
-CUDA ?= $(if $(wildcard $(NVCC)),1,0)
+CUDA ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
 ifeq ($(CUDA),1)
 GLUE_O     := $(BUILD)/boot/cuda.o
 PIC_GLUE_O := $(BUILD)/pic/boot/cuda.o
@@ -352,7 +353,7 @@ check:
 	$(Q)for f in include/gpuos/*.h include/gpuos/internal/*.h; do \
 		h=$${f#include/}; n=$(BUILD)/check/$$(echo $${h%.h} | tr / _); \
 		echo "#include \"$$h\"" > $$n.c; \
-		$(CC) $(CFLAGS) -fsyntax-only $$n.c || exit 1; \
+		$(CC) $(CFLAGS) -MF /dev/null -fsyntax-only $$n.c || exit 1; \
 		cp $$n.c $$n.cu; \
 		$(NVCC) $(NVCCFLAGS) -arch=sm_90 -c $$n.cu -o /dev/null || exit 1; \
 	done
@@ -412,6 +413,7 @@ install: $(BUILD)/gpuos $(BUILD)/man/gpuos.1 $(BUILD)/completion/gpuos $(BUILD)/
 	ln -sf libgpuos.so.0 $(DESTDIR)$(LIBDIR)/libgpuos.so
 	$(call write_pc,$(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc)
 	$(INSTALL) -m 644 include/gpuos/*.h $(DESTDIR)$(INCLUDEDIR)/gpuos/ # the API; not internal/
+	rm -f $(foreach h,rt queue loopback dma,$(DESTDIR)$(INCLUDEDIR)/gpuos/$(h).h) # internal since 0.15
 	$(INSTALL) -m 755 $(BUILD)/gpuos $(DESTDIR)$(BINDIR)/gpuos
 	if [ -f $(BUILD)/gpuos-static ]; then \
 		$(INSTALL) -m 755 $(BUILD)/gpuos-static $(DESTDIR)$(BINDIR)/gpuos-static && \

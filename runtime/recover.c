@@ -236,7 +236,8 @@ GPUOS_HD int gpuos_rt_reset_begin(const struct gpuos_rt_desc *d, struct rt_recov
 	gpuos_mmio_write32(rec_reg(A, GPUOS_NVME_REG_CC), A->cc & ~GPUOS_NVME_CC_EN);
 	if (wait_rdy(A, 0, &csts)) {
 		/* Not even a reset brings it back: fail it (CTRL_FATAL). */
-		rec_mark_dead(rs, m, GPUOS_RT_FATAL_NOT_STOPPED, csts);
+		rec_mark_dead(rs, m, csts == 0xffffffffu ? (uint32_t)GPUOS_RT_FATAL_GONE : (uint32_t)GPUOS_RT_FATAL_NOT_STOPPED,
+			      csts);
 		lock_release(rs);
 		/* release: dead before RUN; pairs with the participants' acquire */
 		gpuos_store_release_dev32(&rs->word, w & 0xffffu);

@@ -1612,7 +1612,8 @@ GPUOS_NOINLINE GPUOS_HD static void zombie_stuck(const struct gpuos_rt_desc *d, 
 	if (gpuos_rt_can_reset(d, m))
 		rec_reset(d, w, W, m);
 	else
-		go_fatal(d, w, W, GPUOS_RT_FATAL_STUCK | m << 8, 0xffffffffu); /* nothing more the runtime can do */
+		go_fatal(d, w, W, GPUOS_RT_FATAL_STUCK | m << 8, /* nothing more the runtime can do */
+			 d->csts[m] ? gpuos_mmio_read32((const volatile uint32_t *)(uintptr_t)d->csts[m]) : 0u);
 }
 
 GPUOS_NOINLINE GPUOS_HD static void check_timeouts(const struct gpuos_rt_desc *d, uint32_t w, struct rt_warp *W)
@@ -1673,9 +1674,12 @@ GPUOS_NOINLINE GPUOS_HD static void go_fatal(const struct gpuos_rt_desc *d, uint
 	uint32_t s, i;
 
 	W->fatal = 1;
-	/* ordered before the host reads them by the release of the state below */
-	gpuos_store_relaxed_sys32(&ctl->fatal_csts, csts);
-	gpuos_store_relaxed_sys32(&ctl->fatal_why, why);
+	/* Every warp comes here; the first says why (the CAS from NONE: the
+	 * others follow the same failure, maybe seen later or otherwise). Its
+	 * CSTS is ordered before the host's read by its release of the state
+	 * below. */
+	if (gpuos_cas_acquire_sys32(&ctl->fatal_why, GPUOS_RT_FATAL_NONE, why) == GPUOS_RT_FATAL_NONE)
+		gpuos_store_relaxed_sys32(&ctl->fatal_csts, csts);
 	for (s = 0; s < d->slots_per_warp; s++) {
 		struct rt_slot *sl = &W->slot[s];
 		if (sl->busy == SLOT_RETRY) {
@@ -1728,8 +1732,11 @@ GPUOS_NOINLINE GPUOS_HD static void check_csts(const struct gpuos_rt_desc *d, ui
 		gpuos_warp_sync();
 		if ((csts & GPUOS_NVME_CSTS_CFS) || csts == 0xffffffffu) {
 			if (gpuos_lane_id() == 0) {
-				if (csts != 0xffffffffu && gpuos_rt_can_reset(d, m) &&
-				    !(gpuos_rt_dead(gpuos_rt_recover(d)) & (1u << m)))
+				struct rt_recover *rs = gpuos_rt_recover(d);
+				if (gpuos_rt_dead(rs) & (1u << m)) /* a reset failed: its reason */
+					go_fatal(d, w, W, gpuos_load_relaxed_dev32(&rs->dead_why),
+						 gpuos_load_relaxed_dev32(&rs->dead_csts));
+				else if (csts != 0xffffffffu && gpuos_rt_can_reset(d, m))
 					rec_reset(d, w, W, m);
 				else
 					go_fatal(d, w, W,

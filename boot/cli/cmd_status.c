@@ -50,7 +50,7 @@ struct st_client {
 
 /* The reply, decoded: a text value is NULL where the service left its key out. */
 struct status {
-	char *runtime, *gpu, *device, *socket, *state, *mps, *mps_text, *mps_dir, *mps_log, *mps_why;
+	char *runtime, *gpu, *device, *socket, *state, *fatal, *mps, *mps_text, *mps_dir, *mps_log, *mps_why;
 	unsigned long long pid, uid, uptime_ms, viewer_uid, viewer_all, connections, apps, host_shares, gpu_areas;
 	unsigned long long total[NTOTALS];
 	int have_total[NTOTALS];
@@ -115,7 +115,8 @@ static int parse(char *line, struct status *st)
 	static const struct { const char *key; size_t off; } texts[] = {
 		{ "runtime", offsetof(struct status, runtime) }, { "gpu", offsetof(struct status, gpu) },
 		{ "device", offsetof(struct status, device) }, { "socket", offsetof(struct status, socket) },
-		{ "state", offsetof(struct status, state) }, { "mps", offsetof(struct status, mps) },
+		{ "state", offsetof(struct status, state) }, { "fatal", offsetof(struct status, fatal) },
+		{ "mps", offsetof(struct status, mps) },
 		{ "mps_text", offsetof(struct status, mps_text) }, { "mps_dir", offsetof(struct status, mps_dir) },
 		{ "mps_log", offsetof(struct status, mps_log) }, { "mps_why", offsetof(struct status, mps_why) },
 	};
@@ -203,6 +204,8 @@ static void print_text(const struct status *st)
 	snprintf(buf, sizeof(buf), "%s (%s), %s", st->runtime,
 		 strcmp(st->runtime, "gpu") ? "CPU threads" : st->gpu ? st->gpu : "GPU", st->state);
 	text_line("runtime", buf);
+	if (st->fatal)
+		text_line("failed", st->fatal); /* why the runtime is fatal */
 	if (st->device)
 		text_line("device", st->device);
 	snprintf(buf, sizeof(buf), "pid %llu, uid %llu, up %s", st->pid, st->uid, duration(d, sizeof(d), st->uptime_ms));
@@ -264,6 +267,7 @@ static void print_json(const struct status *st)
 	json_text_or_null(&j, "gpu", strcmp(st->runtime, "gpu") ? NULL : st->gpu);
 	json_text_or_null(&j, "device", st->device);
 	json_str(&j, "state", st->state);
+	json_text_or_null(&j, "fatal", st->fatal);
 	json_u64(&j, "pid", st->pid);
 	json_u64(&j, "uid", st->uid);
 	json_u64(&j, "uptime_s", st->uptime_ms / 1000u);

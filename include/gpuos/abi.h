@@ -44,7 +44,7 @@
 
 GPUOS_EXTERN_C_BEGIN
 
-#define GPUOS_ABI_VERSION 3u
+#define GPUOS_ABI_VERSION 4u
 #define GPUOS_MBOX_MAGIC  0x786f626du /* "mbox" */
 #define GPUOS_RT_MAGIC    0x736f7067u /* "gpos" */
 

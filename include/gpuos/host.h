@@ -152,7 +152,7 @@ struct gpuos_stats {
 };
 
 /* The release; libgpuos's gpuos.pc and `gpuos --version` say it too. */
-#define GPUOS_VERSION "0.14"
+#define GPUOS_VERSION "0.15"
 
 struct gpuos_sys;
 

@@ -289,9 +289,12 @@ check "libgpuos.so exports gpuos_* only${others:+ (also: $others ...)}" \
 check "the command line is not in the library (no cmd_cat, cli_parse in libgpuos.a or .so)" \
 	eval '! nm "$lib/libgpuos.a" 2>/dev/null | grep -qE " T (cmd_cat|cli_parse)$" &&
 		! nm "$lib/libgpuos.so" 2>/dev/null | grep -qE " (cmd_cat|cli_parse)$"'
-check "no internal header installed (include/gpuos/internal/, rt.h, queue.h, loopback.h, dma.h)" \
-	eval 'test ! -e "$pre/include/gpuos/internal" && for h in rt queue loopback dma; do
-		test ! -e "$pre/include/gpuos/$h.h" || exit 1; done'
+installed_internal=
+for h in internal rt.h queue.h loopback.h dma.h; do
+	[ ! -e "$pre/include/gpuos/$h" ] || installed_internal="$installed_internal $h"
+done
+check "no internal header installed (include/gpuos/internal/, rt.h, queue.h, loopback.h, dma.h)${installed_internal:+ (found:$installed_internal)}" \
+	test -z "$installed_internal"
 failing=
 for h in "$pre"/include/gpuos/*.h; do
 	echo "#include \"gpuos/$(basename "$h")\"" > "$tmp/hdr.c"

@@ -47,9 +47,10 @@ def check(d, allowed, why):
 check("include/gpuos", ["include/gpuos/"], "include/gpuos/ depends on nothing of the project")
 for f in sorted(pathlib.Path("include/gpuos").glob("*.h")) + files("apps") + files("boot/cli"):
     for h in inc.findall(f.read_text()):
-        if h.startswith("gpuos/internal/") and (str(f), h) not in KNOWN:
+        internal = h.startswith("gpuos/internal/") or (f.parent.name == "gpuos" and h.startswith("internal/"))
+        if internal and (str(f), h) not in KNOWN:
             bad.append("%s includes %s: an internal contract, not installed (include/gpuos/internal/)" % (f, h))
-        elif h.startswith("gpuos/internal/"):
+        elif internal:
             seen.add((str(f), h))
 check("runtime", ["include/gpuos/", "runtime/"], "runtime/ includes only include/gpuos/ and itself")
 for d in ("boot", "bench"):

@@ -1061,12 +1061,13 @@ Test(runtime, fault_campaign, .timeout = 900)
 	};
 	int n = getenv("GPUOS_QUICK") ? 1000 : 10000;
 	const char *only = getenv("GPUOS_CAMPAIGN"); /* one mode by name, to chase a failure */
-	size_t i;
+	size_t i, ran = 0;
 	for (i = 0; i < GPUOS_ARRAY_SIZE(modes); i++) {
 		struct gpuos_stats st;
 		uint64_t after = 0;
 		if (only && strcmp(only, modes[i].name))
 			continue;
+		ran++;
 		campaign(&modes[i], n, &st, &after);
 		if (!strcmp(modes[i].name, "retried"))
 			cr_assert_gt(st.retries, 0);
@@ -1079,6 +1080,7 @@ Test(runtime, fault_campaign, .timeout = 900)
 		if (!strcmp(modes[i].name, "dup"))
 			cr_assert_gt(st.duplicates, 0); /* copies of commands that completed */
 	}
+	cr_assert_gt(ran, 0, "GPUOS_CAMPAIGN=%s names no mode", only ? only : "");
 }
 
 /* Duplicate completions (issue 31): a failure with DNR clear posted twice,
