@@ -289,8 +289,7 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 		e.opc = GPUOS_NVME_ADMIN_SET_FEATURES;
 		e.cdw10 = GPUOS_NVME_FEAT_NUM_QUEUES;
 		e.cdw11 = (A->nio - 1u) << 16 | (A->nio - 1u); /* NCQR, NSQR: 0's based */
-		st = admin_run(d, rs, m, &e);
-		why = st ? (uint32_t)GPUOS_RT_FATAL_ADMIN : why;
+		st = admin_run(d, rs, m, &e); /* a failure: ADMIN, below */
 	}
 	for (q = 0; !why && !st && q < d->nqueues + (d->meta ? d->nctrl : 0u); q++) {
 		const struct gpuos_rt_queue *Q = &d->queue[q];
@@ -311,7 +310,8 @@ GPUOS_HD void gpuos_rt_reset_finish(const struct gpuos_rt_desc *d, struct rt_rec
 		e.cdw11 = Q->qid << 16 | GPUOS_NVME_CREATE_Q_PC;
 		st = admin_run(d, rs, m, &e);
 	}
-	why = st && !why ? (uint32_t)GPUOS_RT_FATAL_ADMIN : why;
+	if (st && !why)
+		why = GPUOS_RT_FATAL_ADMIN;
 	admin_save(d, rs, m);
 	if (why)
 		rec_mark_dead(rs, m, why | st << 16,
