@@ -28,12 +28,18 @@
  * KV cache is binary16, attention scores are binary16 dot products,
  * RMSNorm sums in double, RoPE advances its angle by repeated products.
  *
- * Threads: every thread takes rows of each matrix-vector product; thread 0
- * also posts and collects the loads, sums the norms and samples; the
- * elementwise steps are cut among all threads by blocks (each element
- * computed as a serial loop would); a barrier over all G x B threads
- * separates the steps (they must all be resident: keep G at most one block
- * per SM). Host mode runs the same on G x B CPU threads.
+ * Threads (issue 34): on the GPU a warp is the unit of work, a "team" of
+ * 32 lanes: a matrix-vector product gives each warp whole rows and each
+ * lane pieces of 32 elements of them, so a warp reads a row coalesced and
+ * takes its quantised blocks in integer products (apps/llama/lanes.h);
+ * attention gives each warp whole heads; the norms are summed by warp 0,
+ * greedy sampling by every warp over its share of the vocabulary. In host
+ * mode a team is one CPU thread doing its lanes' work itself. Thread 0
+ * also posts and collects the loads; the elementwise steps are cut among
+ * all threads by blocks (each element computed as a serial loop would); a
+ * barrier over the whole grid separates the steps (every block must be
+ * resident: keep G at most one block per SM; on the GPU B a multiple of
+ * 32). Host mode runs the same on G x B CPU threads.
  *
  * Memory (args->vram): a table area, then the activations and the KV
  * cache, then the weights: the global tensors and the resident layers once,
@@ -43,6 +49,7 @@
 
 #include "gpuos/app.h"
 #include "gpuos/gpuos.h"
+#include "llama/lanes.h"
 #include "llama/quant.h"
 #include "llama/tokenizer.h"
 #include "report.h"
@@ -53,6 +60,9 @@ GPUOS_APP_ABI_NOTE;
 #define MAX_CTX 4096u
 #define MAX_IDS 1024u
 #define ALIGN 256u
+/* Greedy sampling's meeting place: each team's largest logit (the first
+ * of equals), then thread 0 takes the largest of those. */
+#define MAX_TEAMS 8192u
 
 /* The tensors of a layer, in the order the engine uses them. */
 enum { T_ATTN_NORM, T_Q, T_K, T_V, T_O, T_FFN_NORM, T_GATE, T_UP, T_DOWN, T_PER_LAYER };
@@ -113,6 +123,8 @@ struct model {
 	uint8_t xhdr[sizeof(struct gpuos_gguf_export)];
 	char name[GPUOS_GGUF_NAME_MAX];
 	char kvpath[GPUOS_PATH_MAX];        /* the file holding the KVs (a split model's first shard) */
+	float best_v[MAX_TEAMS];            /* greedy sampling: each team's largest logit */
+	uint32_t best_i[MAX_TEAMS];         /* and its index */
 };
 
 /* args->scratch: the barrier and the state. */
@@ -126,12 +138,16 @@ static_assert(sizeof(struct shared) == 64, "llama scratch");
 
 /* ---- a barrier over every thread ------------------------------------------------- */
 
-static inline GPUOS_HD void barrier(struct shared *sh, uint32_t n)
+/* The grid's arrival: n arrivals (host: every thread; GPU: one thread a
+ * block) end a generation. */
+static inline GPUOS_HD void arrive(struct shared *sh, uint32_t n)
 {
 	uint32_t g = gpuos_load_acquire_dev32(&sh->gen), spins = 0;
-	/* acq_rel: this thread's writes before its arrival; the last arrival
-	 * reads them all (every arrival is an RMW on one word) and publishes
-	 * them with the generation's release; the others acquire it. */
+	/* acq_rel: the arriving thread's writes (on the GPU: its block's, which
+	 * bar.sync made its own; the release is cumulative) before its
+	 * arrival; the last arrival reads them all (every arrival is an RMW on
+	 * one word) and publishes them with the generation's release; the
+	 * others acquire it. */
 	if (gpuos_fetch_add_acq_rel_dev32(&sh->count, 1u) + 1u == n) {
 		gpuos_store_relaxed_sys32(&sh->count, 0);
 		gpuos_store_release_dev32(&sh->gen, g + 1u);
@@ -141,15 +157,93 @@ static inline GPUOS_HD void barrier(struct shared *sh, uint32_t n)
 		gpuos_backoff(&spins);
 }
 
+/* Every thread's writes before it reach every thread after it. On the GPU
+ * a block meets first (bar.sync) and one thread of it arrives for all, so
+ * the grid's word takes G arrivals, not G x B; the second bar.sync hands
+ * what that thread acquired to its block. */
+static inline GPUOS_HD void barrier(struct shared *sh, uint32_t n)
+{
+#if GPUOS_ON_GPU
+	(void)n;
+	__syncthreads();
+	if (threadIdx.x == 0)
+		arrive(sh, gridDim.x);
+	__syncthreads();
+#else
+	arrive(sh, n);
+#endif
+}
+
+/* ---- teams: a warp on the GPU, a thread on the host ------------------------------- */
+
+struct team {
+	uint32_t id, n;     /* this team, and how many */
+	uint32_t lane, step; /* this thread's lane, and the lanes' stride (1 on the host: all of them) */
+};
+
+static inline GPUOS_HD struct team team_of(uint32_t tid, uint32_t nthreads)
+{
+	struct team t;
+#if GPUOS_ON_GPU
+	t.id = tid / LLAMA_LANES;
+	t.n = nthreads / LLAMA_LANES;
+	t.lane = tid % LLAMA_LANES;
+	t.step = LLAMA_LANES;
+#else
+	t.id = tid;
+	t.n = nthreads;
+	t.lane = 0;
+	t.step = 1;
+#endif
+	return t;
+}
+
+/* The team's sum of every lane's v (the same for all lanes). */
+static inline GPUOS_HD double team_sum(double v)
+{
+#if GPUOS_ON_GPU
+	uint32_t off;
+	for (off = LLAMA_LANES / 2u; off; off >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, off);
+#endif
+	return v;
+}
+
+static inline GPUOS_HD float team_max(float v)
+{
+#if GPUOS_ON_GPU
+	uint32_t off;
+	for (off = LLAMA_LANES / 2u; off; off >>= 1) {
+		float o = __shfl_xor_sync(0xffffffffu, v, off);
+		v = o > v ? o : v;
+	}
+#endif
+	return v;
+}
+
+/* The lanes' writes before it reach the team's lanes after it. */
+static inline GPUOS_HD void team_sync(void)
+{
+#if GPUOS_ON_GPU
+	__syncwarp();
+#endif
+}
+
 /* ---- the steps ------------------------------------------------------------------- */
 
-/* out[r] = W[r] . act for this thread's rows. */
+/* out[r] = W[r] . act for this team's rows: a warp's lanes read each row
+ * together (apps/llama/lanes.h). */
 static inline GPUOS_HD void matvec(const struct wt *w, const uint8_t *mem, const uint8_t *act, float *out, uint32_t tid,
 				   uint32_t nthreads)
 {
+	struct team tm = team_of(tid, nthreads);
 	uint64_t r, rb = llama_row_bytes(w->type, w->ne0);
-	for (r = tid; r < w->ne1; r += nthreads)
-		out[r] = llama_dot(w->type, mem + w->off + r * rb, act, w->ne0);
+	for (r = tm.id; r < w->ne1; r += tm.n) {
+		float v;
+		llama_rows_dot(w->type, mem + w->off + r * rb, act, 0, 1, w->ne0, tm.lane, &v);
+		if (tm.lane == 0)
+			out[r] = v;
+	}
 }
 
 /* This thread's share [*b, *e) of n items. The elementwise steps are cut
@@ -173,14 +267,26 @@ static inline GPUOS_HD void quantize_part(uint32_t t, const float *x, uint8_t *o
 }
 
 /* RMSNorm's scale (ggml_rms_norm): 1 / sqrt(mean(x^2) + eps), summed in
- * double in order (one thread). */
-static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps)
+ * double by a team (host: in order; GPU: lane by lane, then the lanes). */
+static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps, struct team tm)
 {
 	double sum = 0.0;
 	uint32_t i;
-	for (i = 0; i < n; i++)
+	for (i = tm.lane; i < n; i += tm.step)
 		sum += (double)(x[i] * x[i]);
+	sum = team_sum(sum);
 	return 1.0f / sqrtf((float)(sum / n) + eps);
+}
+
+/* m->scale = rms_scale(m->x) by team 0; a barrier must follow. */
+static inline GPUOS_HD void norm_scale(struct model *m, uint32_t tid, uint32_t nthreads)
+{
+	struct team tm = team_of(tid, nthreads);
+	if (tm.id == 0) {
+		float sc = rms_scale(m->x, m->n_embd, m->eps, tm);
+		if (tm.lane == 0)
+			m->scale = sc;
+	}
 }
 
 /* y = x * scale * w for this thread's blocks of the dot type t, then those
@@ -216,12 +322,14 @@ static inline GPUOS_HD void rope(float *v, uint32_t h0, uint32_t h1, uint32_t he
 	}
 }
 
-/* Head h's attention over positions 0..pos (this thread's heads). */
+/* Head h's attention over positions 0..pos (this team's heads; its lanes
+ * take positions, then dimensions). */
 static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, uint32_t tid, uint32_t nthreads)
 {
+	struct team tm = team_of(tid, nthreads);
 	uint32_t kvd = m->n_head_kv * m->head_dim, hd = m->head_dim, h, t, i;
 	float scale = 1.0f / sqrtf((float)hd);
-	for (h = tid; h < m->n_head; h += nthreads) {
+	for (h = tm.id; h < m->n_head; h += tm.n) {
 		uint32_t kvh = h / (m->n_head / m->n_head_kv);
 		const uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx) * kvd + (uint64_t)kvh * hd;
 		const uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx) * kvd + (uint64_t)kvh * hd;
@@ -230,22 +338,26 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 		double sum = 0.0;
 		for (i = 0; i < hd; i++)
 			qh[i] = gpuos_f32_to_f16(q[i]); /* the score's dot type */
-		for (t = 0; t <= pos; t++) {
+		for (t = tm.lane; t <= pos; t += tm.step) {
 			float s = llama_dot(GPUOS_GGML_TYPE_F16, kc + (uint64_t)t * kvd, qh, hd) * scale;
 			att[t] = s;
 			max = s > max ? s : max;
 		}
-		for (t = 0; t <= pos; t++) {
+		max = team_max(max);
+		for (t = tm.lane; t <= pos; t += tm.step) {
 			float e = expf(att[t] - max);
 			sum += (double)e;
 			att[t] = e;
 		}
+		sum = team_sum(sum);
 		{
 			float inv = (float)(1.0 / sum);
-			for (t = 0; t <= pos; t++)
+			for (t = tm.lane; t <= pos; t += tm.step)
 				att[t] = gpuos_f16_to_f32(gpuos_f32_to_f16(att[t] * inv)); /* the weights' dot type */
 		}
-		for (i = 0; i < hd; i++) {
+		/* every lane's weights before any lane takes them all */
+		team_sync();
+		for (i = tm.lane; i < hd; i += tm.step) {
 			double acc = 0.0;
 			for (t = 0; t <= pos; t++)
 				acc += (double)(gpuos_f16_to_f32(vc[(uint64_t)t * kvd + i]) * att[t]);
@@ -987,8 +1099,8 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 					stream_post(a, m, m->resident);
 			}
 			m->t_begin[l] = gpuos_now_ns();
-			m->scale = rms_scale(m->x, m->n_embd, m->eps);
 		}
+		norm_scale(m, tid, nthreads);
 		/* thread 0's layer_mem[l], scale and *fail reach the others through it */
 		barrier(sh, nthreads);
 		if (*fail)
@@ -1036,8 +1148,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		for (i = b; i < e; i++)
 			m->x[i] += m->xb[i];
 		barrier(sh, nthreads);
-		if (tid == 0)
-			m->scale = rms_scale(m->x, m->n_embd, m->eps);
+		norm_scale(m, tid, nthreads);
 		barrier(sh, nthreads);
 		norm_quantize_part(m->xb, m->x, (const float *)(mem + w[T_FFN_NORM].off), m->scale,
 				   llama_dot_type(w[T_GATE].type), m->act, m->n_embd, tid, nthreads);
@@ -1072,8 +1183,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		if (tid == 0)
 			m->t_done[l] = gpuos_now_ns();
 	}
-	if (tid == 0)
-		m->scale = rms_scale(m->x, m->n_embd, m->eps);
+	norm_scale(m, tid, nthreads);
 	barrier(sh, nthreads);
 	norm_quantize_part(m->xb, m->x, (const float *)(m->glob + m->out_norm.off), m->scale,
 			   llama_dot_type(m->output.type), m->act, m->n_embd, tid, nthreads);
@@ -1083,13 +1193,70 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 	return 0;
 }
 
-/* Greedy: the first largest logit; else a draw from softmax(logits / temp). */
-static inline GPUOS_HD uint32_t sample(struct model *m)
+/* a is before b as the first largest logit: larger, or as large and first
+ * (NONE: no index). */
+#define NONE 0xffffffffu
+static inline GPUOS_HD int better(float av, uint32_t ai, float bv, uint32_t bi)
 {
-	uint32_t i, best = 0;
-	for (i = 1; i < m->n_vocab; i++)
-		if (m->logits[i] > m->logits[best])
-			best = i;
+	return ai != NONE && (bi == NONE || av > bv || (av == bv && ai < bi));
+}
+
+/* The first largest logit, first half: this team's, over its share of the
+ * vocabulary (its lanes interleaved), into best_v/best_i; a barrier and
+ * argmax_join follow. */
+static inline GPUOS_HD void argmax_part(struct model *m, uint32_t tid, uint32_t nthreads)
+{
+	struct team tm = team_of(tid, nthreads);
+	uint32_t nt = tm.n < MAX_TEAMS ? tm.n : MAX_TEAMS, best = NONE;
+	uint64_t b, e, i;
+	float bv = 0.0f;
+	if (tm.id >= nt)
+		return;
+	part(m->n_vocab, tm.id, nt, &b, &e);
+	for (i = b + tm.lane; i < e; i += tm.step)
+		if (better(m->logits[i], (uint32_t)i, bv, best)) {
+			bv = m->logits[i];
+			best = (uint32_t)i;
+		}
+#if GPUOS_ON_GPU
+	{
+		uint32_t off;
+		for (off = LLAMA_LANES / 2u; off; off >>= 1) {
+			float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+			uint32_t oi = __shfl_xor_sync(0xffffffffu, best, off);
+			if (better(ov, oi, bv, best)) {
+				bv = ov;
+				best = oi;
+			}
+		}
+	}
+#endif
+	if (tm.lane == 0) {
+		m->best_v[tm.id] = bv;
+		m->best_i[tm.id] = best;
+	}
+}
+
+/* Second half (thread 0, after the barrier): the teams' shares are in
+ * order, so the first of equals stays first. */
+static inline GPUOS_HD uint32_t argmax_join(const struct model *m, uint32_t nthreads)
+{
+	struct team tm = team_of(0, nthreads);
+	uint32_t nt = tm.n < MAX_TEAMS ? tm.n : MAX_TEAMS, k, best = NONE;
+	float bv = 0.0f;
+	for (k = 0; k < nt; k++)
+		if (better(m->best_v[k], m->best_i[k], bv, best)) {
+			bv = m->best_v[k];
+			best = m->best_i[k];
+		}
+	return best == NONE ? 0 : best;
+}
+
+/* Greedy: the first largest logit (best); else a draw from
+ * softmax(logits / temp), one thread. */
+static inline GPUOS_HD uint32_t sample(struct model *m, uint32_t best)
+{
+	uint32_t i;
 	if (m->temp > 0.0f) {
 		double sum = 0.0, u, c = 0.0;
 		for (i = 0; i < m->n_vocab; i++)
@@ -1109,6 +1276,16 @@ static inline GPUOS_HD uint32_t sample(struct model *m)
 
 /* ---- the entry ------------------------------------------------------------------------ */
 
+/* The teams are warps: a block of whole warps on the GPU. */
+static inline GPUOS_HD int whole_warps(void)
+{
+#if GPUOS_ON_GPU
+	return blockDim.x % LLAMA_LANES == 0;
+#else
+	return 1;
+#endif
+}
+
 GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
 {
 	struct shared *sh = (struct shared *)(uintptr_t)a->scratch;
@@ -1119,8 +1296,10 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	r.n = 0;
 	r.cap = a->out_len;
 	if (tid == 0) {
-		if (a->vram_len < sizeof(*m) + (1u << 20) || setup(a, m, &r)) {
-			if (a->vram_len < sizeof(*m) + (1u << 20))
+		if (!whole_warps() || a->vram_len < sizeof(*m) + (1u << 20) || setup(a, m, &r)) {
+			if (!whole_warps())
+				rs(&r, "llama: on the GPU --block must be a multiple of 32 (a warp is the engine's unit)\n");
+			else if (a->vram_len < sizeof(*m) + (1u << 20))
 				rs(&r, "llama: needs more vram (--vram-mib)\n");
 			a->status = 2;
 			/* Publish "failed"; pairs with the others' acquire load of state. */
@@ -1141,8 +1320,12 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		fail = forward(a, m, sh, m->ids[pos], pos, tid, nthreads, failp, pos + 2u < n_all);
 		if (fail)
 			break;
+		if (pos + 1 >= m->n_prompt) {
+			argmax_part(m, tid, nthreads);
+			barrier(sh, nthreads); /* every team's best before thread 0 joins them */
+		}
 		if (tid == 0 && pos + 1 >= m->n_prompt) {
-			m->ids[pos + 1] = sample(m);
+			m->ids[pos + 1] = sample(m, argmax_join(m, nthreads));
 			m->n_done = pos + 2;
 			if (!m->ignore_eos && (m->tok ? gpuos_tok_is_eog(m->tok, (int32_t)m->ids[pos + 1])
 						      : m->ids[pos + 1] == m->eos))

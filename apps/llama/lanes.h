@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * apps/llama/lanes.h - the engine's products at memory speed (issue 34).
+ *
+ * A row's dot product is cut into pieces of 32 elements; piece p is lane
+ * p % 32's, so the 32 lanes of a warp read neighbouring bytes of the row
+ * at once (one row, one warp: coalesced). A piece's integer product takes
+ * four bytes at a time (__dp4a on the GPU, the same sums in C on the host);
+ * its scales make it a double; the 32 lanes' sums are added by a butterfly
+ * (warp shuffles on the GPU, the same tree over an array on the host, so
+ * host mode adds the same numbers in the same order).
+ *
+ * The integer parts equal llama.cpp CPU path's (apps/llama/quant.h's
+ * llama_dot): the same quants, the same activations (Q8_0, Q8_K), the same
+ * scales. Only the order in which the scaled pieces are added differs
+ * (double here, float there), which moves a logit by float rounding: the
+ * referee's tie rule (tests/tools/llama_same.py) is about exactly that.
+ *
+ * A batch: the weights of a piece are unpacked once and taken against
+ * every sequence's activations (llama_rows_dot), so that a row read from
+ * memory serves B tokens.
+ */
+#ifndef GPUOS_APPS_LLAMA_LANES_H
+#define GPUOS_APPS_LLAMA_LANES_H
+
+#include "quant.h"
+
+GPUOS_EXTERN_C_BEGIN
+
+#define LLAMA_LANES 32u
+#define LLAMA_PIECE 32u    /* elements of a piece */
+#define LLAMA_MAX_BATCH 32u
+
+/* c + the products of a's and b's four signed bytes. */
+GPUOS_INLINE GPUOS_HD int32_t llama_dp4a(int32_t a, int32_t b, int32_t c)
+{
+#if GPUOS_ON_GPU
+	return __dp4a(a, b, c);
+#else
+	uint32_t k;
+	for (k = 0; k < 32u; k += 8u)
+		c += (int32_t)(int8_t)(uint8_t)((uint32_t)a >> k) * (int32_t)(int8_t)(uint8_t)((uint32_t)b >> k);
+	return c;
+#endif
+}
+
+/* Four bytes at p, which is 2-byte aligned (Q4_0's 18-byte and Q6_K's
+ * 210-byte blocks leave no better), little-endian. */
+GPUOS_INLINE GPUOS_HD int32_t llama_ld2(const void *p)
+{
+	const uint16_t *h = (const uint16_t *)p;
+	return (int32_t)((uint32_t)h[0] | (uint32_t)h[1] << 16);
+}
+
+/* Four bytes at p, 4-byte aligned (Q4_K, Q5_K and Q8_K blocks' quants). */
+GPUOS_INLINE GPUOS_HD int32_t llama_ld4(const void *p)
+{
+	return *(const int32_t *)p;
+}
+
+/* One piece of weights, unpacked: 32 small integers four to an int, and
+ * the scales that make their products with an activation piece a value. */
+struct llama_piece {
+	int32_t q[8];
+	float d, dmin;      /* the block's scales (Q4_K/Q5_K: and its minimum's) */
+	int32_t sc0, sc1;   /* Q4_K/Q5_K: the sub-block's scale (sc0) and min (sc1); Q6_K: the two 16s' scales */
+	uint32_t blk, sub;  /* the piece's block, and its 32 elements' place in it */
+};
+
+/* Piece p of a row of type t (a quantised type: Q4_0, Q8_0, Q4_K, Q5_K,
+ * Q6_K) unpacked into w. */
+GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t p, struct llama_piece *w)
+{
+	uint32_t k;
+	if (t == GPUOS_GGML_TYPE_Q4_0 || t == GPUOS_GGML_TYPE_Q8_0) {
+		w->blk = (uint32_t)p;
+		w->sub = 0;
+		if (t == GPUOS_GGML_TYPE_Q4_0) {
+			const struct gpuos_block_q4_0 *x = (const struct gpuos_block_q4_0 *)row + p;
+			for (k = 0; k < 4u; k++) {
+				int32_t v = llama_ld2(x->qs + 4u * k);
+				w->q[k] = v & 0x0f0f0f0f;           /* elements 4k..4k+3 */
+				w->q[k + 4u] = (v >> 4) & 0x0f0f0f0f; /* and 16 on */
+			}
+			w->d = gpuos_f16_to_f32(x->d);
+		} else {
+			const struct gpuos_block_q8_0 *x = (const struct gpuos_block_q8_0 *)row + p;
+			for (k = 0; k < 8u; k++)
+				w->q[k] = llama_ld2(x->qs + 4u * k);
+			w->d = gpuos_f16_to_f32(x->d);
+		}
+		return;
+	}
+	w->blk = (uint32_t)(p / 8u);
+	w->sub = (uint32_t)(p % 8u);
+	if (t == GPUOS_GGML_TYPE_Q4_K || t == GPUOS_GGML_TYPE_Q5_K) {
+		/* sub-block s: the low (s even) or high nibbles of qs[32 (s / 2) ..] */
+		uint32_t s = w->sub, sh = 4u * (s & 1u);
+		const uint8_t *qs, *scales;
+		uint8_t sc, m;
+		if (t == GPUOS_GGML_TYPE_Q4_K) {
+			const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)row + w->blk;
+			qs = x->qs;
+			scales = x->scales;
+			w->d = gpuos_f16_to_f32(x->d);
+			w->dmin = gpuos_f16_to_f32(x->dmin);
+			for (k = 0; k < 8u; k++)
+				w->q[k] = (llama_ld4(qs + 32u * (s / 2u) + 4u * k) >> sh) & 0x0f0f0f0f;
+		} else {
+			const struct gpuos_block_q5_k *x = (const struct gpuos_block_q5_k *)row + w->blk;
+			qs = x->qs;
+			scales = x->scales;
+			w->d = gpuos_f16_to_f32(x->d);
+			w->dmin = gpuos_f16_to_f32(x->dmin);
+			/* the fifth bit of element l of sub-block s: bit s of qh[l] */
+			for (k = 0; k < 8u; k++)
+				w->q[k] = ((llama_ld4(qs + 32u * (s / 2u) + 4u * k) >> sh) & 0x0f0f0f0f) |
+					  (((llama_ld4(x->qh + 4u * k) >> s) & 0x01010101) << 4);
+		}
+		gpuos_scale_min_k4(s, scales, &sc, &m);
+		w->sc0 = sc;
+		w->sc1 = m;
+		return;
+	}
+	{
+		/* Q6_K: piece s is elements 128 j + 32 q + [0, 32), j = s / 4,
+		 * q = s % 4: low nibbles (q < 2) or high of ql[64 j + 32 (q & 1) ..],
+		 * bits 2q, 2q + 1 of qh[32 j ..]; two scales, one per 16 */
+		const struct gpuos_block_q6_k *x = (const struct gpuos_block_q6_k *)row + w->blk;
+		uint32_t j = w->sub / 4u, q = w->sub % 4u;
+		for (k = 0; k < 8u; k++)
+			w->q[k] = ((llama_ld2(x->ql + 64u * j + 32u * (q & 1u) + 4u * k) >> (4u * (q >> 1))) & 0x0f0f0f0f) |
+				  (((llama_ld2(x->qh + 32u * j + 4u * k) >> (2u * q)) & 0x03030303) << 4);
+		w->d = gpuos_f16_to_f32(x->d);
+		w->sc0 = x->scales[8u * j + 2u * q];
+		w->sc1 = x->scales[8u * j + 2u * q + 1u];
+	}
+}
+
+/* w . the same piece of an activation row (llama_dot_type(t)). */
+GPUOS_INLINE GPUOS_HD double llama_piece_dot(uint32_t t, const struct llama_piece *w, const uint8_t *act)
+{
+	uint32_t k;
+	if (t == GPUOS_GGML_TYPE_Q4_0 || t == GPUOS_GGML_TYPE_Q8_0) {
+		const struct gpuos_block_q8_0 *y = (const struct gpuos_block_q8_0 *)act + w->blk;
+		int32_t sumi = 0;
+		for (k = 0; k < 8u; k++)
+			sumi = llama_dp4a(w->q[k], llama_ld2(y->qs + 4u * k), sumi);
+		if (t == GPUOS_GGML_TYPE_Q4_0) {
+			/* the quants are 0..15 for -8..7: take 8 times the activations' sum off */
+			int32_t sumy = 0;
+			for (k = 0; k < 8u; k++)
+				sumy = llama_dp4a(0x01010101, llama_ld2(y->qs + 4u * k), sumy);
+			sumi -= 8 * sumy;
+		}
+		return (double)((float)sumi * (w->d * gpuos_f16_to_f32(y->d)));
+	}
+	{
+		const struct llama_q8_k *y = (const struct llama_q8_k *)act + w->blk;
+		const int8_t *a = y->qs + 32u * w->sub;
+		if (t == GPUOS_GGML_TYPE_Q6_K) {
+			/* the quants are 0..63 for -32..31: 32 times each 16's sum off */
+			int32_t s0 = 0, s1 = 0;
+			for (k = 0; k < 4u; k++) {
+				s0 = llama_dp4a(w->q[k], llama_ld4(a + 4u * k), s0);
+				s1 = llama_dp4a(w->q[k + 4u], llama_ld4(a + 16u + 4u * k), s1);
+			}
+			s0 -= 32 * y->bsums[2u * w->sub];
+			s1 -= 32 * y->bsums[2u * w->sub + 1u];
+			return (double)(w->d * y->d) * (double)(w->sc0 * s0 + w->sc1 * s1);
+		} else {
+			int32_t s = 0;
+			for (k = 0; k < 8u; k++)
+				s = llama_dp4a(w->q[k], llama_ld4(a + 4u * k), s);
+			return (double)(w->d * y->d) * (double)(w->sc0 * s) -
+			       (double)(w->dmin * y->d) * (double)(w->sc1 * (y->bsums[2u * w->sub] + y->bsums[2u * w->sub + 1u]));
+		}
+	}
+}
+
+/* Element i of a float row (F32, F16, BF16) as a float. */
+GPUOS_INLINE GPUOS_HD float llama_elem(uint32_t t, const uint8_t *row, uint64_t i)
+{
+	if (t == GPUOS_GGML_TYPE_F32)
+		return ((const float *)row)[i];
+	if (t == GPUOS_GGML_TYPE_BF16)
+		return gpuos_bf16_to_f32(((const uint16_t *)row)[i]);
+	return gpuos_f16_to_f32(((const uint16_t *)row)[i]);
+}
+
+GPUOS_INLINE GPUOS_HD int llama_is_float(uint32_t t)
+{
+	return t == GPUOS_GGML_TYPE_F32 || t == GPUOS_GGML_TYPE_F16 || t == GPUOS_GGML_TYPE_BF16;
+}
+
+/* Lane `lane`'s share of row . act[b] for b < nb (act[b] at act + b *
+ * stride), added into s[b]: pieces lane, lane + 32, ... */
+GPUOS_INLINE GPUOS_HD void llama_lane_dot(uint32_t t, const uint8_t *row, const uint8_t *act, uint64_t stride,
+					  uint32_t nb, uint64_t n, uint32_t lane, double *s)
+{
+	uint64_t p, np = n / LLAMA_PIECE;
+	uint32_t b, i;
+	if (llama_is_float(t)) {
+		/* the activations are in the weights' type (F32 for F32); a
+		 * float row's length need not be a whole number of pieces */
+		for (p = lane; p * LLAMA_PIECE < n; p += LLAMA_LANES)
+			for (b = 0; b < nb; b++)
+				for (i = 0; i < LLAMA_PIECE && p * LLAMA_PIECE + i < n; i++)
+					s[b] += (double)(llama_elem(t, row, p * LLAMA_PIECE + i) *
+							 llama_elem(t, act + b * stride, p * LLAMA_PIECE + i));
+		return;
+	}
+	for (p = lane; p < np; p += LLAMA_LANES) {
+		struct llama_piece w;
+		llama_unpack(t, row, p, &w);
+		for (b = 0; b < nb; b++)
+			s[b] += llama_piece_dot(t, &w, act + b * stride);
+	}
+}
+
+/* out[b] = row . act[b] for b < nb (at most LLAMA_MAX_BATCH): lane `lane`
+ * of a warp on the GPU, where all 32 lanes call it together and all get
+ * the sums; on the host one call does all 32 lanes' shares and adds them
+ * in the butterfly's order. */
+GPUOS_INLINE GPUOS_HD void llama_rows_dot(uint32_t t, const uint8_t *row, const uint8_t *act, uint64_t stride,
+					  uint32_t nb, uint64_t n, uint32_t lane, float *out)
+{
+	uint32_t b;
+#if GPUOS_ON_GPU
+	double s[LLAMA_MAX_BATCH];
+	for (b = 0; b < nb; b++)
+		s[b] = 0.0;
+	llama_lane_dot(t, row, act, stride, nb, n, lane, s);
+	for (b = 0; b < nb; b++) {
+		uint32_t off;
+		for (off = LLAMA_LANES / 2u; off; off >>= 1)
+			s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+		out[b] = (float)s[b];
+	}
+#else
+	uint32_t k, off;
+	(void)lane;
+	for (b = 0; b < nb; b++) {
+		double v[LLAMA_LANES];
+		for (k = 0; k < LLAMA_LANES; k++) {
+			v[k] = 0.0;
+			llama_lane_dot(t, row, act + b * stride, 0, 1, n, k, &v[k]);
+		}
+		/* lane k adds lane k ^ off's sum: lane 0 ends with this tree */
+		for (off = LLAMA_LANES / 2u; off; off >>= 1)
+			for (k = 0; k < off; k++)
+				v[k] += v[k + off];
+		out[b] = (float)v[0];
+	}
+#endif
+}
+
+GPUOS_EXTERN_C_END
+
+#endif /* GPUOS_APPS_LLAMA_LANES_H */
