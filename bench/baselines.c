@@ -4,6 +4,7 @@
  * against, measured in the same run on the same machine (bench/datapath.sh).
  *
  *   baselines h2d [--chunk-mib 8] [--total-mib 4096]
+ *   baselines d2d [--chunk-mib 8] [--total-mib 4096]   (VRAM to VRAM: HBM's copy rate)
  *       cudaMemcpy host to device from one pinned buffer, chunk by chunk,
  *       into a VRAM window of at most 1 GiB: the link's line rate.
  *   baselines pread FILE [--threads 4] [--chunk-mib 8]
@@ -57,7 +58,7 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: baselines h2d [--chunk-mib 8] [--total-mib 4096] | pread FILE [--threads 4] "
+	fprintf(stderr, "usage: baselines h2d|d2d [--chunk-mib 8] [--total-mib 4096] | pread FILE [--threads 4] "
 			"[--chunk-mib 8] | mmap FILE [--chunk-mib 8] | uring FILE [--qd 32] [--bs-kib 1024] [--direct] | "
 			"rand FILE [--qd 32] [--bs-kib 4] [--reads 200000] [--direct]\n");
 	_exit(2);
@@ -226,6 +227,37 @@ static int run_h2d(uint64_t chunk, uint64_t total)
 	snprintf(params, sizeof(params), "\"chunk_mib\": %llu, \"total_mib\": %llu",
 		 (unsigned long long)(chunk / MIB), (unsigned long long)(total / MIB));
 	report("h2d", NULL, NULL, moved, t1 - t0, c1 - c0, params);
+	return 0;
+}
+
+/* ---- d2d: the bytes of a chunk copied from one VRAM buffer to another, as
+ * many times as total says (issue 34: the llama engine's products are
+ * measured against it; bytes copied, so each is read once and written once) */
+
+static int run_d2d(uint64_t chunk, uint64_t total)
+{
+	uint64_t off, moved = 0;
+	char *src, *dst, params[128];
+	double t0, t1, c0, c1;
+	gpu_init();
+	src = vram(chunk);
+	dst = vram(chunk);
+	ck(cudaMemset(src, 1, chunk), "cudaMemset");
+	ck(cudaMemcpy(dst, src, chunk, cudaMemcpyDeviceToDevice), "cudaMemcpy"); /* warm */
+	ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+	c0 = cpu_s();
+	t0 = now_s();
+	for (off = 0; off < total; off += chunk) {
+		uint64_t n = total - off < chunk ? total - off : chunk;
+		ck(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
+		moved += n;
+	}
+	ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+	t1 = now_s();
+	c1 = cpu_s();
+	snprintf(params, sizeof(params), "\"chunk_mib\": %llu, \"total_mib\": %llu",
+		 (unsigned long long)(chunk / MIB), (unsigned long long)(total / MIB));
+	report("d2d", NULL, NULL, moved, t1 - t0, c1 - c0, params);
 	return 0;
 }
 
@@ -605,10 +637,10 @@ int main(int argc, char **argv)
 		usage();
 	snprintf(bench_who, sizeof(bench_who), "baselines %.40s", argv[1]);
 	cmd = argv[1];
-	if (strcmp(cmd, "h2d") && strcmp(cmd, "pread") && strcmp(cmd, "mmap") && strcmp(cmd, "uring") &&
+	if (strcmp(cmd, "h2d") && strcmp(cmd, "d2d") && strcmp(cmd, "pread") && strcmp(cmd, "mmap") && strcmp(cmd, "uring") &&
 	    strcmp(cmd, "rand"))
 		usage();
-	first = strcmp(cmd, "h2d") ? 3 : 2;
+	first = strcmp(cmd, "h2d") && strcmp(cmd, "d2d") ? 3 : 2;
 	if (first == 3) {
 		if (argc < 3 || argv[2][0] == '-')
 			die("give FILE");
@@ -621,7 +653,7 @@ int main(int argc, char **argv)
 			die("%s needs a value", o);
 		if (!strcmp(o, "--chunk-mib") && strcmp(cmd, "uring"))
 			chunk = num(o, argv[++i], 1, 4096) * MIB;
-		else if (!strcmp(o, "--total-mib") && !strcmp(cmd, "h2d"))
+		else if (!strcmp(o, "--total-mib") && (!strcmp(cmd, "h2d") || !strcmp(cmd, "d2d")))
 			total = num(o, argv[++i], 1, 1 << 24) * MIB;
 		else if (!strcmp(o, "--threads") && !strcmp(cmd, "pread"))
 			threads = (int)num(o, argv[++i], 1, 256);
@@ -642,6 +674,8 @@ int main(int argc, char **argv)
 		die("--bs-kib must be a multiple of 4 with --direct");
 	if (!strcmp(cmd, "h2d"))
 		return run_h2d(chunk, total);
+	if (!strcmp(cmd, "d2d"))
+		return run_d2d(chunk, total);
 	if (!strcmp(cmd, "uring"))
 		return run_uring(file, qd, bs, direct);
 	if (!strcmp(cmd, "rand"))

@@ -9,6 +9,12 @@
 #   ram       every layer streamed for every token from emu:'s ram backend
 #   ssd4      the same from 4 modeled Gen4 SSDs (7 GB/s, 1.4 M IOPS each)
 #   resident  every layer resident in VRAM (loaded once before the clock)
+#   vram      as many layers resident as --vram-gib $LLAMA_VRAM_GIB (default
+#             20: a 24 GB card) allows, the others streamed from emu:'s ram
+#   d2d       HBM: cudaMemcpy of a layer's bytes VRAM to VRAM
+#             (bench/baselines d2d), many times
+#   products  the resident case's products: a layer's bytes over its compute
+#             time (--timeline), median over the layers, against d2d's rate
 #   mmap      the baseline: the same layers through mmap + memcpy into
 #             pinned memory + cudaMemcpyAsync, double-buffered, a kernel per
 #             layer (bench/layer_base.cu --path mmap): the time of one pass
@@ -21,7 +27,8 @@
 # (a PNG too where gnuplot is installed).
 #
 # Usage: bench/llama.sh BUILD RESULTS [STEP...]
-#   STEP: make ram ssd4 resident mmap h2d plot (default: all, in that order).
+#   STEP: make ram ssd4 resident vram mmap h2d d2d products plot (default:
+#   all, in that order).
 #   Device calls last at most 10 minutes: run `make` in one and the others in
 #   the next (the model stays in $LLAMA_DIR while the machine stays warm).
 # Environment: LLAMA_DIR (work folder, default /tmp/gpuos-llama: the image
@@ -33,7 +40,7 @@ set -u
 build=${1:?usage: bench/llama.sh BUILD RESULTS [STEP...]}
 results=${2:?usage: bench/llama.sh BUILD RESULTS [STEP...]}
 shift 2
-steps=${*:-make ram ssd4 resident mmap h2d plot}
+steps=${*:-make ram ssd4 resident vram mmap h2d d2d products plot}
 root=$(cd "$(dirname "$0")/.." && pwd)
 g=$build/gpuos
 dir=${LLAMA_DIR:-/tmp/gpuos-llama}
@@ -123,6 +130,28 @@ for s in $steps; do
 	ram) engine ram "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" || exit 1 ;;
 	ssd4) engine ssd4 "emu:$dir/model.img,ssds=4,gbps=7,iops=1400000${LLAMA_EMU:+,$LLAMA_EMU}" || exit 1 ;;
 	resident) engine resident "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" --vram-gib 4096 || exit 1 ;;
+	vram) engine vram "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" --vram-gib "${LLAMA_VRAM_GIB:-20}" || exit 1 ;;
+	d2d)
+		read -r layer _ < <(sizes)
+		"$build/bench/baselines" d2d --chunk-mib $(( (layer >> 20) + 1 )) --total-mib 65536 > "$out/d2d.json" || exit 1
+		python3 -c 'import json, sys; print("llama bench: HBM copy: %.1f GB/s" % json.load(open(sys.argv[1]))["gb_per_s"])' "$out/d2d.json" ;;
+	products)
+		# a resident layer's weights over its compute time, from the resident
+		# case's timeline (LAYER resident - - BEGIN END, microseconds)
+		read -r layer _ < <(sizes)
+		python3 - "$out/resident.timeline" "$layer" "$out/d2d.json" > "$out/products.json" <<'PY' || exit 1
+import json, statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.split()[1:3] == ["resident", "-"]]
+us = [float(r[5]) - float(r[4]) for r in rows if float(r[5]) > float(r[4])]
+if not us:
+    sys.exit("products: no resident layer in " + sys.argv[1])
+layer = int(sys.argv[2]); med = statistics.median(us)
+gbs = layer / (med * 1e-6) / 1e9
+d2d = json.load(open(sys.argv[3]))["gb_per_s"]
+print(json.dumps({"layer_bytes": layer, "layers": len(us), "compute_us_median": med, "compute_us_min": min(us),
+                  "products_gb_per_s": round(gbs, 1), "d2d_gb_per_s": round(d2d, 1), "ratio_to_d2d": round(gbs / d2d, 3)}))
+PY
+		python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("llama bench: products: %.1f GB/s (a layer in %.0f us, median of %d), %.2f of the HBM copy (%.1f GB/s)" % (j["products_gb_per_s"], j["compute_us_median"], j["layers"], j["ratio_to_d2d"], j["d2d_gb_per_s"]))' "$out/products.json" ;;
 	mmap)
 		say "mmap: layer-base m.gguf --table --path mmap (one pass over every layer)"
 		timeout 560 "$build/bench/layer-base" "$shm/m.gguf" --table "$dir/table.txt" --path mmap > "$out/mmap.json" ||

@@ -72,6 +72,8 @@ struct llama_piece {
 GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t p, struct llama_piece *w)
 {
 	uint32_t k;
+	w->dmin = 0.0f;
+	w->sc0 = w->sc1 = 0;
 	if (t == GPUOS_GGML_TYPE_Q4_0 || t == GPUOS_GGML_TYPE_Q8_0) {
 		w->blk = (uint32_t)p;
 		w->sub = 0;

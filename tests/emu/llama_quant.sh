@@ -4,8 +4,9 @@
 # the host and as device code, then compared bit for bit with
 # tests/tools/quant_ref.py, an independent model of ggml's types in Python:
 # dequantised rows of F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, the
-# activations in each type's dot type, the dot products, and binary16 and
-# bfloat16 conversions.
+# activations in each type's dot type, the dot products (in ggml's order,
+# and as the engine's 32 lanes take them: apps/llama/lanes.h, issue 34), and
+# binary16 and bfloat16 conversions.
 # Usage: tests/emu/llama_quant.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -22,7 +23,7 @@ mkdir -p "$out"
 echo "== apps/llama/quant.h"
 check "builds for the host (gcc, C11, -Wall -Wextra -Werror)" \
 	gcc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Iinclude -o "$out/quant_check" tests/tools/quant_check.c
-printf '#include "apps/llama/quant.h"\n__global__ void k(const void *r, const void *a, float *o, unsigned t)\n{ o[0] = llama_dot(t, r, a, 256); gpuos_dequant_row(t, r, o + 1, 256); llama_quantize_act(llama_dot_type(t), o + 1, o + 300, 256); }\n' > "$out/quant_dev.cu"
+printf '#include "apps/llama/lanes.h"\n__global__ void k(const void *r, const void *a, float *o, unsigned t)\n{ o[0] = llama_dot(t, r, a, 256); gpuos_dequant_row(t, r, o + 1, 256); llama_quantize_act(llama_dot_type(t), o + 1, o + 300, 256); llama_rows_dot(t, (const uint8_t *)r, (const uint8_t *)a, 0, 1, 256, threadIdx.x %% 32, o + 600); }\n' > "$out/quant_dev.cu"
 check "builds as device code (nvcc, sm_90)" \
 	"$nvcc" -std=c++17 -arch=sm_90 -Iinclude -I. -Xcompiler -Wall -c "$out/quant_dev.cu" -o "$out/quant_dev.o"
 if [ -x "$out/quant_check" ]; then

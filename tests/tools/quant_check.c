@@ -5,14 +5,17 @@
  * types: reads cases from stdin, one a line,
  *     TYPE N ROW_HEX X_HEX          (X: N little-endian binary32 values)
  * and prints for each
- *     DEQUANT_HEX ACT_HEX DOT_HEX    (N binary32 values; the activations in the
- *                                   dot type; the dot product, binary32)
+ *     DEQUANT_HEX ACT_HEX DOT_HEX LANES_HEX
+ *         (N binary32 values; the activations in the dot type; the dot
+ *         product, binary32; the same product as the engine takes it, by
+ *         32 lanes of pieces (apps/llama/lanes.h), binary32)
  * and for "h VALUE_HEX" lines (a binary32) its binary16 and bfloat16 and back.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../apps/llama/lanes.h"
 #include "../../apps/llama/quant.h"
 
 static int unhex(const char *s, uint8_t *out, size_t n)
@@ -60,12 +63,15 @@ int main(void)
 			return 3;
 		gpuos_dequant_row(t, row, y, n);
 		llama_quantize_act(dt, x, act, n);
-		float d = llama_dot(t, row, act, n);
+		float d = llama_dot(t, row, act, n), lanes;
+		llama_rows_dot(t, row, act, 0, 1, n, 0, &lanes);
 		hex(y, n * 4);
 		putchar(' ');
 		hex(act, ab);
 		putchar(' ');
 		hex(&d, 4);
+		putchar(' ');
+		hex(&lanes, 4);
 		putchar('\n');
 		free(row);
 		free(act);

@@ -381,6 +381,61 @@ def conversions(rng, checker):
     return bad == 0 and r.returncode == 0 and len(r.stdout.split("\n")) > len(pats)
 
 
+def lanes_dot(t, row, act, n):
+    """The engine's product (apps/llama/lanes.h): pieces of 32 elements,
+    piece p lane p % 32's, each piece a double made exactly as the C does,
+    each lane's pieces added in order in double, the 32 lanes by the
+    butterfly's tree, then binary32."""
+    pieces = []
+    if t in (F32, F16, BF16):
+        w = dequant(t, row, n)
+        if t == F32:
+            a = list(struct.unpack("<%df" % n, act))
+        else:
+            a = [(h2f if t == F16 else bf2f)(v) for v in struct.unpack("<%dH" % n, act)]
+        for p in range((n + 31) // 32):
+            pieces.append([f32(w[e] * a[e]) for e in range(32 * p, min(n, 32 * p + 32))])
+    elif t in (Q4_0, Q8_0):
+        bb = 18 if t == Q4_0 else 34
+        for i in range(n // 32):
+            blk, ab = row[bb * i:bb * i + bb], act[34 * i:34 * i + 34]
+            ys = struct.unpack("32b", ab[2:])
+            if t == Q4_0:
+                qs = [(blk[2 + j % 16] & 15 if j < 16 else blk[2 + j % 16] >> 4) - 8 for j in range(32)]
+            else:
+                qs = list(struct.unpack("32b", blk[2:]))
+            sumi = sum(a * b for a, b in zip(qs, ys))
+            pieces.append([f32(sumi * f32(h2f(u16(blk, 0)) * h2f(u16(ab, 0))))])
+    else:
+        bb = BLOCK[t][1]
+        for i in range(n // 256):
+            blk, ab = row[bb * i:bb * (i + 1)], act[292 * i:292 * (i + 1)]
+            yd = struct.unpack("<f", ab[:4])[0]
+            ys = struct.unpack("256b", ab[4:260])
+            bsums = struct.unpack("<16h", ab[260:292])
+            for s in range(8):
+                es = range(32 * s, 32 * s + 32)
+                if t == Q6_K:
+                    d = f32(h2f(u16(blk, 208)) * yd)
+                    si = sum(kscale(t, blk, e) * kquant(t, blk, e) * ys[e] for e in es)
+                    pieces.append([d * si])
+                else:
+                    d, dmin = f32(h2f(u16(blk, 0)) * yd), f32(h2f(u16(blk, 2)) * yd)
+                    sc, m = scale_min(blk[4:16], s)
+                    si = sum(kquant(t, blk, e) * ys[e] for e in es)
+                    pieces.append([d * (sc * si) - dmin * (m * (bsums[2 * s] + bsums[2 * s + 1]))])
+    v = [0.0] * 32
+    for p, terms in enumerate(pieces):
+        for x in terms:
+            v[p % 32] += x
+    off = 16
+    while off:
+        for k in range(off):
+            v[k] += v[k + off]
+        off >>= 1
+    return f32(v[0])
+
+
 def main():
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 1
     rng = random.Random(seed)
@@ -398,10 +453,10 @@ def main():
         lines = r.stdout.split("\n")
         bad = []
         for k, (row, x, n) in enumerate(cases):
-            if k >= len(lines) or len(lines[k].split()) != 3:
+            if k >= len(lines) or len(lines[k].split()) != 4:
                 bad.append("case %d: no answer (exit %d)" % (k, r.returncode))
                 continue
-            yh, ah, dh = lines[k].split()
+            yh, ah, dh, lh = lines[k].split()
             want_y = dequant(t, row, n)
             got_y = struct.unpack("<%df" % n, bytes.fromhex(yh))
             ey = [i for i in range(n) if f2u(got_y[i]) != f2u(want_y[i])]
@@ -414,7 +469,10 @@ def main():
                 bad.append("case %d: activations differ from byte %d" % (k, i))
             if f2u(got_d) != f2u(want_d):
                 bad.append("case %d: dot %r, want %r" % (k, got_d, want_d))
-        print("%s %-5s %d rows of 512: dequantised, activations, dot products%s" %
+            got_l, want_l = struct.unpack("<f", bytes.fromhex(lh))[0], lanes_dot(t, row, want_a, n)
+            if f2u(got_l) != f2u(want_l):
+                bad.append("case %d: the lanes' dot %r, want %r" % (k, got_l, want_l))
+        print("%s %-5s %d rows of 512: dequantised, activations, dot products (ggml's order and the lanes')%s" %
               ("ok  " if not bad else "FAIL", NAMES[t], len(cases), "" if not bad else ": " + "; ".join(bad[:3])))
         ok = ok and not bad
     return 0 if ok else 1
