@@ -25,7 +25,8 @@
 #define DATA_OFF    (GPUOS_PATH_MAX + WHY_LEN)
 #define SCRATCH_MIN (1u << 20)
 /* Bytes one request asks for: a large tensor becomes several requests, so
- * that it spreads over the service warps and their queues. */
+ * that it spreads over the service warps and their queues. A range longer
+ * than this is cut where its file offset is a multiple of it (add_pieces). */
 #define PIECE_MAX   (16ull << 20)
 #define IN_FLIGHT   256u
 /* Polls between looks at whether the GPU runtime still runs. */
@@ -341,24 +342,41 @@ static void job_free(struct load_job *j)
 	free(j);
 }
 
-/* Cut item `item`'s [off, off + len) into pieces at j->p[*at...]. */
-static void add_pieces(struct load_job *j, uint64_t *at, uint32_t item, uint32_t index, uint64_t off, uint64_t len,
-		       uint64_t dst)
+/* The pieces of len bytes that start at byte `file_off` of their file: one
+ * when len <= PIECE_MAX, else cut where the file offset is a multiple of
+ * PIECE_MAX. So every piece but a range's first starts on an LBA of the
+ * device (a file's extents start on one), and the runtime writes each of
+ * its commands straight into the destination (zero copy). Cut from the
+ * range's own start instead, a range that starts mid-LBA (a model's data
+ * section, 8 + header bytes into a safetensors file) gave every 16 MiB
+ * piece an unaligned start: its first command, up to an xfer_bytes of
+ * data, went through the bounce buffer and a warp's copy, piece after
+ * piece: what set a whole-model load (0.49x of file_load on the H200,
+ * issue 32) apart from a read of the whole file (every command zero copy). */
+static uint64_t pieces_of(uint64_t file_off, uint64_t len)
 {
-	uint64_t k;
-	for (k = 0; k < len; k += PIECE_MAX) {
+	if (len <= PIECE_MAX)
+		return len != 0;
+	return (file_off + len - 1) / PIECE_MAX - file_off / PIECE_MAX + 1;
+}
+
+/* Cut item `item`'s [off, off + len) into pieces_of(file_off, len) pieces
+ * at j->p[*at...]; file_off: where off is in the file (READ: off itself;
+ * GGUF_LOAD, whose off counts from the tensor's start: the tensor's). */
+static void add_pieces(struct load_job *j, uint64_t *at, uint32_t item, uint32_t index, uint64_t off, uint64_t len,
+		       uint64_t dst, uint64_t file_off)
+{
+	uint64_t k = 0, n;
+	for (; k < len; k += n) {
 		struct piece *p = &j->p[(*at)++];
+		n = len <= PIECE_MAX ? len : PIECE_MAX - (file_off + k) % PIECE_MAX;
+		n = len - k < n ? len - k : n;
 		p->off = off + k;
-		p->len = len - k < PIECE_MAX ? len - k : PIECE_MAX;
+		p->len = n;
 		p->dst = dst + k;
 		p->index = index;
 		p->item = p->last = item;
 	}
-}
-
-static uint64_t pieces_of(uint64_t len)
-{
-	return (len + PIECE_MAX - 1) / PIECE_MAX;
 }
 
 /* A stream-ordered load, run by a CUDA thread when its stream gets there. */
@@ -580,7 +598,7 @@ static int model_job(struct gpuos_sys *s, const char *path, uint32_t h, uint16_t
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		npieces += pieces_of(sp[i].len);
+		npieces += pieces_of(sp[i].off, sp[i].len);
 	if (!(j = job_new(npieces, names_len, n)))
 		return fail(-ENOMEM, "%s: no memory for the load's %llu pieces", path, (unsigned long long)npieces);
 	j->s = s;
@@ -599,7 +617,7 @@ static int model_job(struct gpuos_sys *s, const char *path, uint32_t h, uint16_t
 		if (op == GPUOS_OP_READ && !sp[i].len)
 			continue; /* joined into a run before it, or empty */
 		add_pieces(j, &at, sp[i].item, sp[i].index, op == GPUOS_OP_READ ? sp[i].off : 0, sp[i].len,
-			   rt(s, sp[i].dst));
+			   rt(s, sp[i].dst), sp[i].off);
 		for (k = first; k < at && op == GPUOS_OP_READ; k++)
 			j->p[k].last = last[i]; /* a run's every piece names its first and last tensor */
 	}
@@ -742,7 +760,7 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 			return fail(-EFAULT, "%s: range %u (%llu bytes) does not fit registered memory at %p "
 				    "(gpuos_sys_register or gpuos_sys_alloc it)", path, i, (unsigned long long)length[i],
 				    dst[i]);
-		npieces += pieces_of(length[i]);
+		npieces += pieces_of(offset[i], length[i]);
 	}
 	pthread_mutex_lock(&s->load.lock);
 	r = scratch(s, 0, &sc);
@@ -765,7 +783,7 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
 	j->handle = h;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	for (i = 0; i < n; i++)
-		add_pieces(j, &at, i, 0, offset[i], length[i], rt(s, dst[i]));
+		add_pieces(j, &at, i, 0, offset[i], length[i], rt(s, dst[i]), offset[i]);
 	return launch(s, j, stream);
 }
 

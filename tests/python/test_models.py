@@ -259,6 +259,7 @@ ST = {}             # path in the image -> (host file, parse_safetensors)
 QUANT = None        # write_quant_gguf's answer
 QUANT_PATH = "/models/quant.gguf"
 CKPTS = {}          # index path in the image -> host dir
+EXTRA_FILES = {}    # path in the image -> bytes: files a module importing this one adds (test_connect.py)
 
 
 def setUpModule():
@@ -296,8 +297,15 @@ def setUpModule():
     write_checkpoint(os.path.join(src, "models", "hf"), ts, 3, {"format": "pt"})
     CKPTS["/models/hf/model.safetensors.index.json"] = os.path.join(src, "models", "hf")
     QUANT = write_quant_gguf(os.path.join(src, "models", "quant.gguf"))
+    extra = 0
+    for path, blob in EXTRA_FILES.items():
+        p = os.path.join(src, path.lstrip("/"))
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(blob)
+        extra += len(blob)
     IMG = os.path.join(TMP, "disk.img")
-    subprocess.check_call(["mke2fs", "-q", "-F", "-t", "ext4", "-d", src, IMG, "32M"],
+    subprocess.check_call(["mke2fs", "-q", "-F", "-t", "ext4", "-d", src, IMG, "%dM" % (32 + extra * 5 // 4 // (1 << 20))],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     global ST_WHY
     with gpuos.System(device="emu:" + IMG, host=True) as s:
