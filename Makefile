@@ -128,10 +128,13 @@ apps: $(if $(filter 1,$(CUDA)),$(APP_CUBINS)) $(APP_SOS)
 all: apps
 test-emu: apps
 
+# The llama engine's products want many warps in flight (issue 34): at most
+# 128 registers a thread lets a block of 512 (16 warps) fit an SM.
+APP_NVCCFLAGS_llama ?= -maxrregcount=128
 $(BUILD)/apps/%.cubin: apps/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $< ($(APP_ARCH) cubin)")
-	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -x cu -cubin -arch=$(APP_ARCH) $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) $(APP_NVCCFLAGS_$*) -MF $@.d -x cu -cubin -arch=$(APP_ARCH) $< -o $@
 
 $(BUILD)/apps/%.so: apps/%.c
 	@mkdir -p $(dir $@)

@@ -8,15 +8,22 @@
  *
  *   gpuos run llama.cubin --grid G --block B -- MODEL_PATH --prompt TEXT
  *             [--tokens N] [--resident R | --vram-gib G] [--temp T --seed S]
- *             [--ignore-eos] [--timeline]
+ *             [--ignore-eos] [--timeline] [--batch B]
  *
  * --vram-gib G (a decimal) keeps as many layers resident as fit in G GiB
  * beside everything else (at most the app's memory, --vram-mib). --timeline
  * prints, for the last token, when each streamed layer's load was posted
  * and landed and when its computation began and ended.
  *
+ * --batch B (1 to 32, issue 34) decodes B sequences of the prompt at once:
+ * every product reads a weight row once for all of them, so a streamed
+ * layer serves B tokens. Greedy, they are B copies of one text; under
+ * --temp sequence b draws with seed S + b.
+ *
  * It prints the generated text, the prompt's and the generated token ids
- * ("tokens: PROMPT | GENERATED"), then tokens/s and the load rate. Greedy
+ * ("tokens: PROMPT | GENERATED"; "tokens B: ..." for sequence B of a
+ * batch), then tokens/s and the load rate (and the batch's tokens/s in
+ * all). Greedy
  * unless --temp is given (hundredths: 80 is 0.8). The prompt is tokenized
  * with the model's own vocabulary (apps/llama/tokenizer.h), as llama.cpp's
  * completion does (BOS as the vocabulary says, special tokens parsed);
@@ -92,9 +99,11 @@ struct model {
 	uint32_t n_embd, n_head, n_head_kv, n_layer, n_ff, n_vocab, n_rot, head_dim;
 	float eps, rope_base;
 	uint32_t handle, resident, n_ctx, n_prompt, n_gen;
-	uint32_t eos, ignore_eos, n_done;    /* generation stops at eos unless told */
+	uint32_t eos, ignore_eos, n_done;    /* positions so far (bit 31: every sequence has ended) */
+	uint32_t nb;                        /* sequences decoded at once (--batch): a layer serves each */
+	uint32_t len[LLAMA_MAX_BATCH];      /* each sequence's ids (bit 31: it has reached the end of its text) */
 	float temp;
-	uint64_t seed;
+	uint64_t seed, seeds[LLAMA_MAX_BATCH]; /* --seed; sequence b draws with seed + b */
 	struct wt embd, out_norm, output;
 	struct wt layer[MAX_LAYERS][T_PER_LAYER];
 	uint64_t layer_bytes[MAX_LAYERS];
@@ -108,15 +117,16 @@ struct model {
 	uint64_t pend_t;                    /* and when it was posted */
 	uint32_t timeline, by_budget;       /* --timeline; resident count from --vram-gib */
 	uint64_t t_post[MAX_LAYERS], t_ready[MAX_LAYERS], t_begin[MAX_LAYERS], t_done[MAX_LAYERS], t_token;
-	/* activations */
+	/* activations, one row a sequence: [nb][width] */
 	float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2, *logits;
-	uint8_t *act;                       /* an activation in a dot type */
-	uint16_t *kc, *vc;                  /* binary16 KV cache: [layer][pos][kv dim] */
-	uint32_t ids[MAX_IDS];              /* prompt, then generated */
+	uint8_t *act;                       /* each sequence's activation in a dot type, act_stride bytes apart */
+	uint64_t act_stride;
+	uint16_t *kc, *vc;                  /* binary16 KV cache: [sequence][layer][pos][kv dim] */
+	uint32_t ids[LLAMA_MAX_BATCH][MAX_IDS]; /* each sequence's prompt, then what it generated */
 	const struct gpuos_tok *tok;        /* the vocabulary's arena, or NULL (--prompt-ids) */
 	char *text;                         /* the generated text, decoded */
 	uint64_t text_cap;
-	float scale;                        /* the norm's, thread 0's for all */
+	float scale[LLAMA_MAX_BATCH];       /* each sequence's norm scale, team b's for all */
 	uint64_t t_start, t_end, load_bytes, stall_ns; /* stall: compute waiting for a load */
 	char why[256];
 	uint8_t tensor[sizeof(struct gpuos_gguf_tensor)];
@@ -231,18 +241,25 @@ static inline GPUOS_HD void team_sync(void)
 
 /* ---- the steps ------------------------------------------------------------------- */
 
-/* out[r] = W[r] . act for this team's rows: a warp's lanes read each row
- * together (apps/llama/lanes.h). */
-static inline GPUOS_HD void matvec(const struct wt *w, const uint8_t *mem, const uint8_t *act, float *out, uint32_t tid,
-				   uint32_t nthreads)
+/* out[b][r] = W[r] . act[b] for this team's rows r and every sequence b
+ * (out's rows ostride floats apart, act's m->act_stride bytes): a warp's
+ * lanes read each row together, once for all sequences
+ * (apps/llama/lanes.h). */
+static inline GPUOS_HD void matvec(const struct model *m, const struct wt *w, const uint8_t *mem, float *out,
+				   uint64_t ostride, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
 	uint64_t r, rb = llama_row_bytes(w->type, w->ne0);
+	uint32_t b;
 	for (r = tm.id; r < w->ne1; r += tm.n) {
-		float v;
-		llama_rows_dot(w->type, mem + w->off + r * rb, act, 0, 1, w->ne0, tm.lane, &v);
+		float v[LLAMA_MAX_BATCH];
+		if (m->nb == 1) /* a constant count: the sums stay in registers */
+			llama_rows_dot(w->type, mem + w->off + r * rb, m->act, 0, 1, w->ne0, tm.lane, v);
+		else
+			llama_rows_dot(w->type, mem + w->off + r * rb, m->act, m->act_stride, m->nb, w->ne0, tm.lane, v);
 		if (tm.lane == 0)
-			out[r] = v;
+			for (b = 0; b < m->nb; b++)
+				out[b * ostride + r] = v[b];
 	}
 }
 
@@ -278,14 +295,16 @@ static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps, st
 	return 1.0f / sqrtf((float)(sum / n) + eps);
 }
 
-/* m->scale = rms_scale(m->x) by team 0; a barrier must follow. */
+/* m->scale[b] = rms_scale(x[b]) by team b (mod the teams); a barrier must
+ * follow. */
 static inline GPUOS_HD void norm_scale(struct model *m, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
-	if (tm.id == 0) {
-		float sc = rms_scale(m->x, m->n_embd, m->eps, tm);
+	uint32_t b;
+	for (b = tm.id; b < m->nb; b += tm.n) {
+		float sc = rms_scale(m->x + (uint64_t)b * m->n_embd, m->n_embd, m->eps, tm);
 		if (tm.lane == 0)
-			m->scale = sc;
+			m->scale[b] = sc;
 	}
 }
 
@@ -301,6 +320,28 @@ static inline GPUOS_HD void norm_quantize_part(float *y, const float *x, const f
 		y[i] = x[i] * scale * w[i];
 	if (f > b)
 		llama_quantize_act(t, y + b * e, out + b * bytes, (f - b) * e);
+}
+
+/* For every sequence: its n-wide row of x (rows xs floats apart) into the
+ * dot type t in its activation; this thread's blocks. */
+static inline GPUOS_HD void quantize_all(const struct model *m, uint32_t t, const float *x, uint64_t xs, uint64_t n,
+					 uint32_t tid, uint32_t nthreads)
+{
+	uint32_t b;
+	for (b = 0; b < m->nb; b++)
+		quantize_part(t, x + b * xs, m->act + b * m->act_stride, n, tid, nthreads);
+}
+
+/* For every sequence: xb = x * scale * w, then as the dot type t into its
+ * activation; this thread's blocks. */
+static inline GPUOS_HD void norm_quantize_all(struct model *m, const float *w, uint32_t t, uint32_t tid,
+					      uint32_t nthreads)
+{
+	uint64_t e = m->n_embd;
+	uint32_t b;
+	for (b = 0; b < m->nb; b++)
+		norm_quantize_part(m->xb + b * e, m->x + b * e, w, m->scale[b], t, m->act + b * m->act_stride, e, tid,
+				   nthreads);
 }
 
 /* RoPE, llama's "normal" mode: pairs (2i, 2i + 1) of the first n_rot
@@ -322,18 +363,25 @@ static inline GPUOS_HD void rope(float *v, uint32_t h0, uint32_t h1, uint32_t he
 	}
 }
 
-/* Head h's attention over positions 0..pos (this team's heads; its lanes
- * take positions, then dimensions). */
+/* Sequence b's KV cache rows of layer l, from position 0. */
+static inline GPUOS_HD uint64_t kv_row(const struct model *m, uint32_t b, uint32_t l)
+{
+	return ((uint64_t)b * m->n_layer + l) * m->n_ctx * m->n_head_kv * m->head_dim;
+}
+
+/* Head h of sequence b's attention over positions 0..pos (this team's
+ * pairs; its lanes take positions, then dimensions). */
 static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
-	uint32_t kvd = m->n_head_kv * m->head_dim, hd = m->head_dim, h, t, i;
+	uint32_t kvd = m->n_head_kv * m->head_dim, hd = m->head_dim, bh, t, i;
 	float scale = 1.0f / sqrtf((float)hd);
-	for (h = tm.id; h < m->n_head; h += tm.n) {
-		uint32_t kvh = h / (m->n_head / m->n_head_kv);
-		const uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx) * kvd + (uint64_t)kvh * hd;
-		const uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx) * kvd + (uint64_t)kvh * hd;
-		float *att = m->att + (uint64_t)h * m->n_ctx, *q = m->q + (uint64_t)h * hd, max = -INFINITY;
+	for (bh = tm.id; bh < m->nb * m->n_head; bh += tm.n) {
+		uint32_t b = bh / m->n_head, h = bh % m->n_head, kvh = h / (m->n_head / m->n_head_kv);
+		const uint16_t *kc = m->kc + kv_row(m, b, l) + (uint64_t)kvh * hd;
+		const uint16_t *vc = m->vc + kv_row(m, b, l) + (uint64_t)kvh * hd;
+		float *att = m->att + (uint64_t)bh * m->n_ctx, *q = m->q + (uint64_t)b * m->n_embd + (uint64_t)h * hd;
+		float max = -INFINITY;
 		uint16_t qh[256];
 		double sum = 0.0;
 		for (i = 0; i < hd; i++)
@@ -361,7 +409,7 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 			double acc = 0.0;
 			for (t = 0; t <= pos; t++)
 				acc += (double)(gpuos_f16_to_f32(vc[(uint64_t)t * kvd + i]) * att[t]);
-			m->xb2[(uint64_t)h * hd + i] = (float)acc;
+			m->xb2[(uint64_t)b * m->n_embd + (uint64_t)h * hd + i] = (float)acc;
 		}
 	}
 }
@@ -740,7 +788,7 @@ static inline GPUOS_HD int tokenizer(struct gpuos_app_args *a, struct model *m, 
 	}
 	/* as llama.cpp's completion: BOS as the vocabulary says, special texts parsed */
 	n = gpuos_tok_encode(m->tok, prompt, (uint32_t)plen, GPUOS_TOK_ADD_SPECIAL | GPUOS_TOK_PARSE_SPECIAL,
-			     (int32_t *)m->ids, MAX_IDS, tmp, wb);
+			     (int32_t *)m->ids[0], MAX_IDS, tmp, wb);
 	if (n <= 0 || n > (int64_t)MAX_IDS) {
 		rs(r, n <= 0 ? "llama: the prompt gives no tokens\n" : "llama: the prompt is over 1024 tokens\n");
 		return -1;
@@ -758,18 +806,19 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
 	uint8_t *base = (uint8_t *)(uintptr_t)a->vram, *at = base + GPUOS_ALIGN_UP(sizeof(*m), (uint64_t)ALIGN), *xt;
 	struct gpuos_gguf_export *x = (struct gpuos_gguf_export *)m->xhdr;
-	uint64_t ntens, needed, kvd, actb, i;
+	uint64_t ntens, needed, kvd, actb, i, nb;
 	uint32_t st, l, k, n_ids = 0;
 	int64_t ntok = 16, resident = -1, budget = -1;
 	int have = 0;
 	const char *prompt = NULL;
 	m->temp = 0.0f;
 	m->seed = 1;
+	m->nb = 1;
 	m->ignore_eos = 0;
 	m->timeline = 0;
 	if (a->argc < 1) {
 		rs(r, "usage: llama -- MODEL_PATH --prompt TEXT [--tokens N] [--resident R | --vram-gib G] [--temp T --seed S] "
-		      "[--ignore-eos] [--timeline]\n");
+		      "[--ignore-eos] [--timeline] [--batch B]\n");
 		return -1;
 	}
 	for (k = 1; k < a->argc; k++) {
@@ -784,6 +833,8 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			m->ignore_eos = 1;
 		else if (streq(o, "--timeline"))
 			m->timeline = 1;
+		else if (streq(o, "--batch") && num(v) >= 1 && num(v) <= (int64_t)LLAMA_MAX_BATCH)
+			m->nb = (uint32_t)num(v), k++;
 		else if (streq(o, "--seed") && num(v) >= 0)
 			m->seed = (uint64_t)num(v), k++;
 		else if (streq(o, "--temp") && num(v) >= 0)
@@ -799,7 +850,7 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 					id = id * 10 + (*p - '0');
 				if (p == s || (*p && *p != ','))
 					break;
-				m->ids[n_ids++] = (uint32_t)id;
+				m->ids[0][n_ids++] = (uint32_t)id;
 				if (*p == ',')
 					p++;
 			}
@@ -812,7 +863,7 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			rs(r, "llama: unknown or incomplete option ");
 			rs(r, o);
 			rs(r, " (--prompt, --prompt-ids, --tokens, --resident, --vram-gib, --temp in hundredths, --seed, --ignore-eos, "
-			      "--timeline)\n");
+			      "--timeline, --batch 1..32)\n");
 			return -1;
 		}
 	}
@@ -939,21 +990,25 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		m->layer_mem[l] = (uint8_t *)(uintptr_t)off; /* its span, for now */
 	}
 	m->n_ctx = n_ids + (uint32_t)ntok;
+	nb = m->nb;
 	/* activations, KV cache, then weights */
-	actb = 4u * (uint64_t)(m->n_ff > m->n_embd ? m->n_ff : m->n_embd) + 1024u;
-	m->x = (float *)bump(&at, 4u * m->n_embd);
-	m->xb = (float *)bump(&at, 4u * m->n_embd);
-	m->xb2 = (float *)bump(&at, 4u * m->n_embd);
-	m->q = (float *)bump(&at, 4u * m->n_embd);
-	m->k = (float *)bump(&at, 4u * kvd);
-	m->v = (float *)bump(&at, 4u * kvd);
-	m->att = (float *)bump(&at, 4u * (uint64_t)m->n_head * m->n_ctx);
-	m->hb = (float *)bump(&at, 4u * m->n_ff);
-	m->hb2 = (float *)bump(&at, 4u * m->n_ff);
-	m->logits = (float *)bump(&at, 4u * (uint64_t)m->n_vocab);
-	m->act = bump(&at, actb);
-	m->kc = (uint16_t *)bump(&at, 2u * (uint64_t)m->n_layer * m->n_ctx * kvd);
-	m->vc = (uint16_t *)bump(&at, 2u * (uint64_t)m->n_layer * m->n_ctx * kvd);
+	/* a row of activations in any dot type, or an embedding row as stored;
+	 * a multiple of 16 bytes */
+	actb = GPUOS_ALIGN_UP(4u * (uint64_t)(m->n_ff > m->n_embd ? m->n_ff : m->n_embd) + 1024u, (uint64_t)ALIGN);
+	m->act_stride = actb;
+	m->x = (float *)bump(&at, 4u * nb * m->n_embd);
+	m->xb = (float *)bump(&at, 4u * nb * m->n_embd);
+	m->xb2 = (float *)bump(&at, 4u * nb * m->n_embd);
+	m->q = (float *)bump(&at, 4u * nb * m->n_embd);
+	m->k = (float *)bump(&at, 4u * nb * kvd);
+	m->v = (float *)bump(&at, 4u * nb * kvd);
+	m->att = (float *)bump(&at, 4u * nb * m->n_head * m->n_ctx);
+	m->hb = (float *)bump(&at, 4u * nb * m->n_ff);
+	m->hb2 = (float *)bump(&at, 4u * nb * m->n_ff);
+	m->logits = (float *)bump(&at, 4u * nb * m->n_vocab);
+	m->act = bump(&at, nb * actb);
+	m->kc = (uint16_t *)bump(&at, 2u * nb * m->n_layer * m->n_ctx * kvd);
+	m->vc = (uint16_t *)bump(&at, 2u * nb * m->n_layer * m->n_ctx * kvd);
 	m->glob = bump(&at, GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN) + m->output.size);
 	m->output.off = GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN);
 	m->out_norm.off = 0;
@@ -1016,12 +1071,19 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		}
 	}
 	for (i = 0; i < n_ids; i++)
-		if (m->ids[i] >= m->n_vocab) {
+		if (m->ids[0][i] >= m->n_vocab) {
 			rs(r, "llama: token id ");
-			rn(r, m->ids[i]);
+			rn(r, m->ids[0][i]);
 			rs(r, " is past the vocabulary\n");
 			return -1;
 		}
+	/* every sequence starts from the prompt, with a seed of its own */
+	for (k = 0; k < m->nb; k++) {
+		for (i = 0; i < n_ids; i++)
+			m->ids[k][i] = m->ids[0][i];
+		m->len[k] = n_ids;
+		m->seeds[k] = m->seed + k;
+	}
 	/* the global tensors and the resident layers, once */
 	{
 		uint32_t idx[2] = {m->out_norm.idx, m->output.idx};
@@ -1055,26 +1117,30 @@ static inline GPUOS_HD float silu(float x)
 	return x / (1.0f + expf(-x));
 }
 
-/* x = embedding(token), then every layer, then the logits. Thread 0 loads
- * and sums the norms; all threads take the products and their parts of
- * the elementwise steps. `more`: another token follows (its first
- * streamed layer may be loaded during this one's last). 0, or a load's
- * status. */
-static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t tok,
-					uint32_t pos, uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
+/* For every sequence b: x = embedding(ids[b][pos]), then every layer, then
+ * the logits. Thread 0 loads; all threads take the products and their
+ * parts of the elementwise steps. `more`: another position follows (its
+ * first streamed layer may be loaded during this one's last). 0, or a
+ * load's status. */
+static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t pos,
+					uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
-	uint32_t kvd = m->n_head_kv * m->head_dim, hd = m->head_dim, l;
+	uint64_t E = m->n_embd, F = m->n_ff, kvd = (uint64_t)m->n_head_kv * m->head_dim, hd = m->head_dim;
 	uint64_t b, e, i;
+	uint32_t l, s;
 	if (tid == 0) {
 		m->t_token = gpuos_now_ns();
-		/* the embedding row, loaded alone, dequantised */
-		uint64_t rb = llama_row_bytes(m->embd.type, m->n_embd), got = 0;
-		uint32_t st = gpuos_model_load(mb, m->handle, m->embd.idx, m->act, (uint64_t)tok * rb, rb, &got);
-		if (st != GPUOS_ST_OK || got != rb)
-			*fail = st != GPUOS_ST_OK ? st : GPUOS_ST_BAD_RANGE;
-		else
-			gpuos_dequant_row(m->embd.type, m->act, m->x, m->n_embd);
+		/* the embedding rows, loaded alone, dequantised */
+		for (s = 0; s < m->nb && !*fail; s++) {
+			uint64_t rb = llama_row_bytes(m->embd.type, m->n_embd), got = 0;
+			uint8_t *raw = m->act + s * m->act_stride;
+			uint32_t st = gpuos_model_load(mb, m->handle, m->embd.idx, raw, (uint64_t)m->ids[s][pos] * rb, rb, &got);
+			if (st != GPUOS_ST_OK || got != rb)
+				*fail = st != GPUOS_ST_OK ? st : GPUOS_ST_BAD_RANGE;
+			else
+				gpuos_dequant_row(m->embd.type, raw, m->x + s * E, m->n_embd);
+		}
 	}
 	barrier(sh, nthreads);
 	if (*fail)
@@ -1101,94 +1167,95 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			m->t_begin[l] = gpuos_now_ns();
 		}
 		norm_scale(m, tid, nthreads);
-		/* thread 0's layer_mem[l], scale and *fail reach the others through it */
+		/* thread 0's layer_mem[l] and *fail, the teams' scales reach the others through it */
 		barrier(sh, nthreads);
 		if (*fail)
 			return *fail;
 		mem = m->layer_mem[l];
-		norm_quantize_part(m->xb, m->x, (const float *)(mem + w[T_ATTN_NORM].off), m->scale, dq, m->act, m->n_embd,
-				   tid, nthreads);
+		norm_quantize_all(m, (const float *)(mem + w[T_ATTN_NORM].off), dq, tid, nthreads);
 		barrier(sh, nthreads);
-		matvec(&w[T_Q], mem, m->act, m->q, tid, nthreads);
+		matvec(m, &w[T_Q], mem, m->q, E, tid, nthreads);
 		if (llama_dot_type(w[T_K].type) == dq && llama_dot_type(w[T_V].type) == dq) {
-			matvec(&w[T_K], mem, m->act, m->k, tid, nthreads);
-			matvec(&w[T_V], mem, m->act, m->v, tid, nthreads);
+			matvec(m, &w[T_K], mem, m->k, kvd, tid, nthreads);
+			matvec(m, &w[T_V], mem, m->v, kvd, tid, nthreads);
 		} else {
 			barrier(sh, nthreads);
-			quantize_part(llama_dot_type(w[T_K].type), m->xb, m->act, m->n_embd, tid, nthreads);
+			quantize_all(m, llama_dot_type(w[T_K].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(&w[T_K], mem, m->act, m->k, tid, nthreads);
+			matvec(m, &w[T_K], mem, m->k, kvd, tid, nthreads);
 			barrier(sh, nthreads);
-			quantize_part(llama_dot_type(w[T_V].type), m->xb, m->act, m->n_embd, tid, nthreads);
+			quantize_all(m, llama_dot_type(w[T_V].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(&w[T_V], mem, m->act, m->v, tid, nthreads);
+			matvec(m, &w[T_V], mem, m->v, kvd, tid, nthreads);
 		}
 		barrier(sh, nthreads);
 		/* RoPE by heads; a KV head's cache row written by whoever turned it */
-		part(m->n_head, tid, nthreads, &b, &e);
-		rope(m->q, (uint32_t)b, (uint32_t)e, hd, m->n_rot, pos, m->rope_base);
-		part(m->n_head_kv, tid, nthreads, &b, &e);
-		rope(m->k, (uint32_t)b, (uint32_t)e, hd, m->n_rot, pos, m->rope_base);
-		{
-			uint16_t *kc = m->kc + ((uint64_t)l * m->n_ctx + pos) * kvd;
-			uint16_t *vc = m->vc + ((uint64_t)l * m->n_ctx + pos) * kvd;
+		for (s = 0; s < m->nb; s++) {
+			uint16_t *kc = m->kc + kv_row(m, s, l) + pos * kvd, *vc = m->vc + kv_row(m, s, l) + pos * kvd;
+			const float *k = m->k + s * kvd, *v = m->v + s * kvd;
+			part(m->n_head, tid, nthreads, &b, &e);
+			rope(m->q + s * E, (uint32_t)b, (uint32_t)e, m->head_dim, m->n_rot, pos, m->rope_base);
+			part(m->n_head_kv, tid, nthreads, &b, &e);
+			rope(m->k + s * kvd, (uint32_t)b, (uint32_t)e, m->head_dim, m->n_rot, pos, m->rope_base);
 			for (i = b * hd; i < e * hd; i++) {
-				kc[i] = gpuos_f32_to_f16(m->k[i]);
-				vc[i] = gpuos_f32_to_f16(m->v[i]);
+				kc[i] = gpuos_f32_to_f16(k[i]);
+				vc[i] = gpuos_f32_to_f16(v[i]);
 			}
 		}
 		barrier(sh, nthreads);
 		attend(m, l, pos, tid, nthreads);
 		barrier(sh, nthreads);
-		quantize_part(llama_dot_type(w[T_O].type), m->xb2, m->act, m->n_embd, tid, nthreads);
+		quantize_all(m, llama_dot_type(w[T_O].type), m->xb2, E, E, tid, nthreads);
 		barrier(sh, nthreads);
-		matvec(&w[T_O], mem, m->act, m->xb, tid, nthreads);
+		matvec(m, &w[T_O], mem, m->xb, E, tid, nthreads);
 		barrier(sh, nthreads);
-		part(m->n_embd, tid, nthreads, &b, &e);
+		part(m->nb * E, tid, nthreads, &b, &e);
 		for (i = b; i < e; i++)
 			m->x[i] += m->xb[i];
 		barrier(sh, nthreads);
 		norm_scale(m, tid, nthreads);
 		barrier(sh, nthreads);
-		norm_quantize_part(m->xb, m->x, (const float *)(mem + w[T_FFN_NORM].off), m->scale,
-				   llama_dot_type(w[T_GATE].type), m->act, m->n_embd, tid, nthreads);
+		norm_quantize_all(m, (const float *)(mem + w[T_FFN_NORM].off), llama_dot_type(w[T_GATE].type), tid,
+				  nthreads);
 		barrier(sh, nthreads);
-		matvec(&w[T_GATE], mem, m->act, m->hb, tid, nthreads);
+		matvec(m, &w[T_GATE], mem, m->hb, F, tid, nthreads);
 		if (llama_dot_type(w[T_UP].type) != llama_dot_type(w[T_GATE].type)) {
 			barrier(sh, nthreads);
-			quantize_part(llama_dot_type(w[T_UP].type), m->xb, m->act, m->n_embd, tid, nthreads);
+			quantize_all(m, llama_dot_type(w[T_UP].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
 		}
-		matvec(&w[T_UP], mem, m->act, m->hb2, tid, nthreads);
+		matvec(m, &w[T_UP], mem, m->hb2, F, tid, nthreads);
 		barrier(sh, nthreads);
 		{
 			/* SwiGLU by blocks of the down product's dot type, each
 			 * block then quantised by the thread that made it */
 			uint32_t dd = llama_dot_type(w[T_DOWN].type), bytes, be = llama_type_block(dd, &bytes);
 			part(m->n_ff / be, tid, nthreads, &b, &e);
-			for (i = b * be; i < e * be; i++)
-				m->hb[i] = silu(m->hb[i]) * m->hb2[i];
-			if (e > b)
-				llama_quantize_act(dd, m->hb + b * be, m->act + b * bytes, (e - b) * be);
+			for (s = 0; s < m->nb; s++) {
+				float *hb = m->hb + s * F, *hb2 = m->hb2 + s * F;
+				for (i = b * be; i < e * be; i++)
+					hb[i] = silu(hb[i]) * hb2[i];
+				if (e > b)
+					llama_quantize_act(dd, hb + b * be, m->act + s * m->act_stride + b * bytes, (e - b) * be);
+			}
 		}
 		barrier(sh, nthreads);
-		matvec(&w[T_DOWN], mem, m->act, m->xb, tid, nthreads);
+		matvec(m, &w[T_DOWN], mem, m->xb, E, tid, nthreads);
 		barrier(sh, nthreads);
-		part(m->n_embd, tid, nthreads, &b, &e);
+		part(m->nb * E, tid, nthreads, &b, &e);
 		for (i = b; i < e; i++)
 			m->x[i] += m->xb[i];
 		/* this layer's slot is loaded again (two streamed layers on) only
-		 * after every thread has left it; thread 0's next norm sums x */
+		 * after every thread has left it; the next norms sum x */
 		barrier(sh, nthreads);
 		if (tid == 0)
 			m->t_done[l] = gpuos_now_ns();
 	}
 	norm_scale(m, tid, nthreads);
 	barrier(sh, nthreads);
-	norm_quantize_part(m->xb, m->x, (const float *)(m->glob + m->out_norm.off), m->scale,
-			   llama_dot_type(m->output.type), m->act, m->n_embd, tid, nthreads);
+	norm_quantize_all(m, (const float *)(m->glob + m->out_norm.off), llama_dot_type(m->output.type), tid, nthreads);
 	barrier(sh, nthreads);
-	matvec(&m->output, m->glob, m->act, m->logits, tid, nthreads);
+	matvec(m, &m->output, m->glob, m->logits, m->n_vocab, tid, nthreads);
 	barrier(sh, nthreads);
 	return 0;
 }
@@ -1201,77 +1268,110 @@ static inline GPUOS_HD int better(float av, uint32_t ai, float bv, uint32_t bi)
 	return ai != NONE && (bi == NONE || av > bv || (av == bv && ai < bi));
 }
 
-/* The first largest logit, first half: this team's, over its share of the
- * vocabulary (its lanes interleaved), into best_v/best_i; a barrier and
- * argmax_join follow. */
+/* The first largest logit of every sequence, first half: this team's, over
+ * its share of each sequence's vocabulary (its lanes interleaved), into
+ * best_v/best_i[b * teams + team]; a barrier and argmax_join follow. */
+static inline GPUOS_HD uint32_t argmax_teams(const struct model *m, uint32_t nthreads)
+{
+	uint32_t n = team_of(0, nthreads).n, cap = MAX_TEAMS / m->nb;
+	return n < cap ? n : cap;
+}
+
 static inline GPUOS_HD void argmax_part(struct model *m, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
-	uint32_t nt = tm.n < MAX_TEAMS ? tm.n : MAX_TEAMS, best = NONE;
-	uint64_t b, e, i;
-	float bv = 0.0f;
+	uint32_t nt = argmax_teams(m, nthreads), sq;
 	if (tm.id >= nt)
 		return;
-	part(m->n_vocab, tm.id, nt, &b, &e);
-	for (i = b + tm.lane; i < e; i += tm.step)
-		if (better(m->logits[i], (uint32_t)i, bv, best)) {
-			bv = m->logits[i];
-			best = (uint32_t)i;
-		}
+	for (sq = 0; sq < m->nb; sq++) {
+		const float *lg = m->logits + (uint64_t)sq * m->n_vocab;
+		uint32_t best = NONE;
+		uint64_t b, e, i;
+		float bv = 0.0f;
+		part(m->n_vocab, tm.id, nt, &b, &e);
+		for (i = b + tm.lane; i < e; i += tm.step)
+			if (better(lg[i], (uint32_t)i, bv, best)) {
+				bv = lg[i];
+				best = (uint32_t)i;
+			}
 #if GPUOS_ON_GPU
-	{
-		uint32_t off;
-		for (off = LLAMA_LANES / 2u; off; off >>= 1) {
-			float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-			uint32_t oi = __shfl_xor_sync(0xffffffffu, best, off);
-			if (better(ov, oi, bv, best)) {
-				bv = ov;
-				best = oi;
+		{
+			uint32_t off;
+			for (off = LLAMA_LANES / 2u; off; off >>= 1) {
+				float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+				uint32_t oi = __shfl_xor_sync(0xffffffffu, best, off);
+				if (better(ov, oi, bv, best)) {
+					bv = ov;
+					best = oi;
+				}
 			}
 		}
-	}
 #endif
-	if (tm.lane == 0) {
-		m->best_v[tm.id] = bv;
-		m->best_i[tm.id] = best;
+		if (tm.lane == 0) {
+			m->best_v[sq * nt + tm.id] = bv;
+			m->best_i[sq * nt + tm.id] = best;
+		}
 	}
 }
 
-/* Second half (thread 0, after the barrier): the teams' shares are in
- * order, so the first of equals stays first. */
-static inline GPUOS_HD uint32_t argmax_join(const struct model *m, uint32_t nthreads)
+/* Second half (thread 0, after the barrier), sequence sq: the teams'
+ * shares are in order, so the first of equals stays first. */
+static inline GPUOS_HD uint32_t argmax_join(const struct model *m, uint32_t sq, uint32_t nthreads)
 {
-	struct team tm = team_of(0, nthreads);
-	uint32_t nt = tm.n < MAX_TEAMS ? tm.n : MAX_TEAMS, k, best = NONE;
+	uint32_t nt = argmax_teams(m, nthreads), k, best = NONE;
 	float bv = 0.0f;
 	for (k = 0; k < nt; k++)
-		if (better(m->best_v[k], m->best_i[k], bv, best)) {
-			bv = m->best_v[k];
-			best = m->best_i[k];
+		if (better(m->best_v[sq * nt + k], m->best_i[sq * nt + k], bv, best)) {
+			bv = m->best_v[sq * nt + k];
+			best = m->best_i[sq * nt + k];
 		}
 	return best == NONE ? 0 : best;
 }
 
-/* Greedy: the first largest logit (best); else a draw from
- * softmax(logits / temp), one thread. */
-static inline GPUOS_HD uint32_t sample(struct model *m, uint32_t best)
+/* Sequence sq's next token. Greedy: the first largest logit (best); else a
+ * draw from softmax(logits / temp) with the sequence's own seed, one
+ * thread. */
+static inline GPUOS_HD uint32_t sample(struct model *m, uint32_t sq, uint32_t best)
 {
+	const float *lg = m->logits + (uint64_t)sq * m->n_vocab;
+	uint64_t *seed = &m->seeds[sq];
 	uint32_t i;
 	if (m->temp > 0.0f) {
 		double sum = 0.0, u, c = 0.0;
 		for (i = 0; i < m->n_vocab; i++)
-			sum += exp((double)((m->logits[i] - m->logits[best]) / m->temp));
-		m->seed ^= m->seed << 13;
-		m->seed ^= m->seed >> 7;
-		m->seed ^= m->seed << 17;
-		u = (double)(m->seed >> 11) / 9007199254740992.0 * sum;
+			sum += exp((double)((lg[i] - lg[best]) / m->temp));
+		*seed ^= *seed << 13;
+		*seed ^= *seed >> 7;
+		*seed ^= *seed << 17;
+		u = (double)(*seed >> 11) / 9007199254740992.0 * sum;
 		for (i = 0; i < m->n_vocab; i++) {
-			c += exp((double)((m->logits[i] - m->logits[best]) / m->temp));
+			c += exp((double)((lg[i] - lg[best]) / m->temp));
 			if (c >= u)
 				return i;
 		}
 	}
 	return best;
+}
+
+/* Thread 0, after the position pos: each sequence's next id; a sequence
+ * that reached the end of its text keeps being computed (the batch moves
+ * together) but its length stays. */
+static inline GPUOS_HD void next_ids(struct model *m, uint32_t pos, uint32_t nthreads)
+{
+	uint32_t sq, ended = 0;
+	for (sq = 0; sq < m->nb; sq++) {
+		uint32_t id = sample(m, sq, argmax_join(m, sq, nthreads));
+		m->ids[sq][pos + 1] = id;
+		if (!(m->len[sq] >> 31)) {
+			m->len[sq] = pos + 2;
+			if (!m->ignore_eos && (m->tok ? gpuos_tok_is_eog(m->tok, (int32_t)id) : id == m->eos))
+				m->len[sq] |= 1u << 31; /* the end of its text */
+		}
+		ended += m->len[sq] >> 31;
+	}
+	m->n_done = pos + 2;
+	if (ended == m->nb)
+		m->n_done |= 1u << 31; /* every sequence's end: stop */
 }
 
 /* ---- the entry ------------------------------------------------------------------------ */
@@ -1317,20 +1417,15 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	n_all = m->n_prompt + m->n_gen;
 	m->n_done = m->n_prompt;
 	for (pos = 0; pos + 1 < n_all; pos++) {
-		fail = forward(a, m, sh, m->ids[pos], pos, tid, nthreads, failp, pos + 2u < n_all);
+		fail = forward(a, m, sh, pos, tid, nthreads, failp, pos + 2u < n_all);
 		if (fail)
 			break;
 		if (pos + 1 >= m->n_prompt) {
 			argmax_part(m, tid, nthreads);
 			barrier(sh, nthreads); /* every team's best before thread 0 joins them */
 		}
-		if (tid == 0 && pos + 1 >= m->n_prompt) {
-			m->ids[pos + 1] = sample(m, argmax_join(m, nthreads));
-			m->n_done = pos + 2;
-			if (!m->ignore_eos && (m->tok ? gpuos_tok_is_eog(m->tok, (int32_t)m->ids[pos + 1])
-						      : m->ids[pos + 1] == m->eos))
-				m->n_done |= 1u << 31; /* the end of the text: stop */
-		}
+		if (tid == 0 && pos + 1 >= m->n_prompt)
+			next_ids(m, pos, nthreads);
 		barrier(sh, nthreads);
 		if (m->n_done >> 31)
 			break;
@@ -1351,34 +1446,48 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		rs(&r, "\n");
 		a->status = 1;
 	}
+	n_all = m->len[0] & ~(1u << 31); /* sequence 0's: its text and ids first */
 	if (m->tok && n_all > m->n_prompt) {
-		int64_t n = gpuos_tok_decode(m->tok, (const int32_t *)m->ids + m->n_prompt, n_all - m->n_prompt, 0, m->text,
-					     m->text_cap);
+		int64_t n = gpuos_tok_decode(m->tok, (const int32_t *)m->ids[0] + m->n_prompt, n_all - m->n_prompt, 0,
+					     m->text, m->text_cap);
 		if (n >= 0) {
 			m->text[n < (int64_t)m->text_cap ? n : (int64_t)m->text_cap] = 0;
 			rs(&r, m->text);
 			rs(&r, "\n");
 		}
 	}
-	rs(&r, "tokens:");
-	for (pos = 0; pos < n_all; pos++) {
-		rs(&r, pos == m->n_prompt ? " |" : "");
-		rs(&r, " ");
-		rn(&r, m->ids[pos]);
-	}
-	rs(&r, "\n");
 	{
-		uint64_t ns = m->t_end - m->t_start, gen = n_all - m->n_prompt;
+		/* "tokens: P | G" for sequence 0 (what the referee reads), "tokens
+		 * B: P | G" for the others */
+		uint32_t sq;
+		for (sq = 0; sq < m->nb; sq++) {
+			uint32_t n = m->len[sq] & ~(1u << 31);
+			rs(&r, "tokens");
+			if (sq) {
+				rs(&r, " ");
+				rn(&r, sq);
+			}
+			rs(&r, ":");
+			for (pos = 0; pos < n; pos++) {
+				rs(&r, pos == m->n_prompt ? " |" : "");
+				rs(&r, " ");
+				rn(&r, m->ids[sq][pos]);
+			}
+			rs(&r, "\n");
+		}
+	}
+	{
+		uint64_t ns = m->t_end - m->t_start, gen = n_all - m->n_prompt, steps = (m->n_done & ~(1u << 31)) - 1u;
 		rs(&r, "llama: ");
 		rn(&r, m->n_layer);
 		rs(&r, " layers (");
 		rn(&r, m->resident);
 		rs(&r, m->by_budget ? " resident, as --vram-gib allows), " : " resident), ");
 		rn(&r, gen);
-		rs(&r, m->n_done >> 31 ? " tokens (then the end of the text) in " : " tokens in ");
+		rs(&r, m->len[0] >> 31 ? " tokens (then the end of the text) in " : " tokens in ");
 		rf(&r, ns / 1000u, 1000u, 3, 0);
 		rs(&r, " ms: ");
-		rf(&r, ns ? (n_all - 1u) * 1000000000000ull / ns : 0, 1000u, 3, 0);
+		rf(&r, ns ? steps * 1000000000000ull / ns : 0, 1000u, 3, 0);
 		rs(&r, " tokens/s (prompt included), streamed ");
 		rn(&r, m->load_bytes);
 		rs(&r, " bytes at ");
@@ -1387,6 +1496,16 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		rf(&r, m->stall_ns / 1000u, 1000u, 3, 0);
 		rs(&r, " ms for them");
 		rs(&r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
+		if (m->nb > 1) {
+			/* each position computed is a token of every sequence */
+			rs(&r, "llama: batch ");
+			rn(&r, m->nb);
+			rs(&r, ": ");
+			rf(&r, ns ? steps * m->nb * 1000000000000ull / ns : 0, 1000u, 3, 0);
+			rs(&r, " tokens/s in all, ");
+			rf(&r, ns ? steps * 1000000000000ull / ns : 0, 1000u, 3, 0);
+			rs(&r, " a sequence (prompt included)\n");
+		}
 	}
 	if (m->timeline && !fail && n_all > 1u) { /* a forward pass ran */
 		/* the last token's layers, microseconds from its start */

@@ -13,6 +13,8 @@
 #             20: a 24 GB card) allows, the others streamed from emu:'s ram
 #   d2d       HBM: cudaMemcpy of a layer's bytes VRAM to VRAM
 #             (bench/baselines d2d), many times
+#   CASE-bN   a case above at --batch N (N sequences decoded together: each
+#             layer read once serves N tokens), e.g. vram-b16
 #   products  the resident case's products: a layer's bytes over its compute
 #             time (--timeline), median over the layers, against d2d's rate
 #   mmap      the baseline: the same layers through mmap + memcpy into
@@ -22,25 +24,27 @@
 #   h2d       the link: cudaMemcpy from pinned memory (bench/baselines h2d);
 #             bytes per token / this rate is the ceiling of any streamed token
 # Each case's report goes to RESULTS/llama/CASE.txt, one TSV line per case to
-# RESULTS/llama/summary.tsv, the last token's per-layer timeline (--timeline)
+# RESULTS/llama/summary.tsv (case, layers, resident, tokens/s a sequence,
+# ms, bytes streamed, GB/s, ms waited, batch, tokens/s in all), the last token's per-layer timeline (--timeline)
 # to RESULTS/llama/CASE.timeline, and RESULTS/llama/timeline.gp plots them
 # (a PNG too where gnuplot is installed).
 #
 # Usage: bench/llama.sh BUILD RESULTS [STEP...]
-#   STEP: make ram ssd4 resident vram mmap h2d d2d products plot (default:
-#   all, in that order).
+#   STEP: make ram ssd4 resident vram ram-b16 ssd4-b16 resident-b16 vram-b16
+#   mmap h2d d2d products plot (default: all, in that order).
 #   Device calls last at most 10 minutes: run `make` in one and the others in
 #   the next (the model stays in $LLAMA_DIR while the machine stays warm).
 # Environment: LLAMA_DIR (work folder, default /tmp/gpuos-llama: the image
 # there, the GGUF in /dev/shm), LLAMA_LAYERS (default: 80, fewer when the
 # disk or memory would not hold two copies), LLAMA_EMU (more emu: options
-# for the engine's cases, such as backend=file), LLAMA_SHAPE=small (a
+# for the engine's cases, such as backend=file), LLAMA_GRID and LLAMA_BLOCK
+# (default: the SM count and 512), LLAMA_SHAPE=small (a
 # 1024-wide, 8-layer model: to try the script in host mode, LLAMA_HOST=1).
 set -u
 build=${1:?usage: bench/llama.sh BUILD RESULTS [STEP...]}
 results=${2:?usage: bench/llama.sh BUILD RESULTS [STEP...]}
 shift 2
-steps=${*:-make ram ssd4 resident vram mmap h2d d2d products plot}
+steps=${*:-make ram ssd4 resident vram ram-b16 ssd4-b16 resident-b16 vram-b16 mmap h2d d2d products plot}
 root=$(cd "$(dirname "$0")/.." && pwd)
 g=$build/gpuos
 dir=${LLAMA_DIR:-/tmp/gpuos-llama}
@@ -58,10 +62,20 @@ if [ -n "${LLAMA_HOST:-}" ]; then
 	app=$build/apps/llama.so; mode=(--host); geom=(--grid 1 --block 2)
 else
 	app=$build/apps/llama.cubin; mode=(--require-gpu)
-	# nvidia-smi has no field for it: CUDA's count, through PyTorch where it is
+	# nvidia-smi has no field for it: CUDA's count, through PyTorch or CuPy
 	sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null |
+		grep -E '^[0-9]+$' ||
+		python3 -c 'import cupy; print(cupy.cuda.Device(0).attributes["MultiProcessorCount"])' 2>/dev/null |
 		grep -E '^[0-9]+$')
-	geom=(--grid "${sms:-64}" --block 256)
+	# one block an SM (the engine's grid barrier needs every block
+	# resident), less 12 SMs for the runtime's warps and the emulator's
+	# gather kernel (with a block on every SM the first read never lands:
+	# docs/benchmarks.md); 512 threads: 16 warps an SM take rows of the
+	# products (issue 34)
+	grid=64
+	[ -n "$sms" ] && [ "$sms" -gt 24 ] && grid=$((sms - 12))
+	geom=(--grid "${LLAMA_GRID:-$grid}" --block "${LLAMA_BLOCK:-512}")
+	[ -n "$sms" ] || echo "llama bench: no SM count from PyTorch or CuPy: --grid ${LLAMA_GRID:-64}"
 fi
 say() { echo "llama bench: $*"; }
 
@@ -110,7 +124,7 @@ engine() {
 	timeout 560 "$g" run "$app" "${mode[@]}" --device "$dev" --vram-mib "$vmib" --heap-mib 512 "${geom[@]}" -- \
 		/m.gguf --prompt-ids 1 --tokens 2 --ignore-eos --timeline "$@" > "$out/$name.txt" 2>&1
 	local rc=$?
-	grep -E '^(llama|tokens):' "$out/$name.txt"
+	grep -E '^(llama|tokens)( batch [0-9]+)?:' "$out/$name.txt"
 	[ $rc -eq 0 ] || { tail -5 "$out/$name.txt"; return 1; }
 	grep '^timeline: [0-9]' "$out/$name.txt" | cut -d' ' -f2- > "$out/$name.timeline"
 	python3 - "$out/$name.txt" "$name" >> "$out/summary.tsv" <<'PY'
@@ -120,7 +134,9 @@ m = re.search(r"^llama: (\d+) layers \((\d+) resident.*?, (\d+) tokens.* in ([\d
 if not m:
     sys.exit("no report in " + sys.argv[1])
 L, R, n, ms, tps, b, gbs, stall = m.groups()
-print("\t".join([sys.argv[2], L, R, tps, ms, b, gbs, stall]))
+bt = re.search(r"^llama: batch (\d+): ([\d.]+) tokens/s in all", t, re.M)
+nb, total = bt.groups() if bt else ("1", tps)
+print("\t".join([sys.argv[2], L, R, tps, ms, b, gbs, stall, nb, total]))
 PY
 }
 
@@ -177,6 +193,16 @@ PY
 		} > "$out/timeline.gp"
 		if command -v gnuplot > /dev/null; then (cd "$out" && gnuplot timeline.gp) && say "plot: $out/timeline.png"
 		else say "plot: gnuplot is not installed here: $out/timeline.gp only"; fi ;;
+	*-b[0-9]*)
+		# CASE-bN: a case at --batch N (ram, ssd4, resident, vram)
+		local_nb=${s##*-b}
+		case ${s%-b*} in
+		ram) engine "$s" "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" --batch "$local_nb" || exit 1 ;;
+		ssd4) engine "$s" "emu:$dir/model.img,ssds=4,gbps=7,iops=1400000${LLAMA_EMU:+,$LLAMA_EMU}" --batch "$local_nb" || exit 1 ;;
+		resident) engine "$s" "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" --vram-gib 4096 --batch "$local_nb" || exit 1 ;;
+		vram) engine "$s" "emu:$dir/model.img${LLAMA_EMU:+,$LLAMA_EMU}" --vram-gib "${LLAMA_VRAM_GIB:-20}" --batch "$local_nb" || exit 1 ;;
+		*) say "unknown step $s"; exit 2 ;;
+		esac ;;
 	*) say "unknown step $s"; exit 2 ;;
 	esac
 done

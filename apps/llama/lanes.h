@@ -58,6 +58,23 @@ GPUOS_INLINE GPUOS_HD int32_t llama_ld4(const void *p)
 	return *(const int32_t *)p;
 }
 
+/* 32 bytes at p (4-byte aligned) as 8 ints: on the GPU two 16-byte loads
+ * where p allows, so that a lane asks for its piece at once. */
+GPUOS_INLINE GPUOS_HD void llama_ld32(const uint8_t *p, int32_t *v)
+{
+	uint32_t k;
+#if GPUOS_ON_GPU
+	if (((uintptr_t)p & 15u) == 0) {
+		int4 a = *(const int4 *)p, b = *(const int4 *)(p + 16);
+		v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+		v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+		return;
+	}
+#endif
+	for (k = 0; k < 8u; k++)
+		v[k] = llama_ld4(p + 4u * k);
+}
+
 /* One piece of weights, unpacked: 32 small integers four to an int, and
  * the scales that make their products with an activation piece a value. */
 struct llama_piece {
@@ -98,26 +115,28 @@ GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t
 	if (t == GPUOS_GGML_TYPE_Q4_K || t == GPUOS_GGML_TYPE_Q5_K) {
 		/* sub-block s: the low (s even) or high nibbles of qs[32 (s / 2) ..] */
 		uint32_t s = w->sub, sh = 4u * (s & 1u);
-		const uint8_t *qs, *scales;
+		const uint8_t *scales;
 		uint8_t sc, m;
+		int32_t v[8];
 		if (t == GPUOS_GGML_TYPE_Q4_K) {
 			const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)row + w->blk;
-			qs = x->qs;
 			scales = x->scales;
 			w->d = gpuos_f16_to_f32(x->d);
 			w->dmin = gpuos_f16_to_f32(x->dmin);
+			llama_ld32(x->qs + 32u * (s / 2u), v);
 			for (k = 0; k < 8u; k++)
-				w->q[k] = (llama_ld4(qs + 32u * (s / 2u) + 4u * k) >> sh) & 0x0f0f0f0f;
+				w->q[k] = (v[k] >> sh) & 0x0f0f0f0f;
 		} else {
 			const struct gpuos_block_q5_k *x = (const struct gpuos_block_q5_k *)row + w->blk;
-			qs = x->qs;
+			int32_t h[8];
 			scales = x->scales;
 			w->d = gpuos_f16_to_f32(x->d);
 			w->dmin = gpuos_f16_to_f32(x->dmin);
+			llama_ld32(x->qs + 32u * (s / 2u), v);
+			llama_ld32(x->qh, h);
 			/* the fifth bit of element l of sub-block s: bit s of qh[l] */
 			for (k = 0; k < 8u; k++)
-				w->q[k] = ((llama_ld4(qs + 32u * (s / 2u) + 4u * k) >> sh) & 0x0f0f0f0f) |
-					  (((llama_ld4(x->qh + 4u * k) >> s) & 0x01010101) << 4);
+				w->q[k] = ((v[k] >> sh) & 0x0f0f0f0f) | (((h[k] >> s) & 0x01010101) << 4);
 		}
 		gpuos_scale_min_k4(s, scales, &sc, &m);
 		w->sc0 = sc;
@@ -212,6 +231,11 @@ GPUOS_INLINE GPUOS_HD void llama_lane_dot(uint32_t t, const uint8_t *row, const 
 							 llama_elem(t, act + b * stride, p * LLAMA_PIECE + i));
 		return;
 	}
+	/* a lane's next pieces are independent: their loads may all be in
+	 * flight at once */
+#if GPUOS_ON_GPU
+#pragma unroll 4
+#endif
 	for (p = lane; p < np; p += LLAMA_LANES) {
 		struct llama_piece w;
 		llama_unpack(t, row, p, &w);

@@ -100,6 +100,38 @@ same "Q4_K, both layers resident" "$r" "$(eng Q4_K "Hello world" "" "--resident 
 grep -q '2 layers (2 resident)' "$tmp/eng.out"; check "the report says 2 resident" test $? -eq 0
 grep -qE '^llama: .* tokens/s .* GB/s' "$tmp/eng.out"; check "the report gives tokens/s and the load rate" test $? -eq 0
 
+echo "== --batch (issue 34): sequences decoded together, each layer read once for all of them"
+# sequence S's ids as llama_same.py --got prints sequence 0's ("tokens S: P | G")
+seq_ids() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+want = "tokens:" if sys.argv[2] == "0" else "tokens %s:" % sys.argv[2]
+for line in open(sys.argv[1], errors="replace"):  # the text of a draw need not be UTF-8
+    if line.startswith(want + " "):
+        p, g = line[len(want):].strip().split(" | ")
+        print(",".join(p.split()) + " " + g)
+PY
+}
+eng Q4_K "Hello world" "--grid 2 --block 3" "--batch 3" > /dev/null
+cp "$tmp/eng.out" "$tmp/batch.out"
+for sq in 0 1 2; do
+	same "--batch 3, layers streamed: sequence $sq is llama.cpp's $N tokens" "$r" "$(seq_ids "$tmp/batch.out" $sq)"
+done
+grep -qE '^llama: batch 3: [0-9.]+ tokens/s in all' "$tmp/batch.out"; check "the report gives the batch's tokens/s in all" test $? -eq 0
+# under --temp each sequence draws with its own seed (--seed + its index):
+# sequence S of a batch is the run alone with that seed, token for token
+eng Q4_K "Hello world" "--grid 1 --block 4" "--batch 3 --temp 90 --seed 7 --resident 2" > /dev/null
+cp "$tmp/eng.out" "$tmp/batch.out"
+for sq in 0 1 2; do
+	eng Q4_K "Hello world" "--grid 1 --block 4" "--temp 90 --seed $((7 + sq)) --resident 2" > /dev/null
+	a=$(seq_ids "$tmp/batch.out" $sq); b=$(seq_ids "$tmp/eng.out" 0)
+	check "--batch 3 --temp 90 --seed 7: sequence $sq is the run alone with --seed $((7 + sq))" test -n "$a" -a "$a" = "$b"
+done
+a=$(seq_ids "$tmp/batch.out" 0); b=$(seq_ids "$tmp/batch.out" 1)
+check "... and the seeds give different sequences" test -n "$a" -a "$a" != "$b"
+eng Q4_K "Hello world" "" "--batch 33" > /dev/null
+grep -q "unknown or incomplete option --batch" "$tmp/eng.out"; check "--batch 33: refused (1 to 32)" test $? -eq 0
+
 echo "== double buffering and --vram-gib (Q4_K, 5 layers, 16 tokens)"
 # 16 tokens: at step 21 this model's two likeliest tokens are 1.2 % apart
 # in llama.cpp, and the engine's sums in another order take the other one

@@ -6,7 +6,8 @@
 # tests/gpu/llama_cases.txt: the model derived again here (and checked to be
 # the same file), put in an ext4 image on emu:, generated on the GPU with
 # every layer streamed through gpuos (double-buffered), and the 5-layer
-# model also with every layer resident. The same tie rule as in host mode
+# model also with every layer resident; q4_k as a batch of 4 sequences. The
+# same tie rule as in host mode
 # (tests/tools/llama_same.py).
 # Usage: tests/gpu/llama.sh BUILD_DIR        (prints "llama gpu: P passed, F failed")
 set -u
@@ -62,6 +63,18 @@ while read -r name type layers _; do
 	same "$name ($type, $layers layers, streamed): llama.cpp's tokens on the GPU" $name "$(eng $name)"
 done < tests/gpu/llama_cases.txt
 same "five (Q4_K, 5 layers, all resident by --vram-gib 1): llama.cpp's tokens on the GPU" five "$(eng five --vram-gib 1)"
+# --batch (issue 34): four sequences at once, each layer read once for all;
+# each sequence is llama.cpp's (the referee reads "tokens:", so each
+# sequence's line is put in its place in turn)
+eng q4_k --batch 4 > /dev/null
+cp "$tmp/eng.out" "$tmp/batch.out"
+for sq in 0 1 2 3; do
+	if [ $sq -eq 0 ]; then grep -v '^tokens [0-9]*:' "$tmp/batch.out" > "$tmp/eng.out"
+	else grep -v '^tokens:' "$tmp/batch.out" | sed "s/^tokens $sq:/tokens:/" > "$tmp/eng.out"; fi
+	same "q4_k, --batch 4, streamed: sequence $sq is llama.cpp's tokens on the GPU" q4_k \
+		"$(python3 tests/tools/llama_same.py --got "$tmp/eng.out")"
+done
+grep '^llama: batch' "$tmp/batch.out" | sed 's/^/       /'
 geom="--grid 1 --block 32"
 same "five, one block of 32 threads" five "$(eng five --timeline)"
 summary

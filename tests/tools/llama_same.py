@@ -45,7 +45,7 @@ def main():
         print(ids(d["prompt_tokens"], d["tokens"]))
         return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--got":
-        m = re.search(r"^tokens: (.*) \| (.*)$", open(sys.argv[2]).read(), re.M)
+        m = re.search(r"^tokens: (.*) \| (.*)$", open(sys.argv[2], errors="replace").read(), re.M)
         if m:
             print(ids(m.group(1).split(), m.group(2).split()))
         return 0
