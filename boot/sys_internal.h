@@ -36,6 +36,8 @@
  * from a build without CUDA, which runs in host mode only. */
 extern const char gpuos_rt_image[] __attribute__((weak));
 
+struct sys_model; /* a model opened once for many loads (boot/sys_load.c) */
+
 struct gpuos_sys {
 	struct gpuos_boot_opts opts;
 	/* A client of a service (gpuos_connect, boot/sys_client.c), not a
@@ -97,6 +99,11 @@ struct gpuos_sys {
 		int async_err;            /* the first failure since gpuos_sys_sync */
 		char async_why[512];
 		int inited;
+		/* models opened once for many loads (gpuos_model_open_host), under lock */
+		struct sys_model **models;
+		uint32_t nmodels, models_cap;
+		uint32_t next_id;         /* ids are never reused: a closed one stays unknown */
+		uint64_t tick;            /* the last use of each, to choose whose file handle goes */
 	} load;
 	/* shared segment: header, mailbox, heap */
 	int shm_fd;                   /* the segment (memfd), kept for clients of a service */

@@ -247,6 +247,7 @@ struct piece {
 
 struct load_job {
 	struct gpuos_sys *s;
+	struct sys_model *om; /* a model opened once whose file handle this job reads: kept open after */
 	int model;
 	uint16_t op;         /* GPUOS_OP_GGUF_LOAD, or READ: a file's ranges or a model's runs */
 	uint32_t handle;
@@ -312,7 +313,8 @@ static int run_job(struct load_job *j)
 			done++;
 		}
 	}
-	close_handle(s, j->handle);
+	if (!j->om)
+		close_handle(s, j->handle);
 	return first;
 }
 
@@ -335,8 +337,12 @@ static struct load_job *job_new(uint64_t npieces, size_t names_len, uint32_t n)
 	return j;
 }
 
+static void model_unbusy(struct gpuos_sys *s, struct sys_model *m);
+
 static void job_free(struct load_job *j)
 {
+	if (j->om)
+		model_unbusy(j->s, j->om); /* its handle may go now (gpuos_model_close_host) */
 	free(j->names);
 	free(j->name_at);
 	free(j);
@@ -413,7 +419,8 @@ static int launch(struct gpuos_sys *s, struct load_job *j, void *stream)
 		pthread_mutex_lock(&s->load.async_lock);
 		s->load.pending--;
 		pthread_mutex_unlock(&s->load.async_lock);
-		close_handle(s, j->handle);
+		if (!j->om)
+			close_handle(s, j->handle);
 		job_free(j);
 		return fail(r, "cudaLaunchHostFunc on the stream given failed (is it a stream of this process's GPU?)");
 	}
@@ -499,23 +506,35 @@ struct span {
 
 /* Check every name and destination against the model's tables: *out gets
  * one span per name (the caller's order), *names_len their bytes. */
+/* The tensors of x in name order (indexes into its table), for find. */
+static uint32_t *name_order(const struct gpuos_gguf_export *x)
+{
+	uint32_t *order = (uint32_t *)malloc((x->tensor_count + 1) * sizeof(uint32_t)), i;
+	if (!order)
+		return NULL;
+	for (i = 0; i < x->tensor_count; i++)
+		order[i] = i;
+	qsort_r(order, x->tensor_count, sizeof(uint32_t), by_name, (void *)tensors_of(x));
+	return order;
+}
+
+/* sorted: x's name_order, or NULL to make one for this call. */
 static int resolve(struct gpuos_sys *s, const char *path, const struct gpuos_gguf_export *x, uint32_t n,
-		   const char *const names[], void *const dst[], struct span **out, uint64_t *names_len)
+		   const char *const names[], void *const dst[], struct span **out, uint64_t *names_len,
+		   const uint32_t *sorted)
 {
 	const struct gpuos_gguf_tensor *t = tensors_of(x);
 	struct span *sp = (struct span *)malloc((uint64_t)n * sizeof(*sp));
-	uint32_t *order = (uint32_t *)malloc((x->tensor_count + 1) * sizeof(uint32_t));
+	uint32_t *made = sorted ? NULL : name_order(x);
+	const uint32_t *order = sorted ? sorted : made;
 	uint32_t i;
 	int r = 0;
 
 	if (!order || !sp) {
-		free(order);
+		free(made);
 		free(sp);
 		return fail(-ENOMEM, "%s: no memory for the name index", path);
 	}
-	for (i = 0; i < x->tensor_count; i++)
-		order[i] = i;
-	qsort_r(order, x->tensor_count, sizeof(uint32_t), by_name, (void *)t);
 	*names_len = 0;
 	for (i = 0; i < n && !r; i++) {
 		int64_t k = names[i] ? find(t, order, x->tensor_count, names[i]) : -1;
@@ -533,7 +552,7 @@ static int resolve(struct gpuos_sys *s, const char *path, const struct gpuos_ggu
 			*names_len += strlen(names[i]) + 1;
 		}
 	}
-	free(order);
+	free(made);
 	if (r)
 		free(sp);
 	else
@@ -669,7 +688,7 @@ int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, con
 			/* abs_off is in path's own file: neither split nor an index of shards */
 			one_file = x->shards <= 1 && !(x->flags & (GPUOS_GGUF_F_SPLIT | GPUOS_GGUF_F_ST_INDEX));
 			file_size = x->file_size;
-			r = resolve(s, path, x, n, names, dst, &sp, &names_len);
+			r = resolve(s, path, x, n, names, dst, &sp, &names_len, NULL);
 		}
 		if (!r && !(last = (uint32_t *)malloc((uint64_t)n * sizeof(uint32_t))))
 			r = fail(-ENOMEM, "%s: no memory for the load's runs", path);
@@ -696,6 +715,17 @@ int gpuos_model_load_host(struct gpuos_sys *s, const char *path, uint32_t n, con
 	return r ? r : launch(s, j, stream);
 }
 
+/* The export x into the caller's buf, when it holds it; *needed its size. */
+static int copy_export(const char *path, const struct gpuos_gguf_export *x, void *buf, size_t len, size_t *needed)
+{
+	*needed = x->total;
+	if (len < x->total || !buf)
+		return fail(-ENOSPC, "%s: the model's tables take %llu bytes, the buffer %zu", path,
+			    (unsigned long long)x->total, len);
+	memcpy(buf, x, x->total);
+	return 0;
+}
+
 int gpuos_model_info_host(struct gpuos_sys *s, const char *path, void *buf, size_t len, size_t *needed)
 {
 	const struct gpuos_gguf_export *x;
@@ -709,18 +739,313 @@ int gpuos_model_info_host(struct gpuos_sys *s, const char *path, void *buf, size
 	pthread_mutex_lock(&s->load.lock);
 	r = scratch(s, 0, &sc);
 	if (!r && !(r = open_path(s, sc, path, 1, &h, &count))) {
-		if (!(r = model_export(s, path, h, &sc, &x))) {
-			*needed = x->total;
-			if (len < x->total || !buf)
-				r = fail(-ENOSPC, "%s: the model's tables take %llu bytes, the buffer %zu", path,
-					 (unsigned long long)x->total, len);
-			else
-				memcpy(buf, x, x->total);
-		}
+		if (!(r = model_export(s, path, h, &sc, &x)))
+			r = copy_export(path, x, buf, len, needed);
 		close_handle(s, h);
 	}
 	pthread_mutex_unlock(&s->load.lock);
 	return r;
+}
+
+/* ---- models opened once: gpuos_model_open_host and what takes its id ------------ */
+
+/* At most this many file handles kept open by one system's opened models
+ * (a service's client holds GPUOS_MAX_HANDLES_PER_SHARE handles in all):
+ * past it, the least recently used gives its handle back and opens its
+ * file again at its next load. */
+#define MODELS_KEPT 8u
+
+/* What tells one file from another that took its path: a replaced file
+ * is another inode, or the same one written since (size, mtime). */
+struct file_id {
+	uint32_t ino;
+	uint64_t size;
+	int64_t mtime;
+};
+
+struct sys_model {
+	uint32_t id;
+	uint32_t fh;          /* the model's file, kept open (a one-file model), 0: none now */
+	uint32_t busy;        /* loads in flight on fh (under s->load.async_lock) */
+	int known;            /* a one-file model whose file's fid is known: loads READ its runs */
+	struct file_id fid;   /* the file the tables were parsed from */
+	uint64_t used;        /* s->load.tick at its last open or load */
+	struct gpuos_gguf_export *x; /* its tables (a copy) */
+	uint32_t *order;      /* x's tensors in name order */
+	char path[];
+};
+
+static int same_file(const struct file_id *a, const struct file_id *b)
+{
+	return a->ino == b->ino && a->size == b->size && a->mtime == b->mtime;
+}
+
+/* The inode of handle h (a model's or a file's): its file_id. */
+static int handle_id(struct gpuos_sys *s, char *sc, uint32_t h, struct file_id *id)
+{
+	struct gpuos_stat *st = (struct gpuos_stat *)(void *)(sc + DATA_OFF);
+	struct gpuos_result res;
+	int r = call(s, GPUOS_OP_STAT, GPUOS_STAT_HANDLE, h, 0, sizeof(*st), rt(s, st), 0, &res);
+	if (r)
+		return r;
+	if (res.status != GPUOS_ST_OK)
+		return fail(st_errno(res.status), "stat of handle %u: %s", h, gpuos_status_name(res.status));
+	id->ino = st->ino;
+	id->size = st->size;
+	id->mtime = st->mtime;
+	return 0;
+}
+
+static struct sys_model *model_find(struct gpuos_sys *s, uint32_t id, uint32_t *at)
+{
+	uint32_t i;
+	for (i = 0; i < s->load.nmodels; i++)
+		if (s->load.models[i]->id == id) {
+			if (at)
+				*at = i;
+			return s->load.models[i];
+		}
+	return NULL;
+}
+
+static void model_unbusy(struct gpuos_sys *s, struct sys_model *m)
+{
+	pthread_mutex_lock(&s->load.async_lock);
+	m->busy--;
+	pthread_cond_broadcast(&s->load.idle);
+	pthread_mutex_unlock(&s->load.async_lock);
+}
+
+static uint32_t model_busy(struct gpuos_sys *s, struct sys_model *m)
+{
+	uint32_t b;
+	pthread_mutex_lock(&s->load.async_lock);
+	b = m->busy;
+	pthread_mutex_unlock(&s->load.async_lock);
+	return b;
+}
+
+/* Room to keep one more file handle: under MODELS_KEPT, or the least
+ * recently used idle model's handle closed. 0: none to be had (every kept
+ * handle has a load in flight). Under s->load.lock. */
+static int keep_room(struct gpuos_sys *s, const struct sys_model *self)
+{
+	struct sys_model *lru = NULL;
+	uint32_t i, kept = 0;
+	for (i = 0; i < s->load.nmodels; i++) {
+		struct sys_model *m = s->load.models[i];
+		if (!m->fh || m == self)
+			continue;
+		kept++;
+		if ((!lru || m->used < lru->used) && !model_busy(s, m))
+			lru = m;
+	}
+	if (kept < MODELS_KEPT)
+		return 1;
+	if (!lru)
+		return 0;
+	close_handle(s, lru->fh);
+	lru->fh = 0;
+	return 1;
+}
+
+/* Open m's file by its path: *fh, or -ESTALE when the path names another
+ * file now than the one m's tables came from. */
+static int model_reopen(struct gpuos_sys *s, char *sc, struct sys_model *m, uint32_t *fh)
+{
+	struct file_id now;
+	uint64_t size;
+	int r = open_path(s, sc, m->path, 0, fh, &size);
+	if (r)
+		return r;
+	/* open_path left its STAT of the handle at DATA_OFF */
+	{
+		const struct gpuos_stat *st = (const struct gpuos_stat *)(const void *)(sc + DATA_OFF);
+		now.ino = st->ino;
+		now.size = st->size;
+		now.mtime = st->mtime;
+	}
+	if (!same_file(&now, &m->fid)) {
+		close_handle(s, *fh);
+		*fh = 0;
+		return fail(-ESTALE, "%s: not the file it was opened as (inode %u, %llu bytes then; inode %u, %llu "
+			    "bytes now): replaced since gpuos_model_open_host; open it again", m->path, m->fid.ino,
+			    (unsigned long long)m->fid.size, now.ino, (unsigned long long)now.size);
+	}
+	return 0;
+}
+
+static void model_free(struct sys_model *m)
+{
+	free(m->x);
+	free(m->order);
+	free(m);
+}
+
+int gpuos_model_open_host(struct gpuos_sys *s, const char *path, uint32_t *id, size_t *needed)
+{
+	const struct gpuos_gguf_export *x;
+	struct sys_model *m = NULL;
+	struct file_id mid;
+	uint64_t count;
+	uint32_t h;
+	char *sc;
+	int r;
+
+	if ((r = usable(s, path, 1, id, id)))
+		return r;
+	pthread_mutex_lock(&s->load.lock);
+	r = scratch(s, 0, &sc);
+	if (!r && !(r = open_path(s, sc, path, 1, &h, &count))) {
+		if (!(r = model_export(s, path, h, &sc, &x))) {
+			size_t plen = strlen(path) + 1;
+			if (!(m = (struct sys_model *)calloc(1, sizeof(*m) + plen)) ||
+			    !(m->x = (struct gpuos_gguf_export *)malloc(x->total)))
+				r = fail(-ENOMEM, "%s: no memory for the model's tables", path);
+			else {
+				memcpy(m->x, x, x->total);
+				memcpy(m->path, path, plen);
+				if (!(m->order = name_order(m->x)))
+					r = fail(-ENOMEM, "%s: no memory for the name index", path);
+			}
+		}
+		/* A one-file model: which file the tables came from (its
+		 * handle's inode), and that file kept open for the loads. A
+		 * split model or an index of shards loads by its path each
+		 * time, as gpuos_model_load_host does. */
+		if (!r && m->x->shards <= 1 && !(m->x->flags & (GPUOS_GGUF_F_SPLIT | GPUOS_GGUF_F_ST_INDEX)) &&
+		    !handle_id(s, sc, h, &mid) && mid.size == m->x->file_size) {
+			m->known = 1;
+			m->fid = mid;
+		}
+		if (!r)
+			last_err[0] = 0; /* a stat refused is no failure of the open: the loads go by path */
+		close_handle(s, h);
+	}
+	if (!r && m->known && keep_room(s, m)) {
+		uint32_t fh;
+		char keep[sizeof(last_err)];
+		memcpy(keep, last_err, sizeof(keep));
+		if (!model_reopen(s, sc, m, &fh))
+			m->fh = fh; /* else the first load opens it (and says why it cannot) */
+		memcpy(last_err, keep, sizeof(keep));
+	}
+	if (!r && s->load.nmodels == s->load.models_cap) {
+		uint32_t cap = s->load.models_cap ? 2 * s->load.models_cap : 8;
+		struct sys_model **t = (struct sys_model **)realloc(s->load.models, cap * sizeof(*t));
+		if (!t)
+			r = fail(-ENOMEM, "%s: no memory for the table of opened models", path);
+		else {
+			s->load.models = t;
+			s->load.models_cap = cap;
+		}
+	}
+	if (!r) {
+		m->id = ++s->load.next_id ? s->load.next_id : ++s->load.next_id; /* 0 is no id */
+		m->used = ++s->load.tick;
+		s->load.models[s->load.nmodels++] = m;
+		*id = m->id;
+		if (needed)
+			*needed = m->x->total;
+	} else if (m) {
+		if (m->fh)
+			close_handle(s, m->fh);
+		model_free(m);
+	}
+	pthread_mutex_unlock(&s->load.lock);
+	return r;
+}
+
+int gpuos_model_info_id(struct gpuos_sys *s, uint32_t id, void *buf, size_t len, size_t *needed)
+{
+	struct sys_model *m;
+	int r = 0;
+	if ((r = usable(s, "", 1, needed, needed)))
+		return r;
+	pthread_mutex_lock(&s->load.lock);
+	if (!(m = model_find(s, id, NULL)))
+		r = fail(-EBADF, "no model opened with id %u (closed?)", id);
+	else
+		r = copy_export(m->path, m->x, buf, len, needed);
+	pthread_mutex_unlock(&s->load.lock);
+	return r;
+}
+
+int gpuos_model_load_id(struct gpuos_sys *s, uint32_t id, uint32_t n, const char *const names[], void *const dst[],
+			void *stream)
+{
+	struct sys_model *m;
+	struct load_job *j = NULL;
+	struct span *sp = NULL;
+	uint32_t *last = NULL, fh = 0;
+	uint64_t names_len = 0;
+	char *sc;
+	int r;
+
+	if ((r = usable(s, "", n, names, dst)))
+		return r;
+	pthread_mutex_lock(&s->load.lock);
+	if (!(m = model_find(s, id, NULL))) {
+		pthread_mutex_unlock(&s->load.lock);
+		return fail(-EBADF, "no model opened with id %u (closed?)", id);
+	}
+	m->used = ++s->load.tick;
+	if (!m->known) {
+		/* by its path, as gpuos_model_load_host (which takes the lock) */
+		char path[GPUOS_PATH_MAX];
+		snprintf(path, sizeof(path), "%s", m->path);
+		pthread_mutex_unlock(&s->load.lock);
+		return gpuos_model_load_host(s, path, n, names, dst, stream);
+	}
+	r = scratch(s, 0, &sc);
+	/* No request: the names against the tables kept, the runs READ on
+	 * the handle kept (or opened again, and checked to be the same file). */
+	if (!r)
+		r = resolve(s, m->path, m->x, n, names, dst, &sp, &names_len, m->order);
+	if (!r && !(last = (uint32_t *)malloc((uint64_t)n * sizeof(uint32_t))))
+		r = fail(-ENOMEM, "%s: no memory for the load's runs", m->path);
+	if (!r && !(fh = m->fh) && !(r = model_reopen(s, sc, m, &fh)) && keep_room(s, m))
+		m->fh = fh;
+	if (!r) {
+		join_runs(s, sp, n, last, 1);
+		r = model_job(s, m->path, fh, GPUOS_OP_READ, sp, last, n, names, names_len, &j);
+		if (r && fh != m->fh)
+			close_handle(s, fh);
+	}
+	if (!r && fh == m->fh) { /* the job reads the kept handle: it stays open, and m with it, until the job ends */
+		j->om = m;
+		pthread_mutex_lock(&s->load.async_lock);
+		m->busy++;
+		pthread_mutex_unlock(&s->load.async_lock);
+	}
+	pthread_mutex_unlock(&s->load.lock);
+	free(sp);
+	free(last);
+	return r ? r : launch(s, j, stream);
+}
+
+int gpuos_model_close_host(struct gpuos_sys *s, uint32_t id)
+{
+	struct sys_model *m;
+	uint32_t at;
+	if (!s)
+		return fail(-EINVAL, "a NULL argument");
+	last_err[0] = 0;
+	pthread_mutex_lock(&s->load.lock);
+	if ((m = model_find(s, id, &at)))
+		s->load.models[at] = s->load.models[--s->load.nmodels];
+	pthread_mutex_unlock(&s->load.lock);
+	if (!m)
+		return fail(-EBADF, "no model opened with id %u (closed already?)", id);
+	/* its loads in flight read the handle: it goes after them */
+	pthread_mutex_lock(&s->load.async_lock);
+	while (m->busy)
+		pthread_cond_wait(&s->load.idle, &s->load.async_lock);
+	pthread_mutex_unlock(&s->load.async_lock);
+	if (m->fh)
+		close_handle(s, m->fh);
+	model_free(m);
+	return 0;
 }
 
 /* ---- files --------------------------------------------------------------------- */
@@ -823,9 +1148,17 @@ void gpuos_sys_load_drain(struct gpuos_sys *s)
 
 void gpuos_sys_load_fini(struct gpuos_sys *s)
 {
+	uint32_t i;
 	if (!s->load.inited)
 		return;
 	gpuos_sys_load_drain(s);
+	/* Opened models: their handles go with the runtime, or with the
+	 * client (the service closes every handle of a client that leaves). */
+	for (i = 0; i < s->load.nmodels; i++)
+		model_free(s->load.models[i]);
+	free(s->load.models);
+	s->load.models = NULL;
+	s->load.nmodels = s->load.models_cap = 0;
 	pthread_mutex_destroy(&s->load.lock);
 	pthread_mutex_destroy(&s->load.async_lock);
 	pthread_cond_destroy(&s->load.idle);

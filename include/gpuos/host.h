@@ -324,6 +324,31 @@ int gpuos_file_load_host(struct gpuos_sys *s, const char *path, uint32_t n, cons
  * *needed: the export's size. -ENOSPC when len < *needed (buf untouched);
  * else as gpuos_model_load_host. */
 int gpuos_model_info_host(struct gpuos_sys *s, const char *path, void *buf, size_t len, size_t *needed);
+/*
+ * A model opened once for many loads. gpuos_model_open_host opens path as
+ * gpuos_model_load_host does and keeps, in this process, the model's tables
+ * (gpuos_model_info_id copies them, as gpuos_model_info_host) and, for a
+ * one-file model (a GGUF or safetensors file), a handle on its file that
+ * the runtime keeps open, checked at the open to be the file the tables
+ * were parsed from (same inode, size and mtime). gpuos_model_load_id then
+ * loads as gpuos_model_load_host, with no request but its reads: no path
+ * looked up, no tables parsed or fetched again. At most 8 such handles are
+ * kept by one system; past that, the least recently used model gives its
+ * handle back and opens its file again at its next load, refused with
+ * -ESTALE if the path names another file by then. A gguf-split model or
+ * a checkpoint through its index.json loads by its path each time, as
+ * gpuos_model_load_host. *needed (when not NULL): the size of the tables.
+ * The handle is the caller's alone: the runtime refuses it to anyone
+ * else, and a service closes it when its client leaves.
+ * gpuos_model_close_host waits for the id's loads in flight and closes its
+ * handle; an id is never used again. gpuos_shutdown forgets every one.
+ * Returns as gpuos_model_load_host, and -EBADF for an id not open.
+ */
+int gpuos_model_open_host(struct gpuos_sys *s, const char *path, uint32_t *id, size_t *needed);
+int gpuos_model_info_id(struct gpuos_sys *s, uint32_t id, void *buf, size_t len, size_t *needed);
+int gpuos_model_load_id(struct gpuos_sys *s, uint32_t id, uint32_t n, const char *const names[], void *const dst[],
+			void *stream);
+int gpuos_model_close_host(struct gpuos_sys *s, uint32_t id);
 /* A file's size in bytes. As gpuos_model_load_host. */
 int gpuos_file_size_host(struct gpuos_sys *s, const char *path, uint64_t *size);
 /*

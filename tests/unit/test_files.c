@@ -952,3 +952,181 @@ Test(files, host_loads)
 	free(big);
 	free(sparse);
 }
+
+/* The runtime's counts of requests once they have settled (the service
+ * warps publish theirs when idle): two looks 20 ms apart agree. */
+static uint64_t settled_requests(struct gpuos_sys *sys)
+{
+	struct gpuos_stats a, b;
+	int k;
+	gpuos_sys_stats(sys, &a);
+	for (k = 0; k < 250; k++) {
+		usleep(20000);
+		gpuos_sys_stats(sys, &b);
+		if (b.requests == a.requests)
+			break;
+		a = b;
+	}
+	return b.requests;
+}
+
+/* Every tensor of the model opened as id, laid out as its file, equal to
+ * the file's bytes; *requests: what the load sent. */
+static void load_opened(struct gpuos_sys *sys, uint32_t id, const unsigned char *want, uint64_t *requests)
+{
+	size_t need = 0;
+	struct gpuos_gguf_export *x;
+	struct gpuos_gguf_tensor *t;
+	struct host_load m;
+	const char **names;
+	void **dst;
+	unsigned char *got;
+	uint64_t i, r0, total;
+
+	cr_assert_eq(gpuos_model_info_id(sys, id, NULL, 0, &need), -ENOSPC, "%s", gpuos_sys_error(sys));
+	x = malloc(need);
+	cr_assert_eq(gpuos_model_info_id(sys, id, x, need, &need), 0, "%s", gpuos_sys_error(sys));
+	t = (struct gpuos_gguf_tensor *)((char *)x + x->tensors_off);
+	total = t[x->tensor_count - 1].abs_off + t[x->tensor_count - 1].size - t[0].abs_off;
+	host_alloc(&m, sys, total);
+	names = calloc(x->tensor_count, sizeof(*names));
+	dst = calloc(x->tensor_count, sizeof(*dst));
+	for (i = 0; i < x->tensor_count; i++) {
+		names[i] = t[x->tensor_count - 1 - i].name;
+		dst[i] = m.p + t[x->tensor_count - 1 - i].abs_off - t[0].abs_off;
+	}
+	r0 = requests ? settled_requests(sys) : 0;
+	cr_assert_eq(gpuos_model_load_id(sys, id, (uint32_t)x->tensor_count, names, dst, NULL), 0, "%s",
+		     gpuos_sys_error(sys));
+	if (requests)
+		*requests = settled_requests(sys) - r0;
+	got = host_copy(&m, 0, total);
+	for (i = 0; i < x->tensor_count; i++)
+		cr_assert(memcmp(got + t[i].abs_off - t[0].abs_off, want + t[i].abs_off, t[i].size) == 0,
+			  "tensor %s differs", t[i].name);
+	cr_assert_eq(gpuos_sys_free(sys, m.p), 0);
+	free(got);
+	free(names);
+	free(dst);
+	free(x);
+}
+
+/* A model opened once (gpuos_model_open_host) loads with its reads alone:
+ * no path looked up, no tables fetched, no handle opened or closed per
+ * load (gpuos_model_load_host sends GGUF_OPEN, GGUF_INFO, OPEN, STAT and
+ * two CLOSEs besides). More opened at once than the handles kept (8): the
+ * least recently used gives its handle back and opens its file again.
+ * A split model loads by its path. Closed ids are refused; opens and
+ * closes in a loop leave every handle of the runtime free. */
+Test(files, host_opened_models)
+{
+	struct booted b;
+	size_t mlen, slen, need = 0, need2 = 0;
+	unsigned char *mg = slurp("models/m.gguf", &mlen), *sg = slurp("models/split/s.gguf", &slen);
+	uint32_t id, ids[11], k, hs[GPUOS_MAX_HANDLES + 1];
+	uint64_t req = 0;
+	void *a, *c;
+	const char *bad[] = {"nosuch.weight"};
+	void *dst[1];
+
+	boot_img(&b, "ext4.img", "", 2, 0, 0);
+	cr_assert_eq(gpuos_model_open_host(b.sys, "/models/m.gguf", &id, &need), 0, "%s", gpuos_sys_error(b.sys));
+	cr_assert_neq(id, 0);
+	/* the same tables as gpuos_model_info_host */
+	cr_assert_eq(gpuos_model_info_host(b.sys, "/models/m.gguf", NULL, 0, &need2), -ENOSPC);
+	cr_assert_eq(need, need2);
+	a = malloc(need);
+	c = malloc(need);
+	cr_assert_eq(gpuos_model_info_host(b.sys, "/models/m.gguf", a, need, &need2), 0);
+	cr_assert_eq(gpuos_model_info_id(b.sys, id, c, need, &need2), 0);
+	cr_assert(memcmp(a, c, need) == 0);
+	free(a);
+	free(c);
+	for (k = 0; k < 3; k++) {
+		load_opened(b.sys, id, mg, &req);
+		cr_assert_eq(req, 1, "load %u of an opened model: %llu requests, its one READ alone", k + 1,
+			     (unsigned long long)req);
+	}
+	/* refused before a byte moves; the handle stays good */
+	dst[0] = NULL;
+	cr_assert_eq(gpuos_model_load_id(b.sys, id, 1, bad, dst, NULL), -ENOENT);
+	cr_assert(strstr(gpuos_sys_error(b.sys), "no tensor 'nosuch.weight'"), "%s", gpuos_sys_error(b.sys));
+	load_opened(b.sys, id, mg, NULL);
+	cr_assert_eq(gpuos_model_close_host(b.sys, id), 0, "%s", gpuos_sys_error(b.sys));
+	cr_assert_eq(gpuos_model_close_host(b.sys, id), -EBADF);
+	cr_assert_eq(gpuos_model_info_id(b.sys, id, NULL, 0, &need), -EBADF);
+	cr_assert_eq(gpuos_model_load_id(b.sys, id, 1, bad, dst, NULL), -EBADF);
+
+	/* 11 open at once, more than the 8 handles kept: each loads, in turn, twice */
+	for (k = 0; k < 11; k++)
+		cr_assert_eq(gpuos_model_open_host(b.sys, "/models/m.gguf", &ids[k], NULL), 0, "%s", gpuos_sys_error(b.sys));
+	for (k = 0; k < 22; k++)
+		load_opened(b.sys, ids[k % 11], mg, NULL);
+	for (k = 0; k < 11; k++)
+		cr_assert_eq(gpuos_model_close_host(b.sys, ids[k]), 0);
+
+	/* a split model: by its path, each time */
+	cr_assert_eq(gpuos_model_open_host(b.sys, "/models/split/s-00002-of-00003.gguf", &id, NULL), 0, "%s",
+		     gpuos_sys_error(b.sys));
+	{
+		/* each tensor equal to the unsplit file's (the same tensors in the same order) */
+		size_t n2 = 0, n3 = 0;
+		struct gpuos_gguf_export *x, *y;
+		struct gpuos_gguf_tensor *t, *u;
+		struct host_load m;
+		const char **names;
+		void **dsts;
+		unsigned char *got;
+		uint64_t i, total = 0;
+		cr_assert_eq(gpuos_model_info_id(b.sys, id, NULL, 0, &n2), -ENOSPC);
+		x = malloc(n2);
+		cr_assert_eq(gpuos_model_info_id(b.sys, id, x, n2, &n2), 0);
+		cr_assert(x->flags & GPUOS_GGUF_F_SPLIT);
+		cr_assert_eq(gpuos_model_info_host(b.sys, "/models/split/s.gguf", NULL, 0, &n3), -ENOSPC);
+		y = malloc(n3);
+		cr_assert_eq(gpuos_model_info_host(b.sys, "/models/split/s.gguf", y, n3, &n3), 0);
+		cr_assert_eq(x->tensor_count, y->tensor_count);
+		t = (struct gpuos_gguf_tensor *)((char *)x + x->tensors_off);
+		u = (struct gpuos_gguf_tensor *)((char *)y + y->tensors_off);
+		for (i = 0; i < x->tensor_count; i++)
+			total += (t[i].size + 255u) & ~255ull;
+		host_alloc(&m, b.sys, total);
+		names = calloc(x->tensor_count, sizeof(*names));
+		dsts = calloc(x->tensor_count, sizeof(*dsts));
+		for (i = 0, total = 0; i < x->tensor_count; i++) {
+			names[i] = t[i].name;
+			dsts[i] = m.p + total;
+			total += (t[i].size + 255u) & ~255ull;
+		}
+		cr_assert_eq(gpuos_model_load_id(b.sys, id, (uint32_t)x->tensor_count, names, dsts, NULL), 0, "%s",
+			     gpuos_sys_error(b.sys));
+		got = host_copy(&m, 0, total);
+		for (i = 0; i < x->tensor_count; i++)
+			cr_assert(memcmp(got + ((char *)dsts[i] - m.p), sg + u[i].abs_off, t[i].size) == 0,
+				  "split: tensor %s differs", t[i].name);
+		cr_assert_eq(gpuos_sys_free(b.sys, m.p), 0);
+		free(got);
+		free(names);
+		free(dsts);
+		free(x);
+		free(y);
+	}
+	cr_assert_eq(gpuos_model_close_host(b.sys, id), 0);
+
+	/* more opens and closes than the runtime has handles: none kept after */
+	for (k = 0; k < GPUOS_MAX_HANDLES + 8; k++) {
+		cr_assert_eq(gpuos_model_open_host(b.sys, "/models/m.gguf", &id, NULL), 0, "round %u: %s", k,
+			     gpuos_sys_error(b.sys));
+		if (k % 16 == 0)
+			load_opened(b.sys, id, mg, NULL);
+		cr_assert_eq(gpuos_model_close_host(b.sys, id), 0);
+	}
+	for (k = 0; k <= GPUOS_MAX_HANDLES && open_path(&b, "/small.txt", &hs[k], NULL) == GPUOS_ST_OK; k++)
+		;
+	cr_assert_eq(k, GPUOS_MAX_HANDLES, "handles free after the opened models: %u of %u", k, GPUOS_MAX_HANDLES);
+	while (k--)
+		cr_assert_eq(gpuos_close(b.mb, hs[k]), GPUOS_ST_OK);
+	shut(&b);
+	free(mg);
+	free(sg);
+}

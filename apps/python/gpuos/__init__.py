@@ -85,6 +85,23 @@ def _align(x, a):
     return (x + a - 1) // a * a
 
 
+class _Opened(object):
+    """The library's calls on a model opened once (gpuos_model_open_host,
+    _info_id, _load_id, _close_host), or None from _opened_api() when the
+    library predates them (models then load by path, as before)."""
+    __slots__ = ("open", "info", "load", "close")
+
+
+def _opened_api():
+    fs = [optional(n) for n in ("gpuos_model_open_host", "gpuos_model_info_id", "gpuos_model_load_id",
+                                "gpuos_model_close_host")]
+    if any(f is None for f in fs):
+        return None
+    o = _Opened()
+    o.open, o.info, o.load, o.close = fs
+    return o
+
+
 _RUN_PAGE = 4096
 
 
@@ -296,6 +313,8 @@ class System(object):
         self._parked = False
         self._lock = threading.RLock()
         self._pending = []          # arenas to free once the lock or a resume allows
+        self._closing = []          # ids of opened models gone, to close once the lock or a resume allows
+        self._opened = _opened_api()
         self._models = {}
         self._model = None
         self.sm = L.gpuos_sys_gpu_sm(self._h)
@@ -360,6 +379,26 @@ class System(object):
         """Under the lock, at the end of an operation: free what waited."""
         while self._pending and not self._parked and not self._closed:
             self._free_now(self._pending.pop())
+        while self._closing and not self._parked and not self._closed:
+            self._opened.close(self._h, self._closing.pop())
+
+    def _model_gone(self, mid, wait=False):
+        """An opened model (gpuos_model_open_host) was closed or collected:
+        its handle goes now when this thread can take the lock (wait: it
+        waits for it) and the runtime runs, else at the end of the operation
+        that holds it or at resume(). A closed system has forgotten it."""
+        if self._closed:
+            return
+        if not self._lock.acquire(blocking=wait):
+            self._closing.append(mid)
+            return
+        try:
+            if self._closed:
+                return
+            self._closing.append(mid)
+            self._done()
+        finally:
+            self._lock.release()
 
     # ---- park / resume -------------------------------------------------------------
 
@@ -572,10 +611,41 @@ class System(object):
             self._check()
             m = self._models.get(key)
             if m is None:
-                m = Model(self, path, self._export(_path_arg(path)))
+                m = self._open(path)
                 self._models[key] = m
             self._model = m
             return m
+
+    def _open(self, path):
+        """A Model of path. With gpuos_model_open_host: opened once, its
+        tables kept by the library and (a one-file model) its file's handle
+        kept open by the runtime, so that a load sends its reads alone;
+        the handle goes with the Model (close(), or collected) or the
+        system. Under the lock."""
+        p = _path_arg(path)
+        api = self._opened
+        if api is None:
+            return Model(self, path, self._export(p))
+        mid, need = ctypes.c_uint32(0), ctypes.c_size_t(0)
+        rc = api.open(self._h, p, ctypes.byref(mid), ctypes.byref(need))
+        if rc < 0:
+            self._fail(rc)
+        try:
+            buf = ctypes.create_string_buffer(need.value)
+            rc = api.info(self._h, mid.value, buf, need.value, ctypes.byref(need))
+            if rc < 0:
+                self._fail(rc)
+            try:
+                ex = parse_export(buf.raw)
+            except Exception as e:
+                raise Error(_errno.EPROTO, "%s: the runtime's export of the model is malformed: %s"
+                            % (_text(p), e))
+            m = Model(self, path, ex)
+        except BaseException:
+            api.close(self._h, mid.value)
+            raise
+        m._id = mid.value
+        return m
 
     def _export(self, p):
         size = 256 << 10
@@ -617,10 +687,17 @@ class System(object):
         if not pairs:
             return 0
         n = len(pairs)
-        enc = [t.name.encode("utf-8", "surrogateescape") for t, _ in pairs]
-        names = (ctypes.c_char_p * n)(*enc)
+        enc = m._encoded()
+        names = (ctypes.c_char_p * n)(*[enc[t.name] for t, _ in pairs])
         dst = (ctypes.c_void_p * n)(*[p for _, p in pairs])
-        return self._L.gpuos_model_load_host(self._h, _path_arg(m.path), n, names, dst, None)
+        if m._closed:
+            raise Error(_errno.EBADF, "%s: the model is closed: open_model() it again" % (m.path,))
+        if m._id is None:
+            return self._L.gpuos_model_load_host(self._h, _path_arg(m.path), n, names, dst, None)
+        rc = self._opened.load(self._h, m._id, n, names, dst, None)
+        if rc == -_errno.ESTALE and self._models.get(m.path) is m:
+            del self._models[m.path]    # replaced since it was opened: open_model() opens the new file
+        return rc
 
     def _load(self, m, infos, where):
         with self._lock:
@@ -841,6 +918,8 @@ class Client(System):
         self._parked = False
         self._lock = threading.RLock()
         self._pending = []
+        self._closing = []
+        self._opened = _opened_api()
         self._models = {}
         self._model = None
         self.sm = L.gpuos_sys_gpu_sm(self._h)
@@ -934,7 +1013,20 @@ class Model(object):
     metadata (the "__metadata__" of safetensors, {} for GGUF); version (0
     for safetensors), alignment, data_offset, file_size (the first file's),
     shards (files), flags (GPUOS_GGUF_F_*), index (True when opened through
-    a model.safetensors.index.json). m["name"] is a TensorInfo."""
+    a model.safetensors.index.json). m["name"] is a TensorInfo.
+
+    The model is opened once (gpuos_model_open_host): a one-file model's
+    file stays open in the runtime, as the file its tables came from, and
+    a load sends its reads alone (no path looked up, no tables fetched
+    again). close() gives that handle back (so does the Model's collection,
+    and the system's close or the client's leaving); loads after close()
+    raise Error (EBADF). A file replaced under the path since the open is
+    never read as this model: a load that would raises Error (ESTALE),
+    and open_model() opens the new one."""
+
+    _id = None          # its id with the library (gpuos_model_open_host), None: loads go by path
+    _closed = False
+    _enc = None
 
     def __init__(self, system, path, ex):
         self.system = system
@@ -958,6 +1050,35 @@ class Model(object):
         for t in ex.tensors:
             if t.layer is not None:
                 self.layers.setdefault(t.layer, []).append(t.name)
+
+    def close(self):
+        """Give the model's handle back to the runtime (after the loads
+        of it in flight). Loads of it raise Error after; its tensors stay."""
+        if self._closed:
+            return
+        s, mid = self.system, self._id
+        self._closed, self._id = True, None
+        with s._lock:
+            if s._models.get(self.path) is self:
+                del s._models[self.path]
+            if s._model is self:
+                s._model = None
+        if mid is not None:
+            s._model_gone(mid, wait=True)
+
+    def __del__(self):
+        mid, self._id = self._id, None
+        if mid is not None:
+            try:
+                self.system._model_gone(mid)
+            except Exception:
+                pass
+
+    def _encoded(self):
+        """name -> the bytes a load passes for it, made once."""
+        if self._enc is None:
+            self._enc = {t.name: t.name.encode("utf-8", "surrogateescape") for t in self.tensors}
+        return self._enc
 
     def __getitem__(self, name):
         try:
@@ -1035,6 +1156,8 @@ class Model(object):
         or bfloat16 (numpy: uint16) with the tensor's number of elements, in
         VRAM with a GPU runtime, host memory in host mode; its type is the
         dtype when dtype is None. The dict returned holds those objects."""
+        if self._closed:
+            raise Error(_errno.EBADF, "%s: the model is closed: open_model() it again" % (self.path,))
         sel = self.select(names, layer)
         where = self.system._where(device, None)
         if out is not None and not isinstance(out, dict):

@@ -161,6 +161,11 @@ def lib():
 _OPTIONAL = {
     # gpuos_dequant(s, type, src, src_bytes, dst, out_type, n)
     "gpuos_dequant": (_int, [_vp, _u32, _vp, _u64, _vp, _u32, _u64]),
+    # a model opened once for many loads (Model: no path looked up, no tables fetched, per load)
+    "gpuos_model_open_host": (_int, [_vp, _cp, _c.POINTER(_u32), _c.POINTER(_sz)]),
+    "gpuos_model_info_id": (_int, [_vp, _u32, _vp, _sz, _c.POINTER(_sz)]),
+    "gpuos_model_load_id": (_int, [_vp, _u32, _u32, _c.POINTER(_cp), _c.POINTER(_vp), _vp]),
+    "gpuos_model_close_host": (_int, [_vp, _u32]),
 }
 
 
