@@ -55,6 +55,7 @@ SECTIONS = [
     ("remote", "Remote loads through NVSHMEM (tests/gpu/remote.sh)"),
     ("safetensors", "A safetensors checkpoint into VRAM: gpuos against the safetensors package (bench/safetensors.sh)"),
     ("connect", "A PyTorch process as a client of the service (tests/gpu/connect_torch.py)"),
+    ("llama", "The llama engine: a 70B-shaped model, resident, streamed and in batches (bench/llama.sh)"),
 ]
 
 
