@@ -71,6 +71,29 @@ GPUOS_APP_ABI_NOTE;
  * of equals), then thread 0 takes the largest of those. */
 #define MAX_TEAMS 8192u
 
+/* A layer's steps, each ended by a grid barrier (--timeline times them). */
+enum { S_SCALE, S_NORM, S_QKV, S_ROPE, S_ATTEND, S_QUANT, S_O, S_ADD, S_SCALE2, S_NORM2, S_GATE_UP, S_SWIGLU, S_DOWN,
+       S_ADD2, S_STEPS };
+static inline GPUOS_HD const char *sname(uint32_t k)
+{
+	switch (k) {
+	case S_SCALE: return "scale";     /* the norm's scale (and a streamed layer's wait) */
+	case S_NORM: return "norm";       /* x * scale * w, quantised */
+	case S_QKV: return "qkv";         /* the Q, K and V products */
+	case S_ROPE: return "rope";       /* and the KV cache's row */
+	case S_ATTEND: return "attend";
+	case S_QUANT: return "quant";     /* attention's output quantised */
+	case S_O: return "o";             /* the output product */
+	case S_ADD: return "add";
+	case S_SCALE2: return "scale2";
+	case S_NORM2: return "norm2";
+	case S_GATE_UP: return "gate_up"; /* the gate and up products */
+	case S_SWIGLU: return "swiglu";   /* and quantised */
+	case S_DOWN: return "down";       /* the down product */
+	default: return "add2";
+	}
+}
+
 /* The tensors of a layer, in the order the engine uses them. */
 enum { T_ATTN_NORM, T_Q, T_K, T_V, T_O, T_FFN_NORM, T_GATE, T_UP, T_DOWN, T_PER_LAYER };
 static inline GPUOS_HD const char *tname(uint32_t k)
@@ -117,6 +140,7 @@ struct model {
 	uint64_t pend_t;                    /* and when it was posted */
 	uint32_t timeline, by_budget;       /* --timeline; resident count from --vram-gib */
 	uint64_t t_post[MAX_LAYERS], t_ready[MAX_LAYERS], t_begin[MAX_LAYERS], t_done[MAX_LAYERS], t_token;
+	uint64_t t_step[MAX_LAYERS][S_STEPS]; /* --timeline: when each step of a layer ended */
 	/* activations, one row a sequence: [nb][width] */
 	float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2, *logits;
 	uint8_t *act;                       /* each sequence's activation in a dot type, act_stride bytes apart */
@@ -182,6 +206,16 @@ static inline GPUOS_HD void barrier(struct shared *sh, uint32_t n)
 #else
 	arrive(sh, n);
 #endif
+}
+
+/* A barrier that ends step k of layer l; with --timeline thread 0 notes
+ * when (after the barrier: every thread's part of the step is done). */
+static inline GPUOS_HD void step(struct shared *sh, struct model *m, uint32_t tid, uint32_t nthreads, uint32_t l,
+				 uint32_t k)
+{
+	barrier(sh, nthreads);
+	if (tid == 0 && m->timeline)
+		m->t_step[l][k] = gpuos_now_ns();
 }
 
 /* ---- teams: a warp on the GPU, a thread on the host ------------------------------- */
@@ -1168,12 +1202,12 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		}
 		norm_scale(m, tid, nthreads);
 		/* thread 0's layer_mem[l] and *fail, the teams' scales reach the others through it */
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_SCALE);
 		if (*fail)
 			return *fail;
 		mem = m->layer_mem[l];
 		norm_quantize_all(m, (const float *)(mem + w[T_ATTN_NORM].off), dq, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_NORM);
 		matvec(m, &w[T_Q], mem, m->q, E, tid, nthreads);
 		if (llama_dot_type(w[T_K].type) == dq && llama_dot_type(w[T_V].type) == dq) {
 			matvec(m, &w[T_K], mem, m->k, kvd, tid, nthreads);
@@ -1188,7 +1222,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			barrier(sh, nthreads);
 			matvec(m, &w[T_V], mem, m->v, kvd, tid, nthreads);
 		}
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_QKV);
 		/* RoPE by heads; a KV head's cache row written by whoever turned it */
 		for (s = 0; s < m->nb; s++) {
 			uint16_t *kc = m->kc + kv_row(m, s, l) + pos * kvd, *vc = m->vc + kv_row(m, s, l) + pos * kvd;
@@ -1202,22 +1236,22 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 				vc[i] = gpuos_f32_to_f16(v[i]);
 			}
 		}
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_ROPE);
 		attend(m, l, pos, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_ATTEND);
 		quantize_all(m, llama_dot_type(w[T_O].type), m->xb2, E, E, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_QUANT);
 		matvec(m, &w[T_O], mem, m->xb, E, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_O);
 		part(m->nb * E, tid, nthreads, &b, &e);
 		for (i = b; i < e; i++)
 			m->x[i] += m->xb[i];
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_ADD);
 		norm_scale(m, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_SCALE2);
 		norm_quantize_all(m, (const float *)(mem + w[T_FFN_NORM].off), llama_dot_type(w[T_GATE].type), tid,
 				  nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_NORM2);
 		matvec(m, &w[T_GATE], mem, m->hb, F, tid, nthreads);
 		if (llama_dot_type(w[T_UP].type) != llama_dot_type(w[T_GATE].type)) {
 			barrier(sh, nthreads);
@@ -1225,7 +1259,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			barrier(sh, nthreads);
 		}
 		matvec(m, &w[T_UP], mem, m->hb2, F, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_GATE_UP);
 		{
 			/* SwiGLU by blocks of the down product's dot type, each
 			 * block then quantised by the thread that made it */
@@ -1239,15 +1273,15 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 					llama_quantize_act(dd, hb + b * be, m->act + s * m->act_stride + b * bytes, (e - b) * be);
 			}
 		}
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_SWIGLU);
 		matvec(m, &w[T_DOWN], mem, m->xb, E, tid, nthreads);
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_DOWN);
 		part(m->nb * E, tid, nthreads, &b, &e);
 		for (i = b; i < e; i++)
 			m->x[i] += m->xb[i];
 		/* this layer's slot is loaded again (two streamed layers on) only
 		 * after every thread has left it; the next norms sum x */
-		barrier(sh, nthreads);
+		step(sh, m, tid, nthreads, l, S_ADD2);
 		if (tid == 0)
 			m->t_done[l] = gpuos_now_ns();
 	}
@@ -1530,6 +1564,21 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 			rf(&r, (m->t_done[l] - t0) / 1000u, 1u, 0, 0);
 			rs(&r, "\n");
 		}
+	}
+	if (m->timeline && !fail && n_all > 1u) {
+		/* the last token's steps, mean microseconds over the layers */
+		uint32_t l, k;
+		rs(&r, "timeline: steps (us, mean of the last token's layers):");
+		for (k = 0; k < S_STEPS; k++) {
+			uint64_t sum = 0;
+			for (l = 0; l < m->n_layer; l++)
+				sum += m->t_step[l][k] - (k ? m->t_step[l][k - 1] : m->t_begin[l]);
+			rs(&r, " ");
+			rs(&r, sname(k));
+			rs(&r, "=");
+			rf(&r, sum / m->n_layer, 1000u, 1, 0);
+		}
+		rs(&r, "\n");
 	}
 	gpuos_close((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle);
 }

@@ -16,7 +16,8 @@
 #   CASE-bN   a case above at --batch N (N sequences decoded together: each
 #             layer read once serves N tokens), e.g. vram-b16
 #   products  the resident case's products: a layer's bytes over its compute
-#             time (--timeline), median over the layers, against d2d's rate
+#             time (--timeline), median over the layers, against d2d's rate;
+#             and over the four products' steps alone ("timeline: steps")
 #   mmap      the baseline: the same layers through mmap + memcpy into
 #             pinned memory + cudaMemcpyAsync, double-buffered, a kernel per
 #             layer (bench/layer_base.cu --path mmap): the time of one pass
@@ -155,7 +156,7 @@ for s in $steps; do
 		# a resident layer's weights over its compute time, from the resident
 		# case's timeline (LAYER resident - - BEGIN END, microseconds)
 		read -r layer _ < <(sizes)
-		python3 - "$out/resident.timeline" "$layer" "$out/d2d.json" > "$out/products.json" <<'PY' || exit 1
+		python3 - "$out/resident.timeline" "$layer" "$out/d2d.json" "$out/resident.txt" > "$out/products.json" <<'PY' || exit 1
 import json, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.split()[1:3] == ["resident", "-"]]
 us = [float(r[5]) - float(r[4]) for r in rows if float(r[5]) > float(r[4])]
@@ -164,10 +165,22 @@ if not us:
 layer = int(sys.argv[2]); med = statistics.median(us)
 gbs = layer / (med * 1e-6) / 1e9
 d2d = json.load(open(sys.argv[3]))["gb_per_s"]
-print(json.dumps({"layer_bytes": layer, "layers": len(us), "compute_us_median": med, "compute_us_min": min(us),
-                  "products_gb_per_s": round(gbs, 1), "d2d_gb_per_s": round(d2d, 1), "ratio_to_d2d": round(gbs / d2d, 3)}))
+out = {"layer_bytes": layer, "layers": len(us), "compute_us_median": med, "compute_us_min": min(us),
+       "products_gb_per_s": round(gbs, 1), "d2d_gb_per_s": round(d2d, 1), "ratio_to_d2d": round(gbs / d2d, 3)}
+# the steps of a layer (the engine's "timeline: steps" line): the four
+# products' own time, without the barriers' waits of the other steps
+steps = {}
+for line in open(sys.argv[4]):
+    if line.startswith("timeline: steps"):
+        steps = {k: float(v) for k, v in (w.split("=") for w in line.split(":", 2)[2].split())}
+if steps:
+    p_us = sum(steps.get(k, 0.0) for k in ("qkv", "o", "gate_up", "down"))
+    out.update({"steps_us": steps, "products_only_us": round(p_us, 1),
+                "products_only_gb_per_s": round(layer / (p_us * 1e-6) / 1e9, 1),
+                "products_only_ratio_to_d2d": round(layer / (p_us * 1e-6) / 1e9 / d2d, 3)})
+print(json.dumps(out))
 PY
-		python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("llama bench: products: %.1f GB/s (a layer in %.0f us, median of %d), %.2f of the HBM copy (%.1f GB/s)" % (j["products_gb_per_s"], j["compute_us_median"], j["layers"], j["ratio_to_d2d"], j["d2d_gb_per_s"]))' "$out/products.json" ;;
+		python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("llama bench: products: %.1f GB/s (a layer in %.0f us, median of %d), %.2f of the HBM copy (%.1f GB/s)" % (j["products_gb_per_s"], j["compute_us_median"], j["layers"], j["ratio_to_d2d"], j["d2d_gb_per_s"])); "steps_us" in j and print("llama bench: the products alone (qkv, o, gate_up, down: %.0f us a layer): %.1f GB/s, %.2f of the HBM copy; steps (us): %s" % (j["products_only_us"], j["products_only_gb_per_s"], j["products_only_ratio_to_d2d"], " ".join("%s=%s" % kv for kv in j["steps_us"].items())))' "$out/products.json" ;;
 	mmap)
 		say "mmap: layer-base m.gguf --table --path mmap (one pass over every layer)"
 		timeout 560 "$build/bench/layer-base" "$shm/m.gguf" --table "$dir/table.txt" --path mmap > "$out/mmap.json" ||
