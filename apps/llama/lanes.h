@@ -30,6 +30,7 @@ GPUOS_EXTERN_C_BEGIN
 #define LLAMA_LANES 32u
 #define LLAMA_PIECE 32u    /* elements of a piece */
 #define LLAMA_MAX_BATCH 32u
+#define LLAMA_GROUP 8u     /* sequences a lane sums at once: their sums stay in registers */
 
 /* c + the products of a's and b's four signed bytes. */
 GPUOS_INLINE GPUOS_HD int32_t llama_dp4a(int32_t a, int32_t b, int32_t c)
@@ -214,8 +215,10 @@ GPUOS_INLINE GPUOS_HD int llama_is_float(uint32_t t)
 	return t == GPUOS_GGML_TYPE_F32 || t == GPUOS_GGML_TYPE_F16 || t == GPUOS_GGML_TYPE_BF16;
 }
 
-/* Lane `lane`'s share of row . act[b] for b < nb (act[b] at act + b *
- * stride), added into s[b]: pieces lane, lane + 32, ... */
+/* Lane `lane`'s share of row . act[b] for b < nb <= LLAMA_GROUP (act[b] at
+ * act + b * stride), added into s[b]: pieces lane, lane + 32, ... The loops
+ * over b run to LLAMA_GROUP, so that unrolled on the GPU each s[b] is a
+ * register, not local memory. */
 GPUOS_INLINE GPUOS_HD void llama_lane_dot(uint32_t t, const uint8_t *row, const uint8_t *act, uint64_t stride,
 					  uint32_t nb, uint64_t n, uint32_t lane, double *s)
 {
@@ -225,8 +228,8 @@ GPUOS_INLINE GPUOS_HD void llama_lane_dot(uint32_t t, const uint8_t *row, const 
 		/* the activations are in the weights' type (F32 for F32); a
 		 * float row's length need not be a whole number of pieces */
 		for (p = lane; p * LLAMA_PIECE < n; p += LLAMA_LANES)
-			for (b = 0; b < nb; b++)
-				for (i = 0; i < LLAMA_PIECE && p * LLAMA_PIECE + i < n; i++)
+			for (b = 0; b < LLAMA_GROUP; b++)
+				for (i = 0; b < nb && i < LLAMA_PIECE && p * LLAMA_PIECE + i < n; i++)
 					s[b] += (double)(llama_elem(t, row, p * LLAMA_PIECE + i) *
 							 llama_elem(t, act + b * stride, p * LLAMA_PIECE + i));
 		return;
@@ -239,29 +242,39 @@ GPUOS_INLINE GPUOS_HD void llama_lane_dot(uint32_t t, const uint8_t *row, const 
 	for (p = lane; p < np; p += LLAMA_LANES) {
 		struct llama_piece w;
 		llama_unpack(t, row, p, &w);
-		for (b = 0; b < nb; b++)
-			s[b] += llama_piece_dot(t, &w, act + b * stride);
+#if GPUOS_ON_GPU
+#pragma unroll
+#endif
+		for (b = 0; b < LLAMA_GROUP; b++)
+			if (b < nb)
+				s[b] += llama_piece_dot(t, &w, act + b * stride);
 	}
 }
 
 /* out[b] = row . act[b] for b < nb (at most LLAMA_MAX_BATCH): lane `lane`
  * of a warp on the GPU, where all 32 lanes call it together and all get
- * the sums; on the host one call does all 32 lanes' shares and adds them
- * in the butterfly's order. */
+ * the sums, LLAMA_GROUP sequences a pass over the row (the row's later
+ * passes come from the cache); on the host one call does all 32 lanes'
+ * shares and adds them in the butterfly's order. */
 GPUOS_INLINE GPUOS_HD void llama_rows_dot(uint32_t t, const uint8_t *row, const uint8_t *act, uint64_t stride,
 					  uint32_t nb, uint64_t n, uint32_t lane, float *out)
 {
 	uint32_t b;
 #if GPUOS_ON_GPU
-	double s[LLAMA_MAX_BATCH];
-	for (b = 0; b < nb; b++)
-		s[b] = 0.0;
-	llama_lane_dot(t, row, act, stride, nb, n, lane, s);
-	for (b = 0; b < nb; b++) {
-		uint32_t off;
-		for (off = LLAMA_LANES / 2u; off; off >>= 1)
-			s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-		out[b] = (float)s[b];
+	for (b = 0; b < nb; b += LLAMA_GROUP) {
+		uint32_t ng = nb - b < LLAMA_GROUP ? nb - b : LLAMA_GROUP, j, off;
+		double s[LLAMA_GROUP];
+#pragma unroll
+		for (j = 0; j < LLAMA_GROUP; j++)
+			s[j] = 0.0;
+		llama_lane_dot(t, row, act + b * stride, stride, ng, n, lane, s);
+#pragma unroll
+		for (j = 0; j < LLAMA_GROUP; j++)
+			if (j < ng) {
+				for (off = LLAMA_LANES / 2u; off; off >>= 1)
+					s[j] += __shfl_xor_sync(0xffffffffu, s[j], off);
+				out[b + j] = (float)s[j];
+			}
 	}
 #else
 	uint32_t k, off;
