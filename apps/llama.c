@@ -40,7 +40,9 @@
  * lane pieces of 32 elements of them, so a warp reads a row coalesced and
  * takes its quantised blocks in integer products (apps/llama/lanes.h);
  * attention gives each warp whole heads; the norms are summed by warp 0,
- * greedy sampling by every warp over its share of the vocabulary. In host
+ * sampling by every warp over its share of the vocabulary (the largest
+ * logit; under --temp also the softmax mass, thread 0 then walking only
+ * the share its draw falls in). In host
  * mode a team is one CPU thread doing its lanes' work itself. Thread 0
  * also posts and collects the loads; the elementwise steps are cut among
  * all threads by blocks (each element computed as a serial loop would); a
@@ -157,8 +159,10 @@ struct model {
 	uint8_t xhdr[sizeof(struct gpuos_gguf_export)];
 	char name[GPUOS_GGUF_NAME_MAX];
 	char kvpath[GPUOS_PATH_MAX];        /* the file holding the KVs (a split model's first shard) */
-	float best_v[MAX_TEAMS];            /* greedy sampling: each team's largest logit */
+	float best_v[MAX_TEAMS];            /* sampling: each team's largest logit */
 	uint32_t best_i[MAX_TEAMS];         /* and its index */
+	uint32_t best[LLAMA_MAX_BATCH];     /* --temp: each sequence's largest, joined */
+	double mass[MAX_TEAMS];             /* --temp: each team's sum of exp((logit - largest) / temp) */
 };
 
 /* args->scratch: the barrier and the state. */
@@ -1362,29 +1366,63 @@ static inline GPUOS_HD uint32_t argmax_join(const struct model *m, uint32_t sq, 
 	return best == NONE ? 0 : best;
 }
 
-/* Sequence sq's next token. Greedy: the first largest logit (best); else a
- * draw from softmax(logits / temp) with the sequence's own seed, one
- * thread. */
-static inline GPUOS_HD uint32_t sample(struct model *m, uint32_t sq, uint32_t best)
+/* --temp, after argmax_join has put each sequence's largest in m->best:
+ * this team's share of each sequence's softmax mass, exp((logit -
+ * largest) / temp) summed in double (lanes interleaved, then the team),
+ * into mass[sq * teams + team]; a barrier and sample follow. */
+static inline GPUOS_HD double weight(const struct model *m, const float *lg, uint32_t best, uint64_t i)
+{
+	return exp((double)((lg[i] - lg[best]) / m->temp));
+}
+
+static inline GPUOS_HD void mass_part(struct model *m, uint32_t tid, uint32_t nthreads)
+{
+	struct team tm = team_of(tid, nthreads);
+	uint32_t nt = argmax_teams(m, nthreads), sq;
+	if (tm.id >= nt)
+		return;
+	for (sq = 0; sq < m->nb; sq++) {
+		const float *lg = m->logits + (uint64_t)sq * m->n_vocab;
+		uint64_t b, e, i;
+		double sum = 0.0;
+		part(m->n_vocab, tm.id, nt, &b, &e);
+		for (i = b + tm.lane; i < e; i += tm.step)
+			sum += weight(m, lg, m->best[sq], i);
+		sum = team_sum(sum);
+		if (tm.lane == 0)
+			m->mass[sq * nt + tm.id] = sum;
+	}
+}
+
+/* Sequence sq's next token (thread 0). Greedy: its first largest logit;
+ * else a draw from softmax(logits / temp) with the sequence's own seed:
+ * the teams' masses give the share where the draw falls, and that share
+ * alone is walked. */
+static inline GPUOS_HD uint32_t sample(struct model *m, uint32_t sq, uint32_t nthreads)
 {
 	const float *lg = m->logits + (uint64_t)sq * m->n_vocab;
-	uint64_t *seed = &m->seeds[sq];
-	uint32_t i;
-	if (m->temp > 0.0f) {
-		double sum = 0.0, u, c = 0.0;
-		for (i = 0; i < m->n_vocab; i++)
-			sum += exp((double)((lg[i] - lg[best]) / m->temp));
-		*seed ^= *seed << 13;
-		*seed ^= *seed >> 7;
-		*seed ^= *seed << 17;
-		u = (double)(*seed >> 11) / 9007199254740992.0 * sum;
-		for (i = 0; i < m->n_vocab; i++) {
-			c += exp((double)((lg[i] - lg[best]) / m->temp));
-			if (c >= u)
-				return i;
-		}
+	uint32_t nt = argmax_teams(m, nthreads), best = m->best[sq], k;
+	uint64_t *seed = &m->seeds[sq], b, e, i;
+	double sum = 0.0, u, c = 0.0;
+	if (m->temp <= 0.0f)
+		return best;
+	for (k = 0; k < nt; k++)
+		sum += m->mass[sq * nt + k];
+	*seed ^= *seed << 13;
+	*seed ^= *seed >> 7;
+	*seed ^= *seed << 17;
+	u = (double)(*seed >> 11) / 9007199254740992.0 * sum;
+	for (k = 0; k < nt && c + m->mass[sq * nt + k] < u; k++)
+		c += m->mass[sq * nt + k];
+	if (k == nt)
+		return best; /* rounding left u past the last: as the serial walk did */
+	part(m->n_vocab, k, nt, &b, &e);
+	for (i = b; i < e; i++) {
+		c += weight(m, lg, best, i);
+		if (c >= u)
+			return (uint32_t)i;
 	}
-	return best;
+	return (uint32_t)(e > b ? e - 1u : best); /* the share's own rounding */
 }
 
 /* Thread 0, after the position pos: each sequence's next id; a sequence
@@ -1394,7 +1432,7 @@ static inline GPUOS_HD void next_ids(struct model *m, uint32_t pos, uint32_t nth
 {
 	uint32_t sq, ended = 0;
 	for (sq = 0; sq < m->nb; sq++) {
-		uint32_t id = sample(m, sq, argmax_join(m, sq, nthreads));
+		uint32_t id = sample(m, sq, nthreads);
 		m->ids[sq][pos + 1] = id;
 		if (!(m->len[sq] >> 31)) {
 			m->len[sq] = pos + 2;
@@ -1455,8 +1493,17 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		if (fail)
 			break;
 		if (pos + 1 >= m->n_prompt) {
+			uint32_t sq;
 			argmax_part(m, tid, nthreads);
 			barrier(sh, nthreads); /* every team's best before thread 0 joins them */
+			if (tid == 0)
+				for (sq = 0; sq < m->nb; sq++)
+					m->best[sq] = argmax_join(m, sq, nthreads);
+			if (m->temp > 0.0f) {
+				barrier(sh, nthreads); /* the largest of each sequence before the masses */
+				mass_part(m, tid, nthreads);
+				barrier(sh, nthreads); /* every team's mass before thread 0 draws */
+			}
 		}
 		if (tid == 0 && pos + 1 >= m->n_prompt)
 			next_ids(m, pos, nthreads);
