@@ -1417,12 +1417,18 @@ static inline GPUOS_HD uint32_t sample(struct model *m, uint32_t sq, uint32_t nt
 	if (k == nt)
 		return best; /* rounding left u past the last: as the serial walk did */
 	part(m->n_vocab, k, nt, &b, &e);
-	for (i = b; i < e; i++) {
-		c += weight(m, lg, best, i);
-		if (c >= u)
-			return (uint32_t)i;
+	{
+		uint32_t last = best; /* the share's last token of any weight */
+		for (i = b; i < e; i++) {
+			double wi = weight(m, lg, best, i);
+			c += wi;
+			if (wi > 0.0)
+				last = (uint32_t)i;
+			if (c >= u && wi > 0.0)
+				return (uint32_t)i;
+		}
+		return last; /* the walk's rounding fell short of the team's sum */
 	}
-	return (uint32_t)(e > b ? e - 1u : best); /* the share's own rounding */
 }
 
 /* Thread 0, after the position pos: each sequence's next id; a sequence

@@ -8,7 +8,8 @@
  * four bytes at a time (__dp4a on the GPU, the same sums in C on the host);
  * its scales make it a double; the 32 lanes' sums are added by a butterfly
  * (warp shuffles on the GPU, the same tree over an array on the host, so
- * host mode adds the same numbers in the same order).
+ * host mode adds in the same order; nvcc may fuse a K-quant piece's
+ * multiply and subtract, so the last bit of a piece can differ).
  *
  * The integer parts equal llama.cpp CPU path's (apps/llama/quant.h's
  * llama_dot): the same quants, the same activations (Q8_0, Q8_K), the same
