@@ -221,6 +221,19 @@ def act_q8_k(x):
     return out
 
 
+def block_q8_0_dot(t, row, act, i):
+    """Block i of a Q4_0 or Q8_0 row against block i of Q8_0 activations:
+    the integer sum and the float32 product of the two scales."""
+    bb = 18 if t == Q4_0 else 34
+    blk, ab = row[bb * i:bb * i + bb], act[34 * i:34 * i + 34]
+    ys = struct.unpack("32b", ab[2:])
+    if t == Q4_0:
+        qs = [(blk[2 + j % 16] & 15 if j < 16 else blk[2 + j % 16] >> 4) - 8 for j in range(32)]
+    else:
+        qs = list(struct.unpack("32b", blk[2:]))
+    return sum(a * b for a, b in zip(qs, ys)), f32(h2f(u16(blk, 0)) * h2f(u16(ab, 0)))
+
+
 def dot(t, row, x, n):
     """(activations in the dot type, the dot product) as ggml's CPU path takes them."""
     if t == F32:
@@ -235,14 +248,8 @@ def dot(t, row, x, n):
         act = act_q8_0(x)
         s = 0.0
         for i in range(n // 32):
-            blk, ab = row[18 * i:18 * i + 18] if t == Q4_0 else row[34 * i:34 * i + 34], act[34 * i:34 * i + 34]
-            ys = struct.unpack("32b", ab[2:])
-            if t == Q4_0:
-                qs = [(blk[2 + j % 16] & 15 if j < 16 else blk[2 + j % 16] >> 4) - 8 for j in range(32)]
-            else:
-                qs = list(struct.unpack("32b", blk[2:]))
-            sumi = sum(a * b for a, b in zip(qs, ys))
-            s = f32(s + f32(sumi * f32(h2f(u16(blk, 0)) * h2f(u16(ab, 0)))))
+            sumi, d = block_q8_0_dot(t, row, act, i)
+            s = f32(s + f32(sumi * d))
         return act, s
     act = act_q8_k(x)
     bb = BLOCK[t][1]
@@ -396,16 +403,9 @@ def lanes_dot(t, row, act, n):
         for p in range((n + 31) // 32):
             pieces.append([f32(w[e] * a[e]) for e in range(32 * p, min(n, 32 * p + 32))])
     elif t in (Q4_0, Q8_0):
-        bb = 18 if t == Q4_0 else 34
         for i in range(n // 32):
-            blk, ab = row[bb * i:bb * i + bb], act[34 * i:34 * i + 34]
-            ys = struct.unpack("32b", ab[2:])
-            if t == Q4_0:
-                qs = [(blk[2 + j % 16] & 15 if j < 16 else blk[2 + j % 16] >> 4) - 8 for j in range(32)]
-            else:
-                qs = list(struct.unpack("32b", blk[2:]))
-            sumi = sum(a * b for a, b in zip(qs, ys))
-            pieces.append([f32(sumi * f32(h2f(u16(blk, 0)) * h2f(u16(ab, 0))))])
+            sumi, d = block_q8_0_dot(t, row, act, i)
+            pieces.append([f32(sumi * d)])
     else:
         bb = BLOCK[t][1]
         for i in range(n // 256):
