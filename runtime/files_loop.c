@@ -5,6 +5,7 @@
  * request to its operation, and the loop itself with its part in resets.
  */
 #include "files_internal.h"
+#include "ops.h"
 
 #define FILES_MAGIC 0x73656c66u /* "fles" */
 
@@ -241,6 +242,13 @@ GPUOS_HD uint32_t files_take_string(struct rt_files *F, const struct mreq *q, ui
 	return i == left ? GPUOS_ST_BAD_DST : GPUOS_ST_NAMETOOLONG;
 }
 
+/* An opcode the service warp answers itself (runtime/ops.h): one that
+ * came here was forwarded by mistake. */
+GPUOS_HD static void files_op_not_forwarded(struct rt_files *F, struct mreq *q)
+{
+	files_reply(F, q, GPUOS_ST_BAD_OPCODE, 0, 0, 0);
+}
+
 /* Serve the request at ring index i: its copy, never its slot (the
  * client's memory, read once by the service warp that took it). */
 GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t i, uint32_t ms, uint32_t cmd)
@@ -271,19 +279,14 @@ GPUOS_NOINLINE GPUOS_HD static void serve(struct rt_files *F, uint32_t i, uint32
 		files_reply(F, &q, GPUOS_ST_STOPPING, 0, 0, 0);
 		return;
 	}
+	/* The rows of runtime/ops.h: each opcode's handler on this warp. */
 	switch (q.op) {
-	case GPUOS_OP_OPEN: files_op_open(F, &q); break;
-	case GPUOS_OP_STAT: files_op_stat(F, &q); break;
-	case GPUOS_OP_READDIR: files_op_readdir(F, &q); break;
-	case GPUOS_OP_READ: files_op_read_meta(F, &q); break;
-	case GPUOS_OP_CLOSE: files_op_close(F, &q); break;
-	case GPUOS_OP_PARTS: files_op_parts(F, &q); break;
-	case GPUOS_OP_RELEASE: files_op_release(F, &q); break;
-	case GPUOS_OP_GGUF_OPEN: files_op_gguf_open(F, &q); break;
-	case GPUOS_OP_GGUF_INFO: files_op_gguf_info(F, &q); break;
-	case GPUOS_OP_GGUF_FIND: files_op_gguf_find(F, &q); break;
-	case GPUOS_OP_GGUF_TENSOR: files_op_gguf_tensor(F, &q); break;
-	case GPUOS_OP_GGUF_LAYER: files_op_gguf_layer(F, &q); break;
+#define META_ROW(name, route, need, handler) \
+	case GPUOS_OP_##name:                 \
+		handler(F, &q);               \
+		break;
+		GPUOS_RT_OPS(META_ROW)
+#undef META_ROW
 	default: files_reply(F, &q, GPUOS_ST_BAD_OPCODE, 0, 0, 0); break;
 	}
 }

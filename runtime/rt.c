@@ -15,6 +15,7 @@
 #include "gpuos/internal/rt.h"
 #include "files.h"
 #include "gpuos/internal/queue.h"
+#include "ops.h"
 #include "recover.h"
 #include "util.h"
 
@@ -641,10 +642,7 @@ GPUOS_NOINLINE GPUOS_HD static int accept_file(const struct gpuos_rt_desc *d, ui
 	const struct rt_handle *hd;
 	uint64_t foff = off;
 	uint32_t file = q->handle; /* the handle number whose map holds the bytes */
-	if (!d->meta) {
-		finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES, q->batch);
-		return 0;
-	}
+	/* a file system runs: accept checked it (runtime/ops.h's RT_NEED_FILES) */
 	if (q->flags) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS, q->batch);
 		return 0;
@@ -740,32 +738,43 @@ GPUOS_INLINE GPUOS_HD int accept(const struct gpuos_rt_desc *d, uint32_t w, stru
 		finish_at_once(d, w, W, ms, GPUOS_ST_STOPPING, q.batch);
 		return 0;
 	}
-	if (op == GPUOS_OP_NOP) {
-		finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0, q.batch);
-		return 0;
-	}
-	if (op == GPUOS_OP_READ || op == GPUOS_OP_GGUF_LOAD)
-		return accept_file(d, w, W, ms, op, &q);
-	if (op == GPUOS_OP_OPEN || op == GPUOS_OP_STAT || op == GPUOS_OP_READDIR || op == GPUOS_OP_CLOSE ||
-	    op == GPUOS_OP_PARTS ||
-	    op == GPUOS_OP_RELEASE ||
-	    (op >= GPUOS_OP_GGUF_OPEN && op <= GPUOS_OP_GGUF_LAYER)) {
-		if (op == GPUOS_OP_RELEASE && gpuos_rt_ms_client(ms))
+	/* The opcode's row (runtime/ops.h): who answers, what it needs (the
+	 * raw right is checked on the raw path, after its flags). */
+	{
+		struct rt_op row = rt_op_of(op);
+		if ((row.need & RT_NEED_SERVICE) && gpuos_rt_ms_client(ms)) {
 			finish_at_once(d, w, W, ms, GPUOS_ST_DENIED, q.batch); /* the service's alone */
-		else if (!d->meta)
+			return 0;
+		}
+		if ((row.need & RT_NEED_FILES) && !d->meta) {
 			finish_at_once(d, w, W, ms, GPUOS_ST_NO_FILES, q.batch);
-		else
+			return 0;
+		}
+		switch (row.route) {
+		case RT_ROUTE_NOP:
+			finish_slot(d, w, W, ms, GPUOS_ST_OK, 0, 0, q.batch);
+			return 0;
+		case RT_ROUTE_FILE:
+			return accept_file(d, w, W, ms, op, &q);
+		case RT_ROUTE_META:
 			forward(d, w, W, ms, &q); /* parsers block: the metadata warp answers */
-		return 0;
+			return 0;
+		case RT_ROUTE_RAW:
+			break; /* below */
+		case RT_ROUTE_REFUSED:
+			finish_at_once(d, w, W, ms, GPUOS_ST_DENIED, q.batch);
+			return 0;
+		default:
+			finish_at_once(d, w, W, ms, GPUOS_ST_BAD_OPCODE, q.batch);
+			return 0;
+		}
 	}
-	if (op != GPUOS_OP_READ_RAW) {
-		finish_at_once(d, w, W, ms, op == GPUOS_OP_WRITE_RAW ? GPUOS_ST_DENIED : GPUOS_ST_BAD_OPCODE, q.batch);
-		return 0;
-	}
+	/* RT_ROUTE_RAW: READ_RAW */
 	if (q.flags) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_BAD_FLAGS, q.batch);
 		return 0;
 	}
+	/* RT_NEED_RAW: --allow-raw, and a client given the right */
 	if (!(d->flags & GPUOS_RT_ALLOW_RAW) || !client_may_raw(d, gpuos_rt_ms_client(ms))) {
 		finish_at_once(d, w, W, ms, GPUOS_ST_DENIED, q.batch);
 		return 0;

@@ -263,6 +263,51 @@ Test(files, errors_get_a_status_and_a_reason)
 	shut(&b);
 }
 
+/* runtime/ops.h is the one opcode table: every opcode of abi.h's list is
+ * served (answered with anything but BAD_OPCODE, here with zeroed
+ * arguments), and every other value of the 16-bit field is BAD_OPCODE,
+ * from both warps' dispatch. The list here is written from abi.h, not from
+ * the table. */
+Test(files, every_opcode_has_its_row)
+{
+	static const uint16_t served[] = {
+		GPUOS_OP_NOP, GPUOS_OP_READ_RAW, GPUOS_OP_WRITE_RAW, GPUOS_OP_OPEN, GPUOS_OP_STAT,
+		GPUOS_OP_READDIR, GPUOS_OP_READ, GPUOS_OP_CLOSE, GPUOS_OP_RELEASE, GPUOS_OP_PARTS,
+		GPUOS_OP_GGUF_OPEN, GPUOS_OP_GGUF_INFO, GPUOS_OP_GGUF_FIND, GPUOS_OP_GGUF_TENSOR,
+		GPUOS_OP_GGUF_LOAD, GPUOS_OP_GGUF_LAYER,
+	};
+	struct booted b;
+	struct gpuos_req rq;
+	struct gpuos_result res;
+	uint32_t op, k, n_served = 0;
+	boot_img(&b, "ext4.img", "", 1, 0, 0);
+	for (op = 0; op < 0x10000u; op += op < 256u ? 1u : 251u) {
+		int listed = 0;
+		uint32_t st;
+		for (k = 0; k < sizeof(served) / sizeof(served[0]); k++)
+			listed |= served[k] == op;
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = (uint16_t)op;
+		rq.handle = 0xfffffff0u; /* no handle: nothing of the service's is touched */
+		rq.arg = 0xffffu;        /* RELEASE: a share that does not exist */
+		st = gpuos_call(b.mb, &rq, 0, &res);
+		if (listed) {
+			n_served++;
+			cr_assert_neq(st, GPUOS_ST_BAD_OPCODE, "opcode %u has no row", op);
+		} else {
+			cr_assert_eq(st, GPUOS_ST_BAD_OPCODE, "opcode %u: %s, not BAD_OPCODE", op, gpuos_status_name(st));
+		}
+	}
+	cr_assert_eq(n_served, sizeof(served) / sizeof(served[0]));
+	/* WRITE_RAW is reserved: refused, not unknown */
+	memset(&rq, 0, sizeof(rq));
+	rq.opcode = GPUOS_OP_WRITE_RAW;
+	cr_assert_eq(gpuos_call(b.mb, &rq, 0, &res), GPUOS_ST_DENIED);
+	/* the service still serves */
+	check_file(&b, "/small.txt", "small.txt", 2);
+	shut(&b);
+}
+
 Test(files, device_errors_fail_only_what_they_touch)
 {
 	struct booted b;
