@@ -282,14 +282,19 @@ static inline GPUOS_HD void team_sync(void)
 /* out[b][r] = W[r] . act[b] for this team's rows r and every sequence b
  * (out's rows ostride floats apart, act's m->act_stride bytes): a warp's
  * lanes read each row together, once for all sequences
- * (apps/llama/lanes.h). */
+ * (apps/llama/lanes.h). `before`: rows of the products this step did
+ * before this one with no barrier between (Q before K and V, gate before
+ * up): row 0 goes to the team after the one that took their last row, so
+ * that no team takes a row more than another (K's 1024 rows starting at
+ * team 0 again gave the first teams 7 rows of Q, K and V, the rest 4).
+ * Which team computes a row changes no bit of it. */
 static inline GPUOS_HD void matvec(const struct model *m, const struct wt *w, const uint8_t *mem, float *out,
-				   uint64_t ostride, uint32_t tid, uint32_t nthreads)
+				   uint64_t ostride, uint64_t before, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
 	uint64_t r, rb = llama_row_bytes(w->type, w->ne0);
 	uint32_t b;
-	for (r = tm.id; r < w->ne1; r += tm.n) {
+	for (r = (tm.id + tm.n - before % tm.n) % tm.n; r < w->ne1; r += tm.n) {
 		float v[LLAMA_MAX_BATCH];
 		if (m->nb == 1) /* a constant count: the sums stay in registers */
 			llama_rows_dot(w->type, mem + w->off + r * rb, m->act, 0, 1, w->ne0, tm.lane, v);
@@ -1212,19 +1217,19 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		mem = m->layer_mem[l];
 		norm_quantize_all(m, (const float *)(mem + w[T_ATTN_NORM].off), dq, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_NORM);
-		matvec(m, &w[T_Q], mem, m->q, E, tid, nthreads);
+		matvec(m, &w[T_Q], mem, m->q, E, 0, tid, nthreads);
 		if (llama_dot_type(w[T_K].type) == dq && llama_dot_type(w[T_V].type) == dq) {
-			matvec(m, &w[T_K], mem, m->k, kvd, tid, nthreads);
-			matvec(m, &w[T_V], mem, m->v, kvd, tid, nthreads);
+			matvec(m, &w[T_K], mem, m->k, kvd, w[T_Q].ne1, tid, nthreads);
+			matvec(m, &w[T_V], mem, m->v, kvd, w[T_Q].ne1 + w[T_K].ne1, tid, nthreads);
 		} else {
 			barrier(sh, nthreads);
 			quantize_all(m, llama_dot_type(w[T_K].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(m, &w[T_K], mem, m->k, kvd, tid, nthreads);
+			matvec(m, &w[T_K], mem, m->k, kvd, 0, tid, nthreads);
 			barrier(sh, nthreads);
 			quantize_all(m, llama_dot_type(w[T_V].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(m, &w[T_V], mem, m->v, kvd, tid, nthreads);
+			matvec(m, &w[T_V], mem, m->v, kvd, 0, tid, nthreads);
 		}
 		step(sh, m, tid, nthreads, l, S_QKV);
 		/* RoPE by heads; a KV head's cache row written by whoever turned it */
@@ -1245,7 +1250,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		step(sh, m, tid, nthreads, l, S_ATTEND);
 		quantize_all(m, llama_dot_type(w[T_O].type), m->xb2, E, E, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_QUANT);
-		matvec(m, &w[T_O], mem, m->xb, E, tid, nthreads);
+		matvec(m, &w[T_O], mem, m->xb, E, 0, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_O);
 		part(m->nb * E, tid, nthreads, &b, &e);
 		for (i = b; i < e; i++)
@@ -1256,13 +1261,15 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		norm_quantize_all(m, (const float *)(mem + w[T_FFN_NORM].off), llama_dot_type(w[T_GATE].type), tid,
 				  nthreads);
 		step(sh, m, tid, nthreads, l, S_NORM2);
-		matvec(m, &w[T_GATE], mem, m->hb, F, tid, nthreads);
+		matvec(m, &w[T_GATE], mem, m->hb, F, 0, tid, nthreads);
 		if (llama_dot_type(w[T_UP].type) != llama_dot_type(w[T_GATE].type)) {
 			barrier(sh, nthreads);
 			quantize_all(m, llama_dot_type(w[T_UP].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
+			matvec(m, &w[T_UP], mem, m->hb2, F, 0, tid, nthreads);
+		} else {
+			matvec(m, &w[T_UP], mem, m->hb2, F, w[T_GATE].ne1, tid, nthreads);
 		}
-		matvec(m, &w[T_UP], mem, m->hb2, F, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_GATE_UP);
 		{
 			/* SwiGLU by blocks of the down product's dot type, each
@@ -1278,7 +1285,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			}
 		}
 		step(sh, m, tid, nthreads, l, S_SWIGLU);
-		matvec(m, &w[T_DOWN], mem, m->xb, E, tid, nthreads);
+		matvec(m, &w[T_DOWN], mem, m->xb, E, 0, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_DOWN);
 		part(m->nb * E, tid, nthreads, &b, &e);
 		for (i = b; i < e; i++)
@@ -1293,7 +1300,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 	barrier(sh, nthreads);
 	norm_quantize_all(m, (const float *)(m->glob + m->out_norm.off), llama_dot_type(m->output.type), tid, nthreads);
 	barrier(sh, nthreads);
-	matvec(m, &m->output, m->glob, m->logits, m->n_vocab, tid, nthreads);
+	matvec(m, &m->output, m->glob, m->logits, m->n_vocab, 0, tid, nthreads);
 	barrier(sh, nthreads);
 	return 0;
 }

@@ -60,21 +60,40 @@ GPUOS_INLINE GPUOS_HD int32_t llama_ld4(const void *p)
 	return *(const int32_t *)p;
 }
 
-/* 32 bytes at p (4-byte aligned) as 8 ints: on the GPU two 16-byte loads
- * where p allows, so that a lane asks for its piece at once. */
-GPUOS_INLINE GPUOS_HD void llama_ld32(const uint8_t *p, int32_t *v)
+/* 32 bytes at p (4-byte aligned) as 8 ints. al: p is 16-byte aligned, so
+ * that on the GPU two 16-byte loads ask for the lane's piece at once; the
+ * caller knows it for a whole row (a constant after llama_lane_dot's
+ * dispatch, so no branch stays between a group's loads). */
+GPUOS_INLINE GPUOS_HD void llama_ld32(const uint8_t *p, int32_t *v, int al)
 {
 	uint32_t k;
 #if GPUOS_ON_GPU
-	if (((uintptr_t)p & 15u) == 0) {
+	if (al) {
 		int4 a = *(const int4 *)p, b = *(const int4 *)(p + 16);
 		v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
 		v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 		return;
 	}
+#else
+	(void)al;
 #endif
 	for (k = 0; k < 8u; k++)
 		v[k] = llama_ld4(p + 4u * k);
+}
+
+/* A block's binary16 scale as a float. On the GPU the conversion
+ * instruction: exact for every finite half, as gpuos_f16_to_f32 is, but
+ * without its branches, which would make a group's later loads wait for
+ * this piece's scale to arrive. */
+GPUOS_INLINE GPUOS_HD float llama_half(uint16_t h)
+{
+#if GPUOS_ON_GPU
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+#else
+	return gpuos_f16_to_f32(h);
+#endif
 }
 
 /* One piece of weights, unpacked: 32 small integers four to an int, and
@@ -86,9 +105,23 @@ struct llama_piece {
 	uint32_t blk, sub;  /* the piece's block, and its 32 elements' place in it */
 };
 
+/* gpuos_scale_min_k4 without a branch: j is a lane's own (p % 8), so on
+ * the GPU a branch on it would split the warp in the middle of a group's
+ * loads. The 12 bytes are 3 aligned words (they start 4 bytes into the
+ * block); both of ggml's cases are computed and one is kept. */
+GPUOS_INLINE GPUOS_HD void llama_scale_min_k4(uint32_t j, const uint8_t *q, int32_t *sc, int32_t *m)
+{
+	uint32_t w0 = (uint32_t)llama_ld4(q), w1 = (uint32_t)llama_ld4(q + 4), w2 = (uint32_t)llama_ld4(q + 8);
+	uint32_t k = 8u * (j & 3u), b0 = (w0 >> k) & 0xffu, b1 = (w1 >> k) & 0xffu, b2 = (w2 >> k) & 0xffu;
+	int lo = j < 4u;
+	/* j < 4: q[j], q[j + 4]; else (k for j - 4): q[j + 4] with q[j - 4], q[j] */
+	*sc = (int32_t)(lo ? b0 & 63u : (b2 & 0xfu) | (b0 >> 6) << 4);
+	*m = (int32_t)(lo ? b1 & 63u : (b2 >> 4) | (b1 >> 6) << 4);
+}
+
 /* Piece p of a row of type t (a quantised type: Q4_0, Q8_0, Q4_K, Q5_K,
- * Q6_K) unpacked into w. */
-GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t p, struct llama_piece *w)
+ * Q6_K) unpacked into w; al as llama_ld32's for the row. */
+GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t p, struct llama_piece *w, int al)
 {
 	uint32_t k;
 	w->dmin = 0.0f;
@@ -103,12 +136,12 @@ GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t
 				w->q[k] = v & 0x0f0f0f0f;           /* elements 4k..4k+3 */
 				w->q[k + 4u] = (v >> 4) & 0x0f0f0f0f; /* and 16 on */
 			}
-			w->d = gpuos_f16_to_f32(x->d);
+			w->d = llama_half(x->d);
 		} else {
 			const struct gpuos_block_q8_0 *x = (const struct gpuos_block_q8_0 *)row + p;
 			for (k = 0; k < 8u; k++)
 				w->q[k] = llama_ld2(x->qs + 4u * k);
-			w->d = gpuos_f16_to_f32(x->d);
+			w->d = llama_half(x->d);
 		}
 		return;
 	}
@@ -118,31 +151,28 @@ GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t
 		/* sub-block s: the low (s even) or high nibbles of qs[32 (s / 2) ..] */
 		uint32_t s = w->sub, sh = 4u * (s & 1u);
 		const uint8_t *scales;
-		uint8_t sc, m;
 		int32_t v[8];
 		if (t == GPUOS_GGML_TYPE_Q4_K) {
 			const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)row + w->blk;
 			scales = x->scales;
-			w->d = gpuos_f16_to_f32(x->d);
-			w->dmin = gpuos_f16_to_f32(x->dmin);
-			llama_ld32(x->qs + 32u * (s / 2u), v);
+			w->d = llama_half(x->d);
+			w->dmin = llama_half(x->dmin);
+			llama_ld32(x->qs + 32u * (s / 2u), v, al);
 			for (k = 0; k < 8u; k++)
 				w->q[k] = (v[k] >> sh) & 0x0f0f0f0f;
 		} else {
 			const struct gpuos_block_q5_k *x = (const struct gpuos_block_q5_k *)row + w->blk;
 			int32_t h[8];
 			scales = x->scales;
-			w->d = gpuos_f16_to_f32(x->d);
-			w->dmin = gpuos_f16_to_f32(x->dmin);
-			llama_ld32(x->qs + 32u * (s / 2u), v);
-			llama_ld32(x->qh, h);
+			w->d = llama_half(x->d);
+			w->dmin = llama_half(x->dmin);
+			llama_ld32(x->qs + 32u * (s / 2u), v, al);
+			llama_ld32(x->qh, h, al);
 			/* the fifth bit of element l of sub-block s: bit s of qh[l] */
 			for (k = 0; k < 8u; k++)
 				w->q[k] = ((v[k] >> sh) & 0x0f0f0f0f) | (((h[k] >> s) & 0x01010101) << 4);
 		}
-		gpuos_scale_min_k4(s, scales, &sc, &m);
-		w->sc0 = sc;
-		w->sc1 = m;
+		llama_scale_min_k4(s, scales, &w->sc0, &w->sc1);
 		return;
 	}
 	{
@@ -154,7 +184,7 @@ GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t
 		for (k = 0; k < 8u; k++)
 			w->q[k] = ((llama_ld2(x->ql + 64u * j + 32u * (q & 1u) + 4u * k) >> (4u * (q >> 1))) & 0x0f0f0f0f) |
 				  (((llama_ld2(x->qh + 32u * j + 4u * k) >> (2u * q)) & 0x03030303) << 4);
-		w->d = gpuos_f16_to_f32(x->d);
+		w->d = llama_half(x->d);
 		w->sc0 = x->scales[8u * j + 2u * q];
 		w->sc1 = x->scales[8u * j + 2u * q + 1u];
 	}
@@ -176,7 +206,7 @@ GPUOS_INLINE GPUOS_HD double llama_piece_dot(uint32_t t, const struct llama_piec
 				sumy = llama_dp4a(0x01010101, llama_ld2(y->qs + 4u * k), sumy);
 			sumi -= 8 * sumy;
 		}
-		return (double)((float)sumi * (w->d * gpuos_f16_to_f32(y->d)));
+		return (double)((float)sumi * (w->d * llama_half(y->d)));
 	}
 	{
 		const struct llama_q8_k *y = (const struct llama_q8_k *)act + w->blk;
@@ -216,6 +246,66 @@ GPUOS_INLINE GPUOS_HD int llama_is_float(uint32_t t)
 	return t == GPUOS_GGML_TYPE_F32 || t == GPUOS_GGML_TYPE_F16 || t == GPUOS_GGML_TYPE_BF16;
 }
 
+/* Pieces a lane has in flight: LLAMA_DEPTH of its pieces are loaded
+ * before the first is multiplied, so that a warp keeps LLAMA_DEPTH x 32
+ * pieces' bytes on their way from memory (one at a time, the products ran
+ * at the latency of memory, not its bandwidth). A batch takes each piece
+ * against LLAMA_GROUP sequences, so fewer pieces in flight cover its
+ * loads, and its sums need the registers. */
+#define LLAMA_DEPTH 4u
+#define LLAMA_DEPTH_BATCH 2u
+
+/* llama_lane_dot for a quantised type t over np pieces, `depth` pieces at
+ * once (t and depth are constants where it is called): groups of depth
+ * pieces (every load of a group before its first product), then the
+ * pieces left one by one. The sums are added piece by piece in the same
+ * order either way. */
+GPUOS_INLINE GPUOS_HD void llama_lane_group(uint32_t t, const uint8_t *row, const uint8_t *act, uint64_t stride,
+					    uint32_t nb, uint64_t np, uint32_t lane, double *s, int al, uint32_t depth)
+{
+	const uint64_t group = (uint64_t)depth * LLAMA_LANES;
+	uint64_t p = lane, whole = np - np % group; /* p < whole: all of p's group is in the row */
+	uint32_t b, u;
+	for (; p < whole; p += group) {
+		struct llama_piece w[LLAMA_DEPTH];
+#if GPUOS_ON_GPU
+#pragma unroll
+#endif
+		for (u = 0; u < depth; u++)
+			llama_unpack(t, row, p + (uint64_t)u * LLAMA_LANES, &w[u], al);
+#if GPUOS_ON_GPU
+#pragma unroll
+#endif
+		for (u = 0; u < depth; u++)
+#if GPUOS_ON_GPU
+#pragma unroll
+#endif
+			for (b = 0; b < LLAMA_GROUP; b++)
+				if (b < nb)
+					s[b] += llama_piece_dot(t, &w[u], act + b * stride);
+	}
+	for (; p < np; p += LLAMA_LANES) {
+		struct llama_piece w;
+		llama_unpack(t, row, p, &w, al);
+#if GPUOS_ON_GPU
+#pragma unroll
+#endif
+		for (b = 0; b < LLAMA_GROUP; b++)
+			if (b < nb)
+				s[b] += llama_piece_dot(t, &w, act + b * stride);
+	}
+}
+
+/* llama_lane_group at the depth for one sequence or a batch. */
+GPUOS_INLINE GPUOS_HD void llama_lane_pieces(uint32_t t, const uint8_t *row, const uint8_t *act, uint64_t stride,
+					     uint32_t nb, uint64_t np, uint32_t lane, double *s, int al)
+{
+	if (nb == 1)
+		llama_lane_group(t, row, act, stride, 1, np, lane, s, al, LLAMA_DEPTH);
+	else
+		llama_lane_group(t, row, act, stride, nb, np, lane, s, al, LLAMA_DEPTH_BATCH);
+}
+
 /* Lane `lane`'s share of row . act[b] for b < nb <= LLAMA_GROUP (act[b] at
  * act + b * stride), added into s[b]: pieces lane, lane + 32, ... The loops
  * over b run to LLAMA_GROUP, so that unrolled on the GPU each s[b] is a
@@ -235,20 +325,27 @@ GPUOS_INLINE GPUOS_HD void llama_lane_dot(uint32_t t, const uint8_t *row, const 
 							 llama_elem(t, act + b * stride, p * LLAMA_PIECE + i));
 		return;
 	}
-	/* a lane's next pieces are independent: their loads may all be in
-	 * flight at once */
-#if GPUOS_ON_GPU
-#pragma unroll 4
-#endif
-	for (p = lane; p < np; p += LLAMA_LANES) {
-		struct llama_piece w;
-		llama_unpack(t, row, p, &w);
-#if GPUOS_ON_GPU
-#pragma unroll
-#endif
-		for (b = 0; b < LLAMA_GROUP; b++)
-			if (b < nb)
-				s[b] += llama_piece_dot(t, &w, act + b * stride);
+	switch (t) { /* one loop per type: a constant t leaves no branch in it */
+	case GPUOS_GGML_TYPE_Q4_0:
+		llama_lane_pieces(GPUOS_GGML_TYPE_Q4_0, row, act, stride, nb, np, lane, s, 0);
+		break;
+	case GPUOS_GGML_TYPE_Q8_0:
+		llama_lane_pieces(GPUOS_GGML_TYPE_Q8_0, row, act, stride, nb, np, lane, s, 0);
+		break;
+	case GPUOS_GGML_TYPE_Q6_K:
+		llama_lane_pieces(GPUOS_GGML_TYPE_Q6_K, row, act, stride, nb, np, lane, s, 0);
+		break;
+	case GPUOS_GGML_TYPE_Q4_K:
+		if (((uintptr_t)row & 15u) == 0)
+			llama_lane_pieces(GPUOS_GGML_TYPE_Q4_K, row, act, stride, nb, np, lane, s, 1);
+		else
+			llama_lane_pieces(GPUOS_GGML_TYPE_Q4_K, row, act, stride, nb, np, lane, s, 0);
+		break;
+	default: /* Q5_K: llama_row_bytes refused the rest */
+		if (((uintptr_t)row & 15u) == 0)
+			llama_lane_pieces(GPUOS_GGML_TYPE_Q5_K, row, act, stride, nb, np, lane, s, 1);
+		else
+			llama_lane_pieces(GPUOS_GGML_TYPE_Q5_K, row, act, stride, nb, np, lane, s, 0);
 	}
 }
 

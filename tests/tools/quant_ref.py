@@ -445,8 +445,10 @@ def main():
     ok = conversions(rng, checker)
     for t in (F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K):
         cases = []
-        for kind in ("normal", "normal", "normal", "zeros", "spike", "ties"):
-            n = 512
+        # 6144 elements: 192 pieces, so lanes.h's groups of LLAMA_DEPTH x 32
+        # pieces run, and the pieces left after them
+        for kind, n in (("normal", 512), ("normal", 512), ("normal", 6144), ("zeros", 512), ("spike", 512),
+                        ("ties", 512)):
             cases.append((random_row(rng, t, n), random_x(rng, n, kind), n))
         inp = "".join("%d %d %s %s\n" % (t, n, row.hex(), struct.pack("<%df" % n, *x).hex()) for row, x, n in cases)
         r = subprocess.run([checker], input=inp, capture_output=True, text=True)
@@ -472,7 +474,7 @@ def main():
             got_l, want_l = struct.unpack("<f", bytes.fromhex(lh))[0], lanes_dot(t, row, want_a, n)
             if f2u(got_l) != f2u(want_l):
                 bad.append("case %d: the lanes' dot %r, want %r" % (k, got_l, want_l))
-        print("%s %-5s %d rows of 512: dequantised, activations, dot products (ggml's order and the lanes')%s" %
+        print("%s %-5s %d rows of 512 and 6144: dequantised, activations, dot products (ggml's order and the lanes')%s" %
               ("ok  " if not bad else "FAIL", NAMES[t], len(cases), "" if not bad else ": " + "; ".join(bad[:3])))
         ok = ok and not bad
     return 0 if ok else 1
