@@ -48,8 +48,10 @@ echo "# gpuos bench, $(date -u +%Y-%m-%dT%H:%MZ), runtime: $where"
 mkdir -p "$res"
 # Start the chosen sections afresh: their CSVs, and their lines of the
 # shared files. A section's committed rows are set aside, not deleted: one
-# this machine cannot measure at all (no GPU here) gets them back
-# (restore_kept), so that `make bench` without a GPU never drops the GPU's.
+# this machine cannot measure at all (no GPU here) gets them back, and one
+# measured in part gets back the rows it has no new row for (restore_kept:
+# section 2's gpu-null and array rows on a machine without a GPU), so that
+# `make bench` without a GPU never drops the GPU's.
 keep=$res/.kept.$$
 mkdir -p "$keep"
 set_aside() { local f; for f in "$@"; do [ -f "$res/$f" ] && mv "$res/$f" "$keep/$f"; done; return 0; }
@@ -59,11 +61,18 @@ set_aside_sums() {
 	return 0
 }
 restore_kept() {
-	local f b
+	local f b n
 	for f in "$keep"/*.csv "$keep"/*.tsv; do
 		[ -f "$f" ] || continue
 		b=$(basename "$f")
-		[ -s "$res/$b" ] && continue # measured here: this run's rows
+		if [ -s "$res/$b" ]; then # measured here: this run's rows, and the committed ones it has none of
+			[ "${b%.csv}" = "$b" ] && continue
+			n=$(python3 "$here/results.py" keep "$res/$b" "$f" "$res/checksums.txt" "$keep/sums.${b%.csv}") ||
+				{ echo "bench: could not merge the committed rows of bench/results/$b back (git has them)" >&2; continue; }
+			[ "$n" -gt 0 ] && echo "bench: kept $n committed rows of bench/results/$b that could not be measured here"
+			rm -f "$f"
+			continue
+		fi
 		mv "$f" "$res/$b"
 		echo "bench: kept the committed bench/results/$b: none of its rows could be measured here"
 		case $b in

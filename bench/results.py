@@ -22,6 +22,13 @@ from them (`make bench`, bench/all.sh).
   results.py checksums FILE
       every VRAM checksum of a section in FILE (section, source, path, sum;
       tab-separated) is the same one: exit 1, naming the odd ones, if not.
+  results.py keep CSV KEPT_CSV [CHECKSUMS KEPT_SUMS]
+      a section's committed rows (KEPT_CSV, set aside before the run) back
+      into CSV where this run measured none of the same row (section, name,
+      source, metric): a row this machine cannot measure (no GPU here) is
+      never dropped. Without CSV, KEPT_CSV becomes it. KEPT_SUMS' checksum
+      lines of the rows kept go back into CHECKSUMS. Prints how many rows
+      came back.
   results.py report RESULTS_DIR PAGE PLOTS_DIR
       PAGE (docs/benchmarks.md): the ratios on top, then every row by
       section with its command; PLOTS_DIR: a gnuplot script per plot and
@@ -180,6 +187,33 @@ def checksums(args):
                 print("checksum differs: %s %s %s: %s, the others %s" % (sec, r["source"], r["name"], r["sum"], common))
                 bad = True
     sys.exit(1 if bad else 0)
+
+
+def row_key(r):
+    return (r["section"], r["name"], r["source"], r["metric"])
+
+
+def keep(args):
+    path, kept_path = args[:2]
+    with open(kept_path, newline="") as f:
+        kept = list(csv.DictReader(f))
+    rows = []
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    measured = {row_key(r) for r in rows}
+    back = [r for r in kept if row_key(r) not in measured]
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        w.writerows(rows + back)
+    os.replace(path + ".tmp", path)
+    if len(args) == 4 and os.path.exists(args[3]):
+        names = {(r["section"], r["source"], r["name"]) for r in back}
+        lines = [c for c in read_checksums(args[3]) if (c["section"], c["source"], c["name"]) in names]
+        with open(args[2], "a") as f:
+            f.writelines("%s\t%s\t%s\t%s\n" % (c["section"], c["source"], c["name"], c["sum"]) for c in lines)
+    print(len(back))
 
 
 def load(results):
@@ -421,6 +455,8 @@ def main():
         return samesums(sys.argv[2:])
     if len(sys.argv) == 3 and sys.argv[1] == "checksums":
         return checksums(sys.argv[2:])
+    if len(sys.argv) in (4, 6) and sys.argv[1] == "keep":
+        return keep(sys.argv[2:])
     if len(sys.argv) == 5 and sys.argv[1] == "report":
         return report(sys.argv[2:])
     sys.exit(__doc__)
