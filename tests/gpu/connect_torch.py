@@ -187,15 +187,19 @@ def client(sock, src, size, base, res):
     def gemm_loop():
         while not stop.is_set():
             beside.extend(gemms(1))
-    rates, data_rates, loaded = [], [], None
+    rates, data_rates, with_open, loaded = [], [], [], None
     for r in range(3):
         c._models.clear()
         g = threading.Thread(target=gemm_loop) if r == 0 else None
         if g:
             g.start()
-        t0 = time.perf_counter()
+        # the rate counts the load of an opened model, as file_load's counts
+        # its reads after its open; the open (the header parsed by the
+        # service) is printed beside it, and the rate with it
+        t_o = time.perf_counter()
         m = c.open_model("/model.safetensors")
-        t_open = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        t_open = t0 - t_o
         ts = m.load(device="cuda")
         torch.cuda.synchronize()
         t1 = time.perf_counter()
@@ -203,23 +207,26 @@ def client(sock, src, size, base, res):
             stop.set()
             g.join()
         rates.append(size / (t1 - t0) / 1e9)
+        with_open.append(size / (t1 - t_o) / 1e9)
         tm = dict(c.timing)
         data_rates.append(size / tm["load"] / 1e9)
         print("  load %d%s: %.3f s, %.2f GB/s; of it lending %.1f ms, gpuos_model_load_host %.1f ms (%.2f GB/s), "
-              "letting go %.1f ms; open_model before it %.1f ms" % (r + 1, " (GEMMs beside it)" if g else "", t1 - t0, rates[-1], tm["lend"] * 1e3,
-                                      tm["load"] * 1e3, data_rates[-1], tm.get("let_go", 0) * 1e3, t_open * 1e3))
+              "letting go %.1f ms; open_model before it %.1f ms (%.2f GB/s with it)" % (
+                  r + 1, " (GEMMs beside it)" if g else "", t1 - t0, rates[-1], tm["lend"] * 1e3, tm["load"] * 1e3,
+                  data_rates[-1], tm.get("let_go", 0) * 1e3, t_open * 1e3, with_open[-1]))
         if r == 0:
             loaded = ts
         del ts
     rate = statistics.median(rates)
     res.update({"client_data_gb_per_s": statistics.median(data_rates), "client_data_all": data_rates,
-                "client_gb_per_s": rate, "client_all": rates, "ratio_to_file_load": rate / base if base else 0,
+                "client_gb_per_s": rate, "client_all": rates, "client_with_open_all": with_open, "ratio_to_file_load": rate / base if base else 0,
                 "gemm_ms_alone": alone * 1e3, "gemm_ms_beside_load": statistics.median(beside) * 1e3 if beside else None,
                 "gemms_beside": len(beside)})
     check("GEMMs ran beside the first load", len(beside) > 0, "%d GEMMs, median %.2f ms, alone %.2f ms" % (
         len(beside), res["gemm_ms_beside_load"] or 0, alone * 1e3))
     check("the load through the service reaches 0.9x file_load in its own process", base > 0 and rate >= 0.9 * base,
-          "%.2f GB/s against %.2f GB/s: %.2fx" % (rate, base, rate / base if base else 0))
+          "%.2f GB/s against %.2f GB/s: %.2fx (with open_model: %.2f GB/s)" % (
+              rate, base, rate / base if base else 0, statistics.median(with_open)))
 
     # 5. the bytes
     ref = st.load_file(src, device="cuda")
