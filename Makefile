@@ -63,6 +63,16 @@ deps:
 
 # gpuos --version names the GPU architectures of the runtime image.
 $(BUILD)/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(if $(filter 1,$(CUDA)),$(CUDA_ARCH),none (host mode only))"'
+# The architectures built into what holds them, as a file that changes only
+# when they do: `make test` builds its suites' binaries for one (TEST_ARCH),
+# and a later `make`, `make demo` or `make install` makes the image, gpuos
+# and xproc-client again for all of CUDA_ARCH.
+ARCH_STAMP := $(BUILD)/kernels/archs
+.PHONY: FORCE
+$(ARCH_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	$(Q)echo '$(CUDA_ARCH)' | cmp -s - $@ || echo '$(CUDA_ARCH)' > $@
+$(BUILD)/boot/cli/main.o: $(ARCH_STAMP)
 $(BUILD)/static/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"none (host mode only)"'
 
 $(BUILD)/%.o: %.c
@@ -103,7 +113,7 @@ $(BUILD)/kernels/runtime.%.cubin: $(RT_DEPS) boot/gpu.h
 	if [ -z "$$st" ] || [ -z "$$lim" ] || [ "$$st" -gt "$$lim" ]; then \
 		echo "$@: the runtime kernel needs $${st:-?} bytes of stack a thread, more than GPUOS_GPU_STACK_BYTES ($${lim:-?}, boot/gpu.h)"; \
 		rm -f $@; exit 1; fi
-$(RT_IMAGE): $(RT_CUBINS)
+$(RT_IMAGE): $(RT_CUBINS) $(ARCH_STAMP)
 	@$(if $(Q),echo "  FATBIN  $@")
 	$(Q)$(CUDA_HOME)/bin/fatbinary -64 --create=$@ $(foreach c,$(RT_CUBINS),--image3=kind=elf,sm=$(subst sm_,,$(patsubst $(BUILD)/kernels/runtime.%.cubin,%,$(c))),file=$(c))
 
@@ -126,7 +136,11 @@ APP_SOS    := $(APPS:apps/%.c=$(BUILD)/apps/%.so)
 .PHONY: apps
 apps: $(if $(filter 1,$(CUDA)),$(APP_CUBINS)) $(APP_SOS)
 all: apps
-test-emu: apps
+# The cubins the suites inspect (`gpuos run --host APP.cubin` checks the
+# image, then runs the .so beside it): all but llama's, which no suite
+# runs and which takes ptxas minutes; `make test` builds it beside the
+# suites (test-beside).
+TEST_APPS  := $(APP_SOS) $(if $(filter 1,$(CUDA)),$(filter-out $(BUILD)/apps/llama.cubin,$(APP_CUBINS)))
 
 # The llama engine's products want many warps in flight (issue 34): at most
 # 128 registers a thread lets a block of 512 (16 warps) fit an SM.
@@ -145,7 +159,7 @@ $(BUILD)/apps/%.so: apps/%.c
 # post to a service's GPU client area; against a host-mode service CPU
 # threads do, so the service suite runs it here too.
 XPROC_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(subst sm_,,$(a)),code=$(a))
-$(BUILD)/bench/xproc-client: bench/xproc_client.cu $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o
+$(BUILD)/bench/xproc-client: bench/xproc_client.cu $(BUILD)/libgpuos.a $(BUILD)/boot/cuda.o $(ARCH_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $< (xproc-client)")
 	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(BUILD)/boot/cuda.o \
@@ -181,10 +195,18 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(CLI_LIB) $(BUILD)/libgpuos.a $(GLUE_O)
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(GLUE_O) $(CLI_LIB) $(BUILD)/libgpuos.a -lcriterion $(LDLIBS_CUDA) \
 		$(LDLIBS_HOST)
 
-test-unit: $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check
-	$(Q)set -e; for t in $(UNIT_BIN); do echo "== $$t"; GPUOS_FILES_DIR=$(BUILD)/files-img $$t --jobs 2 $(CRITERION_ARGS); done
+# Each suite is a target of its own (unit-NAME, emu-NAME, tsan-NAME,
+# fuzz-NAME), so that `make -j -O` runs them side by side with each one's
+# output whole (make test does); test-unit and the others name them all.
+UNIT_RUN := $(UNIT_BIN:$(BUILD)/tests/unit/test_%=unit-%) unit-dequant-ref
+.PHONY: test-unit $(UNIT_RUN)
+test-unit: $(UNIT_RUN)
+$(filter-out unit-dequant-ref,$(UNIT_RUN)): unit-%: $(BUILD)/tests/unit/test_% $(BUILD)/files-img/ok
+	@echo "== $<"
+	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img bash tests/timed.sh $< --jobs 2 $(CRITERION_ARGS)
+unit-dequant-ref: $(BUILD)/tests/tools/dequant_check
 	@echo "== gpuos_dequant against tests/tools/quant_ref.py's model of ggml's types"
-	$(Q)python3 tests/tools/quant_ref.py --dequant $(BUILD)/tests/tools/dequant_check
+	$(Q)bash tests/timed.sh python3 tests/tools/quant_ref.py --dequant $<
 
 # gpuos_dequant on the host, for quant_ref.py --dequant.
 $(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuos.a $(GLUE_O)
@@ -192,32 +214,31 @@ $(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuo
 	@$(if $(Q),echo "  CCLD    $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(GLUE_O) $(BUILD)/libgpuos.a $(LDLIBS_CUDA) $(LDLIBS_HOST)
 
-test-emu: $(BUILD)/gpuos $(BUILD)/bench/baselines lib
-	$(Q)bash tests/timed.sh bash tests/emu/run.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/faults.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/apps.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/apps_model.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/writer.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/files.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/extents.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/split.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/model.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/cli_hostile.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/service.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/status.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/group.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/root.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/install.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/nocuda.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/embed.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD)
+# tests/emu: one target a suite, emu-NAME for tests/emu/NAME.sh. Suites
+# that run side by side share nothing: each has its own mktemp folder,
+# socket paths inside it, and its own folder in $(BUILD) where it writes one
+# (llama_quant: llama/, llama_tok: tok_check, nocuda: nocuda/). install.sh
+# and embed.sh both run `make install` from $(BUILD) (its man pages and
+# completion, which install.sh removes first): emu-install runs the one
+# after the other. A new suite is a name in EMU_SUITES.
+EMU_SUITES := service llama files run faults apps apps_model writer extents split model cli_hostile status group \
+	      root install nocuda python python-models connect python-connect llama_quant llama_tok bench \
+	      $(if $(wildcard tests/emu/front.sh),front)
+EMU_RUN := $(EMU_SUITES:%=emu-%)
+EMU_DEPS := $(BUILD)/gpuos $(BUILD)/bench/baselines lib $(TEST_APPS) \
+	    $(if $(filter 1,$(CUDA)),$(BUILD)/bench/xproc-client)
+EMU_OWN := emu-install emu-python-models emu-python-connect
+.PHONY: test-emu $(EMU_RUN)
+test-emu: $(EMU_RUN)
+$(filter-out $(EMU_OWN),$(EMU_RUN)): emu-%: $(EMU_DEPS)
+	$(Q)bash tests/timed.sh bash tests/emu/$*.sh $(BUILD)
+emu-install: $(EMU_DEPS)
+	$(Q)rc=0; bash tests/timed.sh bash tests/emu/install.sh $(BUILD) || rc=1; \
+		bash tests/timed.sh bash tests/emu/embed.sh $(BUILD) || rc=1; exit $$rc
+emu-python-models: $(EMU_DEPS)
 	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_models.py
-	$(Q)bash tests/timed.sh bash tests/emu/connect.sh $(BUILD)
+emu-python-connect: $(EMU_DEPS)
 	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_connect.py
-	$(Q)bash tests/timed.sh bash tests/emu/llama_quant.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/llama_tok.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/llama.sh $(BUILD)
-	$(Q)bash tests/timed.sh bash tests/emu/bench.sh $(BUILD)
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
 # the runtime runs on CPU threads against the emulated controller). It uses
@@ -229,6 +250,9 @@ TSAN_SRC := $(RUNTIME_SRC) $(BOOT_SRC) $(CLI_SRC) boot/cuda_none.c
 # Each source compiled once (make -j runs them side by side), shared by the
 # four suites: not the whole tree again inside each suite's one compile.
 TSAN_OBJ := $(TSAN_SRC:%.c=$(TSAN_DIR)/obj/%.o)
+# kept after a build (make deletes a pattern rule's intermediates): or each
+# make test compiled them all again
+.SECONDARY: $(TSAN_OBJ)
 $(TSAN_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $< (ThreadSanitizer)")
@@ -237,11 +261,14 @@ $(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ThreadSanitizer)")
 	$(Q)$(CC) $(TSAN_FLAGS) -MMD -MP -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_OBJ) $(LDLIBS_HOST)
-tsan: $(TSAN_DIR)/test_runtime $(TSAN_DIR)/test_files $(TSAN_DIR)/test_group $(TSAN_DIR)/test_remote
-	$(Q)GPUOS_QUICK=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_runtime
-	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_files
-	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_group
-	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(TSAN_DIR)/test_remote
+TSAN_SUITES := runtime files group remote
+TSAN_RUN := $(TSAN_SUITES:%=tsan-%)
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" GPUOS_FILES_DIR=$(BUILD)/files-img
+.PHONY: tsan $(TSAN_RUN)
+tsan: $(TSAN_RUN)
+$(TSAN_RUN): tsan-%: $(TSAN_DIR)/test_% $(BUILD)/files-img/ok
+	@echo "== $< (ThreadSanitizer)"
+	$(Q)$(TSAN_ENV) $(if $(filter tsan-runtime,$@),GPUOS_QUICK=1) bash tests/timed.sh $<
 
 # ---- fuzzing ----------------------------------------------------------------------
 # Smoke run in make test: gcc + ASan/UBSan and the mutating driver of
@@ -258,26 +285,59 @@ $(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(w
 $(FUZZ_DIR)/corpus/.done: tests/tools/fuzz_corpus.sh tests/tools/gguf_writer.py
 	@mkdir -p $(dir $@)
 	$(Q)sh tests/tools/fuzz_corpus.sh $(FUZZ_DIR)/corpus >/dev/null && touch $@
-fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/sa_%) $(FUZZ_DIR)/corpus/.done
-	$(Q)cd $(FUZZ_DIR) && ./sa_gguf -t $(FUZZ_SECONDS) corpus/gguf && ./sa_gpt -t $(FUZZ_SECONDS) corpus/gpt && \
-		./sa_ext4 -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_ext4 && \
-		./sa_safetensors -t $(FUZZ_SECONDS) $(CURDIR)/tests/fuzz/corpus_safetensors
+# The corpora: gguf's and gpt's made by fuzz_corpus.sh, the others committed.
+FUZZ_CORPUS_gguf := corpus/gguf
+FUZZ_CORPUS_gpt  := corpus/gpt
+FUZZ_CORPUS_ext4 := $(CURDIR)/tests/fuzz/corpus_ext4
+FUZZ_CORPUS_safetensors := $(CURDIR)/tests/fuzz/corpus_safetensors
+FUZZ_RUN := $(FUZZ_TARGETS:%=fuzz-%)
+.PHONY: fuzz-smoke $(FUZZ_RUN)
+fuzz-smoke: $(FUZZ_RUN)
+$(FUZZ_RUN): fuzz-%: $(FUZZ_DIR)/sa_% $(FUZZ_DIR)/corpus/.done
+	$(Q)cd $(FUZZ_DIR) && bash $(CURDIR)/tests/timed.sh ./sa_$* -t $(FUZZ_SECONDS) $(FUZZ_CORPUS_$*)
 $(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
 	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
 
-# The build itself runs in parallel (the runtime's cubins compile side by side).
+# ---- make test -------------------------------------------------------------------
+# Two steps (issue 35). First everything the suites need, built once
+# (make -j): the runtime image for one architecture, TEST_ARCH, since in host
+# mode no suite runs it. Then the suites side by side (make -k -O
+# -j$(TEST_JOBS) test-run): each suite's output printed whole when it ends,
+# every suite run even when one fails, and at the end a table of every
+# suite's wall and CPU seconds and the list of those that failed. Beside the
+# suites (test-beside), what none of them runs: the runtime's cubins for
+# every architecture of CUDA_ARCH (each with its stack check) and llama's
+# cubin. Most suites wait more than they compute (emulated latencies,
+# services, timeouts): TEST_JOBS suites at a time keep 2 cores busy.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
+TEST_ARCH ?= $(if $(filter sm_90,$(CUDA_ARCH)),sm_90,$(firstword $(CUDA_ARCH)))
+TEST_JOBS ?= $(shell echo $$(( $(NPROC) * 2 )))
+TEST_VARS = CUDA_ARCH='$(TEST_ARCH)' TEST_ALL_ARCH='$(CUDA_ARCH)'
+TEST_ALL_ARCH ?= $(CUDA_ARCH)
+TEST_BUILD := $(EMU_DEPS) $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check \
+	      $(BUILD)/gpuos-static $(TSAN_SUITES:%=$(TSAN_DIR)/test_%) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/sa_%) \
+	      $(FUZZ_DIR)/corpus/.done
+# The longest first, so that the last to start are short.
+TEST_RUN := test-beside emu-service emu-llama emu-files unit-runtime test-qemu tsan-runtime unit-emu \
+	    unit-files tsan-files check \
+	    $(filter-out emu-service emu-llama emu-files,$(EMU_RUN)) \
+	    $(filter-out unit-runtime unit-emu unit-files,$(UNIT_RUN)) \
+	    $(filter-out tsan-runtime tsan-files,$(TSAN_RUN)) $(FUZZ_RUN)
+.PHONY: test-build test-run test-beside
+test-build: $(TEST_BUILD)
+test-run: $(TEST_RUN)
+test-beside:
+	$(Q)$(if $(filter 1,$(CUDA)),bash tests/timed.sh $(MAKE) --no-print-directory CUDA_ARCH='$(TEST_ALL_ARCH)' \
+		$(TEST_ALL_ARCH:%=$(BUILD)/kernels/runtime.%.cubin) $(BUILD)/apps/llama.cubin,@echo "no CUDA: no cubins")
 
+TEST_SUMMARY := $(abspath $(BUILD))/test-summary
 test: deps
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) all
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) test-unit
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) test-emu
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory test-qemu
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) tsan
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) fuzz-smoke
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory check
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) $(TEST_VARS) test-build
+	$(Q)mkdir -p $(BUILD) && : > $(TEST_SUMMARY)
+	$(Q)bash tests/timed.sh env GPUOS_TEST_SUMMARY=$(TEST_SUMMARY) $(MAKE) --no-print-directory -k -O -j$(TEST_JOBS) \
+		$(TEST_VARS) test-run; rc=$$?; bash tests/timed.sh --summary $(TEST_SUMMARY) && exit $$rc
 	@echo "make test: all passed"
 
 # ---- the GPU machine ------------------------------------------------------------
@@ -327,7 +387,7 @@ $(BUILD)/bench/baselines: bench/baselines.c bench/bench_util.h bench/vram_sum.h 
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(LDLIBS_CUDA) $(LDLIBS_HOST)
 # The CPU path of layer streaming (bench/layer_base.cu), apps/layer_stream's
 # baseline: CUDA, so nvcc, with the same static liburing.
-$(BUILD)/bench/layer-base: bench/layer_base.cu bench/bench_util.h include/gpuos/bench.h
+$(BUILD)/bench/layer-base: bench/layer_base.cu bench/bench_util.h include/gpuos/bench.h $(ARCH_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $< (layer-base)")
 	$(Q)$(NVCC) $(NVCCFLAGS) -MF $@.d -Xcompiler -pthread $(XPROC_GENCODE) -o $@ $< $(LDLIBS_HOST)

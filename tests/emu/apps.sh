@@ -242,8 +242,12 @@ wait $runp; rc=$?
 t3=$(date +%s%N)
 echo "       the app ran $(( (t3 - t0) / 1000000 )) ms; stats answered in ${stats_ms:-?} ms meanwhile"
 check "a slow app's run still gives the right digest" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
+# A request queued behind the app would wait for its end (about 2.5 s of
+# 0.3 s commands) and the app would end right after the answer: an answer
+# within 1.5 s with the app still running 0.3 s later tells the two apart,
+# and leaves a busy machine (suites run side by side) a second of delays.
 check "while it runs, another client's request is answered at once" \
-	test "$(head -1 "$tmp/stats" | cut -c1-12)" = '{"requests":' -a "${stats_ms:-9999}" -lt 500 -a $(( (t3 - t2) / 1000000 )) -gt 300
+	test "$(head -1 "$tmp/stats" | cut -c1-12)" = '{"requests":' -a "${stats_ms:-9999}" -lt 1500 -a $(( (t3 - t2) / 1000000 )) -gt 300
 $gpuos stop --socket "$sock"
 wait $svc
 svc=
