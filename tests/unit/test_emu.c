@@ -2514,53 +2514,87 @@ static uint64_t drive(struct td *d, uint32_t qd, uint32_t nlb, uint32_t total)
 	return gpuos_now_ns() - t0;
 }
 
+/* A second controller on the same image beside d, without a model: what this
+ * driver reaches at the same moments, the baseline of the rates below. */
+static void unmodelled(struct td *u, const char *extra)
+{
+	open_emu(u, "%s%s%s", img_path, extra[0] ? "," : "", extra);
+	cr_assert_eq(td_bringup(u, 1, 256), 0, "bring-up");
+}
+
 Test(emu_io, performance_model_holds_under_load)
 {
-	struct td d;
+	struct td d, u;
 
 	/* The model is a limit: no run may beat it by more than 10 %. A busy
-	 * machine (make test runs suites side by side on 2 cores) only slows
-	 * this driver thread down, so the best of up to ten runs must reach 75 %
-	 * of it (on the GPU machine, driven by the GPU: 6.999 of 7 GB/s; three
-	 * runs for 90 % failed in CI while another suite installed beside it:
-	 * 8943 IOPS). */
-	double s, best = 0;
+	 * machine (make test runs suites side by side on 2 cores) slows this
+	 * driver thread down, so each round first drives the same commands
+	 * through a controller without the model (u), and the modelled one must
+	 * reach 75 % of the model or of that baseline, whichever is lower, in
+	 * one of up to ten rounds. A fixed 75 % of the model alone failed where
+	 * the driver itself could not go that fast (CI, three runs for 90 %
+	 * while another suite installed beside it: 8943 IOPS); on the GPU
+	 * machine, driven by the GPU: 6.999 of 7 GB/s. */
+	double s, best = 0, base = 0, need = 0;
+	int met = 0;
 	/* iops: 3000 commands at 10000 IOPS with 64 in flight: 300 ms */
 	up(&d, 1, 256, "iops=10000,backend=null");
-	for (int k = 0; k < 10 && best < 9000; k++) {
+	unmodelled(&u, "backend=null");
+	for (int k = 0; k < 10 && !met; k++) {
+		base = 3000 / ((double)drive(&u, 64, 1, 3000) / 1e9);
 		s = (double)drive(&d, 64, 1, 3000) / 1e9;
 		cr_assert(3000 / s < 11000, "iops=10000: %.0f IOPS, faster than the model", 3000 / s);
 		best = GPUOS_MAX(best, 3000 / s);
+		need = 0.75 * GPUOS_MIN(10000.0, base);
+		met = 3000 / s > need;
 	}
-	cr_assert(best > 7500, "iops=10000: %.0f IOPS at best", best);
+	cr_assert(met, "iops=10000: %.0f IOPS at best, under %.0f (the driver alone reached %.0f)", best, need, base);
+	td_close(&u);
 	td_close(&d);
 	cleanup();
 	/* gbps: 400 x 64 KiB at 0.1 GB/s: 262 ms */
 	up(&d, 1, 256, "gbps=0.1");
+	unmodelled(&u, "");
 	best = 0;
-	for (int k = 0; k < 10 && best < 0.09; k++) {
+	met = 0;
+	for (int k = 0; k < 10 && !met; k++) {
+		base = 400.0 * 65536 / ((double)drive(&u, 16, 128, 400) / 1e9) / 1e9;
 		s = (double)drive(&d, 16, 128, 400) / 1e9;
 		double gbps = 400.0 * 65536 / s / 1e9;
 		cr_assert(gbps < 0.11, "gbps=0.1: %.4f GB/s, faster than the model", gbps);
 		best = GPUOS_MAX(best, gbps);
+		need = 0.75 * GPUOS_MIN(0.1, base);
+		met = gbps > need;
 	}
-	cr_assert(best > 0.075, "gbps=0.1: %.4f GB/s at best", best);
+	cr_assert(met, "gbps=0.1: %.4f GB/s at best, under %.4f (the driver alone reached %.4f)", best, need, base);
+	td_close(&u);
 	td_close(&d);
 	cleanup();
 	/* latency: batches of 32 rung at once complete latency_us after the
-	 * fetch, never earlier; later only by what this machine adds. Up to
-	 * 10 rounds of 15 (each about 30 ms): on 2 busy cores a round's median
-	 * reached 3.9 ms (another suite and a host-mode engine beside it) */
+	 * fetch, never earlier; later only by what this machine adds, which the
+	 * same batches without the model show, round by round (15 batches of
+	 * each, about 30 ms): the median modelled batch within 1 ms or twice
+	 * the unmodelled median of 2 ms, whichever is more, in one of up to 10
+	 * rounds (on 2 busy cores a round's median had reached 3.9 ms). */
 	up(&d, 1, 256, "latency_us=2000,backend=null");
-	double ms[15], med = 1e9;
-	for (int round = 0; round < 10 && med >= 3.0; round++) {
+	unmodelled(&u, "backend=null");
+	double ms[15], med = 1e9, bmed = 0;
+	met = 0;
+	for (int round = 0; round < 10 && !met; round++) {
+		for (int k = 0; k < 15; k++)
+			ms[k] = (double)drive(&u, 32, 1, 32) / 1e6;
+		qsort(ms, 15, sizeof(ms[0]), cmp_double);
+		bmed = ms[7];
 		for (int k = 0; k < 15; k++)
 			ms[k] = (double)drive(&d, 32, 1, 32) / 1e6;
 		qsort(ms, 15, sizeof(ms[0]), cmp_double);
 		cr_assert(ms[0] >= 1.99, "latency_us=2000: a batch completed after %.3f ms", ms[0]);
 		med = GPUOS_MIN(med, ms[7]);
+		met = ms[7] < 2.0 + GPUOS_MAX(1.0, 2 * bmed);
 	}
-	cr_assert(med < 3.0, "latency_us=2000: the median batch took %.3f ms at best", med);
+	cr_assert(met, "latency_us=2000: the median batch took %.3f ms at best (without the model: %.3f ms)", med,
+		  bmed);
+	td_close(&u);
 	td_close(&d);
 }
 
