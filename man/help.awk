@@ -6,9 +6,12 @@
 #    heading "...:") continues it: help2man would indent it as a paragraph;
 #  - a line of prose that starts with a label ("exit status: 0 done") starts a
 #    paragraph: help2man runs the lines of one paragraph together;
-#  - each line under "examples:" is a paragraph of its own, for the same reason.
+#  - "examples:" reads "Examples:", which help2man makes the EXAMPLES section;
+#    each line under it is a paragraph of its own (help2man runs the lines of
+#    one paragraph together).
 function flush() { if (have) print buf; have = 0 }
 NR == 1 { sub(/^usage:/, "Usage:") }
+/^examples:$/ { $0 = "Examples:" }
 have && prose && /^[ \t]+[^ \t-]/ {
 	s = $0
 	sub(/^[ \t]+/, "", s)
@@ -22,7 +25,7 @@ have && prose && /^[ \t]+[^ \t-]/ {
 		print ""
 	if (ex > 1 && /^[ \t]/)
 		print ""
-	if (ex || /^examples:$/)
+	if (ex || /^Examples:$/)
 		ex++
 	buf = $0
 	have = 1

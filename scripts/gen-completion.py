@@ -150,17 +150,19 @@ def sh_quote(s):
     return "'" + s.replace("'", "'\\''") + "'"
 
 
+def global_options(top):
+    """The options `gpuos --help` defines (those given before the command)."""
+    glob_opts = list(options(top)[0])
+    if "--help" in top and "--help" not in glob_opts:
+        glob_opts.append("--help")
+    return glob_opts
+
+
 def generate(binary):
     prog, top, cmds = commands(binary)
     rc, ver = run(binary, "--version")
     ver = ver.splitlines()[0].strip() if rc == 0 and ver.strip() else "%s (no --version)" % prog
-    glob_opts = []
-    for line in top.splitlines():
-        m = re.match(r"^ {1,4}(%s)(?=[\s,=]|$)" % OPT, line)
-        if m and m.group(1) not in glob_opts:
-            glob_opts.append(m.group(1))
-    if "--help" in top and "--help" not in glob_opts:
-        glob_opts.append("--help")
+    glob_opts = global_options(top)
 
     opt_cases, arg_cases, pos_cases = [], [], []
     for name, _, text in cmds:
@@ -250,7 +252,7 @@ _gpuos_value() {
 }
 
 _gpuos() {
-	local i w n=0 cur prev cmd k brk="" c
+	local i w n=0 cur prev cmd k brk="" c ci
 	local -a words=()
 	COMPREPLY=()
 	# the words as typed: bash splits "emu:x" and "--opt=x" at : and = (COMP_WORDBREAKS)
@@ -265,7 +267,10 @@ _gpuos() {
 	done
 	cur=${words[n - 1]}
 	prev=${words[n - 2]}
-	if ((n <= 2)); then
+	# the command: the first word after the options given before it (gpuos -q cat)
+	ci=1
+	while ((ci < n - 1)) && [[ ${words[ci]} == -* ]]; do ((ci++)); done
+	if ((ci == n - 1)); then
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "$_gpuos_global_opts" -- "$cur"))
 		else
@@ -273,9 +278,9 @@ _gpuos() {
 		fi
 		return 0
 	fi
-	cmd=${words[1]}
+	cmd=${words[ci]}
 	[[ " $_gpuos_commands " == *" $cmd "* ]] || return 0
-	for ((i = 2; i < n - 1; i++)); do
+	for ((i = ci + 1; i < n - 1; i++)); do
 		if [ "${words[i]}" = -- ]; then # an app's arguments
 			_gpuos_files "$cur" ""
 			k="file"
@@ -379,8 +384,17 @@ def generate_zsh(binary):
     for name, topline, text in cmds:
         w("		%s" % zsh_quote("%s:%s" % (name, what(name, topline, text).replace(":", "\\:"))))
     w("	)")
+    w("	# the options given before the command (gpuos -q cat) are left out")
+    w("	while (( CURRENT > 2 )) && [[ $words[2] == -* ]]; do")
+    w("		words[2]=()")
+    w("		(( CURRENT-- ))")
+    w("	done")
     w("	if (( CURRENT == 2 )); then")
-    w("		_describe -t commands 'gpuos command' cmds")
+    w("		if [[ $PREFIX == -* ]]; then")
+    w("			compadd -- %s" % " ".join(zsh_quote(o) for o in global_options(top)))
+    w("		else")
+    w("			_describe -t commands 'gpuos command' cmds")
+    w("		fi")
     w("		return")
     w("	fi")
     w("	local cmd=${words[2]}")

@@ -51,7 +51,8 @@ static const struct cli_option {
 	{ "part", OPT_PART, V_COUNT, 1, 128, "N", "GPT partition N (from 1; default: the first holding ext4)" },
 	{ "offset", OPT_OFFSET, V_SIZE, 0, ~0ull, "BYTES", "first byte to read: of the device (read), of the file (cat); default 0" },
 	{ "length", OPT_LENGTH, V_SIZE, 0, ~0ull, "BYTES",
-	  "bytes to read (cat: default to the end of the file; a range past it is refused, never cut short)" },
+	  "bytes to read (cat: default to the end of the file; a range past the end is refused, exit 1 with nothing "
+	  "written, never cut short)" },
 	{ "allow-raw", OPT_ALLOW_RAW, V_NONE, 0, 0, NULL, "allow reads of raw device bytes (clients otherwise see files only)" },
 	{ "no-perms", OPT_NO_PERMS, V_NONE, 0, 0, NULL,
 	  "serve every client's files whatever their ext4 mode bits (else checked against the client's uid and groups)" },
@@ -69,8 +70,9 @@ static const struct cli_option {
 	/* the runtime's own (commands that boot one) */
 	{ "host", OPT_HOST, V_NONE, 0, 0, NULL, "run the runtime on CPU threads (the default without a GPU)" },
 	{ "quiet", OPT_QUIET, V_NONE, 0, 0, NULL,
-	  "no notices on stderr: host mode, the runtime's plan (GPUOS_QUIET_HOST=1 in the environment: the "
-	  "host-mode notice alone); errors are still said" },
+	  "no notices on stderr: host mode, the runtime's plan, an emu: image padded to whole LBAs (also "
+	  "before the command: gpuos -q COMMAND; GPUOS_QUIET_HOST=1 in the environment: the host-mode notice "
+	  "alone); errors are still said" },
 	{ "require-gpu", OPT_REQUIRE_GPU, V_NONE, 0, 0, NULL, "fail rather than run on CPU threads" },
 	{ "gpu", OPT_GPU, V_COUNT, 0, 1023, "N", "run the runtime on GPU N, a CUDA device number (default 0)" },
 	{ "gpus", OPT_GPUS, V_TEXT, 0, 0, "LIST",
@@ -115,16 +117,16 @@ static const struct cli_option {
 
 const struct cli_command cli_commands[] = {
 	{ "identify", cmd_identify, "--device DEV", "bring up a controller, print what it is",
-	  "device json force" },
+	  "device json force quiet" },
 	{ "read", cmd_read, "--device DEV --allow-raw [--offset BYTES] --length BYTES", "bytes of the device, through the runtime",
 	  "device socket allow-raw offset length output stats " RT_OPTS },
 	{ "boot", cmd_boot, "--device DEV | --config FILE", "run the runtime as a service for other processes",
 	  "device config socket allow-raw root no-perms mbox-vram vram-mib socket-mode group client-timeout-ms apps "
 	  "allow-host-apps gpu-clients gpu-client-mib gpus no-mps " RT_OPTS },
-	{ "stop", cmd_stop, "", "stop a running service", "socket" },
+	{ "stop", cmd_stop, "", "stop a running service", "socket quiet" },
 	{ "status", cmd_status, "",
 	  "a running service: its runtime, device, uptime, MPS, the clients attached, requests, bytes and errors",
-	  "socket json" },
+	  "socket json quiet" },
 	{ "parts", cmd_parts, "--device DEV", "the device's partitions (GPT or MBR) and which hold ext2/3/4",
 	  "device socket json " RT_OPTS },
 	{ "ls", cmd_ls, "--device DEV PATH", "list a directory of the device's ext4", "device socket part root json " RT_OPTS },
@@ -137,7 +139,7 @@ const struct cli_command cli_commands[] = {
 	{ "model", cmd_model, "--device DEV [--shard] PATH|@BYTEOFFSET",
 	  "any model's tensors (GGUF, gguf-split, safetensors, a checkpoint's index.json): name, dtype, shape, offset, bytes",
 	  "device socket part root json shard " RT_OPTS },
-	{ "image", cmd_image, "APP.cubin", "inspect an app image: architecture, ABI, entries", "json arch" },
+	{ "image", cmd_image, "APP.cubin", "inspect an app image: architecture, ABI, entries", "json arch quiet" },
 	{ "run", cmd_run, "--device DEV APP.cubin|APP.so [-- ARGS...]",
 	  "run an app (APP.so, or --host: its host-mode variant); its output on stdout, the run's on stderr",
 	  "device socket part root entry grid block arch vram-mib stats " RT_OPTS },
@@ -190,10 +192,10 @@ static const struct {
 	  "  gpuos model --device emu:disk.img /models/llama-3-8b.Q4_K_M.gguf\n"
 	  "  gpuos model --json --device emu:disk.img /models/llama/model.safetensors.index.json\n"
 	  "  gpuos model --json --socket " GPUOS_DEFAULT_SOCKET " /models/m.safetensors | jq -r '.tensors[].name'\n"
-	  "  gpuos model --device emu:disk.img @1M (a GGUF written with dd at byte 1 MiB of the device)\n" },
+	  "  gpuos model --device emu:disk.img @1M # a GGUF written with dd at byte 1 MiB of the device\n" },
 	{ "boot",
-	  "  gpuos boot --device pci:0000:01:00.0 --group gpuos   (members of gpuos may attach)\n"
-	  "  gpuos boot --config /etc/gpuos/gpuos.conf            (as the systemd unit gpuos.service does)\n"
+	  "  gpuos boot --device pci:0000:01:00.0 --group gpuos # members of gpuos may attach\n"
+	  "  gpuos boot --config /etc/gpuos/gpuos.conf # as the systemd unit gpuos.service does\n"
 	  "  gpuos boot --device emu:disk.img --host --socket /tmp/gpuos.sock &\n"
 	  "  gpuos cat --socket /tmp/gpuos.sock /models/m.gguf > /dev/null\n" },
 	{ "status",
@@ -295,18 +297,21 @@ void cli_help(FILE *f, const struct cli_command *c)
 				 o->arg ? o->arg : "");
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(f, "  %-26s ", left);
+		/* two spaces at least before the text: where the option ends for
+		 * scripts/gen-completion.py (--client-timeout-ms MS fills 26) */
+		fprintf(f, "  %-26s%s", left, strlen(left) < 26 ? " " : "  ");
 		option_help(f, o);
 	}
 	(void)rt;
 	fprintf(f, "  %-26s %s\n\n", "    --help", "this help");
-	for (i = 0; i < sizeof(examples) / sizeof(examples[0]); i++)
-		if (!strcmp(examples[i].cmd, c->name))
-			fprintf(f, "examples:\n%s\n", examples[i].text);
 	fprintf(f, "Values: --opt VALUE or --opt=VALUE. BYTES take K, M, G, T (also KiB, MiB, GiB, TiB:\n"
 		   "powers of 1024) and 0x; a value that is not such a number, or is out of range, is refused.\n"
 		   "%s",
 		cli_exit_help);
+	/* last, as man pages have them */
+	for (i = 0; i < sizeof(examples) / sizeof(examples[0]); i++)
+		if (!strcmp(examples[i].cmd, c->name))
+			fprintf(f, "\nexamples:\n%s", examples[i].text);
 }
 
 int cli_size(const char *v, int suffixes, uint64_t max, uint64_t *out)
@@ -450,20 +455,12 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	return 0;
 }
 
-int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
+/* getopt_long's tables for command cc's options only (any other is
+ * refused): lo (NOPTIONS + 1 entries, the last zero) and shorts (":" first,
+ * 8 bytes). */
+static void getopt_tables(const struct cli_command *cc, struct option *lo, char *shorts)
 {
-	const struct cli_command *cc = cli_command(cmd);
-	struct option lo[NOPTIONS + 1];
-	char shorts[8] = ":", **av;
 	size_t i, n = 0;
-	int r = 0, k;
-
-	memset(c, 0, sizeof(*c));
-	gpuos_boot_opts_default(&c->boot);
-	c->part = -1;
-	if (!cc)
-		return -1;
-	/* getopt_long over this command's options only: any other is refused. */
 	for (i = 0; i < NOPTIONS; i++) {
 		if (!listed(cc->options, options[i].name))
 			continue;
@@ -480,6 +477,78 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 		n++;
 	}
 	memset(&lo[n], 0, sizeof(lo[n]));
+}
+
+/* Why getopt_long refused argument bad ('?' or ':' in id), on stderr. */
+static void refused(const struct cli_command *cc, const char *cmd, int id, const char *bad)
+{
+	char name[64];
+	const char *eq = strchr(bad, '=');
+	const struct cli_option *o;
+	snprintf(name, sizeof(name), "%.*s", (int)(eq && !strncmp(bad, "--", 2) ? eq - bad - 2 : 60),
+		 !strncmp(bad, "--", 2) ? bad + 2 : bad);
+	o = !strncmp(bad, "--", 2) ? option_named(name) : NULL;
+	if (id == ':')
+		cli_err(cmd, "%s needs a value", bad);
+	else if (o && listed(cc->options, o->name) && eq)
+		cli_err(cmd, "--%s takes no value", o->name);
+	else if (o)
+		cli_err(cmd, "--%s is not an option of %s (gpuos %s --help)", o->name, cmd, cmd);
+	else if (optopt && optopt < 256 && strncmp(bad, "--", 2))
+		cli_err(cmd, "unknown option -%c (gpuos %s --help)", optopt, cmd);
+	else
+		cli_err(cmd, "unknown option %s (gpuos %s --help)", bad, cmd);
+}
+
+/* The checks of the options together, once all are read: 0, or -1 said. */
+static int options_agree(struct cli *c, const struct cli_command *cc, const char *cmd)
+{
+	if (c->boot.host_mode && c->boot.require_gpu) {
+		cli_err(cmd, "--host and --require-gpu ask for opposite things");
+		return -1;
+	}
+	/* a device string that does not parse is a usage error (exit 2), found
+	 * before anything is opened */
+	if (c->boot.device) {
+		char why[600];
+		if (gpuos_device_check(c->boot.device, why, sizeof(why))) {
+			cli_err(cmd, "%s", why);
+			return -1;
+		}
+	}
+	/* A client command given neither --device nor --socket uses the service
+	 * at the default socket (boot: the service picks its own). --host asks
+	 * for a runtime of the command's own, which needs a device. */
+	if (!c->socket && !c->boot.device && c->boot.host_mode && strcmp(cmd, "boot")) {
+		cli_err(cmd, "--host runs a runtime for this command: give --device DEV too");
+		return -1;
+	}
+	if (!c->socket && !c->boot.device && strcmp(cmd, "boot") && listed(cc->options, "socket")) {
+		static char def[108];
+		if (gpuos_service_default_socket(0, def, sizeof(def)) < 0) {
+			cli_err(cmd, "$GPUOS_SOCKET is too long for a socket's address");
+			return -1;
+		}
+		c->socket = def;
+		c->socket_default = 1;
+	}
+	return 0;
+}
+
+int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
+{
+	const struct cli_command *cc = cli_command(cmd);
+	struct option lo[NOPTIONS + 1];
+	char shorts[8] = ":", **av;
+	size_t i;
+	int r = 0, k;
+
+	memset(c, 0, sizeof(*c));
+	gpuos_boot_opts_default(&c->boot);
+	c->part = -1;
+	if (!cc)
+		return -1;
+	getopt_tables(cc, lo, shorts);
 	/* getopt wants the program name first; it permutes its own copy. */
 	av = calloc((size_t)argc + 2, sizeof(char *));
 	c->argv = calloc((size_t)argc + 1, sizeof(char *));
@@ -495,27 +564,10 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 	opterr = 0;
 	while (!r) {
 		int li = -1, id = getopt_long(argc + 1, av, shorts, lo, &li);
-		const char *bad;
 		if (id == -1)
 			break;
-		bad = av[optind - 1];
 		if (id == '?' || id == ':') {
-			char name[64];
-			const char *eq = strchr(bad, '=');
-			const struct cli_option *o;
-			snprintf(name, sizeof(name), "%.*s", (int)(eq && !strncmp(bad, "--", 2) ? eq - bad - 2 : 60),
-				 !strncmp(bad, "--", 2) ? bad + 2 : bad);
-			o = !strncmp(bad, "--", 2) ? option_named(name) : NULL;
-			if (id == ':')
-				cli_err(cmd, "%s needs a value", bad);
-			else if (o && listed(cc->options, o->name) && eq)
-				cli_err(cmd, "--%s takes no value", o->name);
-			else if (o)
-				cli_err(cmd, "--%s is not an option of %s (gpuos %s --help)", o->name, cmd, cmd);
-			else if (optopt && optopt < 256 && strncmp(bad, "--", 2))
-				cli_err(cmd, "unknown option -%c (gpuos %s --help)", optopt, cmd);
-			else
-				cli_err(cmd, "unknown option %s (gpuos %s --help)", bad, cmd);
+			refused(cc, cmd, id, av[optind - 1]);
 			r = -1;
 			break;
 		}
@@ -523,39 +575,11 @@ int cli_parse(struct cli *c, const char *cmd, int argc, char **argv)
 			;
 		r = take(c, cmd, &options[i], options[i].kind == V_NONE ? NULL : optarg);
 	}
-	if (!r && c->boot.host_mode && c->boot.require_gpu) {
-		cli_err(cmd, "--host and --require-gpu ask for opposite things");
-		r = -1;
-	}
 	for (k = optind; !r && k < argc + 1; k++)
 		c->argv[c->argc++] = av[k];
 	free(av);
-	/* a device string that does not parse is a usage error (exit 2), found
-	 * before anything is opened */
-	if (!r && c->boot.device) {
-		char why[600];
-		if (gpuos_device_check(c->boot.device, why, sizeof(why))) {
-			cli_err(cmd, "%s", why);
-			r = -1;
-		}
-	}
-	/* A client command given neither --device nor --socket uses the service
-	 * at the default socket (boot: the service picks its own). --host asks
-	 * for a runtime of the command's own, which needs a device. */
-	if (!r && !c->socket && !c->boot.device && c->boot.host_mode && strcmp(cmd, "boot")) {
-		cli_err(cmd, "--host runs a runtime for this command: give --device DEV too");
-		r = -1;
-	}
-	if (!r && !c->socket && !c->boot.device && strcmp(cmd, "boot") && listed(cc->options, "socket")) {
-		static char def[108];
-		if (gpuos_service_default_socket(0, def, sizeof(def)) < 0) {
-			cli_err(cmd, "$GPUOS_SOCKET is too long for a socket's address");
-			r = -1;
-		} else {
-			c->socket = def;
-			c->socket_default = 1;
-		}
-	}
+	if (!r)
+		r = options_agree(c, cc, cmd);
 	if (r) {
 		free(c->argv);
 		c->argv = NULL;
