@@ -4,7 +4,10 @@
  * gpuos (issue 19; DESIGN.md section 13): the model is opened and its
  * layers loaded with the device API (gpuos_model_*), the first R layers
  * kept in VRAM, the others loaded again for every token, double-buffered:
- * layer N+1 lands in one slot while layer N computes from the other.
+ * layer N+1 lands in one slot while layer N computes from the other; the
+ * load of layer N+1 is posted as soon as layer N-1 has finished with its
+ * slot, before layer N has landed, so that two loads are in flight and
+ * the link does not idle between them.
  *
  *   gpuos run llama.cubin --grid G --block B -- MODEL_PATH --prompt TEXT
  *             [--tokens N] [--resident R | --vram-gib G] [--temp T --seed S]
@@ -135,11 +138,15 @@ struct model {
 	uint8_t *layer_mem[MAX_LAYERS];     /* resident layers' weights, else the slot it is in */
 	uint8_t *glob;                      /* out_norm and output (resident) */
 	uint8_t *slot[2];                   /* streamed layers land in these in turn */
-	uint32_t seq;                       /* streamed loads so far: the next goes to slot[seq & 1] */
-	uint32_t pend_active, pend_layer;   /* the load in flight, if any */
-	uint32_t pend_slot[T_PER_LAYER];    /* its mailbox slots */
-	uint8_t *pend_mem;                  /* and the slot it lands in */
-	uint64_t pend_t;                    /* and when it was posted */
+	uint32_t seq;                       /* streamed loads posted: the next goes to slot[seq & 1] */
+	uint32_t pend_n, pend_head;         /* loads in flight (at most pend_max), the oldest pend[pend_head] */
+	uint32_t pend_max;                  /* 2, or 1 where the mailbox holds one layer's loads only */
+	struct {
+		uint32_t layer;
+		uint32_t slot[T_PER_LAYER]; /* its mailbox slots */
+		uint8_t *mem;               /* the slot it lands in */
+		uint64_t t;                 /* when it was posted */
+	} pend[2];
 	uint32_t timeline, by_budget;       /* --timeline; resident count from --vram-gib */
 	uint64_t t_post[MAX_LAYERS], t_ready[MAX_LAYERS], t_begin[MAX_LAYERS], t_done[MAX_LAYERS], t_token;
 	uint64_t t_step[MAX_LAYERS][S_STEPS]; /* --timeline: when each step of a layer ended */
@@ -482,40 +489,69 @@ static inline GPUOS_HD uint32_t load_layer(struct gpuos_app_args *a, struct mode
 	return st;
 }
 
-/* A streamed layer into the next slot, posted: it lands while the layer
- * before it computes. The slot's last layer has finished: every thread
- * passed the barrier at the end of that layer before thread 0 got here. */
+/* A streamed layer into the next slot, posted. The slot's last layer has
+ * finished: every thread passed the barrier at the end of that layer (two
+ * loads before this one) before thread 0 got here. */
 static inline GPUOS_HD void stream_post(struct gpuos_app_args *a, struct model *m, uint32_t l)
 {
-	uint32_t idx[T_PER_LAYER];
+	uint32_t idx[T_PER_LAYER], k = (m->pend_head + m->pend_n) % 2u;
 	void *dst[T_PER_LAYER];
-	uint8_t *to = m->slot[m->seq & 1u];
+	uint8_t *to = m->slot[m->seq++ & 1u];
 	layer_dst(m, l, to, idx, dst);
 	gpuos_model_post_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle, idx, dst, T_PER_LAYER,
-				 m->pend_slot);
-	m->pend_mem = to; /* layer_mem[l] when it lands: with one streamed layer, the
-			   * next token's copy of it is posted while this one computes */
-	m->pend_layer = l;
-	m->pend_active = 1;
-	m->pend_t = gpuos_now_ns(); /* t_post[l] when it lands: the row stays this token's */
+				 m->pend[k].slot);
+	m->pend[k].mem = to; /* layer_mem[l] when it lands: with one streamed layer, the
+			      * next token's copy of it is posted while this one computes */
+	m->pend[k].layer = l;
+	m->pend[k].t = gpuos_now_ns(); /* t_post[l] when it lands: the row stays this token's */
+	m->pend_n++;
 }
 
-/* Wait for the load in flight; the time waited is compute stalled. */
+/* The streamed layer after l (the first streamed one again when another
+ * token follows), posted. */
+static inline GPUOS_HD void stream_post_next(struct gpuos_app_args *a, struct model *m, uint32_t l, int more)
+{
+	if (l + 1u < m->n_layer)
+		stream_post(a, m, l + 1u);
+	else if (more)
+		stream_post(a, m, m->resident);
+}
+
+/* Wait for the oldest load in flight; the time waited is compute stalled. */
 static inline GPUOS_HD uint32_t stream_wait(struct gpuos_app_args *a, struct model *m)
 {
 	uint64_t t0 = gpuos_now_ns(), got = 0;
-	uint32_t l = m->pend_layer;
-	uint32_t st = gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend_slot, T_PER_LAYER, &got);
+	uint32_t k = m->pend_head, l = m->pend[k].layer;
+	uint32_t st = gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend[k].slot, T_PER_LAYER,
+					       &got);
 	if (st == GPUOS_ST_OK && got != m->layer_bytes[l])
 		st = GPUOS_ST_BAD_RANGE;
-	m->pend_active = 0;
-	m->seq++;
-	m->layer_mem[l] = m->pend_mem;
-	m->t_post[l] = m->pend_t;
+	m->pend_head = (k + 1u) % 2u;
+	m->pend_n--;
+	m->layer_mem[l] = m->pend[k].mem;
+	m->t_post[l] = m->pend[k].t;
 	m->t_ready[l] = gpuos_now_ns();
 	m->stall_ns += m->t_ready[l] - t0;
 	m->load_bytes += got;
 	gpuos_app_progress_add(a, got);
+	return st;
+}
+
+/* Layer l's weights in its slot (thread 0, l streamed): the first
+ * streamed layer of the run posted if nothing is in flight; the layer
+ * after l posted before l is waited for where two loads may be in flight
+ * (the slot l-1 computed from is free: its barrier has passed), else once
+ * l has landed. */
+static inline GPUOS_HD uint32_t stream_layer(struct gpuos_app_args *a, struct model *m, uint32_t l, int more)
+{
+	uint32_t st;
+	if (m->pend_n == 0)
+		stream_post(a, m, l);
+	if (m->pend_n < m->pend_max)
+		stream_post_next(a, m, l, more);
+	st = stream_wait(a, m);
+	if (st == GPUOS_ST_OK && m->pend_n == 0)
+		stream_post_next(a, m, l, more);
 	return st;
 }
 
@@ -1109,8 +1145,10 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 				rs(r, "llama: streaming a layer needs a mailbox of at least 10 slots (--mbox-slots)\n");
 				return -1;
 			}
+			/* two layers in flight take two layers' slots */
+			m->pend_max = ((struct gpuos_mbox *)(uintptr_t)a->mbox)->nslots >= 2u * T_PER_LAYER + 1u ? 2u : 1u;
 			m->seq = 0;
-			m->pend_active = 0;
+			m->pend_n = m->pend_head = 0;
 		}
 	}
 	for (i = 0; i < n_ids; i++)
@@ -1194,18 +1232,9 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		uint32_t dq = llama_dot_type(w[T_Q].type);
 		if (tid == 0) {
 			if (l >= m->resident) {
-				uint32_t st;
-				/* the first streamed layer of the run, else posted
-				 * during the layer before it */
-				if (!m->pend_active)
-					stream_post(a, m, l);
-				st = stream_wait(a, m);
+				uint32_t st = stream_layer(a, m, l, more);
 				if (st != GPUOS_ST_OK)
 					*fail = st;
-				else if (l + 1u < m->n_layer)
-					stream_post(a, m, l + 1u);
-				else if (more)
-					stream_post(a, m, m->resident);
 			}
 			m->t_begin[l] = gpuos_now_ns();
 		}
@@ -1527,10 +1556,9 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	if (tid != 0)
 		return;
 	m->t_end = gpuos_now_ns();
-	if (m->pend_active) { /* the next token's layer, posted before the end of the text */
-		gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend_slot, T_PER_LAYER, NULL);
-		m->pend_active = 0;
-	}
+	for (; m->pend_n; m->pend_n--, m->pend_head = (m->pend_head + 1u) % 2u) /* posted before the end of the text, or before a failure */
+		gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend[m->pend_head].slot, T_PER_LAYER,
+					 NULL);
 	n_all = m->n_done & ~(1u << 31);
 	if (fail) {
 		rs(&r, "llama: loading weights at position ");
