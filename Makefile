@@ -138,8 +138,8 @@ apps: $(if $(filter 1,$(CUDA)),$(APP_CUBINS)) $(APP_SOS)
 all: apps
 # The cubins the suites inspect (`gpuos run --host APP.cubin` checks the
 # image, then runs the .so beside it): all but llama's, which no suite
-# runs and which takes ptxas minutes; `make test` builds it beside the
-# suites (test-beside).
+# runs and which takes ptxas minutes (make test compiles it to PTX:
+# llama-ptx).
 TEST_APPS  := $(APP_SOS) $(if $(filter 1,$(CUDA)),$(filter-out $(BUILD)/apps/llama.cubin,$(APP_CUBINS)))
 
 # The llama engine's products want many warps in flight (issue 34): at most
@@ -180,8 +180,8 @@ $(BUILD)/gpuos-static: $(BUILD)/static/boot/cli/main.o $(BUILD)/static/boot/cuda
 
 # The pci: path against QEMU's NVMe controller: gpuos-static inside a TCG
 # guest (Debian's kernel, fetched once into $(BUILD)/qemu), vfio and uio.
-test-qemu: $(BUILD)/gpuos-static
-	$(Q)bash tests/qemu/run.sh $(BUILD)
+test-qemu: $(if $(TEST_PREBUILT),,$(BUILD)/gpuos-static)
+	$(Q)bash tests/timed.sh bash tests/qemu/run.sh $(BUILD)
 
 # ---- tests ----------------------------------------------------------------------
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
@@ -201,12 +201,12 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(CLI_LIB) $(BUILD)/libgpuos.a $(GLUE_O)
 UNIT_RUN := $(UNIT_BIN:$(BUILD)/tests/unit/test_%=unit-%) unit-dequant-ref
 .PHONY: test-unit $(UNIT_RUN)
 test-unit: $(UNIT_RUN)
-$(filter-out unit-dequant-ref,$(UNIT_RUN)): unit-%: $(BUILD)/tests/unit/test_% $(BUILD)/files-img/ok
-	@echo "== $<"
-	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img bash tests/timed.sh $< --jobs 2 $(CRITERION_ARGS)
-unit-dequant-ref: $(BUILD)/tests/tools/dequant_check
+$(filter-out unit-dequant-ref,$(UNIT_RUN)): unit-%: $(if $(TEST_PREBUILT),,$(BUILD)/tests/unit/test_% $(BUILD)/files-img/ok)
+	@echo "== $(BUILD)/tests/unit/test_$*"
+	$(Q)GPUOS_FILES_DIR=$(BUILD)/files-img bash tests/timed.sh $(BUILD)/tests/unit/test_$* --jobs 2 $(CRITERION_ARGS)
+unit-dequant-ref: $(if $(TEST_PREBUILT),,$(BUILD)/tests/tools/dequant_check)
 	@echo "== gpuos_dequant against tests/tools/quant_ref.py's model of ggml's types"
-	$(Q)bash tests/timed.sh python3 tests/tools/quant_ref.py --dequant $<
+	$(Q)bash tests/timed.sh python3 tests/tools/quant_ref.py --dequant $(BUILD)/tests/tools/dequant_check
 
 # gpuos_dequant on the host, for quant_ref.py --dequant.
 $(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuos.a $(GLUE_O)
@@ -227,17 +227,19 @@ EMU_SUITES := service llama files run faults apps apps_model writer extents spli
 EMU_RUN := $(EMU_SUITES:%=emu-%)
 EMU_DEPS := $(BUILD)/gpuos $(BUILD)/bench/baselines lib $(TEST_APPS) \
 	    $(if $(filter 1,$(CUDA)),$(BUILD)/bench/xproc-client)
+# make test's second step: built already, nothing to check or make among the suites
+EMU_PRE := $(if $(TEST_PREBUILT),,$(EMU_DEPS))
 EMU_OWN := emu-install emu-python-models emu-python-connect
 .PHONY: test-emu $(EMU_RUN)
 test-emu: $(EMU_RUN)
-$(filter-out $(EMU_OWN),$(EMU_RUN)): emu-%: $(EMU_DEPS)
+$(filter-out $(EMU_OWN),$(EMU_RUN)): emu-%: $(EMU_PRE)
 	$(Q)bash tests/timed.sh bash tests/emu/$*.sh $(BUILD)
-emu-install: $(EMU_DEPS)
+emu-install: $(EMU_PRE)
 	$(Q)rc=0; bash tests/timed.sh bash tests/emu/install.sh $(BUILD) || rc=1; \
 		bash tests/timed.sh bash tests/emu/embed.sh $(BUILD) || rc=1; exit $$rc
-emu-python-models: $(EMU_DEPS)
+emu-python-models: $(EMU_PRE)
 	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_models.py
-emu-python-connect: $(EMU_DEPS)
+emu-python-connect: $(EMU_PRE)
 	$(Q)bash tests/timed.sh bash tests/emu/python.sh $(BUILD) test_connect.py
 
 # ThreadSanitizer build of the host-mode end-to-end suite (no CUDA inside:
@@ -266,9 +268,9 @@ TSAN_RUN := $(TSAN_SUITES:%=tsan-%)
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" GPUOS_FILES_DIR=$(BUILD)/files-img
 .PHONY: tsan $(TSAN_RUN)
 tsan: $(TSAN_RUN)
-$(TSAN_RUN): tsan-%: $(TSAN_DIR)/test_% $(BUILD)/files-img/ok
-	@echo "== $< (ThreadSanitizer)"
-	$(Q)$(TSAN_ENV) $(if $(filter tsan-runtime,$@),GPUOS_QUICK=1) bash tests/timed.sh $<
+$(TSAN_RUN): tsan-%: $(if $(TEST_PREBUILT),,$(TSAN_DIR)/test_% $(BUILD)/files-img/ok)
+	@echo "== $(TSAN_DIR)/test_$* (ThreadSanitizer)"
+	$(Q)$(TSAN_ENV) $(if $(filter tsan-runtime,$@),GPUOS_QUICK=1) bash tests/timed.sh $(TSAN_DIR)/test_$*
 
 # ---- fuzzing ----------------------------------------------------------------------
 # Smoke run in make test: gcc + ASan/UBSan and the mutating driver of
@@ -293,7 +295,7 @@ FUZZ_CORPUS_safetensors := $(CURDIR)/tests/fuzz/corpus_safetensors
 FUZZ_RUN := $(FUZZ_TARGETS:%=fuzz-%)
 .PHONY: fuzz-smoke $(FUZZ_RUN)
 fuzz-smoke: $(FUZZ_RUN)
-$(FUZZ_RUN): fuzz-%: $(FUZZ_DIR)/sa_% $(FUZZ_DIR)/corpus/.done
+$(FUZZ_RUN): fuzz-%: $(if $(TEST_PREBUILT),,$(FUZZ_DIR)/sa_% $(FUZZ_DIR)/corpus/.done)
 	$(Q)cd $(FUZZ_DIR) && bash $(CURDIR)/tests/timed.sh ./sa_$* -t $(FUZZ_SECONDS) $(FUZZ_CORPUS_$*)
 $(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
@@ -302,42 +304,46 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
 
 # ---- make test -------------------------------------------------------------------
 # Two steps (issue 35). First everything the suites need, built once
-# (make -j): the runtime image for one architecture, TEST_ARCH, since in host
-# mode no suite runs it. Then the suites side by side (make -k -O
-# -j$(TEST_JOBS) test-run): each suite's output printed whole when it ends,
-# every suite run even when one fails, and at the end a table of every
-# suite's wall and CPU seconds and the list of those that failed. Beside the
-# suites (test-beside), what none of them runs: the runtime's cubins for
-# every architecture of CUDA_ARCH (each with its stack check) and llama's
-# cubin. Most suites wait more than they compute (emulated latencies,
+# (make -j test-build): the runtime image for one architecture, TEST_ARCH,
+# since in host mode no suite runs it (`make`, `make demo` and `make
+# install` build every CUDA_ARCH, each cubin with its stack check, and
+# llama's cubin, which no suite runs; make test compiles llama.c to PTX,
+# the device compile without ptxas's minutes). Then the suites side by side,
+# with no build step left among them (TEST_PREBUILT): make -k -O
+# -j$(TEST_JOBS) test-run, each suite's output printed whole when it ends,
+# every suite run even when one fails, the longest first, and at the end a
+# table of every suite's wall and CPU seconds and the list of those that
+# failed. Most suites wait more than they compute (emulated latencies,
 # services, timeouts): TEST_JOBS suites at a time keep 2 cores busy.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 TEST_ARCH ?= $(if $(filter sm_90,$(CUDA_ARCH)),sm_90,$(firstword $(CUDA_ARCH)))
 TEST_JOBS ?= $(shell echo $$(( $(NPROC) * 2 )))
-TEST_VARS = CUDA_ARCH='$(TEST_ARCH)' TEST_ALL_ARCH='$(CUDA_ARCH)'
-TEST_ALL_ARCH ?= $(CUDA_ARCH)
 TEST_BUILD := $(EMU_DEPS) $(UNIT_BIN) $(BUILD)/files-img/ok $(BUILD)/tests/tools/dequant_check \
 	      $(BUILD)/gpuos-static $(TSAN_SUITES:%=$(TSAN_DIR)/test_%) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/sa_%) \
 	      $(FUZZ_DIR)/corpus/.done
 # The longest first, so that the last to start are short.
-TEST_RUN := test-beside emu-service emu-llama emu-files unit-runtime test-qemu tsan-runtime unit-emu \
-	    unit-files tsan-files check \
+TEST_RUN := unit-runtime emu-service emu-llama emu-files test-qemu tsan-runtime unit-emu unit-files tsan-files test-check \
 	    $(filter-out emu-service emu-llama emu-files,$(EMU_RUN)) \
 	    $(filter-out unit-runtime unit-emu unit-files,$(UNIT_RUN)) \
-	    $(filter-out tsan-runtime tsan-files,$(TSAN_RUN)) $(FUZZ_RUN)
-.PHONY: test-build test-run test-beside
+	    $(filter-out tsan-runtime tsan-files,$(TSAN_RUN)) $(FUZZ_RUN) $(if $(filter 1,$(CUDA)),llama-ptx)
+.PHONY: test-build test-run llama-ptx test-check
 test-build: $(TEST_BUILD)
 test-run: $(TEST_RUN)
-test-beside:
-	$(Q)$(if $(filter 1,$(CUDA)),bash tests/timed.sh $(MAKE) --no-print-directory CUDA_ARCH='$(TEST_ALL_ARCH)' \
-		$(TEST_ALL_ARCH:%=$(BUILD)/kernels/runtime.%.cubin) $(BUILD)/apps/llama.cubin,@echo "no CUDA: no cubins")
+test-check:
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory check
+# apps/llama.c as device code (llama.cubin's compile without ptxas)
+llama-ptx: $(if $(TEST_PREBUILT),,apps/llama.c)
+	@mkdir -p $(BUILD)/apps
+	$(Q)bash tests/timed.sh $(NVCC) $(NVCCFLAGS) $(APP_NVCCFLAGS_llama) -MF /dev/null -x cu -ptx -arch=$(APP_ARCH) \
+		apps/llama.c -o $(BUILD)/apps/llama.ptx
 
 TEST_SUMMARY := $(abspath $(BUILD))/test-summary
 test: deps
-	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) $(TEST_VARS) test-build
+	$(Q)bash tests/timed.sh $(MAKE) --no-print-directory -j$(NPROC) CUDA_ARCH='$(TEST_ARCH)' test-build
 	$(Q)mkdir -p $(BUILD) && : > $(TEST_SUMMARY)
 	$(Q)bash tests/timed.sh env GPUOS_TEST_SUMMARY=$(TEST_SUMMARY) $(MAKE) --no-print-directory -k -O -j$(TEST_JOBS) \
-		$(TEST_VARS) test-run; rc=$$?; bash tests/timed.sh --summary $(TEST_SUMMARY) && exit $$rc
+		CUDA_ARCH='$(TEST_ARCH)' TEST_PREBUILT=1 test-run; rc=$$?; bash tests/timed.sh --summary $(TEST_SUMMARY) && \
+		if [ $$rc -ne 0 ]; then echo "== make test-run failed outside the suites (make's errors above)"; fi; exit $$rc
 	@echo "make test: all passed"
 
 # ---- the GPU machine ------------------------------------------------------------
