@@ -322,12 +322,25 @@ static inline GPUOS_HD void part(uint64_t n, uint32_t tid, uint32_t nthreads, ui
 	*e = n * (tid + 1u) / nthreads;
 }
 
+/* Q8_0 and Q8_K activations are quantised a block a team (a warp's lanes
+ * together: llama_quantize_block); the float dot types a thread's part. */
+static inline GPUOS_HD int team_blocks(uint32_t t)
+{
+	return t == GPUOS_GGML_TYPE_Q8_0 || t == LLAMA_TYPE_Q8_K;
+}
+
 /* This thread's blocks of x[0, n) as type t (the next product's dot type). */
 static inline GPUOS_HD void quantize_part(uint32_t t, const float *x, uint8_t *out, uint64_t n, uint32_t tid,
 					  uint32_t nthreads)
 {
 	uint32_t bytes, e = llama_type_block(t, &bytes);
 	uint64_t b, f;
+	if (team_blocks(t)) {
+		struct team tm = team_of(tid, nthreads);
+		for (b = tm.id; b < n / e; b += tm.n)
+			llama_quantize_block(t, x + b * e, out + b * bytes, tm.lane);
+		return;
+	}
 	part(n / e, tid, nthreads, &b, &f);
 	if (f > b)
 		llama_quantize_act(t, x + b * e, out + b * bytes, (f - b) * e);
@@ -339,6 +352,9 @@ static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps, st
 {
 	double sum = 0.0;
 	uint32_t i;
+#if GPUOS_ON_GPU
+#pragma unroll 8 /* the loads in flight together; the sums in the same order */
+#endif
 	for (i = tm.lane; i < n; i += tm.step)
 		sum += (double)(x[i] * x[i]);
 	sum = team_sum(sum);
@@ -365,6 +381,16 @@ static inline GPUOS_HD void norm_quantize_part(float *y, const float *x, const f
 {
 	uint32_t bytes, e = llama_type_block(t, &bytes);
 	uint64_t b, f, i;
+	if (team_blocks(t)) {
+		/* a lane quantises the elements it made: no sync between */
+		struct team tm = team_of(tid, nthreads);
+		for (b = tm.id; b < n / e; b += tm.n) {
+			for (i = b * e + tm.lane; i < (b + 1u) * e; i += tm.step)
+				y[i] = x[i] * scale * w[i];
+			llama_quantize_block(t, y + b * e, out + b * bytes, tm.lane);
+		}
+		return;
+	}
 	part(n / e, tid, nthreads, &b, &f);
 	for (i = b * e; i < f * e; i++)
 		y[i] = x[i] * scale * w[i];
@@ -394,22 +420,23 @@ static inline GPUOS_HD void norm_quantize_all(struct model *m, const float *w, u
 				   nthreads);
 }
 
-/* RoPE, llama's "normal" mode: pairs (2i, 2i + 1) of the first n_rot
- * dimensions of each head turned by pos * base^(-2i / n_rot); heads
- * [h0, h1) of v. */
-static inline GPUOS_HD void rope(float *v, uint32_t h0, uint32_t h1, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
-				 float base)
+/* RoPE, llama's "normal" mode, on one head p by a team: pair (2i, 2i + 1)
+ * of the first n_rot dimensions turned by pos * base^(-2i / n_rot), lane
+ * i's pairs i, i + 32, ...; each lane makes its pair's angle with the same
+ * i products the serial loop's running angle took, so every angle is that
+ * loop's to the bit. */
+static inline GPUOS_HD void rope_head(float *p, uint32_t n_rot, uint32_t pos, float base, struct team tm)
 {
 	float theta_scale = powf(base, -2.0f / (float)n_rot);
-	uint32_t h, i;
-	for (h = h0; h < h1; h++) {
-		float theta = (float)pos, *p = v + (uint64_t)h * head_dim;
-		for (i = 0; i < n_rot; i += 2) {
-			float c = cosf(theta), s = sinf(theta), x0 = p[i], x1 = p[i + 1];
-			p[i] = x0 * c - x1 * s;
-			p[i + 1] = x0 * s + x1 * c;
+	uint32_t i, k;
+	for (i = tm.lane; 2u * i < n_rot; i += tm.step) {
+		float theta = (float)pos, c, sn, x0 = p[2u * i], x1 = p[2u * i + 1u];
+		for (k = 0; k < i; k++)
 			theta *= theta_scale;
-		}
+		c = cosf(theta);
+		sn = sinf(theta);
+		p[2u * i] = x0 * c - x1 * sn;
+		p[2u * i + 1u] = x0 * sn + x1 * c;
 	}
 }
 
@@ -432,12 +459,20 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 		const uint16_t *vc = m->vc + kv_row(m, b, l) + (uint64_t)kvh * hd;
 		float *att = m->att + (uint64_t)bh * m->n_ctx, *q = m->q + (uint64_t)b * m->n_embd + (uint64_t)h * hd;
 		float max = -INFINITY;
-		uint16_t qh[256];
 		double sum = 0.0;
-		for (i = 0; i < hd; i++)
-			qh[i] = gpuos_f32_to_f16(q[i]); /* the score's dot type */
 		for (t = tm.lane; t <= pos; t += tm.step) {
-			float s = llama_dot(GPUOS_GGML_TYPE_F16, kc + (uint64_t)t * kvd, qh, hd) * scale;
+			/* llama_dot's F16 product of the cached key and the query
+			 * as binary16 (the score's dot type), with conversions
+			 * that have no branch: a key's loads may all be in flight */
+			const uint16_t *kt = kc + (uint64_t)t * kvd;
+			double d = 0.0;
+			float s;
+#if GPUOS_ON_GPU
+#pragma unroll 8
+#endif
+			for (i = 0; i < hd; i++)
+				d += (double)(llama_half(kt[i]) * llama_half(llama_f16(q[i])));
+			s = (float)d * scale;
 			att[t] = s;
 			max = s > max ? s : max;
 		}
@@ -451,14 +486,17 @@ static inline GPUOS_HD void attend(struct model *m, uint32_t l, uint32_t pos, ui
 		{
 			float inv = (float)(1.0 / sum);
 			for (t = tm.lane; t <= pos; t += tm.step)
-				att[t] = gpuos_f16_to_f32(gpuos_f32_to_f16(att[t] * inv)); /* the weights' dot type */
+				att[t] = llama_half(llama_f16(att[t] * inv)); /* the weights' dot type */
 		}
 		/* every lane's weights before any lane takes them all */
 		team_sync();
 		for (i = tm.lane; i < hd; i += tm.step) {
 			double acc = 0.0;
+#if GPUOS_ON_GPU
+#pragma unroll 8
+#endif
 			for (t = 0; t <= pos; t++)
-				acc += (double)(gpuos_f16_to_f32(vc[(uint64_t)t * kvd + i]) * att[t]);
+				acc += (double)(llama_half(vc[(uint64_t)t * kvd + i]) * att[t]);
 			m->xb2[(uint64_t)b * m->n_embd + (uint64_t)h * hd + i] = (float)acc;
 		}
 	}
@@ -1203,11 +1241,70 @@ static inline GPUOS_HD float silu(float x)
  * parts of the elementwise steps. `more`: another position follows (its
  * first streamed layer may be loaded during this one's last). 0, or a
  * load's status. */
+/* RoPE on every sequence's query and key heads, a head a team; a KV
+ * head's cache row written by the lanes that turned its pairs (a lane
+ * writes the elements it made: no sync between). */
+static inline GPUOS_HD void rope_cache(struct model *m, uint32_t l, uint32_t pos, uint32_t tid, uint32_t nthreads)
+{
+	struct team tm = team_of(tid, nthreads);
+	uint64_t E = m->n_embd, hd = m->head_dim, kvd = (uint64_t)m->n_head_kv * hd, i;
+	uint32_t nq = m->nb * m->n_head, nk = m->nb * m->n_head_kv, u;
+	for (u = tm.id; u < nq + nk; u += tm.n) {
+		uint32_t s = u < nq ? u / m->n_head : (u - nq) / m->n_head_kv;
+		uint32_t h = u < nq ? u % m->n_head : (u - nq) % m->n_head_kv;
+		if (u < nq) {
+			rope_head(m->q + s * E + h * hd, m->n_rot, pos, m->rope_base, tm);
+			continue;
+		}
+		{
+			float *k = m->k + s * kvd + h * hd;
+			const float *v = m->v + s * kvd + h * hd;
+			uint16_t *kc = m->kc + kv_row(m, s, l) + pos * kvd + h * hd;
+			uint16_t *vc = m->vc + kv_row(m, s, l) + pos * kvd + h * hd;
+			rope_head(k, m->n_rot, pos, m->rope_base, tm);
+			for (i = 2u * tm.lane; i < hd; i += 2u * tm.step) {
+				kc[i] = llama_f16(k[i]);
+				vc[i] = llama_f16(v[i]);
+				if (i + 1u < hd) {
+					kc[i + 1u] = llama_f16(k[i + 1u]);
+					vc[i + 1u] = llama_f16(v[i + 1u]);
+				}
+			}
+		}
+	}
+}
+
+/* SwiGLU (hb = silu(hb) * hb2) by blocks of the down product's dot type
+ * dd, each block then quantised by the team (or thread) that made it. */
+static inline GPUOS_HD void swiglu_quantize(struct model *m, uint32_t dd, uint32_t tid, uint32_t nthreads)
+{
+	uint32_t bytes, be = llama_type_block(dd, &bytes), s;
+	uint64_t F = m->n_ff, b, e, i;
+	for (s = 0; s < m->nb; s++) {
+		float *hb = m->hb + s * F, *hb2 = m->hb2 + s * F;
+		uint8_t *act = m->act + s * m->act_stride;
+		if (team_blocks(dd)) {
+			struct team tm = team_of(tid, nthreads);
+			for (b = tm.id; b < F / be; b += tm.n) {
+				for (i = b * be + tm.lane; i < (b + 1u) * be; i += tm.step)
+					hb[i] = silu(hb[i]) * hb2[i];
+				llama_quantize_block(dd, hb + b * be, act + b * bytes, tm.lane);
+			}
+			continue;
+		}
+		part(F / be, tid, nthreads, &b, &e);
+		for (i = b * be; i < e * be; i++)
+			hb[i] = silu(hb[i]) * hb2[i];
+		if (e > b)
+			llama_quantize_act(dd, hb + b * be, act + b * bytes, (e - b) * be);
+	}
+}
+
 static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t pos,
 					uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
-	uint64_t E = m->n_embd, F = m->n_ff, kvd = (uint64_t)m->n_head_kv * m->head_dim, hd = m->head_dim;
+	uint64_t E = m->n_embd, F = m->n_ff, kvd = (uint64_t)m->n_head_kv * m->head_dim;
 	uint64_t b, e, i;
 	uint32_t l, s;
 	if (tid == 0) {
@@ -1261,19 +1358,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			matvec(m, &w[T_V], mem, m->v, kvd, 0, tid, nthreads);
 		}
 		step(sh, m, tid, nthreads, l, S_QKV);
-		/* RoPE by heads; a KV head's cache row written by whoever turned it */
-		for (s = 0; s < m->nb; s++) {
-			uint16_t *kc = m->kc + kv_row(m, s, l) + pos * kvd, *vc = m->vc + kv_row(m, s, l) + pos * kvd;
-			const float *k = m->k + s * kvd, *v = m->v + s * kvd;
-			part(m->n_head, tid, nthreads, &b, &e);
-			rope(m->q + s * E, (uint32_t)b, (uint32_t)e, m->head_dim, m->n_rot, pos, m->rope_base);
-			part(m->n_head_kv, tid, nthreads, &b, &e);
-			rope(m->k + s * kvd, (uint32_t)b, (uint32_t)e, m->head_dim, m->n_rot, pos, m->rope_base);
-			for (i = b * hd; i < e * hd; i++) {
-				kc[i] = gpuos_f32_to_f16(k[i]);
-				vc[i] = gpuos_f32_to_f16(v[i]);
-			}
-		}
+		rope_cache(m, l, pos, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_ROPE);
 		attend(m, l, pos, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_ATTEND);
@@ -1300,19 +1385,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			matvec(m, &w[T_UP], mem, m->hb2, F, w[T_GATE].ne1, tid, nthreads);
 		}
 		step(sh, m, tid, nthreads, l, S_GATE_UP);
-		{
-			/* SwiGLU by blocks of the down product's dot type, each
-			 * block then quantised by the thread that made it */
-			uint32_t dd = llama_dot_type(w[T_DOWN].type), bytes, be = llama_type_block(dd, &bytes);
-			part(m->n_ff / be, tid, nthreads, &b, &e);
-			for (s = 0; s < m->nb; s++) {
-				float *hb = m->hb + s * F, *hb2 = m->hb2 + s * F;
-				for (i = b * be; i < e * be; i++)
-					hb[i] = silu(hb[i]) * hb2[i];
-				if (e > b)
-					llama_quantize_act(dd, hb + b * be, m->act + s * m->act_stride + b * bytes, (e - b) * be);
-			}
-		}
+		swiglu_quantize(m, llama_dot_type(w[T_DOWN].type), tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_SWIGLU);
 		matvec(m, &w[T_DOWN], mem, m->xb, E, 0, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_DOWN);

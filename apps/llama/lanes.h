@@ -81,6 +81,19 @@ GPUOS_INLINE GPUOS_HD void llama_ld32(const uint8_t *p, int32_t *v, int al)
 		v[k] = llama_ld4(p + 4u * k);
 }
 
+/* A float as binary16, rounding to nearest even: on the GPU the conversion
+ * instruction, which rounds as gpuos_f32_to_f16 does (its NaNs aside). */
+GPUOS_INLINE GPUOS_HD uint16_t llama_f16(float f)
+{
+#if GPUOS_ON_GPU
+	uint16_t h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
+	return gpuos_f32_to_f16(f);
+#endif
+}
+
 /* A block's binary16 scale as a float. On the GPU the conversion
  * instruction: exact for every finite half, as gpuos_f16_to_f32 is, but
  * without its branches, which would make a group's later loads wait for
@@ -389,6 +402,63 @@ GPUOS_INLINE GPUOS_HD void llama_rows_dot(uint32_t t, const uint8_t *row, const 
 				v[k] += v[k + off];
 		out[b] = (float)v[0];
 	}
+#endif
+}
+
+/* One block of an activation (Q8_0: 32 elements, Q8_K: 256) quantised by
+ * the 32 lanes of a warp, each taking elements lane, lane + 32, ...: the
+ * same bytes as llama_quantize_act's (quant.h). The largest magnitude is
+ * found with the same comparisons, Q8_K's first one of equal magnitudes
+ * by its index; each quant is its own element's; the 16-element sums are
+ * integers. On the host a call quantises the block alone (lane 0). */
+GPUOS_INLINE GPUOS_HD void llama_quantize_block(uint32_t t, const float *x, uint8_t *out, uint32_t lane)
+{
+#if GPUOS_ON_GPU
+	uint32_t n = t == LLAMA_TYPE_Q8_K ? GPUOS_QK_K : GPUOS_QK, i, best = ~0u, off;
+	float amax = 0.0f, max = 0.0f;
+	for (i = lane; i < n; i += LLAMA_LANES)
+		if (llama_fabsf(x[i]) > amax) {
+			amax = llama_fabsf(x[i]);
+			max = x[i];
+			best = i;
+		}
+	for (off = LLAMA_LANES / 2u; off; off >>= 1) {
+		float oa = __shfl_xor_sync(0xffffffffu, amax, off), om = __shfl_xor_sync(0xffffffffu, max, off);
+		uint32_t ob = __shfl_xor_sync(0xffffffffu, best, off);
+		if (oa > amax || (oa == amax && ob < best)) {
+			amax = oa;
+			max = om;
+			best = ob;
+		}
+	}
+	if (t == GPUOS_GGML_TYPE_Q8_0) {
+		struct gpuos_block_q8_0 *y = (struct gpuos_block_q8_0 *)out;
+		float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+		if (lane == 0)
+			y->d = gpuos_f32_to_f16(d);
+		y->qs[lane] = (int8_t)llama_roundf(x[lane] * id);
+		return;
+	}
+	{
+		struct llama_q8_k *y = (struct llama_q8_k *)out;
+		float iscale = amax == 0.0f ? 0.0f : -127.0f / max;
+		for (i = lane; i < n; i += LLAMA_LANES) {
+			int32_t q = llama_nearest_int(iscale * x[i]);
+			y->qs[i] = amax == 0.0f ? 0 : (int8_t)(q < 127 ? q : 127);
+		}
+		if (lane == 0)
+			y->d = amax == 0.0f ? 0.0f : 1.0f / iscale;
+		__syncwarp(); /* every lane's quants before the sums of 16 */
+		if (lane < GPUOS_QK_K / 16u) {
+			int32_t sum = 0;
+			for (i = 0; i < 16u; i++)
+				sum += y->qs[16u * lane + i];
+			y->bsums[lane] = (int16_t)sum;
+		}
+	}
+#else
+	(void)lane;
+	llama_quantize_act(t, x, out, t == LLAMA_TYPE_Q8_K ? GPUOS_QK_K : GPUOS_QK);
 #endif
 }
 
