@@ -223,7 +223,7 @@ $(BUILD)/tests/tools/dequant_check: tests/tools/dequant_check.c $(BUILD)/libgpuo
 # after the other. A new suite is a name in EMU_SUITES.
 EMU_SUITES := service llama files run faults apps apps_model writer extents split model cli_hostile status group \
 	      root install nocuda python python-models connect python-connect llama_quant llama_tok bench \
-	      $(if $(wildcard tests/emu/front.sh),front)
+	      front
 EMU_RUN := $(EMU_SUITES:%=emu-%)
 EMU_DEPS := $(BUILD)/gpuos $(BUILD)/bench/baselines lib $(TEST_APPS) \
 	    $(if $(filter 1,$(CUDA)),$(BUILD)/bench/xproc-client)
