@@ -352,9 +352,8 @@ static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps, st
 {
 	double sum = 0.0;
 	uint32_t i;
-#if GPUOS_ON_GPU
-#pragma unroll 8 /* the loads in flight together; the sums in the same order */
-#endif
+	/* no `#pragma unroll 8` here: with it the scale took 59 us, not 17
+	 * (H200, 2026-12-02; the forward's spills grew with it) */
 	for (i = tm.lane; i < n; i += tm.step)
 		sum += (double)(x[i] * x[i]);
 	sum = team_sum(sum);
@@ -573,6 +572,21 @@ static inline GPUOS_HD uint32_t stream_wait(struct gpuos_app_args *a, struct mod
 	m->load_bytes += got;
 	gpuos_app_progress_add(a, got);
 	return st;
+}
+
+/* At a token's start (thread 0): the first streamed layer, and where two
+ * loads may be in flight the one after it, posted, so that they land
+ * while the resident layers compute (the slot of the second held the
+ * last streamed layer of the token before, which has finished). */
+static inline GPUOS_HD void stream_start(struct gpuos_app_args *a, struct model *m)
+{
+	uint32_t r = m->resident;
+	if (r >= m->n_layer)
+		return;
+	if (m->pend_n == 0)
+		stream_post(a, m, r);
+	if (m->pend_n == 1 && m->pend_max == 2u && r + 1u < m->n_layer && m->pend[m->pend_head].layer == r)
+		stream_post(a, m, r + 1u);
 }
 
 /* Layer l's weights in its slot (thread 0, l streamed): the first
@@ -1309,6 +1323,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 	uint32_t l, s;
 	if (tid == 0) {
 		m->t_token = gpuos_now_ns();
+		stream_start(a, m);
 		/* the embedding rows, loaded alone, dequantised */
 		for (s = 0; s < m->nb && !*fail; s++) {
 			uint64_t rb = llama_row_bytes(m->embd.type, m->n_embd), got = 0;
