@@ -93,7 +93,10 @@ def gpuos(cmd, dev, part, path, json_out=True, extra=()):
     if part:
         args += ["--part", str(part)]
     args += ["--host"] + list(extra) + [path]
-    p = subprocess.run(args, capture_output=True, timeout=120)
+    # a hang guard, not a bound on speed: alone, the htree's ls of 2600
+    # entries takes seconds; beside the ThreadSanitizer and fault-campaign
+    # suites (make test runs suites side by side on 2 cores) it took over 120 s
+    p = subprocess.run(args, capture_output=True, timeout=600)
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace").strip()
 
 
