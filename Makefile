@@ -265,7 +265,11 @@ $(TSAN_DIR)/test_%: tests/unit/test_%.c tests/gpu/mini_criterion.h $(TSAN_OBJ)
 	$(Q)$(CC) $(TSAN_FLAGS) -MMD -MP -Wno-override-init -DGPUOS_MINI_CRITERION -o $@ $< $(TSAN_OBJ) $(LDLIBS_HOST)
 TSAN_SUITES := runtime files group remote
 TSAN_RUN := $(TSAN_SUITES:%=tsan-%)
-TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" GPUOS_FILES_DIR=$(BUILD)/files-img
+# The tests' hang guards (mini_criterion's alarm) 4 times longer: TSan runs
+# several times slower, and make test runs it beside other suites (a 180 s
+# guard was hit so).
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" GPUOS_FILES_DIR=$(BUILD)/files-img \
+	    GPUOS_TEST_TIMEOUT_SCALE=4
 .PHONY: tsan $(TSAN_RUN)
 tsan: $(TSAN_RUN)
 $(TSAN_RUN): tsan-%: $(if $(TEST_PREBUILT),,$(TSAN_DIR)/test_% $(BUILD)/files-img/ok)

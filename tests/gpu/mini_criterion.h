@@ -104,6 +104,10 @@ int main(int argc, char **argv)
 			if (!strcmp(mc_suites[k].name, t->suite))
 				su = &mc_suites[k];
 		timeout = t->timeout ? t->timeout : su && su->timeout ? su->timeout : 60;
+		/* GPUOS_TEST_TIMEOUT_SCALE=N: N times the hang guard (make test's
+		 * ThreadSanitizer runs, several times slower, beside other suites) */
+		if (getenv("GPUOS_TEST_TIMEOUT_SCALE") && atoi(getenv("GPUOS_TEST_TIMEOUT_SCALE")) > 1)
+			timeout *= atoi(getenv("GPUOS_TEST_TIMEOUT_SCALE"));
 		t0 = time(NULL);
 		pid = fork();
 		if (pid == 0) {
