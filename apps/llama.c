@@ -589,8 +589,9 @@ static inline GPUOS_HD void stream_start(struct gpuos_app_args *a, struct model 
 		stream_post(a, m, r + 1u);
 }
 
-/* Layer l's weights in its slot (thread 0, l streamed): the first
- * streamed layer of the run posted if nothing is in flight; the layer
+/* Layer l's weights in its slot (thread 0, l streamed): posted if nothing
+ * is in flight (stream_start and the layers before l have posted it; this
+ * only keeps the wait from finding an empty queue); the layer
  * after l posted before l is waited for where two loads may be in flight
  * (the slot l-1 computed from is free: its barrier has passed), else once
  * l has landed. */
@@ -1250,11 +1251,6 @@ static inline GPUOS_HD float silu(float x)
 	return x / (1.0f + expf(-x));
 }
 
-/* For every sequence b: x = embedding(ids[b][pos]), then every layer, then
- * the logits. Thread 0 loads; all threads take the products and their
- * parts of the elementwise steps. `more`: another position follows (its
- * first streamed layer may be loaded during this one's last). 0, or a
- * load's status. */
 /* RoPE on every sequence's query and key heads, a head a team; a KV
  * head's cache row written by the lanes that turned its pairs (a lane
  * writes the elements it made: no sync between). */
@@ -1314,6 +1310,11 @@ static inline GPUOS_HD void swiglu_quantize(struct model *m, uint32_t dd, uint32
 	}
 }
 
+/* For every sequence b: x = embedding(ids[b][pos]), then every layer, then
+ * the logits. Thread 0 loads; all threads take the products and their
+ * parts of the elementwise steps. `more`: another position follows (its
+ * first streamed layer may be loaded during this one's last). 0, or a
+ * load's status. */
 static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t pos,
 					uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
 {
