@@ -430,7 +430,9 @@ check-fast: $(FAST_UNIT:%=$(BUILD)/tests/unit/test_%) $(BUILD)/gpuos $(BUILD)/fi
 	$(Q)python3 tests/tools/check_arrows.py
 	@echo "check-fast: passed (make test runs everything)"
 
-# The portable headers and core through both compilers.
+# The portable headers and core through both compilers, the layout checks,
+# and the functions over 80 lines with no reason beside them (listed only
+# while issue 35's splits land; --strict then makes them fail).
 check:
 	@mkdir -p $(BUILD)/check
 	$(Q)for f in include/gpuos/*.h include/gpuos/internal/*.h; do \
@@ -446,6 +448,7 @@ check:
 	done
 	$(Q)python3 tests/tools/check_orderings.py
 	$(Q)python3 tests/tools/check_arrows.py
+	$(Q)python3 tests/tools/check_functions.py
 	@echo "check: include/gpuos and runtime/ build with gcc (C11, C++17) and nvcc (sm_90)"
 
 demo: deps
