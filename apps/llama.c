@@ -75,27 +75,27 @@ GPUOS_APP_ABI_NOTE;
 /* Greedy sampling's meeting place: each team's largest logit (the first
  * of equals), then thread 0 takes the largest of those. */
 #define MAX_TEAMS 8192u
+/* RMSNorm's squares are summed in this many parts, a team each (norm_parts) */
+#define LLAMA_NORM_PARTS 32u
 
 /* A layer's steps, each ended by a grid barrier (--timeline times them). */
-enum { S_SCALE, S_NORM, S_QKV, S_ROPE, S_ATTEND, S_QUANT, S_O, S_ADD, S_SCALE2, S_NORM2, S_GATE_UP, S_SWIGLU, S_DOWN,
-       S_ADD2, S_STEPS };
+enum { S_SCALE, S_NORM, S_QKV, S_ROPE, S_ATTEND, S_QUANT, S_O, S_SCALE2, S_NORM2, S_GATE_UP, S_SWIGLU, S_DOWN,
+       S_STEPS };
 static inline GPUOS_HD const char *sname(uint32_t k)
 {
 	switch (k) {
-	case S_SCALE: return "scale";     /* the norm's scale (and a streamed layer's wait) */
+	case S_SCALE: return "scale";     /* the residual's add, the norm's squares (and a streamed layer's wait) */
 	case S_NORM: return "norm";       /* x * scale * w, quantised */
 	case S_QKV: return "qkv";         /* the Q, K and V products */
 	case S_ROPE: return "rope";       /* and the KV cache's row */
 	case S_ATTEND: return "attend";
 	case S_QUANT: return "quant";     /* attention's output quantised */
 	case S_O: return "o";             /* the output product */
-	case S_ADD: return "add";
-	case S_SCALE2: return "scale2";
+	case S_SCALE2: return "scale2";   /* the residual's add, the norm's squares */
 	case S_NORM2: return "norm2";
 	case S_GATE_UP: return "gate_up"; /* the gate and up products */
 	case S_SWIGLU: return "swiglu";   /* and quantised */
-	case S_DOWN: return "down";       /* the down product */
-	default: return "add2";
+	default: return "down";           /* the down product */
 	}
 }
 
@@ -159,7 +159,7 @@ struct model {
 	const struct gpuos_tok *tok;        /* the vocabulary's arena, or NULL (--prompt-ids) */
 	char *text;                         /* the generated text, decoded */
 	uint64_t text_cap;
-	float scale[LLAMA_MAX_BATCH];       /* each sequence's norm scale, team b's for all */
+	double ssq[LLAMA_MAX_BATCH][LLAMA_NORM_PARTS]; /* each sequence's squares' sums, a part a team */
 	uint64_t t_start, t_end, load_bytes, stall_ns; /* stall: compute waiting for a load */
 	char why[256];
 	uint8_t tensor[sizeof(struct gpuos_gguf_tensor)];
@@ -346,31 +346,53 @@ static inline GPUOS_HD void quantize_part(uint32_t t, const float *x, uint8_t *o
 		llama_quantize_act(t, x + b * e, out + b * bytes, (f - b) * e);
 }
 
-/* RMSNorm's scale (ggml_rms_norm): 1 / sqrt(mean(x^2) + eps), summed in
- * double by a team (host: in order; GPU: lane by lane, then the lanes). */
-static inline GPUOS_HD float rms_scale(const float *x, uint32_t n, float eps, struct team tm)
+/* RMSNorm's sum of squares in LLAMA_NORM_PARTS parts, a team a part, then
+ * every team adds the parts: one warp summing 8192 values alone took 17 us
+ * of a 673 us layer twice a layer, the rest of the grid waiting at the
+ * barrier (H200, 2026-12-02). Summed in double (host: in order; GPU: lane
+ * by lane, then the lanes). */
+static inline GPUOS_HD double sum_squares(const float *x, uint64_t b, uint64_t e, struct team tm)
 {
 	double sum = 0.0;
-	uint32_t i;
-	/* no `#pragma unroll 8` here: with it the scale took 59 us, not 17
-	 * (H200, 2026-12-02; the forward's spills grew with it) */
-	for (i = tm.lane; i < n; i += tm.step)
+	uint64_t i;
+	for (i = b + tm.lane; i < e; i += tm.step)
 		sum += (double)(x[i] * x[i]);
-	sum = team_sum(sum);
-	return 1.0f / sqrtf((float)(sum / n) + eps);
+	return team_sum(sum);
 }
 
-/* m->scale[b] = rms_scale(x[b]) by team b (mod the teams); a barrier must
- * follow. */
-static inline GPUOS_HD void norm_scale(struct model *m, uint32_t tid, uint32_t nthreads)
+/* x += add (the last product's output: NULL, none), then m->ssq[b][p],
+ * part p of sequence b's squares of x, by team b x PARTS + p (mod the
+ * teams): a lane squares the elements it added, so the residual's add
+ * needs no barrier of its own. A barrier must follow before
+ * norm_scale_of. */
+static inline GPUOS_HD void norm_parts(struct model *m, const float *add, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
-	uint32_t b;
-	for (b = tm.id; b < m->nb; b += tm.n) {
-		float sc = rms_scale(m->x + (uint64_t)b * m->n_embd, m->n_embd, m->eps, tm);
+	uint32_t k;
+	for (k = tm.id; k < m->nb * LLAMA_NORM_PARTS; k += tm.n) {
+		uint32_t b = k / LLAMA_NORM_PARTS, p = k % LLAMA_NORM_PARTS;
+		float *x = m->x + (uint64_t)b * m->n_embd;
+		uint64_t i, e;
+		part(m->n_embd, p, LLAMA_NORM_PARTS, &i, &e);
+		if (add)
+			for (uint64_t j = i + tm.lane; j < e; j += tm.step)
+				x[j] += add[(uint64_t)b * m->n_embd + j];
+		double v = sum_squares(x, i, e, tm);
 		if (tm.lane == 0)
-			m->scale[b] = sc;
+			m->ssq[b][p] = v;
 	}
+}
+
+/* Sequence b's RMSNorm scale (ggml_rms_norm), 1 / sqrt(mean(x^2) + eps),
+ * from its parts; every lane of the team gets it. */
+static inline GPUOS_HD float norm_scale_of(const struct model *m, uint32_t b, struct team tm)
+{
+	double sum = 0.0;
+	uint32_t p;
+	for (p = tm.lane; p < LLAMA_NORM_PARTS; p += tm.step)
+		sum += m->ssq[b][p];
+	sum = team_sum(sum);
+	return 1.0f / sqrtf((float)(sum / m->n_embd) + m->eps);
 }
 
 /* y = x * scale * w for this thread's blocks of the dot type t, then those
@@ -412,11 +434,12 @@ static inline GPUOS_HD void quantize_all(const struct model *m, uint32_t t, cons
 static inline GPUOS_HD void norm_quantize_all(struct model *m, const float *w, uint32_t t, uint32_t tid,
 					      uint32_t nthreads)
 {
+	struct team tm = team_of(tid, nthreads);
 	uint64_t e = m->n_embd;
 	uint32_t b;
 	for (b = 0; b < m->nb; b++)
-		norm_quantize_part(m->xb + b * e, m->x + b * e, w, m->scale[b], t, m->act + b * m->act_stride, e, tid,
-				   nthreads);
+		norm_quantize_part(m->xb + b * e, m->x + b * e, w, norm_scale_of(m, b, tm), t,
+				   m->act + b * m->act_stride, e, tid, nthreads);
 }
 
 /* RoPE, llama's "normal" mode, on one head p by a team: pair (2i, 2i + 1)
@@ -1320,7 +1343,6 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
 	uint64_t E = m->n_embd, F = m->n_ff, kvd = (uint64_t)m->n_head_kv * m->head_dim;
-	uint64_t b, e, i;
 	uint32_t l, s;
 	if (tid == 0) {
 		m->t_token = gpuos_now_ns();
@@ -1351,8 +1373,8 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			}
 			m->t_begin[l] = gpuos_now_ns();
 		}
-		norm_scale(m, tid, nthreads);
-		/* thread 0's layer_mem[l] and *fail, the teams' scales reach the others through it */
+		norm_parts(m, l ? m->xb : NULL, tid, nthreads); /* the last layer's down output joins the residual */
+		/* thread 0's layer_mem[l] and *fail, the teams' parts reach the others through it */
 		step(sh, m, tid, nthreads, l, S_SCALE);
 		if (*fail)
 			return *fail;
@@ -1382,11 +1404,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		step(sh, m, tid, nthreads, l, S_QUANT);
 		matvec(m, &w[T_O], mem, m->xb, E, 0, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_O);
-		part(m->nb * E, tid, nthreads, &b, &e);
-		for (i = b; i < e; i++)
-			m->x[i] += m->xb[i];
-		step(sh, m, tid, nthreads, l, S_ADD);
-		norm_scale(m, tid, nthreads);
+		norm_parts(m, m->xb, tid, nthreads); /* O's output joins the residual */
 		step(sh, m, tid, nthreads, l, S_SCALE2);
 		norm_quantize_all(m, (const float *)(mem + w[T_FFN_NORM].off), llama_dot_type(w[T_GATE].type), tid,
 				  nthreads);
@@ -1404,17 +1422,14 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		swiglu_quantize(m, llama_dot_type(w[T_DOWN].type), tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_SWIGLU);
 		matvec(m, &w[T_DOWN], mem, m->xb, E, 0, tid, nthreads);
-		step(sh, m, tid, nthreads, l, S_DOWN);
-		part(m->nb * E, tid, nthreads, &b, &e);
-		for (i = b; i < e; i++)
-			m->x[i] += m->xb[i];
 		/* this layer's slot is loaded again (two streamed layers on) only
-		 * after every thread has left it; the next norms sum x */
-		step(sh, m, tid, nthreads, l, S_ADD2);
+		 * after every thread has left it; the down output joins the
+		 * residual in the next norm's squares (norm_parts) */
+		step(sh, m, tid, nthreads, l, S_DOWN);
 		if (tid == 0)
 			m->t_done[l] = gpuos_now_ns();
 	}
-	norm_scale(m, tid, nthreads);
+	norm_parts(m, m->xb, tid, nthreads);
 	barrier(sh, nthreads);
 	norm_quantize_all(m, (const float *)(m->glob + m->out_norm.off), llama_dot_type(m->output.type), tid, nthreads);
 	barrier(sh, nthreads);

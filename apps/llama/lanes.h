@@ -81,6 +81,41 @@ GPUOS_INLINE GPUOS_HD void llama_ld32(const uint8_t *p, int32_t *v, int al)
 		v[k] = llama_ld4(p + 4u * k);
 }
 
+/* 32 bytes at p, which is only 2-byte aligned (a Q6_K block's quants), as
+ * 8 ints: three 16-byte aligned loads of the window around them, then each
+ * int shifted out of its two words (a 2-byte aligned int took two 2-byte
+ * loads, 32 loads a Q6_K piece). The window [p & ~15, +48) must be
+ * readable: in a Q6_K block the quants' windows stay inside the block, but
+ * for the row's first, which starts no earlier than the tensor (16-byte
+ * aligned). The same source on the host. */
+GPUOS_INLINE GPUOS_HD void llama_ld32_2(const uint8_t *p, int32_t *v)
+{
+	uint32_t o = (uint32_t)((uintptr_t)p & 15u), s = o >> 2, sh = 8u * (o & 3u), k;
+	const uint8_t *base = p - o;
+	int32_t w[12];
+#if GPUOS_ON_GPU
+	int4 a = ((const int4 *)base)[0], b = ((const int4 *)base)[1], c = ((const int4 *)base)[2];
+	w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y;
+	w[6] = b.z, w[7] = b.w, w[8] = c.x, w[9] = c.y, w[10] = c.z, w[11] = c.w;
+#else
+	for (k = 0; k < 12u; k++)
+		w[k] = llama_ld4(base + 4u * k);
+#endif
+#if GPUOS_ON_GPU
+#pragma unroll
+#endif
+	for (k = 0; k < 8u; k++) {
+		/* constant indices only, so w stays in registers on the GPU */
+		uint32_t lo = (uint32_t)(s == 0 ? w[k] : s == 1 ? w[k + 1u] : s == 2 ? w[k + 2u] : w[k + 3u]);
+		uint32_t hi = (uint32_t)(s == 0 ? w[k + 1u] : s == 1 ? w[k + 2u] : s == 2 ? w[k + 3u] : w[k + 4u]);
+#if GPUOS_ON_GPU
+		v[k] = (int32_t)__funnelshift_r(lo, hi, sh);
+#else
+		v[k] = (int32_t)(uint32_t)((((uint64_t)hi << 32) | lo) >> sh);
+#endif
+	}
+}
+
 /* A float as binary16, rounding to nearest even: on the GPU the conversion
  * instruction, which rounds as gpuos_f32_to_f16 does (its NaNs aside). */
 GPUOS_INLINE GPUOS_HD uint16_t llama_f16(float f)
@@ -194,9 +229,11 @@ GPUOS_INLINE GPUOS_HD void llama_unpack(uint32_t t, const uint8_t *row, uint64_t
 		 * bits 2q, 2q + 1 of qh[32 j ..]; two scales, one per 16 */
 		const struct gpuos_block_q6_k *x = (const struct gpuos_block_q6_k *)row + w->blk;
 		uint32_t j = w->sub / 4u, q = w->sub % 4u;
+		int32_t l[8], h[8];
+		llama_ld32_2(x->ql + 64u * j + 32u * (q & 1u), l);
+		llama_ld32_2(x->qh + 32u * j, h);
 		for (k = 0; k < 8u; k++)
-			w->q[k] = ((llama_ld2(x->ql + 64u * j + 32u * (q & 1u) + 4u * k) >> (4u * (q >> 1))) & 0x0f0f0f0f) |
-				  (((llama_ld2(x->qh + 32u * j + 4u * k) >> (2u * q)) & 0x03030303) << 4);
+			w->q[k] = ((l[k] >> (4u * (q >> 1))) & 0x0f0f0f0f) | (((h[k] >> (2u * q)) & 0x03030303) << 4);
 		w->d = llama_half(x->d);
 		w->sc0 = x->scales[8u * j + 2u * q];
 		w->sc1 = x->scales[8u * j + 2u * q + 1u];
@@ -223,23 +260,25 @@ GPUOS_INLINE GPUOS_HD double llama_piece_dot(uint32_t t, const struct llama_piec
 	}
 	{
 		const struct llama_q8_k *y = (const struct llama_q8_k *)act + w->blk;
-		const int8_t *a = y->qs + 32u * w->sub;
+		int32_t a[8], bs = llama_ld4(y->bsums + 2u * w->sub); /* the piece's two sums of 16, little-endian */
+		int32_t bs0 = (int16_t)(uint16_t)((uint32_t)bs & 0xffffu), bs1 = (int16_t)(uint16_t)((uint32_t)bs >> 16);
+		llama_ld32((const uint8_t *)y->qs + 32u * w->sub, a, 1); /* 16-byte aligned: struct llama_q8_k */
 		if (t == GPUOS_GGML_TYPE_Q6_K) {
 			/* the quants are 0..63 for -32..31: 32 times each 16's sum off */
 			int32_t s0 = 0, s1 = 0;
 			for (k = 0; k < 4u; k++) {
-				s0 = llama_dp4a(w->q[k], llama_ld4(a + 4u * k), s0);
-				s1 = llama_dp4a(w->q[k + 4u], llama_ld4(a + 16u + 4u * k), s1);
+				s0 = llama_dp4a(w->q[k], a[k], s0);
+				s1 = llama_dp4a(w->q[k + 4u], a[k + 4u], s1);
 			}
-			s0 -= 32 * y->bsums[2u * w->sub];
-			s1 -= 32 * y->bsums[2u * w->sub + 1u];
+			s0 -= 32 * bs0;
+			s1 -= 32 * bs1;
 			return (double)(w->d * y->d) * (double)(w->sc0 * s0 + w->sc1 * s1);
 		} else {
 			int32_t s = 0;
 			for (k = 0; k < 8u; k++)
-				s = llama_dp4a(w->q[k], llama_ld4(a + 4u * k), s);
+				s = llama_dp4a(w->q[k], a[k], s);
 			return (double)(w->d * y->d) * (double)(w->sc0 * s) -
-			       (double)(w->dmin * y->d) * (double)(w->sc1 * (y->bsums[2u * w->sub] + y->bsums[2u * w->sub + 1u]));
+			       (double)(w->dmin * y->d) * (double)(w->sc1 * (bs0 + bs1));
 		}
 	}
 }
@@ -448,6 +487,8 @@ GPUOS_INLINE GPUOS_HD void llama_quantize_block(uint32_t t, const float *x, uint
 		}
 		if (lane == 0)
 			y->d = amax == 0.0f ? 0.0f : 1.0f / iscale;
+		if (lane < sizeof(y->pad))
+			y->pad[lane] = 0; /* llama_quantize_act's bytes */
 		__syncwarp(); /* every lane's quants before the sums of 16 */
 		if (lane < GPUOS_QK_K / 16u) {
 			int32_t sum = 0;

@@ -19,9 +19,20 @@
 
 GPUOS_EXTERN_C_BEGIN
 
-/* The activations' K-quant dot type: never in a file. */
-struct llama_q8_k { float d; int8_t qs[GPUOS_QK_K]; int16_t bsums[GPUOS_QK_K / 16]; };
-static_assert(sizeof(struct llama_q8_k) == 292, "block_q8_K");
+/* The activations' K-quant dot type: never in a file, so laid out for the
+ * GPU's loads, not as ggml's block_q8_K (d first, 292 bytes): the quants
+ * first and the block padded to 304 bytes, so that a lane's 32 quants of
+ * a piece are 16-byte aligned and come in two 16-byte loads (lanes.h). With
+ * 4-byte loads a warp's eight loads of its pieces' activations each touched
+ * 32 sectors and held the products at the L1's rate (issue 34). The same
+ * values as ggml's block; only their places differ. */
+struct llama_q8_k {
+	int8_t qs[GPUOS_QK_K];
+	float d;
+	int16_t bsums[GPUOS_QK_K / 16];
+	uint8_t pad[12];
+};
+static_assert(sizeof(struct llama_q8_k) == 304 && offsetof(struct llama_q8_k, d) == 256, "llama_q8_k");
 
 /* The dot type of Q8_K activations (not a file type of ggml's list here). */
 #define LLAMA_TYPE_Q8_K GPUOS_GGML_TYPE_Q8_K
@@ -180,6 +191,8 @@ GPUOS_INLINE GPUOS_HD void llama_quantize_act(uint32_t t, const float *x, void *
 					s += y->qs[16u * j + l];
 				y->bsums[j] = (int16_t)s;
 			}
+			for (j = 0; j < sizeof(y->pad); j++) /* the same bytes every time */
+				y->pad[j] = 0;
 		}
 		break;
 	default:

@@ -159,10 +159,10 @@ python3 - "$tmp/eng.out" <<'PY'
 import sys
 steps = [l for l in open(sys.argv[1], errors="replace") if l.startswith("timeline: steps")]
 names = [w.split("=")[0] for w in steps[0].split(":", 2)[2].split()] if steps else []
-want = "scale norm qkv rope attend quant o add scale2 norm2 gate_up swiglu down add2".split()
+want = "scale norm qkv rope attend quant o scale2 norm2 gate_up swiglu down".split()
 sys.exit(0 if names == want and all(float(w.split("=")[1]) >= 0 for w in steps[0].split(":", 2)[2].split()) else 1)
 PY
-check "--timeline: the 14 steps of a layer, each timed (issue 34)" test $? -eq 0
+check "--timeline: the 12 steps of a layer, each timed (issue 34)" test $? -eq 0
 # what everything but the weights needs (0 resident, two slots), from the refusal
 eng five "Hello world" "" "--vram-gib 0.000001" > /dev/null
 need=$(sed -n 's/^llama: the model needs \([0-9]*\) bytes.*(--vram-gib)$/\1/p' "$tmp/eng.out")

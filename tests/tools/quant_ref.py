@@ -202,6 +202,9 @@ def act_q8_0(x):
     return out
 
 
+Q8K = 304  # bytes of an activation's Q8_K block in the engine's layout
+
+
 def act_q8_k(x):
     out = b""
     for i in range(0, len(x), 256):
@@ -217,7 +220,9 @@ def act_q8_k(x):
             qs = [min(127, round(f32(iscale * a))) for a in v]
             d = f32(1 / iscale)
         bs = [sum(qs[16 * j:16 * j + 16]) for j in range(16)]
-        out += struct.pack("<f256b16h", d, *qs, *bs)
+        # the engine's layout (apps/llama/quant.h struct llama_q8_k): the
+        # quants, the scale, the sums of 16, 12 zero bytes
+        out += struct.pack("<256bf16h12x", *qs, d, *bs)
     return out
 
 
@@ -255,9 +260,9 @@ def dot(t, row, x, n):
     bb = BLOCK[t][1]
     sums, s = [0.0] * 8, 0.0
     for i in range(n // 256):
-        blk, ab = row[bb * i:bb * (i + 1)], act[292 * i:292 * (i + 1)]
-        yd = struct.unpack("<f", ab[:4])[0]
-        ys = struct.unpack("256b", ab[4:260])
+        blk, ab = row[bb * i:bb * (i + 1)], act[Q8K * i:Q8K * (i + 1)]
+        yd = struct.unpack("<f", ab[256:260])[0]
+        ys = struct.unpack("256b", ab[:256])
         bsums = struct.unpack("<16h", ab[260:292])
         aux = [0] * 8
         for e in range(256):
@@ -409,9 +414,9 @@ def lanes_dot(t, row, act, n):
     else:
         bb = BLOCK[t][1]
         for i in range(n // 256):
-            blk, ab = row[bb * i:bb * (i + 1)], act[292 * i:292 * (i + 1)]
-            yd = struct.unpack("<f", ab[:4])[0]
-            ys = struct.unpack("256b", ab[4:260])
+            blk, ab = row[bb * i:bb * (i + 1)], act[Q8K * i:Q8K * (i + 1)]
+            yd = struct.unpack("<f", ab[256:260])[0]
+            ys = struct.unpack("256b", ab[:256])
             bsums = struct.unpack("<16h", ab[260:292])
             for s in range(8):
                 es = range(32 * s, 32 * s + 32)
