@@ -45,6 +45,7 @@ Q := @
 endif
 
 
+# runtime/engine/ holds the parts of runtime/engine.c, one translation unit: not compiled alone.
 RUNTIME_SRC := $(wildcard runtime/*.c)
 BOOT_SRC    := $(filter-out boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/pci/*.c boot/emu/*.c))
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
@@ -97,7 +98,8 @@ $(CLI_LIB): $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The runtime image: runtime/ instantiated for the GPU by kernels/, one fatbin
 # of one cubin per architecture. The cubins are separate targets so that
 # `make -j` compiles them side by side (ptxas takes most of a build).
-RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h include/gpuos/*.h include/gpuos/internal/*.h)
+RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h runtime/engine/*.c runtime/engine/*.h \
+	   include/gpuos/*.h include/gpuos/internal/*.h)
 RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
 # Its cumulative stack must fit the stack every kernel gets (boot/gpu.h): a
 # launch that needs more waits for an idle device, which a persistent

@@ -8,7 +8,7 @@
 //   gpuos_bench_client   a measuring client (bench/bench_client.cuh)
 //   gpuos_dma_gather     the emulated controller's batched small copies (dma_gather.cuh)
 //   gpuos_dequant_kernel quantised tensors into F32, F16 or BF16 (dequant.cuh)
-#include "../runtime/rt.c"
+#include "../runtime/engine.c"
 #include "../runtime/recover.c"
 #include "../runtime/files_loop.c"
 #include "../runtime/files_io.c"
@@ -29,7 +29,8 @@
 #include "dequant.cuh"
 
 // Shared memory per service warp: its state and queue pairs, for the
-// largest configuration (rt.c); static shared memory is at most 48 KiB.
+// largest configuration (runtime/engine/state.h); static shared memory is
+// at most 48 KiB.
 static_assert(GPUOS_RT_LOCAL_MAX_BYTES <= 48u * 1024u, "a warp's state fits static shared memory");
 
 // The descriptor comes by value (boot/sys_run.c): read-only, it is read from the

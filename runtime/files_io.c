@@ -2,36 +2,49 @@
 /*
  * runtime/files_io.c - how the metadata warp reads the device (files.h): one
  * command at a time on its own queue pair of each controller, waited for,
- * through a small block cache; the gpuos_meta_io reads its parsers get.
+ * through a small block cache; the gpuos_meta_io reads its parsers get. A
+ * command's SQE, completion, retries and timeout steps are those of the
+ * service warps' (runtime/nvme_cmd.h), its part in resets the same follower
+ * (runtime/recover.h).
  */
 #include "files_internal.h"
+#include "nvme_cmd.h"
 
 /* ---- reading the device: own queue pair, block cache ------------------------------ */
 
-/* Follow the reset protocol from the word w (as the service warps do,
- * rt.c rec_follow). Returns 1 while a reset keeps us from the queues. */
+/* The metadata warp as a participant of resets (runtime/recover.h): DROP
+ * ends its command on controller m, if it has one there (the controller
+ * writes nothing more: the bounce buffer is ours); RUN starts its queue of
+ * m from zero. */
+GPUOS_HD static void meta_drop(void *ctx, uint32_t m)
+{
+	struct rt_files *F = (struct rt_files *)ctx;
+	if (F->inflight == m + 1u) {
+		F->inflight = 0;
+		F->dropped = 1; /* the controller writes nothing more: the bounce buffer is ours */
+	}
+}
+GPUOS_HD static void meta_restart(void *ctx, uint32_t m)
+{
+	struct rt_files *F = (struct rt_files *)ctx;
+	gpuos_rt_queue_start(&F->qp[m], F->d, &F->d->queue[F->d->nqueues + m]);
+}
+GPUOS_INLINE GPUOS_HD void meta_part(struct rt_files *F, struct rt_rec_part *p)
+{
+	p->epoch = &F->rec_epoch;
+	p->gen = F->rec_gen;
+	p->drop = meta_drop;
+	p->restart = meta_restart;
+	p->ctx = F;
+}
+
+/* Follow the reset protocol from the word w (the one follower, as the
+ * service warps'). Returns 1 while a reset keeps us from the queues. */
 GPUOS_NOINLINE GPUOS_HD int files_rec_follow(struct rt_files *F, uint32_t w)
 {
-	const struct gpuos_rt_desc *d = F->d;
-	struct rt_recover *rs = gpuos_rt_recover(d);
-	uint32_t ph = rt_rec_phase(w), m;
-	if (ph == RT_PH_DROP && F->rec_epoch != gpuos_load_relaxed_dev32(&rs->epoch)) {
-		if (F->inflight == gpuos_load_relaxed_dev32(&rs->ctrl) + 1u) {
-			F->inflight = 0;
-			F->dropped = 1; /* the controller writes nothing more: the bounce buffer is ours */
-		}
-		F->rec_epoch = gpuos_load_relaxed_dev32(&rs->epoch);
-		gpuos_rt_rec_ack(rs);
-	}
-	if (ph != RT_PH_RUN)
-		return 1;
-	for (m = 0; m < d->nctrl; m++) {
-		if (F->rec_gen[m] != gpuos_load_relaxed_dev32(&rs->gen[m])) {
-			gpuos_rt_queue_start(&F->qp[m], d, &d->queue[d->nqueues + m]);
-			F->rec_gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
-		}
-	}
-	return 0;
+	struct rt_rec_part p;
+	meta_part(F, &p);
+	return gpuos_rt_rec_follow(F->d, w, &p);
 }
 
 /* A completion came for command id cid while another was in flight: an
@@ -51,42 +64,36 @@ GPUOS_NOINLINE GPUOS_HD static void completed_again(struct rt_files *F, uint16_t
 		F->tag[k] = 0;
 }
 
-/* One read command of `bytes` at controller m's `lba` into the metadata
- * bounce buffer, on its queue, waited for. Returns bytes read or a negative
- * errno: -EIO with F->last_nvme the NVMe status (0: a reset ended it),
- * -ETIMEDOUT. */
-/* again: the command is a retry (counted as one, not as a command: the
- * controller's fetched count is their sum, as for the service warps). */
-GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, uint64_t lba, uint64_t bytes, int again)
+/* Send one read of `bytes` at controller m's `lba` into the metadata bounce
+ * buffer, on its queue, with a fresh command id (*cid): the SQE and PRPs of
+ * runtime/nvme_cmd.h, as the service warps', and the doorbell. again: a
+ * retry (counted as one, not as a command: the controller's fetched count
+ * is their sum, as for the service warps). Returns 0, or -EIO when the
+ * queue has no room. */
+GPUOS_INLINE GPUOS_HD int meta_submit(struct rt_files *F, uint32_t m, uint64_t lba, uint64_t bytes, int again,
+				      uint16_t *cid)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_qp *qp = &F->qp[m];
-	uint64_t t0, prp2;
-	uint16_t cid;
-
-	{
-		/* Not into a controller being reset: its queues start afresh. */
-		uint32_t spins = 0;
-		while (files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d))))
-			gpuos_backoff(&spins);
-	}
+	uint32_t spins = 0;
+	/* Not into a controller being reset: its queues start afresh. */
+	while (files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d))))
+		gpuos_backoff(&spins);
 	while (gpuos_qp_sq_space(qp) == 0) {
 		/* Completions of commands given up on earlier still own entries. */
 		struct gpuos_nvme_cqe c;
-		if (!gpuos_qp_cq_peek(qp, 0, &c))
+		if (!gpuos_rt_cmd_reap(qp, &c))
 			return -EIO;
-		gpuos_qp_cq_consume(qp, 1, c.sqhd);
 	}
 	/* A fresh id for every command, a retry's too: a late or repeated
 	 * completion of an earlier one is never taken for this one. 0xffff is
 	 * left out (NVMe keeps it for "no command"). */
 	if ((uint16_t)(F->cid + 1u) == 0xffffu)
 		F->cid++;
-	cid = (uint16_t)++F->cid;
-	if (gpuos_nvme_prp2(d->meta_bounce_iova, bytes, &prp2))
-		prp2 = d->meta_prp_iova; /* its list is prebuilt (boot) */
-	gpuos_nvme_prep_read(gpuos_qp_sq_entry(qp, 0), cid, d->nsid, lba, (uint32_t)(bytes >> d->lba_shift),
-			     d->meta_bounce_iova, prp2);
+	*cid = (uint16_t)++F->cid;
+	/* its PRP list, when it needs one, is prebuilt (boot) */
+	gpuos_rt_cmd_read(d, qp, 0, *cid, lba, (uint32_t)(bytes >> d->lba_shift), d->meta_bounce_iova, 0,
+			  d->meta_prp_iova);
 	/* One fence and the doorbell (gpuos_qp_sq_ring); pairs with the
 	 * controller's SQE fetch. */
 	gpuos_qp_sq_ring(qp, 1);
@@ -96,15 +103,55 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, u
 		F->n_cmds++;
 	F->inflight = m + 1u;
 	F->dropped = 0;
+	return 0;
+}
+
+/* The command cid is late by a timeout: gpuos_rt_cmd_late's next step, as
+ * for the service warps' commands. Never given up on while the controller
+ * may still write the bounce buffer (docs/design.md, "The life of a
+ * command"): abort it, then reset. Returns 1 when it is over (-ETIMEDOUT),
+ * 0 while it may still end (*aborted: the Abort step is behind it, its
+ * clock *t0 starts again). */
+GPUOS_INLINE GPUOS_HD int meta_late(struct rt_files *F, uint32_t m, uint16_t cid, int *aborted, uint64_t *t0)
+{
+	struct rt_rec_part p;
+	int sent;
+	switch (gpuos_rt_cmd_late(F->d, m, (uint16_t)F->qp[m].qid, cid, *aborted, &sent)) {
+	case RT_LATE_ABORTED:
+		*aborted = 1;
+		*t0 = gpuos_now_ns();
+		return 0;
+	case RT_LATE_STUCK:
+		F->broken = 1; /* the bounce buffer may still be written: no more reads */
+		return 1;
+	case RT_LATE_RESET:
+		meta_part(F, &p);
+		return gpuos_rt_rec_reset(F->d, m, &p); /* ours: it ended the command */
+	default:
+		return 0;
+	}
+}
+
+/* One read command of `bytes` at controller m's `lba` into the metadata
+ * bounce buffer, on its queue, waited for. Returns bytes read or a negative
+ * errno: -EIO with F->last_nvme the NVMe status (0: a reset ended it),
+ * -ETIMEDOUT. again: the command is a retry (meta_submit). */
+GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, uint64_t lba, uint64_t bytes, int again)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	uint64_t t0;
+	uint32_t spins = 0; /* outside the loop: the backoff grows while the command is out (issue 13) */
+	int aborted = 0;
+	uint16_t cid;
+
+	if (meta_submit(F, m, lba, bytes, again, &cid))
+		return -EIO;
 	t0 = gpuos_now_ns();
-	/* outside the loop: the backoff grows while the command is out (it
-	 * was reset every poll, so it never escalated; issue 13) */
-	uint32_t spins = 0, aborted = 0;
 	for (;;) {
 		struct gpuos_nvme_cqe c;
-		struct rt_recover *rs = gpuos_rt_recover(d);
+		uint16_t st;
 		/* A reset first: in its DROP phase the CQ is not ours to read. */
-		if (files_rec_follow(F, gpuos_rt_rec_word(rs)) || F->dropped) {
+		if (files_rec_follow(F, gpuos_rt_rec_word(gpuos_rt_recover(d))) || F->dropped) {
 			if (F->dropped) {
 				F->last_nvme = 0;
 				return -EIO; /* the controller was reset under it */
@@ -112,47 +159,24 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_cmd(struct rt_files *F, uint32_t m, u
 			gpuos_backoff(&spins);
 			continue;
 		}
-		/* The CQE acquire (in peek) orders our reads of the bounce buffer
-		 * after the controller's data writes. */
-		if (gpuos_qp_cq_peek(qp, 0, &c)) {
-			gpuos_qp_cq_consume(qp, 1, c.sqhd);
+		/* The CQE acquire (in gpuos_rt_cmd_reap) orders our reads of the
+		 * bounce buffer after the controller's data writes. */
+		if (gpuos_rt_cmd_reap(&F->qp[m], &c)) {
 			if (c.cid != cid) {
-				/* nothing else is ever in flight here */
-				completed_again(F, c.cid, cid);
+				completed_again(F, c.cid, cid); /* nothing else is ever in flight here */
 				continue;
 			}
 			F->inflight = 0;
-			if (aborted) {
-				F->last_nvme = 0;
+			st = gpuos_nvme_status_of(c.status);
+			if (aborted || st)
+				F->last_nvme = aborted ? 0 : st;
+			if (aborted)
 				return -ETIMEDOUT; /* it ended after its timeout (done or aborted) */
-			}
-			if (gpuos_nvme_status_of(c.status)) {
-				F->last_nvme = gpuos_nvme_status_of(c.status);
-				return -EIO;
-			}
-			return (int64_t)bytes;
+			return st ? -EIO : (int64_t)bytes;
 		}
-		if (gpuos_now_ns() - t0 > d->timeout_ns) {
-			/* Never given up on while the controller may still write the
-			 * bounce buffer (docs/design.md, "The life of a command"):
-			 * abort it, then reset. */
-			if (!aborted) {
-				int a = gpuos_rt_abort(d, rs, m, (uint16_t)qp->qid, cid);
-				if (a) {
-					aborted = 1;
-					t0 = gpuos_now_ns();
-				}
-			} else if (!gpuos_rt_can_reset(d, m)) {
-				F->last_nvme = 0;
-				F->broken = 1; /* the bounce buffer may still be written: no more reads */
-				return -ETIMEDOUT;
-			} else if (gpuos_rt_reset_begin(d, rs, m)) {
-				files_rec_follow(F, gpuos_rt_rec_word(rs)); /* our drop and ack */
-				gpuos_rt_reset_finish(d, rs);
-				files_rec_follow(F, gpuos_rt_rec_word(rs));
-				F->last_nvme = 0;
-				return -ETIMEDOUT;
-			}
+		if (gpuos_now_ns() - t0 > d->timeout_ns && meta_late(F, m, cid, &aborted, &t0)) {
+			F->last_nvme = 0;
+			return -ETIMEDOUT;
 		}
 		gpuos_backoff(&spins);
 	}
@@ -185,7 +209,8 @@ GPUOS_NOINLINE GPUOS_HD static int64_t dev_read(struct rt_files *F, uint64_t pag
 		if (F->broken)
 			return -EIO;
 		r = dev_cmd(F, m, lba, bytes, tries > 0);
-		if (r != -EIO || !F->last_nvme || gpuos_nvme_status_dnr(F->last_nvme) || tries >= d->retries)
+		/* sent again as the service warps send theirs (runtime/nvme_cmd.h) */
+		if (r != -EIO || !gpuos_rt_cmd_retry(d, F->last_nvme, tries))
 			return r;
 	}
 }

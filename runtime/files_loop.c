@@ -4,6 +4,7 @@
  * service warps forward requests through, the replies, the dispatch of a
  * request to its operation, and the loop itself with its part in resets.
  */
+#include "answer.h"
 #include "files_internal.h"
 #include "ops.h"
 
@@ -132,18 +133,13 @@ GPUOS_NOINLINE GPUOS_HD void files_reply(struct rt_files *F, const struct mreq *
 		sb_str(&sb, why ? why : gpuos_status_name(st));
 		gpuos_buf_copy((void *)(uintptr_t)q->dst, F->why, sb.n + 1u);
 	}
-	s->status = st;
-	s->nvme_status = st == GPUOS_ST_IO ? F->last_nvme : 0;
-	s->result = result;
 	s->result2 = result2;
-	s->t_done_ns = gpuos_now_ns();
-	/* Publish the reply fields, the data written to dst (host or device
-	 * memory) and any handle changes before DONE; pairs with the client's
-	 * acquire load of state. Not a hot path: always system scope. */
-	gpuos_fence_sys();
-	gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_DONE);
-	if (batch) /* checked by the service warp at intake */
-		gpuos_mbox_fetch_add_release(dev, (uint32_t *)(uintptr_t)batch, 1u);
+	/* The one answer (runtime/answer.h): it publishes the reply fields, the
+	 * data written to dst (host or device memory) and any handle changes
+	 * before DONE; pairs with the client's acquire load of state. Not a hot
+	 * path: always system scope (RT_ANSWER_SYS). batch: checked by the
+	 * service warp at intake. */
+	gpuos_rt_answer(dev, s, RT_ANSWER_SYS, st, st == GPUOS_ST_IO ? F->last_nvme : 0, result, batch);
 	/* The host reads these at any time; relaxed, like the service warps' counts. */
 	gpuos_store_relaxed_sys64(&o->requests, gpuos_load_relaxed_sys64(&o->requests) + 1u);
 	if (st != GPUOS_ST_OK)
@@ -341,8 +337,8 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 			idle = 0;
 			continue;
 		}
-		/* Now and then, as the service warps do (rt.c). Pairs with the
-		 * host's release store (set_cmd). */
+		/* Now and then, as the service warps do (engine/serve.c). Pairs
+		 * with the host's release store (set_cmd). */
 		if ((iter++ & 31u) == 0)
 			cmd = gpuos_load_acquire_sys32((const uint32_t *)(uintptr_t)d->cmd);
 		if (cmd != GPUOS_RT_CMD_RUN) {

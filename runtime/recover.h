@@ -58,7 +58,8 @@ struct rt_recover {
 
 GPUOS_INLINE GPUOS_HD uint32_t rt_rec_phase(uint32_t word) { return word >> 16; }
 
-/* The one rt_recover of this runtime (in the state region's header, rt.c). */
+/* The one rt_recover of this runtime (in the state region's header,
+ * runtime/engine/serve.c). */
 GPUOS_HD struct rt_recover *gpuos_rt_recover(const struct gpuos_rt_desc *d);
 
 /* Queue pair qp driving descriptor queue q from its start: at the first
@@ -106,6 +107,61 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_rt_dead(struct rt_recover *rs)
 }
 /* Whether the runtime can reset controller m by itself. */
 GPUOS_HD int gpuos_rt_can_reset(const struct gpuos_rt_desc *d, uint32_t m);
+
+/* A participant (a service warp, the metadata warp) as the reset-follower
+ * sees it: what it has followed, and its own part of a reset. */
+struct rt_rec_part {
+	uint32_t *epoch;       /* the last reset epoch it dropped for */
+	uint32_t *gen;         /* [nctrl]: resets of each controller its queues follow */
+	/* DROP: end what it has at controller m, which writes nothing more
+	 * (its requests fail with CTRL_RESET). */
+	void (*drop)(void *ctx, uint32_t m);
+	/* RUN again: start its queues of m from zero, as the reset re-created them. */
+	void (*restart)(void *ctx, uint32_t m);
+	void *ctx;
+};
+
+/* Lane 0 of a participant: the one reset-follower. From the word (read
+ * with gpuos_rt_rec_word, whose acquire orders the loads below after the
+ * resetter's release of the phase): in DROP, once an epoch, drop what it has
+ * on the controller being reset, then acknowledge (gpuos_rt_rec_ack's
+ * release: the drop before the resetter zeroes the queues); in RUN, restart
+ * its queues of each controller reset since it last looked. Returns 1
+ * while a reset keeps it from its queues (no reaping, no submitting). */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_rec_follow(const struct gpuos_rt_desc *d, uint32_t word, const struct rt_rec_part *p)
+{
+	struct rt_recover *rs = gpuos_rt_recover(d);
+	uint32_t ph = rt_rec_phase(word), m;
+	if (ph == RT_PH_DROP && *p->epoch != gpuos_load_relaxed_dev32(&rs->epoch)) {
+		p->drop(p->ctx, gpuos_load_relaxed_dev32(&rs->ctrl));
+		*p->epoch = gpuos_load_relaxed_dev32(&rs->epoch);
+		gpuos_rt_rec_ack(rs);
+	}
+	if (ph != RT_PH_RUN)
+		return 1;
+	for (m = 0; m < d->nctrl; m++) {
+		if (p->gen[m] == gpuos_load_relaxed_dev32(&rs->gen[m]))
+			continue;
+		p->restart(p->ctx, m);
+		p->gen[m] = gpuos_load_relaxed_dev32(&rs->gen[m]);
+	}
+	return 0;
+}
+
+/* Lane 0 of a participant: reset controller m, or take part in the reset
+ * another participant began; either way follow the word as far as it goes
+ * now. Returns 1 when this participant was the resetter. */
+GPUOS_INLINE GPUOS_HD int gpuos_rt_rec_reset(const struct gpuos_rt_desc *d, uint32_t m, const struct rt_rec_part *p)
+{
+	struct rt_recover *rs = gpuos_rt_recover(d);
+	int did = gpuos_rt_reset_begin(d, rs, m);
+	if (did) {
+		gpuos_rt_rec_follow(d, gpuos_rt_rec_word(rs), p); /* our own drop and ack */
+		gpuos_rt_reset_finish(d, rs);
+	}
+	gpuos_rt_rec_follow(d, gpuos_rt_rec_word(rs), p);
+	return did;
+}
 
 GPUOS_EXTERN_C_END
 
