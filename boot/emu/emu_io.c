@@ -912,7 +912,8 @@ static void *worker_main(void *arg)
 		 * then nap; never past the next completion that falls due, and
 		 * not at all while transfers are on the way */
 		uint64_t now = gpuos_now_ns();
-		uint64_t nap = ++idle < 512 || w->dma_landed < w->dma_issued ? 0 : idle < 4096 ? 20000 : 100000;
+		uint64_t nap = ++idle < 512 || w->dma_landed < w->dma_issued ? 0 :
+			       idle < 4096 ? 20000 : emu_idle_nap_ns(idle - 4096, 100000);
 		if (next_due != UINT64_MAX && next_due > now && next_due - now < nap)
 			nap = next_due - now;
 		if (nap < 5000) {

@@ -182,24 +182,32 @@ GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
 
 /* Wait politely in a poll loop; *spins counts the calls since the last
  * progress (the caller zeroes it). The GPU sleeps 20 ns for a while, then
- * longer, up to 1 us; a host thread spins, then yields, then naps 20 us: on a
- * machine with fewer cores than polling threads the one we wait for may
- * need our core. */
+ * longer, up to 1 us. A host thread spins, then yields (on a machine with
+ * fewer cores than polling threads the one we wait for may need our core),
+ * then naps: 20 us, twice as long every 64 naps, up to 1 ms. A wake-up costs
+ * a host thread about 10 us of CPU on the 2-core build machine, so 20 us naps
+ * forever kept each idle service thread at 12 % of a core (issue 35); the
+ * cap bounds how late a long wait notices its answer, and the first ~100 ms
+ * of a wait still poll often. Polling only: nothing here orders memory (the
+ * caller's acquire loads do). */
 #if !GPUOS_ON_GPU
 #include <sched.h>
 #endif
 GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 {
-	uint32_t n = ++*spins;
 #if GPUOS_ON_GPU
+	uint32_t n = ++*spins;
 	__nanosleep(n < 256 ? 20u : n < 8192 ? 200u : 1000u);
 #else
+	/* saturating: a wait of 49 days stays at the longest nap */
+	uint32_t n = *spins < UINT32_MAX ? ++*spins : *spins;
 	if (n < 64) {
 		gpuos_pause();
 	} else if (n < 256) {
 		sched_yield();
 	} else {
-		struct timespec ts = { 0, 20000 };
+		uint32_t k = (n - 256u) >> 6;
+		struct timespec ts = { 0, k < 6 ? 20000L << k : 1000000L };
 		nanosleep(&ts, 0);
 	}
 #endif
