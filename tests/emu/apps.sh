@@ -256,11 +256,14 @@ t3=$(date +%s%N)
 echo "       the app ran $(( (t3 - t0) / 1000000 )) ms; stats answered in ${stats_ms:-?} ms meanwhile"
 check "a slow app's run still gives the right digest" test $rc -eq 0 -a "$(head -1 "$tmp/out" | cut -d' ' -f1)" = "$(digest /sub/deeper/big)"
 # A request queued behind the app would wait for its end (about 2.5 s of
-# 0.3 s commands) and the app would end right after the answer: an answer
-# within 1.5 s with the app still running 0.3 s later tells the two apart,
-# and leaves a busy machine (suites run side by side) a second of delays.
-check "while it runs, another client's request is answered at once" \
-	test "$(head -1 "$tmp/stats" | cut -c1-12)" = '{"requests":' -a "${stats_ms:-9999}" -lt 1500 -a $(( (t3 - t2) / 1000000 )) -gt 300
+# 0.3 s commands) and the app would end right after the answer. Measured
+# against the app's own run in this run (a loaded machine slows both): the
+# answer took under half the app's run, and a quarter of the run was still
+# to come when it came (issue 35: no wall-clock bound).
+run_ms=$(( (t3 - t0) / 1000000 )) after_ms=$(( (t3 - t2) / 1000000 ))
+check "while it runs, another client's request is answered at once (${stats_ms:-?} ms, then the app ran $after_ms ms more)" \
+	test "$(head -1 "$tmp/stats" | cut -c1-12)" = '{"requests":' -a "${stats_ms:-9999}" -lt $((run_ms / 2)) \
+	-a $((after_ms * 4)) -gt $run_ms
 $gpuos stop --socket "$sock"
 wait $svc
 svc=
