@@ -850,10 +850,12 @@ static int camp_part_intact(const struct camp *c, uint32_t k)
  * whose reason the failure message now prints). */
 static void camp_idle(uint32_t *tries)
 {
-	if (++*tries < 16)
+	uint32_t n = ++*tries;
+
+	if (n < 4)
 		sched_yield();
 	else
-		usleep(50);
+		usleep(n < 8 ? 50 : n < 16 ? 100 : n < 32 ? 200 : 400);
 }
 
 static void *camp_thread(void *p)
