@@ -81,6 +81,73 @@ static int option_of_boot(const char *name)
 	return 0;
 }
 
+/* The --config file, open, if it belongs to root or to us and no one else
+ * can write it: it decides what the service serves and to whom. NULL
+ * after one line on stderr. */
+static FILE *config_open(const char *file)
+{
+	struct stat st;
+	FILE *f = fopen(file, "re");
+
+	if (!f || fstat(fileno(f), &st)) {
+		cli_err("boot", "--config %s: %s", file, strerror(errno));
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		cli_err("boot", "--config %s: must be a file of root's (or of this service's user) that no one else can "
+			"write: it decides what the service serves and to whom", file);
+		fclose(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* Line ln of the --config file as an option of boot: *arg "--NAME" or
+ * "--NAME=VALUE" (allocated), or NULL for a blank line, a comment or
+ * NAME = no. 0, or -1 after one line on stderr. */
+static int config_line(const char *file, int ln, char *line, char **arg)
+{
+	char *k = line, *v, *e;
+
+	*arg = NULL;
+	while (isspace((unsigned char)*k))
+		k++;
+	if (!*k || *k == '#')
+		return 0;
+	e = k + strlen(k);
+	while (e > k && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	v = strchr(k, '=');
+	if (v) {
+		for (e = v; e > k && isspace((unsigned char)e[-1]); e--)
+			;
+		*e = 0;
+		for (v++; isspace((unsigned char)*v); v++)
+			;
+	}
+	if (!*k || strspn(k, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(k) || !strcmp(k, "config") ||
+	    !option_of_boot(k)) {
+		cli_err("boot", "--config %s, line %d: '%s' is not an option of boot (NAME = VALUE, NAME as in "
+			"gpuos boot --help without its dashes)", file, ln, k);
+		return -1;
+	}
+	if (v && (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off")))
+		return 0;
+	if (!v || !*v || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) {
+		if (asprintf(arg, "--%s", k) < 0)
+			*arg = NULL;
+	} else if (asprintf(arg, "--%s=%s", k, v) < 0) {
+		*arg = NULL;
+	}
+	if (!*arg) {
+		cli_err("boot", "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 /* --config FILE: boot's options, one a line, "NAME = VALUE" (NAME a long
  * option without its dashes; a flag takes yes, or no to leave it out, or
  * no value), a line that begins with # a comment. They come before the
@@ -91,68 +158,30 @@ static int config_argv(const char *file, int argc, char **argv, int *nargc, char
 {
 	char line[4096], **av = NULL;
 	int n = 0, cap = 0, ln = 0, i;
-	struct stat st;
-	FILE *f = fopen(file, "re");
+	FILE *f = config_open(file);
 
-	if (!f || fstat(fileno(f), &st)) {
-		cli_err("boot", "--config %s: %s", file, strerror(errno));
-		if (f)
-			fclose(f);
+	if (!f)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		cli_err("boot", "--config %s: must be a file of root's (or of this service's user) that no one else can "
-			"write: it decides what the service serves and to whom", file);
-		fclose(f);
-		return -1;
-	}
 	while (fgets(line, sizeof(line), f)) {
-		char *k = line, *v, *e, *arg;
+		char *arg;
 		size_t len = strlen(line);
 		ln++;
 		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
 			cli_err("boot", "--config %s, line %d: longer than %zu bytes", file, ln, sizeof(line) - 2);
 			goto fail;
 		}
-		while (isspace((unsigned char)*k))
-			k++;
-		if (!*k || *k == '#')
-			continue;
-		e = k + strlen(k);
-		while (e > k && isspace((unsigned char)e[-1]))
-			*--e = 0;
-		v = strchr(k, '=');
-		if (v) {
-			for (e = v; e > k && isspace((unsigned char)e[-1]); e--)
-				;
-			*e = 0;
-			for (v++; isspace((unsigned char)*v); v++)
-				;
-		}
-		if (!*k || strspn(k, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(k) || !strcmp(k, "config") ||
-		    !option_of_boot(k)) {
-			cli_err("boot", "--config %s, line %d: '%s' is not an option of boot (NAME = VALUE, NAME as in "
-				"gpuos boot --help without its dashes)", file, ln, k);
+		if (config_line(file, ln, line, &arg))
 			goto fail;
-		}
-		if (v && (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off")))
+		if (!arg)
 			continue;
-		if (!v || !*v || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) {
-			if (asprintf(&arg, "--%s", k) < 0)
-				arg = NULL;
-		} else if (asprintf(&arg, "--%s=%s", k, v) < 0) {
-			arg = NULL;
-		}
 		if (n + 1 >= cap) {
 			char **a = realloc(av, (size_t)(cap = cap * 2 + 16) * sizeof(*av));
-			if (!a)
-				free(arg), arg = NULL;
-			else
-				av = a;
-		}
-		if (!arg) {
-			cli_err("boot", "out of memory");
-			goto fail;
+			if (!a) {
+				free(arg);
+				cli_err("boot", "out of memory");
+				goto fail;
+			}
+			av = a;
 		}
 		av[n++] = arg;
 	}
@@ -351,6 +380,43 @@ static int boot_group(struct cli *c, struct gpuos_service_opts *o, struct gpuos_
 	return rc;
 }
 
+/* --config FILE: its options, then the command line's again, into *c. */
+static int take_config(struct cli *c, int argc, char **argv)
+{
+	const char *file = c->config;
+	char **nargv;
+	int nargc;
+
+	free(c->argv);
+	if (config_argv(file, argc, argv, &nargc, &nargv))
+		return -1;
+	if (cli_parse(c, "boot", nargc, nargv)) {
+		cli_err("boot", "(the options of --config %s, then of the command line)", file);
+		return -1;
+	}
+	return 0;
+}
+
+/* Does --gpus name a GPU twice where that would hang? An app's kernel
+ * waits on its runtime; another runtime of the same GPU parking both to
+ * load a module or renew a client's area would wait for that kernel for
+ * ever (docs/design.md, "a group"). 1 after one line on stderr. */
+static int gpu_twice_refused(const struct cli *c, const struct service_apps *apps)
+{
+	uint32_t i, j, twice = 0;
+
+	for (i = 0; i < c->ngpus; i++)
+		for (j = i + 1; j < c->ngpus; j++)
+			twice |= c->gpus[i] == c->gpus[j];
+	if (twice && !c->boot.host_mode && (apps->dir || c->boot.gpu_clients)) {
+		cli_err("boot", "--gpus names a GPU twice: not with %s (runtimes of one GPU park together, and an "
+			"app or a GPU client of one would wait for the other for ever)",
+			apps->dir ? "--apps" : "--gpu-clients");
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_boot(int argc, char **argv)
 {
 	struct cli c;
@@ -362,20 +428,8 @@ int cmd_boot(int argc, char **argv)
 	char err[512];
 	int rc = 0;
 
-	if (cli_parse(&c, "boot", argc, argv))
+	if (cli_parse(&c, "boot", argc, argv) || (c.config && take_config(&c, argc, argv)))
 		return GPUOS_EXIT_USAGE;
-	if (c.config) {
-		const char *file = c.config;
-		char **nargv;
-		int nargc;
-		free(c.argv);
-		if (config_argv(file, argc, argv, &nargc, &nargv))
-			return GPUOS_EXIT_USAGE;
-		if (cli_parse(&c, "boot", nargc, nargv)) {
-			cli_err("boot", "(the options of --config %s, then of the command line)", file);
-			return GPUOS_EXIT_USAGE;
-		}
-	}
 	if (!c.boot.device || c.argc) {
 		cli_err("boot", c.argc ? "%s: boot takes no arguments" : "give --device DEV (emu:IMAGE[,k=v...], null[:SIZE], pci:DDDD:BB:DD.F)%s",
 			c.argc ? c.argv[0] : c.config ? ", or device = DEV in the --config file" : "");
@@ -386,19 +440,8 @@ int cmd_boot(int argc, char **argv)
 	memset(&mps, 0, sizeof(mps)); /* GPUOS_MPS_HOST until settled: nothing to end */
 	o.mps = &mps;
 	if (c.ngpus) {
-		uint32_t i, j, twice = 0;
-		for (i = 0; i < c.ngpus; i++)
-			for (j = i + 1; j < c.ngpus; j++)
-				twice |= c.gpus[i] == c.gpus[j];
-		/* an app's kernel waits on its runtime; another runtime of the same
-		 * GPU parking both to load a module or renew a client's area would
-		 * wait for that kernel for ever (docs/design.md, "a group") */
-		if (twice && !c.boot.host_mode && (apps.dir || c.boot.gpu_clients)) {
-			cli_err("boot", "--gpus names a GPU twice: not with %s (runtimes of one GPU park together, and an "
-				"app or a GPU client of one would wait for the other for ever)",
-				apps.dir ? "--apps" : "--gpu-clients");
+		if (gpu_twice_refused(&c, &apps))
 			return GPUOS_EXIT_USAGE;
-		}
 		catch_signals();
 		if (c.boot.mbox_vram && !c.boot.dev_heap_bytes)
 			c.boot.dev_heap_bytes = 256ull << 20;

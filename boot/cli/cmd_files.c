@@ -209,6 +209,46 @@ static int ent_cmp(const void *a, const void *b)
 	return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
 }
 
+/* The entries (sorted), as text or as JSON. */
+static void ls_print(const struct files *f, const struct ent *ents, size_t n)
+{
+	size_t i;
+
+	if (f->c.json) {
+		struct json j;
+		json_begin(&j, stdout, "ls");
+		json_str(&j, "path", f->path);
+		json_arr_lines(&j, "entries");
+		for (i = 0; i < n; i++) {
+			json_obj(&j, NULL);
+			json_str(&j, "name", ents[i].name);
+			json_u64(&j, "inode", ents[i].ino);
+			json_str(&j, "type", type_name(ents[i].type));
+			if (ents[i].have_size) {
+				char mode[8];
+				snprintf(mode, sizeof(mode), "%04o", ents[i].mode & 07777u);
+				json_u64(&j, "size", ents[i].size);
+				json_str(&j, "mode", mode);
+			} else {
+				json_null(&j, "size");
+				json_null(&j, "mode");
+			}
+			json_end(&j);
+		}
+		json_end(&j);
+		json_finish(&j);
+	} else {
+		for (i = 0; i < n; i++) {
+			char h[32] = "?";
+			if (ents[i].have_size)
+				cli_human(h, sizeof(h), ents[i].size);
+			printf("%10u  %-9s  %10s  ", ents[i].ino, type_name(ents[i].type), h);
+			cli_put_escaped(stdout, ents[i].name, strlen(ents[i].name));
+			putchar('\n');
+		}
+	}
+}
+
 int cmd_ls(int argc, char **argv)
 {
 	struct files f;
@@ -262,39 +302,7 @@ int cmd_ls(int argc, char **argv)
 	if (!rc) {
 		qsort(ents, n, sizeof(*ents), ent_cmp);
 		ls_sizes(&f, ents, n);
-		if (f.c.json) {
-			struct json j;
-			json_begin(&j, stdout, "ls");
-			json_str(&j, "path", f.path);
-			json_arr_lines(&j, "entries");
-			for (i = 0; i < n; i++) {
-				json_obj(&j, NULL);
-				json_str(&j, "name", ents[i].name);
-				json_u64(&j, "inode", ents[i].ino);
-				json_str(&j, "type", type_name(ents[i].type));
-				if (ents[i].have_size) {
-					char mode[8];
-					snprintf(mode, sizeof(mode), "%04o", ents[i].mode & 07777u);
-					json_u64(&j, "size", ents[i].size);
-					json_str(&j, "mode", mode);
-				} else {
-					json_null(&j, "size");
-					json_null(&j, "mode");
-				}
-				json_end(&j);
-			}
-			json_end(&j);
-			json_finish(&j);
-		} else {
-			for (i = 0; i < n; i++) {
-				char h[32] = "?";
-				if (ents[i].have_size)
-					cli_human(h, sizeof(h), ents[i].size);
-				printf("%10u  %-9s  %10s  ", ents[i].ino, type_name(ents[i].type), h);
-				cli_put_escaped(stdout, ents[i].name, strlen(ents[i].name));
-				putchar('\n');
-			}
-		}
+		ls_print(&f, ents, n);
 	}
 out:
 	gpuos_close(f.cl.mb, h);
@@ -305,6 +313,54 @@ out:
 }
 
 /* ---- stat ----------------------------------------------------------------------- */
+
+/* The inode and its extents, as text or as JSON. */
+static void stat_print(const struct files *f, const struct gpuos_stat *st, const struct gpuos_extent *ext,
+		       uint64_t total)
+{
+	uint64_t i;
+
+	if (f->c.json) {
+		struct json j;
+		char mode[8];
+		snprintf(mode, sizeof(mode), "%04o", st->mode & 07777u);
+		json_begin(&j, stdout, "stat");
+		json_str(&j, "path", f->path);
+		json_u64(&j, "inode", st->ino);
+		json_str(&j, "type", type_name(st->type));
+		json_str(&j, "mode", mode);
+		json_u64(&j, "uid", st->uid);
+		json_u64(&j, "gid", st->gid);
+		json_u64(&j, "size", st->size);
+		json_u64(&j, "links", st->links);
+		json_i64(&j, "mtime", st->mtime);
+		json_u64(&j, "block_size", st->block_size);
+		json_u64(&j, "partition_start_lba", st->part_lba);
+		json_arr_lines(&j, "extents");
+		for (i = 0; i < total; i++) {
+			json_obj(&j, NULL);
+			json_u64(&j, "logical", ext[i].lblk);
+			json_u64(&j, "physical", ext[i].pblk);
+			json_u64(&j, "blocks", ext[i].len);
+			json_bool(&j, "unwritten", (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) != 0);
+			json_end(&j);
+		}
+		json_end(&j);
+		json_finish(&j);
+	} else {
+		char h[32];
+		fputs("  File: ", stdout);
+		cli_put_escaped(stdout, f->path, strlen(f->path));
+		printf("\n  Type: %s\n  Inode: %u  Links: %u  Mode: %04o  Uid: %u  Gid: %u\n"
+		       "  Size: %" PRIu64 " (%s)  Block size: %u  Partition start LBA: %" PRIu64 "\n  Extents: %" PRIu64 "\n",
+		       type_name(st->type), st->ino, st->links, st->mode & 07777u, st->uid, st->gid, st->size,
+		       cli_human(h, sizeof(h), st->size), st->block_size, st->part_lba, total);
+		for (i = 0; i < total; i++)
+			printf("    (%" PRIu64 "-%" PRIu64 "): %" PRIu64 "-%" PRIu64 "%s\n", ext[i].lblk,
+			       ext[i].lblk + ext[i].len - 1, ext[i].pblk, ext[i].pblk + ext[i].len - 1,
+			       (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) ? " [uninit]" : "");
+	}
+}
 
 int cmd_stat(int argc, char **argv)
 {
@@ -345,46 +401,7 @@ int cmd_stat(int argc, char **argv)
 		for (i = 0; i < st->n && have < total; i++)
 			ext[have++] = m[i];
 	} while (have < total);
-	if (f.c.json) {
-		struct json j;
-		char mode[8];
-		snprintf(mode, sizeof(mode), "%04o", st->mode & 07777u);
-		json_begin(&j, stdout, "stat");
-		json_str(&j, "path", f.path);
-		json_u64(&j, "inode", st->ino);
-		json_str(&j, "type", type_name(st->type));
-		json_str(&j, "mode", mode);
-		json_u64(&j, "uid", st->uid);
-		json_u64(&j, "gid", st->gid);
-		json_u64(&j, "size", st->size);
-		json_u64(&j, "links", st->links);
-		json_i64(&j, "mtime", st->mtime);
-		json_u64(&j, "block_size", st->block_size);
-		json_u64(&j, "partition_start_lba", st->part_lba);
-		json_arr_lines(&j, "extents");
-		for (i = 0; i < total; i++) {
-			json_obj(&j, NULL);
-			json_u64(&j, "logical", ext[i].lblk);
-			json_u64(&j, "physical", ext[i].pblk);
-			json_u64(&j, "blocks", ext[i].len);
-			json_bool(&j, "unwritten", (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) != 0);
-			json_end(&j);
-		}
-		json_end(&j);
-		json_finish(&j);
-	} else {
-		char h[32];
-		fputs("  File: ", stdout);
-		cli_put_escaped(stdout, f.path, strlen(f.path));
-		printf("\n  Type: %s\n  Inode: %u  Links: %u  Mode: %04o  Uid: %u  Gid: %u\n"
-		       "  Size: %" PRIu64 " (%s)  Block size: %u  Partition start LBA: %" PRIu64 "\n  Extents: %" PRIu64 "\n",
-		       type_name(st->type), st->ino, st->links, st->mode & 07777u, st->uid, st->gid, st->size,
-		       cli_human(h, sizeof(h), st->size), st->block_size, st->part_lba, total);
-		for (i = 0; i < total; i++)
-			printf("    (%" PRIu64 "-%" PRIu64 "): %" PRIu64 "-%" PRIu64 "%s\n", ext[i].lblk,
-			       ext[i].lblk + ext[i].len - 1, ext[i].pblk, ext[i].pblk + ext[i].len - 1,
-			       (ext[i].flags & GPUOS_EXTENT_UNWRITTEN) ? " [uninit]" : "");
-	}
+	stat_print(&f, st, ext, total);
 out:
 	free(ext);
 	return files_end(&f, rc);

@@ -94,19 +94,49 @@ static const char *field(const char *s, size_t cap)
 	return memchr(s, 0, cap) ? s : "";
 }
 
-static void write_json(const struct cli *c, const struct gpuos_parts *t, const struct gpuos_part *parts)
+/* One partition of the JSON's "partitions". */
+static void json_part(struct json *j, const struct gpuos_parts *t, const struct gpuos_part *p)
 {
-	struct json j;
 	char names[64][24];
-	uint32_t i;
+	const char *tn = type_name(t, p);
 	unsigned k, na;
 	int gpt = t->scheme == GPUOS_PARTS_GPT;
 
+	json_obj(j, NULL);
+	json_u64(j, "number", p->number);
+	json_u64(j, "first_lba", p->first_lba);
+	json_u64(j, "last_lba", p->last_lba);
+	json_u64(j, "bytes", (p->last_lba - p->first_lba + 1) * t->lba_bytes);
+	if (gpt) {
+		json_str(j, "type_guid", field(p->type_guid, sizeof(p->type_guid)));
+		json_null(j, "mbr_type");
+		json_str(j, "unique_guid", field(p->unique_guid, sizeof(p->unique_guid)));
+	} else {
+		json_null(j, "type_guid");
+		json_u64(j, "mbr_type", p->mbr_type);
+		json_null(j, "unique_guid");
+	}
+	json_str_or_null(j, "type_name", tn);
+	json_u64(j, "attributes", p->attributes);
+	json_arr(j, "attribute_names");
+	na = attr_names(t, p->attributes, names);
+	for (k = 0; k < na; k++)
+		json_str(j, NULL, names[k]);
+	json_end(j);
+	json_str(j, "name", field(p->name, sizeof(p->name)));
+	json_bool(j, "ext4", p->fs == GPUOS_PART_FS_EXT);
+	json_bool(j, "files", (p->flags & GPUOS_PART_F_FILES) != 0);
+	json_end(j);
+}
+
+static void write_json(const struct cli *c, const struct gpuos_parts *t, const struct gpuos_part *parts)
+{
+	struct json j;
+	uint32_t i;
+	int gpt = t->scheme == GPUOS_PARTS_GPT;
+
 	json_begin(&j, stdout, "parts");
-	if (c->boot.device)
-		json_str(&j, "device", c->boot.device);
-	else
-		json_null(&j, "device");
+	json_str_or_null(&j, "device", c->boot.device);
 	json_str(&j, "scheme", gpt ? "gpt" : t->scheme == GPUOS_PARTS_MBR ? "mbr" : "none");
 	json_u64(&j, "lba_bytes", t->lba_bytes);
 	json_u64(&j, "disk_lbas", t->disk_lbas);
@@ -144,38 +174,8 @@ static void write_json(const struct cli *c, const struct gpuos_parts *t, const s
 	json_u64(&j, "skipped", t->skipped);
 	json_u64(&j, "unlisted", t->found > t->total ? t->found - t->total : 0);
 	json_arr_lines(&j, "partitions");
-	for (i = 0; i < t->total; i++) {
-		const struct gpuos_part *p = &parts[i];
-		const char *tn = type_name(t, p);
-		json_obj(&j, NULL);
-		json_u64(&j, "number", p->number);
-		json_u64(&j, "first_lba", p->first_lba);
-		json_u64(&j, "last_lba", p->last_lba);
-		json_u64(&j, "bytes", (p->last_lba - p->first_lba + 1) * t->lba_bytes);
-		if (gpt) {
-			json_str(&j, "type_guid", field(p->type_guid, sizeof(p->type_guid)));
-			json_null(&j, "mbr_type");
-			json_str(&j, "unique_guid", field(p->unique_guid, sizeof(p->unique_guid)));
-		} else {
-			json_null(&j, "type_guid");
-			json_u64(&j, "mbr_type", p->mbr_type);
-			json_null(&j, "unique_guid");
-		}
-		if (tn)
-			json_str(&j, "type_name", tn);
-		else
-			json_null(&j, "type_name");
-		json_u64(&j, "attributes", p->attributes);
-		json_arr(&j, "attribute_names");
-		na = attr_names(t, p->attributes, names);
-		for (k = 0; k < na; k++)
-			json_str(&j, NULL, names[k]);
-		json_end(&j);
-		json_str(&j, "name", field(p->name, sizeof(p->name)));
-		json_bool(&j, "ext4", p->fs == GPUOS_PART_FS_EXT);
-		json_bool(&j, "files", (p->flags & GPUOS_PART_F_FILES) != 0);
-		json_end(&j);
-	}
+	for (i = 0; i < t->total; i++)
+		json_part(&j, t, &parts[i]);
 	json_end(&j);
 	json_finish(&j);
 }
@@ -247,6 +247,47 @@ static void write_text(const struct cli *c, const struct gpuos_parts *t, const s
 		printf("%u used entries left out: their LBAs lie outside the usable range\n", t->skipped);
 }
 
+/* The table and its partitions into the heap's first cap bytes and
+ * *parts (allocated; the caller frees it, also on failure), as many at a
+ * time as the heap holds. 0, or -1 after one line on stderr. */
+static int read_table(const struct cli *c, const struct client *cl, uint64_t cap, struct gpuos_part **parts)
+{
+	struct gpuos_parts *t = (struct gpuos_parts *)cl->heap;
+	uint32_t got = 0, st;
+
+	do {
+		uint32_t room = (uint32_t)((cap - sizeof(*t)) / sizeof(struct gpuos_part)), i;
+		struct gpuos_part *m;
+		st = gpuos_part_table(cl->mb, (struct gpuos_parts *)(uintptr_t)cl->heap_rt, cap, got);
+		if (st != GPUOS_ST_OK) {
+			const char *why = field((const char *)t, cap < 256 ? cap : 256);
+			char d[256];
+			if (!why[0]) {
+				describe_status(d, sizeof(d), st, 0);
+				why = d;
+			}
+			cli_err("parts", "%s: %s", c->boot.device ? c->boot.device : c->socket, why);
+			return -1;
+		}
+		if (t->first != got || t->n > room || t->n > t->total - GPUOS_MIN(got, t->total) ||
+		    (t->n == 0 && got < t->total)) {
+			cli_err("parts", "the runtime answered %u partitions from %u of %u, asked from %u", t->n, t->first,
+				t->total, got);
+			return -1;
+		}
+		m = realloc(*parts, ((size_t)got + t->n + 1) * sizeof(**parts));
+		if (!m) {
+			cli_err("parts", "out of memory");
+			return -1;
+		}
+		*parts = m;
+		for (i = 0; i < t->n; i++)
+			m[got + i] = t->part[i];
+		got += t->n;
+	} while (got < t->total);
+	return 0;
+}
+
 int cmd_parts(int argc, char **argv)
 {
 	struct cli c;
@@ -255,7 +296,6 @@ int cmd_parts(int argc, char **argv)
 	struct gpuos_part *parts = NULL;
 	char err[512];
 	uint64_t cap;
-	uint32_t got = 0, st;
 	int rc = GPUOS_EXIT_OK;
 
 	if (cli_parse(&c, "parts", argc, argv))
@@ -283,40 +323,8 @@ int cmd_parts(int argc, char **argv)
 		free(c.argv);
 		return GPUOS_EXIT_FAIL;
 	}
-	/* The table and its partitions, as many at a time as the heap holds. */
-	do {
-		uint32_t room = (uint32_t)((cap - sizeof(*t)) / sizeof(struct gpuos_part)), i;
-		struct gpuos_part *m;
-		st = gpuos_part_table(cl.mb, (struct gpuos_parts *)(uintptr_t)cl.heap_rt, cap, got);
-		if (st != GPUOS_ST_OK) {
-			const char *why = field((const char *)t, cap < 256 ? cap : 256);
-			char d[256];
-			if (!why[0]) {
-				describe_status(d, sizeof(d), st, 0);
-				why = d;
-			}
-			cli_err("parts", "%s: %s", c.boot.device ? c.boot.device : c.socket, why);
-			rc = GPUOS_EXIT_FAIL;
-			break;
-		}
-		if (t->first != got || t->n > room || t->n > t->total - GPUOS_MIN(got, t->total) ||
-		    (t->n == 0 && got < t->total)) {
-			cli_err("parts", "the runtime answered %u partitions from %u of %u, asked from %u", t->n, t->first,
-				t->total, got);
-			rc = GPUOS_EXIT_FAIL;
-			break;
-		}
-		m = realloc(parts, ((size_t)got + t->n + 1) * sizeof(*parts));
-		if (!m) {
-			cli_err("parts", "out of memory");
-			rc = GPUOS_EXIT_FAIL;
-			break;
-		}
-		parts = m;
-		for (i = 0; i < t->n; i++)
-			parts[got + i] = t->part[i];
-		got += t->n;
-	} while (got < t->total);
+	if (read_table(&c, &cl, cap, &parts))
+		rc = GPUOS_EXIT_FAIL;
 	if (!rc) {
 		if (t->flags & GPUOS_PARTS_F_BACKUP_USED)
 			cli_err("parts", "note: the primary GPT is corrupt (%s); the backup GPT was used",

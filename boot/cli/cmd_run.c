@@ -162,6 +162,43 @@ static int resolve_app(const struct service_apps *a, int on_gpu, const char *nam
 	return 0;
 }
 
+/* A run request's args=HEX,HEX,... into argv[*argc] (allocated; *argc of
+ * them even on failure). -1 when they are malformed or too many. */
+static int request_args(const char *line, char **argv, int *argc)
+{
+	size_t n;
+	const char *p = field(line, "args", &n), *q;
+
+	for (q = p; p && q < p + n && *argc < (int)GPUOS_APP_MAX_ARGS;) {
+		size_t k = strcspn(q, ", ");
+		argv[*argc] = k ? hex_decode(q, k) : strdup("");
+		if (!argv[*argc])
+			break;
+		(*argc)++;
+		q += k;
+		if (*q != ',')
+			break;
+		q++;
+	}
+	return p && q != p + n ? -1 : 0;
+}
+
+/* The reply to a run that ran: "ok status=... out=HEX". */
+static void reply_ok(FILE *out, const struct app_result *res)
+{
+	char *out_hex = hex_encode(res->out), *ehex = hex_encode(res->entry);
+
+	if (!out_hex || !ehex)
+		fprintf(out, "err out of memory\n");
+	else
+		fprintf(out, "ok status=%u gpu=%d entry=%s requests=%llu bytes=%llu errors=%llu commands=%llu out=%s\n",
+			res->status, res->gpu, ehex, (unsigned long long)res->delta.requests,
+			(unsigned long long)res->delta.bytes, (unsigned long long)res->delta.errors,
+			(unsigned long long)res->delta.commands, out_hex);
+	free(ehex);
+	free(out_hex);
+}
+
 static int service_run_request(const struct service_apps *apps, struct gpuos_sys *s, char *heap, uint64_t heap_rt,
 			       uint64_t heap_len, const char *line, FILE *out)
 {
@@ -169,8 +206,8 @@ static int service_run_request(const struct service_apps *apps, struct gpuos_sys
 	struct app_run o;
 	struct app_result res;
 	unsigned long long grid = 0, block = 0, sm = 0;
-	char *image = NULL, *entry = NULL, *argv[GPUOS_APP_MAX_ARGS], err[512], *out_hex;
-	const char *p, *q;
+	char *image = NULL, *entry = NULL, *argv[GPUOS_APP_MAX_ARGS], err[512];
+	const char *p;
 	size_t n;
 	int argc = 0, r, i;
 
@@ -196,19 +233,7 @@ static int service_run_request(const struct service_apps *apps, struct gpuos_sys
 		free(entry);
 		return r;
 	}
-	p = field(line, "args", &n);
-	for (q = p; p && q < p + n && argc < (int)GPUOS_APP_MAX_ARGS;) {
-		size_t k = strcspn(q, ", ");
-		argv[argc] = k ? hex_decode(q, k) : strdup("");
-		if (!argv[argc])
-			break;
-		argc++;
-		q += k;
-		if (*q != ',')
-			break;
-		q++;
-	}
-	if (p && q != p + n) {
+	if (request_args(line, argv, &argc)) {
 		fprintf(out, "err malformed or too many arguments (at most %u)\n", GPUOS_APP_MAX_ARGS);
 		r = -EINVAL;
 		goto out;
@@ -225,19 +250,7 @@ static int service_run_request(const struct service_apps *apps, struct gpuos_sys
 		fprintf(out, "err %s\n", err);
 		goto out;
 	}
-	out_hex = hex_encode(res.out);
-	{
-		char *ehex = hex_encode(res.entry);
-		if (!out_hex || !ehex)
-			fprintf(out, "err out of memory\n");
-		else
-			fprintf(out, "ok status=%u gpu=%d entry=%s requests=%llu bytes=%llu errors=%llu commands=%llu out=%s\n",
-				res.status, res.gpu, ehex, (unsigned long long)res.delta.requests,
-				(unsigned long long)res.delta.bytes, (unsigned long long)res.delta.errors,
-				(unsigned long long)res.delta.commands, out_hex);
-		free(ehex);
-	}
-	free(out_hex);
+	reply_ok(out, &res);
 	app_result_free(&res);
 out:
 	for (i = 0; i < argc; i++)
@@ -302,26 +315,15 @@ static int exit_code(uint32_t status)
 	return status > 255u ? 255 : (int)status;
 }
 
-static int run_via_socket(struct cli *c, const struct app_run *o)
+/* The run request for the service: "run app=HEX entry=HEX|- grid= block=
+ * arch= args=HEX,...\n" in line (RUN_REQ_MAX bytes). Its length, or 0 when
+ * it does not fit. */
+static size_t run_request_line(const struct app_run *o, char *line)
 {
-	char err[512], *line = NULL, *reply = NULL, *h;
-	struct app_result res;
-	unsigned long long v;
-	size_t len = 0, n = 0;
-	const char *p;
-	int fd, i, rc = GPUOS_EXIT_FAIL;
+	size_t len;
+	char *h = hex_encode(o->image);
+	int i;
 
-	/* A name in the service's apps directory: never a path of ours. */
-	if (strchr(o->image, '/')) {
-		cli_err("run", "%s: %s, name an app of the service's apps directory (gpuos boot --apps DIR), not a path",
-			o->image, c->socket_default ? "give --device DEV to run it here; through the service" : "with --socket");
-		return GPUOS_EXIT_USAGE;
-	}
-	line = malloc(RUN_REQ_MAX);
-	reply = malloc(RUN_REPLY_MAX);
-	if (!line || !reply)
-		goto out;
-	h = hex_encode(o->image);
 	len = (size_t)snprintf(line, RUN_REQ_MAX, "run app=%s", h ? h : "");
 	free(h);
 	h = o->entry ? hex_encode(o->entry) : NULL;
@@ -333,24 +335,32 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 		len += (size_t)snprintf(line + len, RUN_REQ_MAX - len, "%s%s", i ? "," : "", h ? h : "");
 		free(h);
 	}
-	if (len + 2 >= RUN_REQ_MAX) {
-		cli_err("run", "the app's name and arguments are too long for the service (%u bytes)", RUN_REQ_MAX);
-		goto out;
-	}
+	if (len + 2 >= RUN_REQ_MAX)
+		return 0;
 	line[len++] = '\n';
 	line[len] = 0;
-	fd = gpuos_service_connect(c->socket, err, sizeof(err));
+	return len;
+}
+
+/* Sends line to the service and reads its one-line reply into reply
+ * (RUN_REPLY_MAX bytes, up to twice the report in hex), without its
+ * newline. Its length, or -1 after one line on stderr. */
+static ssize_t run_ask(struct cli *c, const char *line, size_t len, char *reply)
+{
+	char err[512];
+	size_t n = 0;
+	int fd = gpuos_service_connect(c->socket, err, sizeof(err));
+
 	if (fd < 0) {
 		cli_socket_hint(c, 1, err, sizeof(err));
 		cli_err("run", "%s", err);
-		goto out;
+		return -1;
 	}
 	if (write(fd, line, len) != (ssize_t)len) {
 		cli_err("run", "the service at %s closed the connection", c->socket);
 		close(fd);
-		goto out;
+		return -1;
 	}
-	/* The reply: one line, up to twice the report in hex. */
 	while (n + 1 < RUN_REPLY_MAX) {
 		ssize_t r = read(fd, reply + n, RUN_REPLY_MAX - 1 - n);
 		if (r <= 0)
@@ -363,35 +373,77 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 	reply[n] = 0;
 	if (n && reply[n - 1] == '\n')
 		reply[--n] = 0;
+	return (ssize_t)n;
+}
+
+/* The service's "ok ..." reply into *res (its out allocated). -1 when
+ * it is malformed. */
+static int run_reply(const char *reply, struct app_result *res)
+{
+	unsigned long long v;
+	const char *p;
+	size_t n;
+
+	memset(res, 0, sizeof(*res));
+	if (field_num(reply, "status", &v))
+		return -1;
+	res->status = (uint32_t)v;
+	if (field_num(reply, "gpu", &v))
+		return -1;
+	res->gpu = (int)v;
+	if (field_num(reply, "requests", &v))
+		return -1;
+	res->delta.requests = v;
+	if (field_num(reply, "bytes", &v))
+		return -1;
+	res->delta.bytes = v;
+	if (field_num(reply, "errors", &v))
+		return -1;
+	res->delta.errors = v;
+	if (field_num(reply, "commands", &v))
+		return -1;
+	res->delta.commands = v;
+	p = field(reply, "out", &n);
+	if (!p)
+		return -1;
+	res->out = n ? hex_decode(p, n) : strdup("");
+	return res->out ? 0 : -1;
+}
+
+static int run_via_socket(struct cli *c, const struct app_run *o)
+{
+	char *line = NULL, *reply = NULL;
+	struct app_result res;
+	size_t len;
+	ssize_t n;
+	int rc = GPUOS_EXIT_FAIL;
+
+	/* A name in the service's apps directory: never a path of ours. */
+	if (strchr(o->image, '/')) {
+		cli_err("run", "%s: %s, name an app of the service's apps directory (gpuos boot --apps DIR), not a path",
+			o->image, c->socket_default ? "give --device DEV to run it here; through the service" : "with --socket");
+		return GPUOS_EXIT_USAGE;
+	}
+	line = malloc(RUN_REQ_MAX);
+	reply = malloc(RUN_REPLY_MAX);
+	if (!line || !reply)
+		goto out;
+	len = run_request_line(o, line);
+	if (!len) {
+		cli_err("run", "the app's name and arguments are too long for the service (%u bytes)", RUN_REQ_MAX);
+		goto out;
+	}
+	n = run_ask(c, line, len, reply);
+	if (n < 0)
+		goto out;
 	if (strncmp(reply, "ok ", 3)) {
 		cli_err("run", "%s", !strncmp(reply, "err ", 4) ? reply + 4 : n ? reply : "the service closed the connection");
 		goto out;
 	}
-	memset(&res, 0, sizeof(res));
-	if (field_num(reply, "status", &v))
-		goto bad;
-	res.status = (uint32_t)v;
-	if (field_num(reply, "gpu", &v))
-		goto bad;
-	res.gpu = (int)v;
-	if (field_num(reply, "requests", &v))
-		goto bad;
-	res.delta.requests = v;
-	if (field_num(reply, "bytes", &v))
-		goto bad;
-	res.delta.bytes = v;
-	if (field_num(reply, "errors", &v))
-		goto bad;
-	res.delta.errors = v;
-	if (field_num(reply, "commands", &v))
-		goto bad;
-	res.delta.commands = v;
-	p = field(reply, "out", &n);
-	if (!p)
-		goto bad;
-	res.out = n ? hex_decode(p, n) : strdup("");
-	if (!res.out)
-		goto bad;
+	if (run_reply(reply, &res)) {
+		cli_err("run", "the service's reply is malformed");
+		goto out;
+	}
 	{
 		char where[PATH_MAX + 64];
 		snprintf(where, sizeof(where), "service %s, %s", c->socket, res.gpu ? "on the GPU" : "host mode");
@@ -400,26 +452,78 @@ static int run_via_socket(struct cli *c, const struct app_run *o)
 	cli_counters("run", c, NULL);
 	rc = exit_code(res.status);
 	app_result_free(&res);
-	goto out;
-bad:
-	cli_err("run", "the service's reply is malformed");
 out:
 	free(line);
 	free(reply);
 	return rc;
 }
 
-int cmd_run(int argc, char **argv)
+/* Boots a runtime for the app's lifetime, runs it, prints its result
+ * and shuts the runtime down. The exit code. */
+static int run_here(struct cli *c, struct app_run *o)
 {
-	struct cli c;
 	struct cli_progress bar;
-	struct app_run o;
 	struct app_result res;
 	struct gpuos_sys *s;
 	char err[512], *heap;
 	uint64_t heap_rt, heap_len;
 	double cpu0, cpu1, wall0, wall1;
-	int split = argc, i, r, rc;
+	int r, rc;
+
+	/* A runtime for the app's lifetime. GPU clients post only into a
+	 * mailbox in VRAM (docs/design.md, Known limits); the host-mode
+	 * variant needs the runtime on CPU threads. */
+	if (app_is_host_variant(o->image))
+		c->boot.host_mode = 1;
+	c->boot.mbox_vram = 1;
+	if (!c->boot.dev_heap_bytes)
+		c->boot.dev_heap_bytes = (uint64_t)DEFAULT_VRAM_MIB << 20;
+	if (c->part >= 0)
+		c->boot.part = (uint32_t)c->part;
+	r = gpuos_boot(&c->boot, &s, err, sizeof(err));
+	if (r) {
+		cli_err("run", "%s", err);
+		return GPUOS_EXIT_FAIL;
+	}
+	heap = (char *)gpuos_sys_heap(s, &heap_rt, &heap_len);
+	cli_progress_begin_open(&bar);
+	o->progress = run_progress;
+	o->progress_ctx = &bar;
+	cpu0 = cli_cpu_seconds_without_emu();
+	wall0 = cli_now_s();
+	r = app_run(s, heap, heap_rt, heap_len, o, &res, err, sizeof(err));
+	wall1 = cli_now_s();
+	cpu1 = cli_cpu_seconds_without_emu();
+	cli_progress_end(&bar);
+	if (r) {
+		cli_err("run", "%s", err);
+		rc = GPUOS_EXIT_FAIL;
+	} else {
+		char where[256];
+		const struct gpuos_info *in = gpuos_sys_info(s);
+		snprintf(where, sizeof(where), "%s, %s", c->boot.device, res.gpu ? in->gpu_name : "host mode");
+		print_result(&res, where);
+		/* What the service side cost the CPU: the benchmarks' "CPU seconds per GB". */
+		if (cpu0 >= 0 && cpu1 >= 0)
+			fprintf(stderr, "host CPU: %.3f s outside the emulator's threads, over %.3f s of running the app\n",
+				cpu1 > cpu0 ? cpu1 - cpu0 : 0.0, wall1 - wall0); /* ticks and rusage: not exact */
+		rc = exit_code(res.status);
+		app_result_free(&res);
+	}
+	cli_counters("run", c, s);
+	if (gpuos_shutdown(s, err, sizeof(err))) {
+		cli_err("run", "shutdown: %s", err);
+		rc = GPUOS_EXIT_FAIL;
+	}
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct cli c;
+	struct app_run o;
+	char err[512];
+	int split = argc, i, rc;
 
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -459,53 +563,7 @@ int cmd_run(int argc, char **argv)
 		free(c.argv);
 		return GPUOS_EXIT_FAIL;
 	}
-
-	/* A runtime for the app's lifetime. GPU clients post only into a
-	 * mailbox in VRAM (docs/design.md, Known limits); the host-mode
-	 * variant needs the runtime on CPU threads. */
-	if (app_is_host_variant(o.image))
-		c.boot.host_mode = 1;
-	c.boot.mbox_vram = 1;
-	if (!c.boot.dev_heap_bytes)
-		c.boot.dev_heap_bytes = (uint64_t)DEFAULT_VRAM_MIB << 20;
-	if (c.part >= 0)
-		c.boot.part = (uint32_t)c.part;
-	r = gpuos_boot(&c.boot, &s, err, sizeof(err));
-	if (r) {
-		cli_err("run", "%s", err);
-		free(c.argv);
-		return GPUOS_EXIT_FAIL;
-	}
-	heap = (char *)gpuos_sys_heap(s, &heap_rt, &heap_len);
-	cli_progress_begin_open(&bar);
-	o.progress = run_progress;
-	o.progress_ctx = &bar;
-	cpu0 = cli_cpu_seconds_without_emu();
-	wall0 = cli_now_s();
-	r = app_run(s, heap, heap_rt, heap_len, &o, &res, err, sizeof(err));
-	wall1 = cli_now_s();
-	cpu1 = cli_cpu_seconds_without_emu();
-	cli_progress_end(&bar);
-	if (r) {
-		cli_err("run", "%s", err);
-		rc = GPUOS_EXIT_FAIL;
-	} else {
-		char where[256];
-		const struct gpuos_info *in = gpuos_sys_info(s);
-		snprintf(where, sizeof(where), "%s, %s", c.boot.device, res.gpu ? in->gpu_name : "host mode");
-		print_result(&res, where);
-		/* What the service side cost the CPU: the benchmarks' "CPU seconds per GB". */
-		if (cpu0 >= 0 && cpu1 >= 0)
-			fprintf(stderr, "host CPU: %.3f s outside the emulator's threads, over %.3f s of running the app\n",
-				cpu1 > cpu0 ? cpu1 - cpu0 : 0.0, wall1 - wall0); /* ticks and rusage: not exact */
-		rc = exit_code(res.status);
-		app_result_free(&res);
-	}
-	cli_counters("run", &c, s);
-	if (gpuos_shutdown(s, err, sizeof(err))) {
-		cli_err("run", "shutdown: %s", err);
-		rc = GPUOS_EXIT_FAIL;
-	}
+	rc = run_here(&c, &o);
 	free(c.argv);
 	return rc;
 }

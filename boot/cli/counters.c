@@ -112,54 +112,164 @@ static void json_num(struct json *j, const char *key, int have, uint64_t v)
 		json_null(j, key);
 }
 
-void cli_counters(const char *cmd, const struct cli *c, struct gpuos_sys *s)
-{
+/* What a command saw: the counters and, of a runtime booted here, its
+ * controllers' own where they count for themselves. */
+struct seen {
+	struct counts k;
+	int runtime;                    /* else a service's, through its socket */
+	const struct gpuos_info *in;    /* of the runtime */
+	struct gpuos_stats st;
 	struct gpuos_ctrl_stats cs[GPUOS_MAX_CTRL];
 	int have_cs[GPUOS_MAX_CTRL];
-	const struct gpuos_info *in = s ? gpuos_sys_info(s) : NULL;
-	struct gpuos_stats st;
-	struct counts k;
+	uint32_t nctrl;
+	int ctrl_odd, dup_odd;          /* something a controller should not have done */
+};
+
+/* A runtime booted here: its exact counts, and its controllers' own. */
+static void seen_runtime(const struct cli *c, struct gpuos_sys *s, struct seen *w)
+{
+	struct counts *k = &w->k;
+	uint32_t i;
+
+	w->runtime = 1;
+	w->in = gpuos_sys_info(s);
+	runtime_counts(s, &w->st);
+	k->requests = w->st.requests;
+	k->errors = w->st.errors;
+	k->commands = w->st.commands;
+	k->retries = w->st.retries;
+	k->aborts = w->st.aborts;
+	k->resets = w->st.resets;
+	k->strays = w->st.strays;
+	k->duplicates = w->st.duplicates;
+	k->untrusted = w->st.untrusted;
+	k->timeouts = w->st.timeouts;
+	k->have_dup = k->have_untrusted = 1;
+	w->nctrl = w->in->nctrl < GPUOS_MAX_CTRL ? w->in->nctrl : GPUOS_MAX_CTRL;
+	for (i = 0; i < w->nctrl; i++) {
+		w->dup_odd |= w->st.dup_by_ctrl[i] != 0;
+		if (ctrl_counts_itself(c) && !gpuos_sys_ctrl_stats(s, i, &w->cs[i])) {
+			w->have_cs[i] = 1;
+			w->ctrl_odd |= w->cs[i].dma_faults || w->cs[i].lost || w->cs[i].cid_conflicts;
+		}
+	}
+}
+
+/* The counters' line, and a line for each controller that counts. */
+static void write_text(FILE *f, const char *cmd, const struct seen *w)
+{
+	const struct counts *k = &w->k;
+	const struct gpuos_ctrl_stats *cs = w->cs;
+	uint32_t i;
+
+	fprintf(f, "gpuos %s: %s: ", cmd, w->runtime ? "counters" : "service counters (all its clients, since it started)");
+	num(f, "", "retries", 1, k->retries);
+	num(f, ", ", "aborts", 1, k->aborts);
+	num(f, ", ", "resets", 1, k->resets);
+	num(f, ", ", "strays", 1, k->strays);
+	num(f, ", ", "duplicates", k->have_dup, k->duplicates);
+	num(f, ", ", "untrusted", k->have_untrusted, k->untrusted);
+	num(f, ", ", "timeouts", 1, k->timeouts);
+	if (w->dup_odd && w->nctrl > 1) {
+		fprintf(f, " (duplicates by controller:");
+		for (i = 0; i < w->nctrl; i++)
+			fprintf(f, " %u", w->st.dup_by_ctrl[i]);
+		fputc(')', f);
+	}
+	fputc('\n', f);
+	for (i = 0; i < w->nctrl; i++) {
+		if (!w->have_cs[i])
+			continue;
+		fprintf(f, "gpuos %s: controller ", cmd);
+		cli_put_escaped(f, w->in->ctrl[i].name, strnlen(w->in->ctrl[i].name, sizeof(w->in->ctrl[i].name)));
+		fprintf(f, ": io_fetched %llu, io_cmds %llu, errors %llu, dma_faults %llu, lost %llu, dups %llu, "
+			"cid_conflicts %llu\n", (unsigned long long)cs[i].io_fetched, (unsigned long long)cs[i].io_cmds,
+			(unsigned long long)cs[i].errors, (unsigned long long)cs[i].dma_faults, (unsigned long long)cs[i].lost,
+			(unsigned long long)cs[i].dups, (unsigned long long)cs[i].cid_conflicts);
+	}
+}
+
+/* The runtime's controllers in the JSON: each one's duplicates, name and
+ * own counters. */
+static void json_controllers(struct json *j, const struct seen *w)
+{
+	const struct gpuos_ctrl_stats *cs = w->cs;
+	uint32_t i;
+
+	json_arr(j, "duplicates_by_controller");
+	for (i = 0; i < w->nctrl; i++)
+		json_u64(j, NULL, w->st.dup_by_ctrl[i]);
+	json_end(j);
+	json_arr(j, "controllers");
+	for (i = 0; i < w->nctrl; i++) {
+		json_obj(j, NULL);
+		json_u64(j, "index", i);
+		json_strn(j, "name", w->in->ctrl[i].name, strnlen(w->in->ctrl[i].name, sizeof(w->in->ctrl[i].name)));
+		if (w->have_cs[i]) {
+			json_obj(j, "counters");
+			json_u64(j, "io_fetched", cs[i].io_fetched);
+			json_u64(j, "io_cmds", cs[i].io_cmds);
+			json_u64(j, "errors", cs[i].errors);
+			json_u64(j, "dma_faults", cs[i].dma_faults);
+			json_u64(j, "lost", cs[i].lost);
+			json_u64(j, "dups", cs[i].dups);
+			json_u64(j, "cid_conflicts", cs[i].cid_conflicts);
+			json_end(j);
+		}
+		json_end(j);
+	}
+	json_end(j);
+}
+
+/* The same as one JSON object on a line (gpuos.stats/1). */
+static void write_json(FILE *f, const char *cmd, const struct cli *c, const struct seen *w)
+{
+	const struct counts *k = &w->k;
 	struct json j;
+
+	json_begin(&j, f, "stats");
+	json_str(&j, "command", cmd);
+	json_str(&j, "source", w->runtime ? "runtime" : "service");
+	if (w->runtime)
+		json_str(&j, "device", c->boot.device);
+	else
+		json_str(&j, "socket", c->socket);
+	json_u64(&j, "requests", k->requests);
+	json_u64(&j, "errors", k->errors);
+	json_u64(&j, "commands", k->commands);
+	json_u64(&j, "retries", k->retries);
+	json_u64(&j, "aborts", k->aborts);
+	json_u64(&j, "resets", k->resets);
+	json_u64(&j, "strays", k->strays);
+	json_num(&j, "duplicates", k->have_dup, k->duplicates);
+	json_num(&j, "untrusted", k->have_untrusted, k->untrusted);
+	json_u64(&j, "timeouts", k->timeouts);
+	if (w->runtime)
+		json_controllers(&j, w);
+	json_finish(&j);
+}
+
+void cli_counters(const char *cmd, const struct cli *c, struct gpuos_sys *s)
+{
+	struct seen w;
+	const struct counts *k = &w.k;
 	char why[512], *buf = NULL;
 	size_t len = 0;
-	uint32_t i, nctrl = 0;
-	int show, ctrl_odd = 0, dup_odd = 0;
 	FILE *f;
 
-	memset(&k, 0, sizeof(k));
-	memset(have_cs, 0, sizeof(have_cs));
+	memset(&w, 0, sizeof(w));
 	if (s) {
-		runtime_counts(s, &st);
-		k.requests = st.requests;
-		k.errors = st.errors;
-		k.commands = st.commands;
-		k.retries = st.retries;
-		k.aborts = st.aborts;
-		k.resets = st.resets;
-		k.strays = st.strays;
-		k.duplicates = st.duplicates;
-		k.untrusted = st.untrusted;
-		k.timeouts = st.timeouts;
-		k.have_dup = k.have_untrusted = 1;
-		nctrl = in->nctrl < GPUOS_MAX_CTRL ? in->nctrl : GPUOS_MAX_CTRL;
-		for (i = 0; i < nctrl; i++) {
-			dup_odd |= st.dup_by_ctrl[i] != 0;
-			if (ctrl_counts_itself(c) && !gpuos_sys_ctrl_stats(s, i, &cs[i])) {
-				have_cs[i] = 1;
-				ctrl_odd |= cs[i].dma_faults || cs[i].lost || cs[i].cid_conflicts;
-			}
-		}
+		seen_runtime(c, s, &w);
 	} else if (c->socket && c->stats) {
-		if (service_counts(c->socket, &k, why, sizeof(why))) {
+		if (service_counts(c->socket, &w.k, why, sizeof(why))) {
 			cli_err(cmd, "the service's counters: %s", why);
 			return;
 		}
 	} else {
 		return; /* a service's counts are not this command's: only asked for */
 	}
-	show = c->stats || ctrl_odd || k.retries || k.aborts || k.resets || k.strays || k.duplicates || k.untrusted ||
-	       k.timeouts;
-	if (!show)
+	if (!c->stats && !w.ctrl_odd && !k->retries && !k->aborts && !k->resets && !k->strays && !k->duplicates &&
+	    !k->untrusted && !k->timeouts)
 		return;
 
 	/* Built whole, then written at once: stderr is unbuffered, and the
@@ -167,77 +277,9 @@ void cli_counters(const char *cmd, const struct cli *c, struct gpuos_sys *s)
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return;
-	fprintf(f, "gpuos %s: %s: ", cmd, s ? "counters" : "service counters (all its clients, since it started)");
-	num(f, "", "retries", 1, k.retries);
-	num(f, ", ", "aborts", 1, k.aborts);
-	num(f, ", ", "resets", 1, k.resets);
-	num(f, ", ", "strays", 1, k.strays);
-	num(f, ", ", "duplicates", k.have_dup, k.duplicates);
-	num(f, ", ", "untrusted", k.have_untrusted, k.untrusted);
-	num(f, ", ", "timeouts", 1, k.timeouts);
-	if (dup_odd && nctrl > 1) {
-		fprintf(f, " (duplicates by controller:");
-		for (i = 0; i < nctrl; i++)
-			fprintf(f, " %u", st.dup_by_ctrl[i]);
-		fputc(')', f);
-	}
-	fputc('\n', f);
-	for (i = 0; i < nctrl; i++) {
-		if (!have_cs[i])
-			continue;
-		fprintf(f, "gpuos %s: controller ", cmd);
-		cli_put_escaped(f, in->ctrl[i].name, strnlen(in->ctrl[i].name, sizeof(in->ctrl[i].name)));
-		fprintf(f, ": io_fetched %llu, io_cmds %llu, errors %llu, dma_faults %llu, lost %llu, dups %llu, "
-			"cid_conflicts %llu\n", (unsigned long long)cs[i].io_fetched, (unsigned long long)cs[i].io_cmds,
-			(unsigned long long)cs[i].errors, (unsigned long long)cs[i].dma_faults, (unsigned long long)cs[i].lost,
-			(unsigned long long)cs[i].dups, (unsigned long long)cs[i].cid_conflicts);
-	}
-
-	if (c->stats) {
-		json_begin(&j, f, "stats");
-		json_str(&j, "command", cmd);
-		json_str(&j, "source", s ? "runtime" : "service");
-		if (s)
-			json_str(&j, "device", c->boot.device);
-		else
-			json_str(&j, "socket", c->socket);
-		json_u64(&j, "requests", k.requests);
-		json_u64(&j, "errors", k.errors);
-		json_u64(&j, "commands", k.commands);
-		json_u64(&j, "retries", k.retries);
-		json_u64(&j, "aborts", k.aborts);
-		json_u64(&j, "resets", k.resets);
-		json_u64(&j, "strays", k.strays);
-		json_num(&j, "duplicates", k.have_dup, k.duplicates);
-		json_num(&j, "untrusted", k.have_untrusted, k.untrusted);
-		json_u64(&j, "timeouts", k.timeouts);
-		if (s) {
-			json_arr(&j, "duplicates_by_controller");
-			for (i = 0; i < nctrl; i++)
-				json_u64(&j, NULL, st.dup_by_ctrl[i]);
-			json_end(&j);
-			json_arr(&j, "controllers");
-			for (i = 0; i < nctrl; i++) {
-				json_obj(&j, NULL);
-				json_u64(&j, "index", i);
-				json_strn(&j, "name", in->ctrl[i].name, strnlen(in->ctrl[i].name, sizeof(in->ctrl[i].name)));
-				if (have_cs[i]) {
-					json_obj(&j, "counters");
-					json_u64(&j, "io_fetched", cs[i].io_fetched);
-					json_u64(&j, "io_cmds", cs[i].io_cmds);
-					json_u64(&j, "errors", cs[i].errors);
-					json_u64(&j, "dma_faults", cs[i].dma_faults);
-					json_u64(&j, "lost", cs[i].lost);
-					json_u64(&j, "dups", cs[i].dups);
-					json_u64(&j, "cid_conflicts", cs[i].cid_conflicts);
-					json_end(&j);
-				}
-				json_end(&j);
-			}
-			json_end(&j);
-		}
-		json_finish(&j);
-	}
+	write_text(f, cmd, &w);
+	if (c->stats)
+		write_json(f, cmd, c, &w);
 	if (fclose(f) == 0 && buf)
 		cli_write_all(2, buf, len);
 	free(buf);

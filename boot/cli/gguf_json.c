@@ -148,10 +148,7 @@ void gguf_json_write(struct json *j, const struct gguf_view *v)
 		const char *tn = gpuos_ggml_type_name(t->type);
 		json_obj(j, NULL);
 		json_strn(j, "name", t->name, t->name_len);
-		if (tn)
-			json_str(j, "type", tn);
-		else
-			json_null(j, "type");
+		json_str_or_null(j, "type", tn);
 		json_u64(j, "type_id", t->type);
 		json_arr(j, "dims");
 		for (d = 0; d < t->n_dims; d++)

@@ -191,3 +191,11 @@ void json_null(struct json *j, const char *key)
 	lead(j, key);
 	fputs("null", j->f);
 }
+
+void json_str_or_null(struct json *j, const char *key, const char *s)
+{
+	if (s)
+		json_str(j, key, s);
+	else
+		json_null(j, key);
+}

@@ -51,6 +51,8 @@ void json_dbl(struct json *j, const char *key, double v);
 void json_fixed(struct json *j, const char *key, double v, int decimals);
 void json_bool(struct json *j, const char *key, int v);
 void json_null(struct json *j, const char *key);
+/* s, or null where there is none. */
+void json_str_or_null(struct json *j, const char *key, const char *s);
 
 /* Length of the valid UTF-8 sequence at s (n >= 1 bytes left), 0 if
  * invalid (overlong forms, surrogates and code points above U+10FFFF

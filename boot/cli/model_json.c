@@ -60,10 +60,7 @@ void model_json_write(struct json *j, const struct gguf_view *v)
 		const char *tn = gpuos_model_type_name(t->type);
 		json_obj(j, NULL);
 		json_strn(j, "name", t->name, t->name_len);
-		if (tn)
-			json_str(j, "dtype", tn);
-		else
-			json_null(j, "dtype");
+		json_str_or_null(j, "dtype", tn);
 		json_arr(j, "shape");
 		for (d = dims_of(t); d-- > 0;)
 			json_u64(j, NULL, t->ne[d]);

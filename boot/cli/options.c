@@ -361,6 +361,42 @@ static int option_value(const char *cmd, const struct cli_option *o, const char 
 	return 0;
 }
 
+/* --arch sm_NN[a|f] into c->sm. */
+static int take_arch(struct cli *c, const char *cmd, const char *val)
+{
+	char *end = NULL;
+	unsigned long sm = strncmp(val, "sm_", 3) == 0 ? strtoul(val + 3, &end, 10) : 0;
+	if (!sm || sm > 999 || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
+		cli_err(cmd, "--arch: '%s' is not an SM architecture like sm_90", val);
+		return -1;
+	}
+	c->sm = (int)sm;
+	return 0;
+}
+
+/* --gpus 0,1,... into c->gpus and c->ngpus. */
+static int take_gpus(struct cli *c, const char *cmd, const char *val)
+{
+	const char *p = val;
+	c->ngpus = 0;
+	while (*p) {
+		char *end = NULL;
+		unsigned long g = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 1024;
+		if (g > 1023 || c->ngpus == GPUOS_GROUP_MAX || (*end && *end != ',') || (*end == ',' && !end[1])) {
+			cli_err(cmd, "--gpus %s: give CUDA device numbers separated by commas, such as 0,1 (at most %u)",
+				val, GPUOS_GROUP_MAX);
+			return -1;
+		}
+		c->gpus[c->ngpus++] = (uint32_t)g;
+		p = *end ? end + 1 : end;
+	}
+	if (!c->ngpus) {
+		cli_err(cmd, "--gpus: give CUDA device numbers separated by commas, such as 0,1");
+		return -1;
+	}
+	return 0;
+}
+
 /* Option o with its value (NULL when it takes none) into *c. */
 static int take(struct cli *c, const char *cmd, const struct cli_option *o, const char *val)
 {
@@ -382,16 +418,10 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_ENTRY: c->entry = val; break;
 	case OPT_GRID: c->grid = (unsigned)v; break;
 	case OPT_BLOCK: c->block = (unsigned)v; break;
-	case OPT_ARCH: {
-		char *end = NULL;
-		unsigned long sm = strncmp(val, "sm_", 3) == 0 ? strtoul(val + 3, &end, 10) : 0;
-		if (!sm || sm > 999 || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
-			cli_err(cmd, "--arch: '%s' is not an SM architecture like sm_90", val);
+	case OPT_ARCH:
+		if (take_arch(c, cmd, val))
 			return -1;
-		}
-		c->sm = (int)sm;
 		break;
-	}
 	case OPT_THREADS: c->threads = (uint32_t)v; break;
 	case OPT_ITERS: c->iters = (uint32_t)v; break;
 	case OPT_BYTES: c->bytes = (uint32_t)v; break;
@@ -406,26 +436,10 @@ static int take(struct cli *c, const char *cmd, const struct cli_option *o, cons
 	case OPT_HOST: c->boot.host_mode = 1; break;
 	case OPT_REQUIRE_GPU: c->boot.require_gpu = 1; break;
 	case OPT_GPU: c->boot.gpu = (uint32_t)v; break;
-	case OPT_GPUS: {
-		const char *p = val;
-		c->ngpus = 0;
-		while (*p) {
-			char *end = NULL;
-			unsigned long g = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 1024;
-			if (g > 1023 || c->ngpus == GPUOS_GROUP_MAX || (*end && *end != ',') || (*end == ',' && !end[1])) {
-				cli_err(cmd, "--gpus %s: give CUDA device numbers separated by commas, such as 0,1 (at most %u)",
-					val, GPUOS_GROUP_MAX);
-				return -1;
-			}
-			c->gpus[c->ngpus++] = (uint32_t)g;
-			p = *end ? end + 1 : end;
-		}
-		if (!c->ngpus) {
-			cli_err(cmd, "--gpus: give CUDA device numbers separated by commas, such as 0,1");
+	case OPT_GPUS:
+		if (take_gpus(c, cmd, val))
 			return -1;
-		}
 		break;
-	}
 	case OPT_NO_FILES: c->boot.no_files = 1; break;
 	case OPT_NO_ZERO_COPY: c->boot.no_zero_copy = 1; break;
 	case OPT_WARPS: c->boot.warps = (uint32_t)v; break;
