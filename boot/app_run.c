@@ -377,144 +377,147 @@ static void stats_sub(struct gpuos_stats *d, const struct gpuos_stats *a, const 
 	d->notices = b->notices;
 }
 
-int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const struct app_run *o,
-	    struct app_result *res, char *err, size_t errlen)
-{
-	const struct gpuos_info *info = gpuos_sys_info(s);
-	int on_gpu = info->gpu && !app_is_host_variant(o->image);
-	struct gpuos_app_args *a = (struct gpuos_app_args *)(heap + ARGS_OFF);
-	struct gpuos_stats before, after;
-	struct watch w;
-	uint64_t *argv_rt = (uint64_t *)(heap + ARGV_OFF);
-	uint64_t str_bytes = 0, hdr, out_off, rest_off, rest;
+/* One run of an app: what app_run's steps hand on to the next. */
+struct run {
+	struct gpuos_sys *s;
+	const struct app_run *o;
+	int on_gpu;
 	unsigned grid, block;
 	char entry[256], so[4096];
-	void *handle = NULL;
-	host_entry_fn fn = NULL;
-	struct gpuos_app *app = NULL;
-	int i, r;
+	struct gpuos_app *app;    /* loaded on the GPU, until unloaded */
+	void *handle;             /* the host-mode variant, until closed */
+	host_entry_fn fn;
+	uint64_t out_off;         /* of the app's report in the heap */
+};
 
-	memset(res, 0, sizeof(*res));
-	geometry(o, &grid, &block);
-	r = check_geometry(o, !on_gpu, err, errlen);
-	if (r)
-		return r;
-	if (info->gpu && !on_gpu) {
-		snprintf(err, errlen, "%s is a host-mode variant: it runs only against a runtime in host mode (--host)",
-			 o->image);
+/* The checked cubin in buf onto the GPU, into x->app. */
+static int load_cubin(struct run *x, const uint8_t *buf, char *err, size_t errlen)
+{
+	unsigned maxt = 0;
+	uint64_t dev_len = 0;
+	int r;
+
+	if (!gpuos_sys_mbox_device(x->s)) {
+		snprintf(err, errlen, "GPU apps post to a mailbox in VRAM: this runtime's is in host memory "
+			 "(boot the service with --mbox-vram)");
 		return -EINVAL;
 	}
+	gpuos_sys_dev_heap(x->s, &dev_len);
+	if (dev_len < VRAM_SKIP + APP_MIN_HEAP) {
+		snprintf(err, errlen, "the runtime has %llu bytes of VRAM client memory; apps need at least %u "
+			 "(--vram-mib)", (unsigned long long)dev_len, VRAM_SKIP + APP_MIN_HEAP);
+		return -ENOMEM;
+	}
+	r = gpuos_sys_app_load(x->s, buf, x->entry, &x->app, &maxt, err, errlen);
+	if (r)
+		return r;
+	if (maxt && x->block > maxt) {
+		char e2[256];
+		snprintf(err, errlen, "--block %u: the driver allows entry %s at most %u threads per block "
+			 "(its registers)", x->block, x->entry, maxt);
+		gpuos_sys_app_unload(x->s, x->app, e2, sizeof(e2));
+		x->app = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
 
-	/* 1. The image: inspected, loaded (GPU) or opened (host mode). */
+/* Step 1, the image: inspected, loaded (GPU) or its host-mode variant
+ * opened. Nothing is left loaded or open on failure. */
+static int open_image(struct run *x, char *err, size_t errlen)
+{
+	const struct app_run *o = x->o;
+	struct gpuos_image_info in;
+	uint8_t *buf;
+	size_t len;
+	int r;
+
 	if (app_is_host_variant(o->image)) {
 		if (o->entry)
-			snprintf(entry, sizeof(entry), "%s", o->entry);
+			snprintf(x->entry, sizeof(x->entry), "%s", o->entry);
 		else
-			stem(o->image, entry, sizeof(entry));
-		snprintf(so, sizeof(so), "%s", o->image);
-	} else {
-		struct gpuos_image_info in;
-		uint8_t *buf;
-		size_t len;
-		r = gpuos_image_read_file(o->image, &buf, &len, err, errlen);
-		if (r)
-			return r;
-		r = check_cubin(buf, len, o, o->sm ? o->sm : gpuos_sys_gpu_sm(s), &in, entry, sizeof(entry), err,
-				errlen);
-		if (r) {
-			free(buf);
-			return r;
-		}
-		gpuos_image_info_free(&in);
-		if (on_gpu) {
-			unsigned maxt = 0;
-			uint64_t dev_len = 0;
-			if (!gpuos_sys_mbox_device(s)) {
-				snprintf(err, errlen, "GPU apps post to a mailbox in VRAM: this runtime's is in host memory "
-					 "(boot the service with --mbox-vram)");
-				free(buf);
-				return -EINVAL;
-			}
-			gpuos_sys_dev_heap(s, &dev_len);
-			if (dev_len < VRAM_SKIP + APP_MIN_HEAP) {
-				snprintf(err, errlen, "the runtime has %llu bytes of VRAM client memory; apps need at least %u "
-					 "(--vram-mib)", (unsigned long long)dev_len, VRAM_SKIP + APP_MIN_HEAP);
-				free(buf);
-				return -ENOMEM;
-			}
-			r = gpuos_sys_app_load(s, buf, entry, &app, &maxt, err, errlen);
-			free(buf);
-			if (r)
-				return r;
-			if (maxt && block > maxt) {
-				snprintf(err, errlen, "--block %u: the driver allows entry %s at most %u threads per block "
-					 "(its registers)", block, entry, maxt);
-				r = -EINVAL;
-				goto unload;
-			}
-		} else {
-			free(buf);
-			app_host_variant_of(o->image, so, sizeof(so));
-			if (access(so, F_OK)) {
-				snprintf(err, errlen, "no GPU runtime here (host mode) and no host-mode variant %s beside %s "
-					 "(make builds both)", so, o->image);
-				return -ENOENT;
-			}
-		}
+			stem(o->image, x->entry, sizeof(x->entry));
+		snprintf(x->so, sizeof(x->so), "%s", o->image);
+		return host_open(x->so, x->entry, &x->handle, &x->fn, err, errlen);
 	}
-	if (!on_gpu && (r = host_open(so, entry, &handle, &fn, err, errlen)))
+	r = gpuos_image_read_file(o->image, &buf, &len, err, errlen);
+	if (r)
 		return r;
-	snprintf(res->entry, sizeof(res->entry), "%s", entry);
-	res->gpu = on_gpu;
+	r = check_cubin(buf, len, o, o->sm ? o->sm : gpuos_sys_gpu_sm(x->s), &in, x->entry, sizeof(x->entry), err,
+			errlen);
+	if (r) {
+		free(buf);
+		return r;
+	}
+	gpuos_image_info_free(&in);
+	if (x->on_gpu) {
+		r = load_cubin(x, buf, err, errlen);
+		free(buf);
+		return r;
+	}
+	free(buf);
+	app_host_variant_of(o->image, x->so, sizeof(x->so));
+	if (access(x->so, F_OK)) {
+		snprintf(err, errlen, "no GPU runtime here (host mode) and no host-mode variant %s beside %s "
+			 "(make builds both)", x->so, o->image);
+		return -ENOENT;
+	}
+	return host_open(x->so, x->entry, &x->handle, &x->fn, err, errlen);
+}
 
-	/* 2. Arguments, report and memory, in the client heap. */
+/* Step 2: arguments, report and memory, in the client heap (the layout
+ * at the top of this file), described in *a. */
+static int place_args(struct run *x, struct gpuos_app_args *a, char *heap, uint64_t heap_rt, uint64_t heap_len,
+		      char *err, size_t errlen)
+{
+	const struct app_run *o = x->o;
+	uint64_t *argv_rt = (uint64_t *)(heap + ARGV_OFF);
+	uint64_t str_bytes = 0, p, rest_off, rest;
+	int i, r;
+
 	for (i = 0; i < o->argc; i++)
 		str_bytes += strlen(o->argv[i]) + 1u;
-	hdr = GPUOS_ALIGN_UP(ARGV_OFF + (uint64_t)o->argc * 8u + str_bytes, 4096u);
-	out_off = hdr;
-	rest_off = GPUOS_ALIGN_UP(out_off + APP_OUT_BYTES, (uint64_t)VRAM_SKIP);
+	x->out_off = GPUOS_ALIGN_UP(ARGV_OFF + (uint64_t)o->argc * 8u + str_bytes, 4096u);
+	rest_off = GPUOS_ALIGN_UP(x->out_off + APP_OUT_BYTES, (uint64_t)VRAM_SKIP);
 	if (heap_len < rest_off + APP_MIN_HEAP) {
 		snprintf(err, errlen, "%llu bytes of client memory: the app needs at least %llu (--heap-mib)",
 			 (unsigned long long)heap_len, (unsigned long long)(rest_off + APP_MIN_HEAP));
-		r = -ENOMEM;
-		goto unload;
+		return -ENOMEM;
 	}
 	rest = heap_len - rest_off;
 	memset(heap, 0, rest_off);
-	{
-		uint64_t p = ARGV_OFF + (uint64_t)o->argc * 8u;
-		for (i = 0; i < o->argc; i++) {
-			size_t n = strlen(o->argv[i]) + 1u;
-			memcpy(heap + p, o->argv[i], n);
-			argv_rt[i] = heap_rt + p;
-			p += n;
-		}
+	p = ARGV_OFF + (uint64_t)o->argc * 8u;
+	for (i = 0; i < o->argc; i++) {
+		size_t n = strlen(o->argv[i]) + 1u;
+		memcpy(heap + p, o->argv[i], n);
+		argv_rt[i] = heap_rt + p;
+		p += n;
 	}
 	a->magic = GPUOS_APP_MAGIC;
 	a->version = GPUOS_ABI_VERSION;
-	a->mbox = gpuos_sys_mbox_rt(s);
+	a->mbox = gpuos_sys_mbox_rt(x->s);
 	a->argc = (uint32_t)o->argc;
-	a->threads = grid * block;
+	a->threads = x->grid * x->block;
 	a->argv = heap_rt + ARGV_OFF;
-	a->out = heap_rt + out_off;
+	a->out = heap_rt + x->out_off;
 	a->out_len = APP_OUT_BYTES;
 	a->status = 0;
-	a->on_gpu = (uint32_t)on_gpu;
-	if (on_gpu) {
+	a->on_gpu = (uint32_t)x->on_gpu;
+	if (x->on_gpu) {
 		static const uint8_t zero[64];
-		uint64_t dev_len = 0, dev = gpuos_sys_dev_heap(s, &dev_len);
+		uint64_t dev_len = 0, dev = gpuos_sys_dev_heap(x->s, &dev_len);
 		a->heap = heap_rt + rest_off;
 		a->heap_len = rest;
 		a->scratch = dev;
 		a->vram = dev + VRAM_SKIP;
 		a->vram_len = dev_len - VRAM_SKIP;
 		/* On the calling thread's own stream: safe while the runtime spins. */
-		r = gpuos_sys_copy(s, (void *)(uintptr_t)dev, zero, sizeof(zero), 1);
-		if (r) {
+		r = gpuos_sys_copy(x->s, (void *)(uintptr_t)dev, zero, sizeof(zero), 1);
+		if (r)
 			snprintf(err, errlen, "cannot clear the app's scratch in VRAM");
-			goto unload;
-		}
-	} else {
+		return r;
+	}
+	{
 		uint64_t half = GPUOS_ALIGN_DOWN(rest / 2u, 4096u);
 		a->heap = heap_rt + rest_off;
 		a->heap_len = half;
@@ -522,55 +525,102 @@ int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len
 		a->vram_len = rest - half;
 		a->scratch = heap_rt + SCRATCH_OFF;
 	}
+	return 0;
+}
 
-	/* 3. Run. */
-	stats_now(s, !on_gpu, &before);
-	w.s = s;
+/* Step 3: run the app to its end, then unload or close it (also when it
+ * failed), with the runtime's statistics before and after. */
+static int run_app(struct run *x, struct gpuos_app_args *a, uint64_t heap_rt, struct gpuos_stats *before,
+		   struct gpuos_stats *after, char *err, size_t errlen)
+{
+	const struct app_run *o = x->o;
+	struct watch w;
+	int r;
+
+	stats_now(x->s, !x->on_gpu, before);
+	w.s = x->s;
 	w.o = o;
 	w.a = a;
-	w.bytes0 = before.bytes;
-	if (on_gpu) {
+	w.bytes0 = before->bytes;
+	if (x->on_gpu) {
 		/* The launch orders the host's writes of the heap before the kernel's reads. */
-		r = gpuos_sys_app_launch(s, app, heap_rt + ARGS_OFF, grid, block, err, errlen);
-		while (!r && o->progress && gpuos_sys_app_running(s, app)) {
+		r = gpuos_sys_app_launch(x->s, x->app, heap_rt + ARGS_OFF, x->grid, x->block, err, errlen);
+		while (!r && o->progress && gpuos_sys_app_running(x->s, x->app)) {
 			watch_report(&w);
 			watch_sleep();
 		}
 		if (!r)
-			r = gpuos_sys_app_wait(s, app, err, errlen);
+			r = gpuos_sys_app_wait(x->s, x->app, err, errlen);
 		if (r) {
 			/* A failed kernel leaves the context unusable: nothing to unload into. */
 			return r;
 		}
-		r = gpuos_sys_app_unload(s, app, err, errlen);
-		app = NULL;
+		r = gpuos_sys_app_unload(x->s, x->app, err, errlen);
+		x->app = NULL;
 		if (r)
 			return r;
 	} else {
-		r = run_host(fn, a, grid * block, o->progress ? &w : NULL, err, errlen);
-		dlclose(handle);
-		handle = NULL;
+		r = run_host(x->fn, a, x->grid * x->block, o->progress ? &w : NULL, err, errlen);
+		dlclose(x->handle);
+		x->handle = NULL;
 		if (r)
 			return r;
 	}
-	stats_now(s, !on_gpu, &after);
+	stats_now(x->s, !x->on_gpu, after);
+	return 0;
+}
+
+int app_run(struct gpuos_sys *s, char *heap, uint64_t heap_rt, uint64_t heap_len, const struct app_run *o,
+	    struct app_result *res, char *err, size_t errlen)
+{
+	const struct gpuos_info *info = gpuos_sys_info(s);
+	struct gpuos_app_args *a = (struct gpuos_app_args *)(heap + ARGS_OFF);
+	struct gpuos_stats before, after;
+	struct run x;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	memset(&x, 0, sizeof(x));
+	x.s = s;
+	x.o = o;
+	x.on_gpu = info->gpu && !app_is_host_variant(o->image);
+	geometry(o, &x.grid, &x.block);
+	r = check_geometry(o, !x.on_gpu, err, errlen);
+	if (r)
+		return r;
+	if (info->gpu && !x.on_gpu) {
+		snprintf(err, errlen, "%s is a host-mode variant: it runs only against a runtime in host mode (--host)",
+			 o->image);
+		return -EINVAL;
+	}
+	r = open_image(&x, err, errlen);
+	if (r)
+		return r;
+	snprintf(res->entry, sizeof(res->entry), "%s", x.entry);
+	res->gpu = x.on_gpu;
+	r = place_args(&x, a, heap, heap_rt, heap_len, err, errlen);
+	if (r)
+		goto unload;
+	r = run_app(&x, a, heap_rt, &before, &after, err, errlen);
+	if (r)
+		return r;
 	stats_sub(&res->delta, &before, &after);
 
 	/* 4. What the app left. Pairs with the kernel's end (stream synchronised)
 	 * or the joins of the host threads. */
 	res->status = __atomic_load_n(&a->status, __ATOMIC_ACQUIRE);
-	heap[out_off + APP_OUT_BYTES - 1u] = 0;
-	res->out = strdup(heap + out_off);
+	heap[x.out_off + APP_OUT_BYTES - 1u] = 0;
+	res->out = strdup(heap + x.out_off);
 	if (!res->out)
 		return -ENOMEM;
 	return 0;
 unload:
-	if (app) {
+	if (x.app) {
 		char e2[256];
-		gpuos_sys_app_unload(s, app, e2, sizeof(e2));
+		gpuos_sys_app_unload(s, x.app, e2, sizeof(e2));
 	}
-	if (handle)
-		dlclose(handle);
+	if (x.handle)
+		dlclose(x.handle);
 	return r;
 }
 

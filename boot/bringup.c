@@ -115,17 +115,12 @@ static void copy_str(char *dst, const char *src, size_t n)
 		dst[--len] = 0;
 }
 
-int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t member, char *err, size_t errlen)
+/* CAP and VS of member into d: queue size, doorbell stride, timeout;
+ * refused where gpuos cannot drive the controller. */
+static int read_cap(struct gpuos_nvme_dev *d, char *err, size_t errlen)
 {
-	struct gpuos_nvme_sqe cmd;
-	struct gpuos_nvme_id_ctrl *idc;
-	struct gpuos_nvme_id_ns *idn;
-	uint32_t cc, mpsmin, lbaf;
-	int r;
+	uint32_t mpsmin;
 
-	memset(d, 0, sizeof(*d));
-	d->c = c;
-	d->m = &c->member[member];
 	d->cap = gpuos_reg_read64(d->m, GPUOS_NVME_REG_CAP);
 	d->vs = gpuos_reg_read32(d->m, GPUOS_NVME_REG_VS);
 	d->mqes = gpuos_nvme_cap_mqes(d->cap) + 1u;
@@ -150,14 +145,15 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t m
 		snprintf(err, errlen, "read CAP: doorbell stride %u does not fit the register window", d->dstrd);
 		return -EINVAL;
 	}
+	return 0;
+}
 
-	/* The controller may come up enabled (firmware left it so): disable first. */
-	cc = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CC);
-	if (cc & GPUOS_NVME_CC_EN)
-		gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc & ~GPUOS_NVME_CC_EN);
-	r = wait_csts(d, GPUOS_NVME_CSTS_RDY, 0, "disable (wait for CSTS.RDY=0)", err, errlen);
-	if (r)
-		return r;
+/* The admin queues and a page for identify data, then CC.EN = 1 and
+ * CSTS.RDY awaited. The controller is disabled. */
+static int enable_admin(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, char *err, size_t errlen)
+{
+	uint32_t cc;
+	int r;
 
 	r = gpuos_dma_alloc(c, GPUOS_ADMIN_DEPTH * sizeof(struct gpuos_nvme_sqe), GPUOS_MEM_HOST, 1, &d->admin_sq);
 	if (!r)
@@ -166,7 +162,7 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t m
 		r = gpuos_dma_alloc(c, 4096, GPUOS_MEM_HOST, 1, &d->buf);
 	if (r) {
 		snprintf(err, errlen, "allocate admin queues: %s", strerror(-r));
-		goto fail;
+		return r;
 	}
 	gpuos_qp_init(&d->admin, d->admin_sq.host, d->admin_cq.host, gpuos_nvme_sq_db(d, 0), gpuos_nvme_cq_db(d, 0),
 		      GPUOS_ADMIN_DEPTH, 0);
@@ -179,16 +175,34 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t m
 	gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc | GPUOS_NVME_CC_EN);
 	r = wait_csts(d, GPUOS_NVME_CSTS_RDY, GPUOS_NVME_CSTS_RDY, "enable (wait for CSTS.RDY=1)", err, errlen);
 	if (r)
-		goto fail;
+		return r;
 	d->enabled = 1;
+	return 0;
+}
+
+/* Identify (CNS cns, of namespace nsid) into d->buf. */
+static int identify(struct gpuos_nvme_dev *d, uint32_t nsid, uint32_t cns, const char *step, char *err,
+		    size_t errlen)
+{
+	struct gpuos_nvme_sqe cmd;
 
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.opc = GPUOS_NVME_ADMIN_IDENTIFY;
 	cmd.prp1 = d->buf.iova;
-	cmd.cdw10 = GPUOS_NVME_CNS_CONTROLLER;
-	r = gpuos_nvme_admin(d, &cmd, NULL, "identify controller", err, errlen);
+	cmd.nsid = nsid;
+	cmd.cdw10 = cns;
+	return gpuos_nvme_admin(d, &cmd, NULL, step, err, errlen);
+}
+
+/* The controller's names, MDTS and namespace count. */
+static int identify_controller(struct gpuos_nvme_dev *d, char *err, size_t errlen)
+{
+	uint32_t mpsmin = gpuos_nvme_cap_mpsmin(d->cap);
+	struct gpuos_nvme_id_ctrl *idc;
+	int r = identify(d, 0, GPUOS_NVME_CNS_CONTROLLER, "identify controller", err, errlen);
+
 	if (r)
-		goto fail;
+		return r;
 	idc = (struct gpuos_nvme_id_ctrl *)d->buf.host;
 	copy_str(d->model, idc->mn, sizeof(idc->mn));
 	copy_str(d->serial, idc->sn, sizeof(idc->sn));
@@ -196,48 +210,70 @@ int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t m
 	d->mdts_bytes = idc->mdts ? (uint32_t)((4096ull << mpsmin) << idc->mdts > 0x80000000ull
 						   ? 0x80000000u : (4096u << mpsmin) << idc->mdts) : 0;
 	d->nn = idc->nn;
+	return 0;
+}
 
-	/* The first active namespace (CNS 2 lists active NSIDs above CDW1.NSID). */
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opc = GPUOS_NVME_ADMIN_IDENTIFY;
-	cmd.prp1 = d->buf.iova;
-	cmd.nsid = 0;
-	cmd.cdw10 = GPUOS_NVME_CNS_ACTIVE_NS_LIST;
-	r = gpuos_nvme_admin(d, &cmd, NULL, "identify active namespace list", err, errlen);
+/* The first active namespace (CNS 2 lists active NSIDs above CDW1.NSID)
+ * and its LBA format: 512 bytes to 4 KiB, no metadata. */
+static int identify_namespace(struct gpuos_nvme_dev *d, char *err, size_t errlen)
+{
+	struct gpuos_nvme_id_ns *idn;
+	uint32_t lbaf;
+	int r = identify(d, 0, GPUOS_NVME_CNS_ACTIVE_NS_LIST, "identify active namespace list", err, errlen);
+
 	if (r)
-		goto fail;
+		return r;
 	d->nsid = ((uint32_t *)d->buf.host)[0];
 	if (d->nsid == 0) {
 		snprintf(err, errlen, "identify active namespace list: the controller has no active namespace");
-		r = -ENODEV;
-		goto fail;
+		return -ENODEV;
 	}
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opc = GPUOS_NVME_ADMIN_IDENTIFY;
-	cmd.prp1 = d->buf.iova;
-	cmd.nsid = d->nsid;
-	cmd.cdw10 = GPUOS_NVME_CNS_NAMESPACE;
-	r = gpuos_nvme_admin(d, &cmd, NULL, "identify namespace", err, errlen);
+	r = identify(d, d->nsid, GPUOS_NVME_CNS_NAMESPACE, "identify namespace", err, errlen);
 	if (r)
-		goto fail;
+		return r;
 	idn = (struct gpuos_nvme_id_ns *)d->buf.host;
 	lbaf = idn->flbas & GPUOS_NVME_FLBAS_FMT_MASK;
 	if (lbaf > idn->nlbaf || idn->lbaf[lbaf].lbads < 9 || idn->lbaf[lbaf].lbads > 12) {
 		snprintf(err, errlen, "identify namespace %u: unsupported LBA format (2^%u bytes)", d->nsid,
 			 idn->lbaf[lbaf].lbads);
-		r = -EOPNOTSUPP;
-		goto fail;
+		return -EOPNOTSUPP;
 	}
 	if (idn->lbaf[lbaf].ms != 0) {
 		snprintf(err, errlen, "identify namespace %u: LBA format with metadata is not supported", d->nsid);
-		r = -EOPNOTSUPP;
-		goto fail;
+		return -EOPNOTSUPP;
 	}
 	d->lba_bytes = 1u << idn->lbaf[lbaf].lbads;
 	d->ns_lbas = idn->nsze;
 	return 0;
-fail:
-	gpuos_nvme_shutdown(d, NULL, 0);
+}
+
+int gpuos_nvme_enable(struct gpuos_nvme_dev *d, struct gpuos_ctrl *c, uint32_t member, char *err, size_t errlen)
+{
+	uint32_t cc;
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	d->c = c;
+	d->m = &c->member[member];
+	r = read_cap(d, err, errlen);
+	if (r)
+		return r;
+
+	/* The controller may come up enabled (firmware left it so): disable first. */
+	cc = gpuos_reg_read32(d->m, GPUOS_NVME_REG_CC);
+	if (cc & GPUOS_NVME_CC_EN)
+		gpuos_reg_write32(d->m, GPUOS_NVME_REG_CC, cc & ~GPUOS_NVME_CC_EN);
+	r = wait_csts(d, GPUOS_NVME_CSTS_RDY, 0, "disable (wait for CSTS.RDY=0)", err, errlen);
+	if (r)
+		return r;
+
+	r = enable_admin(d, c, err, errlen);
+	if (!r)
+		r = identify_controller(d, err, errlen);
+	if (!r)
+		r = identify_namespace(d, err, errlen);
+	if (r)
+		gpuos_nvme_shutdown(d, NULL, 0);
 	return r;
 }
 

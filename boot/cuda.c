@@ -85,17 +85,14 @@ int gpuos_gpu_mps(char *dir, size_t len)
 	return gpuos_mps_daemon_runs(NULL);
 }
 
-/* client: for a process that is a client of a service (gpuos_connect): no
- * runtime spins in it, so none of the settings and refusals below that
- * exist because one does; CUDA as the program set it up. */
-static int open_gpu(struct gpuos_gpu **out, uint32_t dev, int client, char *why, size_t whylen)
+/* The environment CUDA reads at its first call. The work queues a
+ * context made before this call has (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
+ * default); 32 for a client, which needs none set. */
+static int set_environment(int client)
 {
-	struct gpuos_gpu *g;
-	struct cudaDeviceProp prop;
-	int n = 0;
-	cudaError_t e;
+	const char *conn;
+	int conn0;
 
-	*out = NULL;
 	/* Before the first CUDA call: every function is loaded when its module
 	 * is, never lazily while the runtime spins (docs/platform.md). */
 	if (!client)
@@ -107,61 +104,65 @@ static int open_gpu(struct gpuos_gpu **out, uint32_t dev, int client, char *why,
 	 * W = 16). 32 (CUDA's most) keeps apart the streams gpuos makes: its
 	 * own, and at most GPUOS_GPU_WORKER_STREAMS of emulator workers
 	 * (boot/gpu.h). A lower value from the environment is raised. */
-	const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-	int conn0 = conn ? atoi(conn) : 8; /* what a context made before this call has */
+	conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	conn0 = conn ? atoi(conn) : 8; /* what a context made before this call has */
 	if (client)
 		conn0 = 32;
 	if (conn0 < 32)
 		setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
-	e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n == 0) {
-		/* Say it plainly: the runtime's own words for "no driver" are
-		 * "CUDA driver version is insufficient for CUDA runtime version". */
-		void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-		if (!drv)
-			snprintf(why, whylen, "no NVIDIA GPU driver found (libcuda.so.1)");
-		else if (e == cudaSuccess || e == cudaErrorNoDevice)
-			snprintf(why, whylen, "no NVIDIA GPU found");
-		else if (e == cudaErrorInsufficientDriver)
-			snprintf(why, whylen, "the NVIDIA driver is too old for this build's CUDA %d.%d", CUDART_VERSION / 1000,
-				 CUDART_VERSION % 1000 / 10);
-		else
-			snprintf(why, whylen, "no usable GPU (%s)", cudaGetErrorString(e));
-		if (drv)
-			dlclose(drv);
-		return -ENODEV;
+	return conn0;
+}
+
+/* Why cudaGetDeviceCount found no GPU (e), said plainly: the runtime's own
+ * words for "no driver" are "CUDA driver version is insufficient for CUDA
+ * runtime version". -ENODEV. */
+static int no_gpu(cudaError_t e, char *why, size_t whylen)
+{
+	void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+
+	if (!drv)
+		snprintf(why, whylen, "no NVIDIA GPU driver found (libcuda.so.1)");
+	else if (e == cudaSuccess || e == cudaErrorNoDevice)
+		snprintf(why, whylen, "no NVIDIA GPU found");
+	else if (e == cudaErrorInsufficientDriver)
+		snprintf(why, whylen, "the NVIDIA driver is too old for this build's CUDA %d.%d", CUDART_VERSION / 1000,
+			 CUDART_VERSION % 1000 / 10);
+	else
+		snprintf(why, whylen, "no usable GPU (%s)", cudaGetErrorString(e));
+	if (drv)
+		dlclose(drv);
+	return -ENODEV;
+}
+
+/* The program may have made its first CUDA call before gpuos_boot, its
+ * context made with conn0 < 32 work queues: then set_environment came too
+ * late, and streams (the emulator's among them) would share a queue with
+ * the runtime kernel and wait behind it forever. Refuse rather than hang
+ * (docs/embedding.md): -EPERM. Asked before our own first call that makes
+ * the context (cudaSetDevice). */
+static int context_made_early(uint32_t dev, int conn0, char *why, size_t whylen)
+{
+	CUresult (*ctx_state)(CUdevice, unsigned *, int *) = NULL;
+	unsigned flags = 0;
+	int active = 0;
+
+	if (!entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) && ctx_state((CUdevice)dev, &flags, &active) == CUDA_SUCCESS &&
+	    active) {
+		snprintf(why, whylen,
+			 "CUDA was initialised before gpuos_boot with CUDA_DEVICE_MAX_CONNECTIONS %d: set "
+			 "CUDA_DEVICE_MAX_CONNECTIONS=32 (and CUDA_MODULE_LOADING=EAGER) in the environment before "
+			 "the program's first CUDA call (docs/embedding.md)", conn0);
+		return -EPERM;
 	}
-	/* The program may have made its first CUDA call before gpuos_boot, its
-	 * context made with fewer than 32 work queues: then the settings above
-	 * came too late, and streams (the emulator's among them) would share a
-	 * queue with the runtime kernel and wait behind it forever. Refuse
-	 * rather than hang (docs/embedding.md). Asked before our own first call
-	 * that makes the context (cudaSetDevice). */
-	if (conn0 < 32) {
-		CUresult (*ctx_state)(CUdevice, unsigned *, int *) = NULL;
-		unsigned flags = 0;
-		int active = 0;
-		if (!entry("cuDevicePrimaryCtxGetState", (void **)&ctx_state) && ctx_state((CUdevice)dev, &flags, &active) == CUDA_SUCCESS &&
-		    active) {
-			snprintf(why, whylen,
-				 "CUDA was initialised before gpuos_boot with CUDA_DEVICE_MAX_CONNECTIONS %d: set "
-				 "CUDA_DEVICE_MAX_CONNECTIONS=32 (and CUDA_MODULE_LOADING=EAGER) in the environment before "
-				 "the program's first CUDA call (docs/embedding.md)", conn0);
-			return -EPERM;
-		}
-	}
-	if (dev >= (uint32_t)n) {
-		snprintf(why, whylen, "no GPU %u: this machine has %d (0 to %d)", dev, n, n - 1);
-		return -ENODEV;
-	}
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	g->dev = (int)dev;
-	pthread_mutex_init(&g->lock, NULL);
-	/* Host threads that wait for the GPU sleep instead of spinning: after
-	 * boot the CPU has nothing to do, and should use no time doing it. */
+	return 0;
+}
+
+/* Host threads that wait for the GPU sleep instead of spinning: after
+ * boot the CPU has nothing to do, and should use no time doing it. */
+static void sleep_when_waiting(uint32_t dev, int client)
+{
 	int cur = 0;
+
 	if (cudaGetDevice(&cur) != cudaSuccess)
 		cur = 0;
 	if (client) {
@@ -172,22 +173,99 @@ static int open_gpu(struct gpuos_gpu **out, uint32_t dev, int client, char *why,
 		/* cudaSetDeviceFlags sets the current device's, which is another
 		 * GPU until cudaSetDevice below makes g's current (a group opens
 		 * several from one thread, in any order) */
-		CUresult (*set_flags)(CUdevice, unsigned) = NULL;
-		if (!entry("cuDevicePrimaryCtxSetFlags", (void **)&set_flags))
-			(void)set_flags((CUdevice)dev, CU_CTX_SCHED_BLOCKING_SYNC | CU_CTX_MAP_HOST);
+		CUresult (*primary_flags)(CUdevice, unsigned) = NULL;
+		if (!entry("cuDevicePrimaryCtxSetFlags", (void **)&primary_flags))
+			(void)primary_flags((CUdevice)dev, CU_CTX_SCHED_BLOCKING_SYNC | CU_CTX_MAP_HOST);
 	}
+}
+
+/* The Driver API calls the runtime API lacks, into g. */
+static int driver_entries(struct gpuos_gpu *g)
+{
+	return entry("cuModuleLoadData", (void **)&g->module_load_data) ||
+	       entry("cuModuleGetFunction", (void **)&g->module_get_function) ||
+	       entry("cuLaunchKernel", (void **)&g->launch_kernel) ||
+	       entry("cuGetErrorString", (void **)&g->get_error_string) ||
+	       entry("cuModuleUnload", (void **)&g->module_unload) ||
+	       entry("cuFuncGetAttribute", (void **)&g->func_get_attribute) ? -ENOSYS : 0;
+}
+
+/* The program may have made its first CUDA call before gpuos_boot: then
+ * CUDA_MODULE_LOADING came too late, and functions load lazily, at their
+ * first launch, which waits behind the runtime kernel forever
+ * (docs/platform.md). Refuse rather than hang: -EPERM. */
+static int loads_lazily(char *why, size_t whylen)
+{
+	CUresult (*loading_mode)(CUmoduleLoadingMode *) = NULL;
+	CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+
+	if (!entry("cuModuleGetLoadingMode", (void **)&loading_mode) && loading_mode(&mode) == CUDA_SUCCESS &&
+	    mode != CU_MODULE_EAGER_LOADING) {
+		snprintf(why, whylen,
+			 "CUDA loads modules lazily in this process (CUDA was initialised before gpuos_boot, "
+			 "without CUDA_MODULE_LOADING=EAGER): set CUDA_MODULE_LOADING=EAGER in the environment "
+			 "before the program's first CUDA call (docs/embedding.md)");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* The stack of every kernel we launch, fixed before the first launch: a
+ * launch that needs more than the current limit makes the driver grow it,
+ * which waits for the device to go idle, which a persistent kernel never
+ * does (seen: the gpu-null loopback kernel running and the runtime kernel,
+ * 1664 bytes of cumulative stack with the parsers, never starting).
+ * GPUOS_GPU_STACK_BYTES covers the runtime image (ptxas -v, checked by the
+ * Makefile). */
+static int fix_stack(char *why, size_t whylen)
+{
+	size_t cur = 0;
+
+	if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess ||
+	    (cur < GPUOS_GPU_STACK_BYTES && cudaDeviceSetLimit(cudaLimitStackSize, GPUOS_GPU_STACK_BYTES) != cudaSuccess)) {
+		snprintf(why, whylen, "cannot set the GPU stack size to %u bytes", GPUOS_GPU_STACK_BYTES);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/* client: for a process that is a client of a service (gpuos_connect): no
+ * runtime spins in it, so none of the settings and refusals below that
+ * exist because one does; CUDA as the program set it up (launches may
+ * grow the stack there: nothing spins). */
+static int open_gpu(struct gpuos_gpu **out, uint32_t dev, int client, char *why, size_t whylen)
+{
+	struct gpuos_gpu *g;
+	struct cudaDeviceProp prop;
+	int n = 0, conn0, same = 0, r;
+	cudaError_t e;
+
+	*out = NULL;
+	conn0 = set_environment(client);
+	e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n == 0)
+		return no_gpu(e, why, whylen);
+	if (conn0 < 32 && context_made_early(dev, conn0, why, whylen))
+		return -EPERM;
+	if (dev >= (uint32_t)n) {
+		snprintf(why, whylen, "no GPU %u: this machine has %d (0 to %d)", dev, n, n - 1);
+		return -ENODEV;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->dev = (int)dev;
+	pthread_mutex_init(&g->lock, NULL);
+	sleep_when_waiting(dev, client);
 	if (cudaSetDevice(g->dev) != cudaSuccess || cudaGetDeviceProperties(&prop, g->dev) != cudaSuccess) {
 		snprintf(why, whylen, "cannot open GPU %u", dev);
 		free(g);
 		return -ENODEV;
 	}
 	snprintf(g->name, sizeof(g->name), "%s", prop.name);
-	{
-		/* the gather kernel reads pinned sources by their host address */
-		int same = 0;
-		g->host_ptr_is_dev = cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, g->dev) ==
-					     cudaSuccess && same;
-	}
+	/* the gather kernel reads pinned sources by their host address */
+	g->host_ptr_is_dev = cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, g->dev) ==
+				     cudaSuccess && same;
 	g->sm = prop.major * 10 + prop.minor;
 	g->sm_count = prop.multiProcessorCount;
 	if (!prop.unifiedAddressing || !prop.canMapHostMemory) {
@@ -195,50 +273,17 @@ static int open_gpu(struct gpuos_gpu **out, uint32_t dev, int client, char *why,
 		free(g);
 		return -ENODEV;
 	}
-	if (entry("cuModuleLoadData", (void **)&g->module_load_data) ||
-	    entry("cuModuleGetFunction", (void **)&g->module_get_function) ||
-	    entry("cuLaunchKernel", (void **)&g->launch_kernel) ||
-	    entry("cuGetErrorString", (void **)&g->get_error_string) ||
-	    entry("cuModuleUnload", (void **)&g->module_unload) ||
-	    entry("cuFuncGetAttribute", (void **)&g->func_get_attribute)) {
+	if (driver_entries(g)) {
 		snprintf(why, whylen, "the CUDA driver lacks the Driver API entry points gpuos needs");
 		free(g);
 		return -ENODEV;
 	}
-	/* The program may have made its first CUDA call before gpuos_boot:
-	 * then CUDA_MODULE_LOADING above came too late, and functions load
-	 * lazily, at their first launch, which waits behind the runtime
-	 * kernel forever (docs/platform.md). Refuse rather than hang. */
-	{
-		CUresult (*loading_mode)(CUmoduleLoadingMode *) = NULL;
-		CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
-		if (!client && !entry("cuModuleGetLoadingMode", (void **)&loading_mode) && loading_mode(&mode) == CUDA_SUCCESS &&
-		    mode != CU_MODULE_EAGER_LOADING) {
-			snprintf(why, whylen,
-				 "CUDA loads modules lazily in this process (CUDA was initialised before gpuos_boot, "
-				 "without CUDA_MODULE_LOADING=EAGER): set CUDA_MODULE_LOADING=EAGER in the environment "
-				 "before the program's first CUDA call (docs/embedding.md)");
-			free(g);
-			return -EPERM;
-		}
-	}
-	/* The stack of every kernel we launch, fixed before the first launch:
-	 * a launch that needs more than the current limit makes the driver
-	 * grow it, which waits for the device to go idle, which a persistent
-	 * kernel never does (seen: the gpu-null loopback kernel running and the
-	 * runtime kernel, 1664 bytes of cumulative stack with the parsers,
-	 * never starting). GPUOS_GPU_STACK_BYTES covers the runtime image (ptxas -v,
-	 * checked by the Makefile). */
-	{
-		size_t cur = 0;
-		if (client) {
-			/* launches may grow the stack here: nothing spins */
-		} else if (cudaDeviceGetLimit(&cur, cudaLimitStackSize) != cudaSuccess ||
-		    (cur < GPUOS_GPU_STACK_BYTES && cudaDeviceSetLimit(cudaLimitStackSize, GPUOS_GPU_STACK_BYTES) != cudaSuccess)) {
-			snprintf(why, whylen, "cannot set the GPU stack size to %u bytes", GPUOS_GPU_STACK_BYTES);
-			free(g);
-			return -ENODEV;
-		}
+	r = client ? 0 : loads_lazily(why, whylen);
+	if (!r && !client)
+		r = fix_stack(why, whylen);
+	if (r) {
+		free(g);
+		return r;
 	}
 	for (n = 0; n < GPUOS_STREAMS; n++) {
 		if (cudaStreamCreateWithFlags(&g->stream[n], cudaStreamNonBlocking) != cudaSuccess) {

@@ -134,13 +134,13 @@ static const char *machine_name(unsigned m)
 	}
 }
 
-/* The ELF header and the section header table, on the raw bytes. */
-static int check_headers(struct ctx *c)
+/* The ELF header's identity: a little-endian ELF64 executable for
+ * EM_CUDA, with a reason for each thing it may be instead. */
+static int check_ident(struct ctx *c)
 {
 	const uint8_t *b = c->buf;
-	size_t len = c->len, i;
-	uint64_t shoff, phoff;
-	unsigned shentsize, shnum, shstrndx, type, machine, phnum, phentsize;
+	size_t len = c->len;
+	unsigned type, machine;
 
 	if (len == 0)
 		return fail(c, -ENOEXEC, "empty file, not a cubin");
@@ -173,7 +173,50 @@ static int check_headers(struct ctx *c)
 					 "(nvlink -arch=sm_XX, or build without -rdc)");
 	if (type != ET_EXEC)
 		return fail(c, -ENOEXEC, "ELF type %u; a loadable cubin is ET_EXEC (%u)", type, ET_EXEC);
+	return 0;
+}
 
+/* The program headers (nvcc writes them last) and what they load. */
+static int check_segments(struct ctx *c)
+{
+	const uint8_t *b = c->buf;
+	size_t len = c->len, i;
+	uint64_t phoff = rd64(b + offsetof(Elf64_Ehdr, e_phoff));
+	unsigned phnum = rd16(b + offsetof(Elf64_Ehdr, e_phnum));
+	unsigned phentsize = rd16(b + offsetof(Elf64_Ehdr, e_phentsize));
+
+	if (phnum && phentsize != sizeof(Elf64_Phdr))
+		return fail(c, -EINVAL, "malformed: program header size %u, ELF64 has %zu", phentsize,
+			    sizeof(Elf64_Phdr));
+	if (phnum && (phoff > len || (uint64_t)phnum * sizeof(Elf64_Phdr) > len - phoff))
+		return fail(c, -EINVAL,
+			    "truncated or malformed: %u program headers at offset %llu run past the end of the file "
+			    "(%zu bytes)",
+			    phnum, (unsigned long long)phoff, len);
+	for (i = 0; i < phnum; i++) {
+		const uint8_t *p = b + phoff + i * sizeof(Elf64_Phdr);
+		uint64_t off = rd64(p + offsetof(Elf64_Phdr, p_offset));
+		uint64_t size = rd64(p + offsetof(Elf64_Phdr, p_filesz));
+		if (off > len || size > len - off)
+			return fail(c, -EINVAL,
+				    "truncated or malformed: segment %zu holds bytes %llu..%llu, the file has %zu", i,
+				    (unsigned long long)off, (unsigned long long)off + size, len);
+	}
+	return 0;
+}
+
+/* The ELF header and the section header table, on the raw bytes. */
+static int check_headers(struct ctx *c)
+{
+	const uint8_t *b = c->buf;
+	size_t len = c->len, i;
+	uint64_t shoff;
+	unsigned shentsize, shnum, shstrndx;
+	int r;
+
+	r = check_ident(c);
+	if (r)
+		return r;
 	shoff = rd64(b + offsetof(Elf64_Ehdr, e_shoff));
 	shentsize = rd16(b + offsetof(Elf64_Ehdr, e_shentsize));
 	shnum = rd16(b + offsetof(Elf64_Ehdr, e_shnum));
@@ -203,27 +246,9 @@ static int check_headers(struct ctx *c)
 				    "truncated or malformed: section %zu holds bytes %llu..%llu, the file has %zu", i,
 				    (unsigned long long)off, (unsigned long long)off + size, len);
 	}
-	/* the program headers (nvcc writes them last) and what they load */
-	phoff = rd64(b + offsetof(Elf64_Ehdr, e_phoff));
-	phnum = rd16(b + offsetof(Elf64_Ehdr, e_phnum));
-	phentsize = rd16(b + offsetof(Elf64_Ehdr, e_phentsize));
-	if (phnum && phentsize != sizeof(Elf64_Phdr))
-		return fail(c, -EINVAL, "malformed: program header size %u, ELF64 has %zu", phentsize,
-			    sizeof(Elf64_Phdr));
-	if (phnum && (phoff > len || (uint64_t)phnum * sizeof(Elf64_Phdr) > len - phoff))
-		return fail(c, -EINVAL,
-			    "truncated or malformed: %u program headers at offset %llu run past the end of the file "
-			    "(%zu bytes)",
-			    phnum, (unsigned long long)phoff, len);
-	for (i = 0; i < phnum; i++) {
-		const uint8_t *p = b + phoff + i * sizeof(Elf64_Phdr);
-		uint64_t off = rd64(p + offsetof(Elf64_Phdr, p_offset));
-		uint64_t size = rd64(p + offsetof(Elf64_Phdr, p_filesz));
-		if (off > len || size > len - off)
-			return fail(c, -EINVAL,
-				    "truncated or malformed: segment %zu holds bytes %llu..%llu, the file has %zu", i,
-				    (unsigned long long)off, (unsigned long long)off + size, len);
-	}
+	r = check_segments(c);
+	if (r)
+		return r;
 	if (rd32(b + shoff + shstrndx * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_type)) != SHT_STRTAB)
 		return fail(c, -EINVAL, "malformed: section %u holds the section names but is no string table",
 			    shstrndx);
@@ -445,16 +470,13 @@ static int is_entry(const struct ctx *c, const GElf_Sym *s, const char *name)
 	       !strcmp(c->names[s->st_shndx] + 6, name) && name[0];
 }
 
-static int inspect(struct ctx *c, struct gpuos_image_info *out)
+/* Every section's header and name, through libelf, into c->sh and
+ * c->names; *symscn the symbol table's index (0 when there is none). */
+static int read_sections(struct ctx *c, GElf_Ehdr *eh, size_t *symscn)
 {
-	GElf_Ehdr eh;
-	size_t i, n, symscn = 0, nsym, nent = 0;
-	Elf_Data *symdata;
-	struct ents es = {NULL, 0};
-	int have_abi = 0, r;
-	uint32_t abi = 0;
+	size_t i, n;
 
-	if (elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, &eh))
+	if (elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, eh))
 		return fail(c, -EINVAL, "malformed ELF: %s", elf_errmsg(-1));
 	if (elf_getshdrnum(c->elf, &n) || n != c->shnum)
 		return fail(c, -EINVAL, "malformed ELF: section count (%s)", elf_errmsg(-1));
@@ -466,23 +488,21 @@ static int inspect(struct ctx *c, struct gpuos_image_info *out)
 		Elf_Scn *scn = elf_getscn(c->elf, i);
 		if (!scn || !gelf_getshdr(scn, &c->sh[i]))
 			return fail(c, -EINVAL, "malformed ELF: section %zu: %s", i, elf_errmsg(-1));
-		c->names[i] = i ? elf_strptr(c->elf, eh.e_shstrndx, c->sh[i].sh_name) : "";
+		c->names[i] = i ? elf_strptr(c->elf, eh->e_shstrndx, c->sh[i].sh_name) : "";
 		if (!c->names[i])
 			return fail(c, -EINVAL, "malformed: section %zu has a name outside the section name table", i);
 		if (c->sh[i].sh_type == SHT_SYMTAB) {
-			if (symscn)
-				return fail(c, -EINVAL, "malformed: two symbol tables (sections %zu and %zu)", symscn, i);
-			symscn = i;
+			if (*symscn)
+				return fail(c, -EINVAL, "malformed: two symbol tables (sections %zu and %zu)", *symscn, i);
+			*symscn = i;
 		}
 	}
+	return 0;
+}
 
-	r = check_arch_flags(c, eh.e_ident[EI_ABIVERSION], eh.e_flags);
-	if (!r)
-		r = check_notes(c);
-	if (r)
-		return r;
-
-	/* symbols: the entries and the ABI note */
+/* The symbol table of section symscn: its data and *nsym symbols. */
+static int symbol_table(struct ctx *c, size_t symscn, Elf_Data **symdata, size_t *nsym)
+{
 	if (!symscn)
 		return fail(c, -ENOEXEC, "no symbol table, so no entry points: not an app image");
 	if (c->sh[symscn].sh_entsize != sizeof(Elf64_Sym) || c->sh[symscn].sh_size % sizeof(Elf64_Sym) ||
@@ -491,10 +511,21 @@ static int inspect(struct ctx *c, struct gpuos_image_info *out)
 		return fail(c, -EINVAL, "malformed symbol table (entry size %llu, %llu bytes, strings in section %u)",
 			    (unsigned long long)c->sh[symscn].sh_entsize, (unsigned long long)c->sh[symscn].sh_size,
 			    c->sh[symscn].sh_link);
-	symdata = elf_getdata(elf_getscn(c->elf, symscn), NULL);
-	nsym = c->sh[symscn].sh_size / sizeof(Elf64_Sym);
-	if (!symdata || symdata->d_size < nsym * sizeof(Elf64_Sym))
+	*symdata = elf_getdata(elf_getscn(c->elf, symscn), NULL);
+	*nsym = c->sh[symscn].sh_size / sizeof(Elf64_Sym);
+	if (!*symdata || (*symdata)->d_size < *nsym * sizeof(Elf64_Sym))
 		return fail(c, -EINVAL, "malformed symbol table: %s", elf_errmsg(-1));
+	return 0;
+}
+
+/* The symbols: the ABI note (one version, this gpuos's) into *abi, and
+ * the number of entry points into *nent. */
+static int scan_symbols(struct ctx *c, size_t symscn, Elf_Data *symdata, size_t nsym, uint32_t *abi,
+			size_t *nent)
+{
+	size_t i;
+	int have_abi = 0, r;
+
 	for (i = 1; i < nsym; i++) {
 		GElf_Sym s;
 		const char *name;
@@ -508,12 +539,12 @@ static int inspect(struct ctx *c, struct gpuos_image_info *out)
 			r = read_abi(c, &s, &v);
 			if (r)
 				return r;
-			if (have_abi && v != abi)
-				return fail(c, -EINVAL, "malformed: two ABI notes, versions %u and %u", abi, v);
-			abi = v;
+			if (have_abi && v != *abi)
+				return fail(c, -EINVAL, "malformed: two ABI notes, versions %u and %u", *abi, v);
+			*abi = v;
 			have_abi = 1;
 		} else if (is_entry(c, &s, name)) {
-			nent++;
+			(*nent)++;
 		}
 	}
 	if (!have_abi)
@@ -521,14 +552,75 @@ static int inspect(struct ctx *c, struct gpuos_image_info *out)
 			    "no gpuos ABI note (symbol %s): not built as a gpuos app; add GPUOS_APP_ABI_NOTE from "
 			    "gpuos/app.h",
 			    GPUOS_APP_ABI_SYMBOL);
-	if (abi != GPUOS_ABI_VERSION)
+	if (*abi != GPUOS_ABI_VERSION)
 		return fail(c, -EPROTO, "built for gpuos ABI version %u, this gpuos speaks version %u: rebuild the app "
 					"against this gpuos's include/gpuos",
-			    abi, GPUOS_ABI_VERSION);
-	if (nent == 0)
+			    *abi, GPUOS_ABI_VERSION);
+	if (*nent == 0)
 		return fail(c, -ENOEXEC, "no entry points (no __global__ function in the image)");
-	if (nent > GPUOS_IMAGE_MAX_ENTRIES)
-		return fail(c, -EOVERFLOW, "%zu entry points, at most %u are taken", nent, GPUOS_IMAGE_MAX_ENTRIES);
+	if (*nent > GPUOS_IMAGE_MAX_ENTRIES)
+		return fail(c, -EOVERFLOW, "%zu entry points, at most %u are taken", *nent, GPUOS_IMAGE_MAX_ENTRIES);
+	return 0;
+}
+
+/* What the caller is told of each entry: its registers, shared memory
+ * and block shape. */
+static int fill_entries(struct ctx *c, const struct ents *es, struct gpuos_image_info *out)
+{
+	size_t i;
+
+	out->entries = (struct gpuos_image_entry *)calloc(es->n, sizeof(*out->entries));
+	if (!out->entries)
+		return fail(c, -ENOMEM, "out of memory");
+	out->nentries = (uint32_t)es->n;
+	for (i = 0; i < es->n; i++) {
+		const struct ent *e = &es->e[i];
+		struct gpuos_image_entry *o = &out->entries[i];
+		size_t sh = find_scn(c, ".nv.shared.", e->name);
+		const uint32_t *dim = e->have_reqntid ? e->reqntid : e->have_maxntid ? e->maxntid : NULL;
+
+		o->name = strdup(e->name);
+		if (!o->name)
+			return fail(c, -ENOMEM, "out of memory");
+		/* nvcc up to sm_89 also keeps the count in bits 31:24 of sh_info */
+		o->registers = e->have_regs ? e->regs : (uint32_t)(c->sh[e->text].sh_info >> 24);
+		if (sh) {
+			if (c->sh[sh].sh_size > UINT32_MAX)
+				return fail(c, -EOVERFLOW, "malformed: %s declares %llu bytes of shared memory", e->name,
+					    (unsigned long long)c->sh[sh].sh_size);
+			o->shared_bytes = (uint32_t)c->sh[sh].sh_size;
+		}
+		o->max_threads = GPUOS_IMAGE_DEFAULT_MAX_THREADS;
+		if (dim) {
+			memcpy(o->block, dim, sizeof(o->block));
+			o->max_threads = dim[0] * dim[1] * dim[2];
+			o->exact = e->have_reqntid;
+		}
+	}
+	return 0;
+}
+
+static int inspect(struct ctx *c, struct gpuos_image_info *out)
+{
+	GElf_Ehdr eh;
+	size_t i, symscn = 0, nsym = 0, nent = 0;
+	Elf_Data *symdata = NULL;
+	struct ents es = {NULL, 0};
+	uint32_t abi = 0;
+	int r;
+
+	r = read_sections(c, &eh, &symscn);
+	if (!r)
+		r = check_arch_flags(c, eh.e_ident[EI_ABIVERSION], eh.e_flags);
+	if (!r)
+		r = check_notes(c);
+	/* symbols: the entries and the ABI note */
+	if (!r)
+		r = symbol_table(c, symscn, &symdata, &nsym);
+	if (!r)
+		r = scan_symbols(c, symscn, symdata, nsym, &abi, &nent);
+	if (r)
+		return r;
 
 	es.e = (struct ent *)calloc(nent, sizeof(*es.e));
 	if (!es.e)
@@ -554,51 +646,16 @@ static int inspect(struct ctx *c, struct gpuos_image_info *out)
 		if (s)
 			r = walk_attrs(c, s, entry_attr, &es.e[i]);
 	}
-	if (r)
-		goto out;
-
-	out->entries = (struct gpuos_image_entry *)calloc(es.n, sizeof(*out->entries));
-	if (!out->entries) {
-		r = fail(c, -ENOMEM, "out of memory");
-		goto out;
+	if (!r)
+		r = fill_entries(c, &es, out);
+	if (!r) {
+		out->sm_major = c->sm / 10;
+		out->sm_minor = c->sm % 10;
+		out->arch_specific = c->arch_specific;
+		snprintf(out->arch, sizeof(out->arch), "sm_%u%s", c->sm, c->arch_specific ? "a" : "");
+		out->elf_abi = eh.e_ident[EI_ABIVERSION];
+		out->abi_version = abi;
 	}
-	out->nentries = (uint32_t)es.n;
-	for (i = 0; i < es.n; i++) {
-		struct ent *e = &es.e[i];
-		struct gpuos_image_entry *o = &out->entries[i];
-		size_t sh = find_scn(c, ".nv.shared.", e->name);
-		const uint32_t *dim = e->have_reqntid ? e->reqntid : e->have_maxntid ? e->maxntid : NULL;
-
-		o->name = strdup(e->name);
-		if (!o->name) {
-			r = fail(c, -ENOMEM, "out of memory");
-			goto out;
-		}
-		/* nvcc up to sm_89 also keeps the count in bits 31:24 of sh_info */
-		o->registers = e->have_regs ? e->regs : (uint32_t)(c->sh[e->text].sh_info >> 24);
-		if (sh) {
-			if (c->sh[sh].sh_size > UINT32_MAX) {
-				r = fail(c, -EOVERFLOW, "malformed: %s declares %llu bytes of shared memory", e->name,
-					 (unsigned long long)c->sh[sh].sh_size);
-				goto out;
-			}
-			o->shared_bytes = (uint32_t)c->sh[sh].sh_size;
-		}
-		o->max_threads = GPUOS_IMAGE_DEFAULT_MAX_THREADS;
-		if (dim) {
-			memcpy(o->block, dim, sizeof(o->block));
-			o->max_threads = dim[0] * dim[1] * dim[2];
-			o->exact = e->have_reqntid;
-		}
-	}
-	out->sm_major = c->sm / 10;
-	out->sm_minor = c->sm % 10;
-	out->arch_specific = c->arch_specific;
-	snprintf(out->arch, sizeof(out->arch), "sm_%u%s", c->sm, c->arch_specific ? "a" : "");
-	out->elf_abi = eh.e_ident[EI_ABIVERSION];
-	out->abi_version = abi;
-	r = 0;
-out:
 	free(es.e);
 	return r;
 }

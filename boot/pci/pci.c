@@ -414,13 +414,64 @@ static int group_fd(struct pci_priv *p, unsigned i)
 	return -1;
 }
 
+/* BAR0 of VFIO region bar into v->bar, its registers' length into
+ * v->regs_len. */
+static int map_bar0(struct pci_dev *v, const struct vfio_region_info *bar, char *err, size_t errlen)
+{
+	const struct vfio_info_cap_header *h;
+
+	h = (bar->flags & VFIO_REGION_INFO_FLAG_CAPS)
+		    ? find_cap(bar, bar->argsz, bar->cap_offset, VFIO_REGION_INFO_CAP_SPARSE_MMAP)
+		    : NULL;
+	v->bar_map_len = bar->size;
+	if (!h) {
+		v->bar = mmap(NULL, bar->size, PROT_READ | PROT_WRITE, MAP_SHARED, v->device, (off_t)bar->offset);
+		if (v->bar == MAP_FAILED) {
+			v->bar = NULL;
+			snprintf(err, errlen, "pci:%s: map BAR0: %s", v->bdf, strerror(errno));
+			return -EIO;
+		}
+		v->regs_len = bar->size;
+	} else {
+		/* Only parts of BAR0 may be mapped (the MSI-X table is left out
+		 * without interrupt remapping): map those into one reservation,
+		 * so offsets stay offsets; the registers and doorbells are the
+		 * part that starts at 0. */
+		const struct vfio_region_info_cap_sparse_mmap *sp = (const struct vfio_region_info_cap_sparse_mmap *)h;
+		uint32_t a;
+		v->bar = mmap(NULL, bar->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (v->bar == MAP_FAILED) {
+			v->bar = NULL;
+			return -ENOMEM;
+		}
+		v->regs_len = 0;
+		for (a = 0; a < sp->nr_areas; a++) {
+			const struct vfio_region_sparse_mmap_area *ar = &sp->areas[a];
+			if (ar->size == 0 || ar->offset + ar->size > bar->size)
+				continue;
+			if (mmap((char *)v->bar + ar->offset, ar->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				 v->device, (off_t)(bar->offset + ar->offset)) == MAP_FAILED) {
+				snprintf(err, errlen, "pci:%s: map BAR0 at 0x%llx: %s", v->bdf,
+					 (unsigned long long)ar->offset, strerror(errno));
+				return -EIO;
+			}
+			if (ar->offset == 0)
+				v->regs_len = ar->size;
+		}
+		if (v->regs_len == 0) {
+			snprintf(err, errlen, "pci:%s: VFIO offers no mapping of BAR0's registers (offset 0)", v->bdf);
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
+}
+
 /* Device i's fd, config space and BAR0 (the registers of member i). */
 static int vfio_device(struct gpuos_ctrl *c, struct pci_priv *p, unsigned i, char *err, size_t errlen)
 {
 	struct pci_dev *v = &p->dev[i];
 	struct vfio_device_info di;
 	struct vfio_region_info *bar = NULL, *cfg = NULL;
-	const struct vfio_info_cap_header *h;
 	int r;
 
 	v->device = ioctl(group_fd(p, i), VFIO_GROUP_GET_DEVICE_FD, v->bdf);
@@ -450,53 +501,9 @@ static int vfio_device(struct gpuos_ctrl *c, struct pci_priv *p, unsigned i, cha
 		r = -EOPNOTSUPP;
 		goto out;
 	}
-	h = (bar->flags & VFIO_REGION_INFO_FLAG_CAPS)
-		    ? find_cap(bar, bar->argsz, bar->cap_offset, VFIO_REGION_INFO_CAP_SPARSE_MMAP)
-		    : NULL;
-	v->bar_map_len = bar->size;
-	if (!h) {
-		v->bar = mmap(NULL, bar->size, PROT_READ | PROT_WRITE, MAP_SHARED, v->device, (off_t)bar->offset);
-		if (v->bar == MAP_FAILED) {
-			v->bar = NULL;
-			snprintf(err, errlen, "pci:%s: map BAR0: %s", v->bdf, strerror(errno));
-			r = -EIO;
-			goto out;
-		}
-		v->regs_len = bar->size;
-	} else {
-		/* Only parts of BAR0 may be mapped (the MSI-X table is left out
-		 * without interrupt remapping): map those into one reservation,
-		 * so offsets stay offsets; the registers and doorbells are the
-		 * part that starts at 0. */
-		const struct vfio_region_info_cap_sparse_mmap *sp = (const struct vfio_region_info_cap_sparse_mmap *)h;
-		uint32_t a;
-		v->bar = mmap(NULL, bar->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (v->bar == MAP_FAILED) {
-			v->bar = NULL;
-			r = -ENOMEM;
-			goto out;
-		}
-		v->regs_len = 0;
-		for (a = 0; a < sp->nr_areas; a++) {
-			const struct vfio_region_sparse_mmap_area *ar = &sp->areas[a];
-			if (ar->size == 0 || ar->offset + ar->size > bar->size)
-				continue;
-			if (mmap((char *)v->bar + ar->offset, ar->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-				 v->device, (off_t)(bar->offset + ar->offset)) == MAP_FAILED) {
-				snprintf(err, errlen, "pci:%s: map BAR0 at 0x%llx: %s", v->bdf,
-					 (unsigned long long)ar->offset, strerror(errno));
-				r = -EIO;
-				goto out;
-			}
-			if (ar->offset == 0)
-				v->regs_len = ar->size;
-		}
-		if (v->regs_len == 0) {
-			snprintf(err, errlen, "pci:%s: VFIO offers no mapping of BAR0's registers (offset 0)", v->bdf);
-			r = -EOPNOTSUPP;
-			goto out;
-		}
-	}
+	r = map_bar0(v, bar, err, errlen);
+	if (r)
+		goto out;
 	c->member[i].regs = (volatile uint32_t *)v->bar;
 	c->member[i].regs_len = v->regs_len;
 	r = enable_master(p, v, err, errlen);

@@ -154,13 +154,70 @@ static int cmp_pa(const void *a, const void *b)
 	return x->pa < y->pa ? -1 : x->pa > y->pa;
 }
 
+/* The first `want` physically consecutive pages of the `have` in p
+ * (sorted by address here): *start, or -EAGAIN when there are none. */
+static int find_run(struct page_pa *p, size_t have, size_t want, size_t pg, size_t *start)
+{
+	size_t i, run = 0;
+
+	qsort(p, have, sizeof(*p), cmp_pa);
+	for (i = 0; i < have; i++) {
+		if (i == 0 || p[i].pa != p[i - 1].pa + pg)
+			*start = i, run = 0;
+		if (++run == want)
+			break;
+	}
+	return run < want ? -EAGAIN : 0;
+}
+
+/* The run's `want` pages of the memfd at consecutive virtual addresses,
+ * hugepage aligned, in physical order: *base, checked page by page. */
+static int map_in_order(struct gpuos_hugemem *h, int fd, const struct page_pa *run, size_t want, char **base_out)
+{
+	size_t pg = h->page, i;
+	char *resv, *base;
+	int r = 0;
+
+	resv = (char *)mmap(NULL, (want + 1) * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (resv == MAP_FAILED)
+		return -ENOMEM;
+	base = (char *)GPUOS_ALIGN_UP((uintptr_t)resv, (uintptr_t)pg);
+	for (i = 0; i < want; i++) {
+		void *m = mmap(base + i * pg, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+			       (off_t)(run[i].idx * pg));
+		if (m == MAP_FAILED) {
+			r = -errno;
+			munmap(resv, (want + 1) * pg);
+			return r;
+		}
+	}
+	if (base > resv)
+		munmap(resv, (size_t)(base - resv));
+	if (base + want * pg < resv + (want + 1) * pg)
+		munmap(base + want * pg, (size_t)(resv + (want + 1) * pg - (base + want * pg)));
+	/* Check what the controller will rely on, page by page. */
+	for (i = 0; i < want && !r; i++) {
+		uint64_t pa;
+		base[i * pg] = 0;
+		r = phys_of(h, base + i * pg, &pa);
+		if (!r && pa != run[0].pa + i * pg)
+			r = -EAGAIN;
+	}
+	if (r) {
+		munmap(base, want * pg);
+		return r;
+	}
+	*base_out = base;
+	return 0;
+}
+
 /* One attempt: `have` hugepages in a memfd; if `want` of them are physically
  * consecutive, map those in order at *va. 0, -EAGAIN (no run), or -errno. */
 static int try_run(struct gpuos_hugemem *h, size_t have, size_t want, char **va_out, uint64_t *pa_out)
 {
-	size_t pg = h->page, i, run = 0, start = 0;
+	size_t pg = h->page, i, start = 0;
 	struct page_pa *p = NULL;
-	char *tmp = (char *)MAP_FAILED, *resv, *base;
+	char *tmp = (char *)MAP_FAILED, *base = NULL;
 	int fd, r = 0;
 
 	fd = memfd_create("gpuos-dma", MFD_HUGETLB | MFD_CLOEXEC);
@@ -188,49 +245,11 @@ static int try_run(struct gpuos_hugemem *h, size_t have, size_t want, char **va_
 		if ((r = phys_of(h, tmp + i * pg, &p[i].pa)))
 			goto out;
 	}
-	qsort(p, have, sizeof(*p), cmp_pa);
-	for (i = 0; i < have; i++) {
-		if (i == 0 || p[i].pa != p[i - 1].pa + pg)
-			start = i, run = 0;
-		if (++run == want)
-			break;
-	}
-	if (run < want) {
-		r = -EAGAIN;
+	r = find_run(p, have, want, pg, &start);
+	if (!r)
+		r = map_in_order(h, fd, p + start, want, &base);
+	if (r)
 		goto out;
-	}
-	/* Consecutive virtual addresses, hugepage aligned, pages in physical order. */
-	resv = (char *)mmap(NULL, (want + 1) * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (resv == MAP_FAILED) {
-		r = -ENOMEM;
-		goto out;
-	}
-	base = (char *)GPUOS_ALIGN_UP((uintptr_t)resv, (uintptr_t)pg);
-	for (i = 0; i < want; i++) {
-		void *m = mmap(base + i * pg, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-			       (off_t)(p[start + i].idx * pg));
-		if (m == MAP_FAILED) {
-			r = -errno;
-			munmap(resv, (want + 1) * pg);
-			goto out;
-		}
-	}
-	if (base > resv)
-		munmap(resv, (size_t)(base - resv));
-	if (base + want * pg < resv + (want + 1) * pg)
-		munmap(base + want * pg, (size_t)(resv + (want + 1) * pg - (base + want * pg)));
-	/* Check what the controller will rely on, page by page. */
-	for (i = 0; i < want && !r; i++) {
-		uint64_t pa;
-		base[i * pg] = 0;
-		r = phys_of(h, base + i * pg, &pa);
-		if (!r && pa != p[start].pa + i * pg)
-			r = -EAGAIN;
-	}
-	if (r) {
-		munmap(base, want * pg);
-		goto out;
-	}
 	*va_out = base;
 	*pa_out = p[start].pa;
 	/* The mappings keep the memfd alive after close: give back the pages
