@@ -70,10 +70,12 @@ GPUOS_NOINLINE GPUOS_HD static void zero_round(const struct gpuos_rt_desc *d, ui
 	gpuos_warp_sync();
 	if (lane == 0) {
 		/* Answered as a batch, as reap answers (flush_done: one fence, then
-		 * the DONE stores; done_list holds GPUOS_WARP_MAX of them). Zeros
-		 * in host memory reach a client through system scope, as
-		 * complete_cmd's copies do: flush_done's fence, cumulative through
-		 * the sync above, makes the lanes' stores visible there first. */
+		 * the DONE stores; done_list holds GPUOS_WARP_MAX of them). Its
+		 * scope is the mailbox's (system unless every client is a thread
+		 * of this GPU), and system scope too when any zeros are in host
+		 * memory, as for complete_cmd's copies: flush_done's fence,
+		 * cumulative through the sync above, makes the lanes' stores
+		 * visible there before the DONE stores. */
 		int sys = !W->mdev;
 		for (k = 0; k < W->nzdone; k++)
 			sys |= !W->req[W->zdone[k]].vram;
