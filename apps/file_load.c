@@ -110,6 +110,75 @@ static inline GPUOS_HD int start(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	return 0;
 }
 
+/* This warp's share of the reads: the next piece of the file until none
+ * is left, each into its place in copy; the first failure in sh->bad. */
+static inline GPUOS_HD void read_pieces(struct gpuos_app_args *a, struct shared *sh, uint8_t *copy, uint64_t size,
+					uint64_t piece)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint32_t lane = gpuos_lane_id();
+
+	for (;;) {
+		uint64_t off = 0, got = 0, len;
+		uint32_t st;
+		if (lane == 0)
+			off = gpuos_fetch_add_relaxed_sys64(&sh->next, piece);
+		off = gpuos_warp_bcast64(off, 0);
+		if (off >= size)
+			break;
+		len = GPUOS_MIN(piece, size - off);
+		st = gpuos_warp_read(mb, sh->handle, off, len, copy + off, &got);
+		if (st == GPUOS_ST_OK && got != len)
+			st = GPUOS_ST_BAD_RANGE; /* short: the file shrank under us */
+		if (lane == 0) {
+			if (st != GPUOS_ST_OK)
+				gpuos_cas_acquire_dev32(&sh->bad, 0, st + 1u);
+			gpuos_app_progress_add(a, got);
+		}
+	}
+}
+
+/* Thread 0, once every thread has summed: the report. */
+static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, uint32_t nwarps, struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint64_t ns = sh->t1 - sh->t0, size = sh->size;
+	uint32_t bad = sh->bad;
+
+	gpuos_close(mb, sh->handle);
+	if (bad) {
+		rs(r, "file_load: ");
+		rs(r, argv[0]);
+		rs(r, ": a read failed: ");
+		rs(r, stname(bad - 1u));
+		rs(r, "\n");
+		a->status = 1;
+		return;
+	}
+	rs(r, "file_load: ");
+	rs(r, argv[0]);
+	rs(r, ", ");
+	rn(r, size);
+	rs(r, " bytes in ");
+	rsec(r, ns);
+	rs(r, " s: ");
+	rgbs(r, size, ns);
+	rs(r, " GB/s (");
+	rn(r, nwarps);
+	rs(r, a->on_gpu ? " warps" : " threads");
+	rs(r, ", pieces of ");
+	rn(r, sh->piece_kib);
+	rs(r, " KiB)\nresult bytes=");
+	rn(r, size);
+	rs(r, " ns=");
+	rn(r, ns);
+	rs(r, " sum=");
+	rx64(r, sh->sum);
+	rs(r, "\n");
+	a->status = 0;
+}
+
 GPUOS_HD static void file_load_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
@@ -143,24 +212,7 @@ GPUOS_HD static void file_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 	piece = (uint64_t)sh->piece_kib << 10;
 
 	/* 1. Read: a warp at a time, pieces in file order. */
-	for (;;) {
-		uint64_t off = 0, got = 0, len;
-		uint32_t st;
-		if (lane == 0)
-			off = gpuos_fetch_add_relaxed_sys64(&sh->next, piece);
-		off = gpuos_warp_bcast64(off, 0);
-		if (off >= size)
-			break;
-		len = GPUOS_MIN(piece, size - off);
-		st = gpuos_warp_read(mb, sh->handle, off, len, copy + off, &got);
-		if (st == GPUOS_ST_OK && got != len)
-			st = GPUOS_ST_BAD_RANGE; /* short: the file shrank under us */
-		if (lane == 0) {
-			if (st != GPUOS_ST_OK)
-				gpuos_cas_acquire_dev32(&sh->bad, 0, st + 1u);
-			gpuos_app_progress_add(a, got);
-		}
-	}
+	read_pieces(a, sh, copy, size, piece);
 	if (lane == 0) {
 		/* Release: this warp's reads (each acquired by gpuos_wait) before
 		 * its arrival; the last arrival's acquire half sees every warp's. */
@@ -184,42 +236,7 @@ GPUOS_HD static void file_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 		return;
 
 	/* 3. Report (thread 0): t1 and sum were published by the arrivals. */
-	{
-		const char *const *argv = (const char *const *)(uintptr_t)a->argv;
-		uint64_t ns = sh->t1 - sh->t0;
-		uint32_t bad = sh->bad;
-		gpuos_close(mb, sh->handle);
-		if (bad) {
-			rs(&r, "file_load: ");
-			rs(&r, argv[0]);
-			rs(&r, ": a read failed: ");
-			rs(&r, stname(bad - 1u));
-			rs(&r, "\n");
-			a->status = 1;
-			return;
-		}
-		rs(&r, "file_load: ");
-		rs(&r, argv[0]);
-		rs(&r, ", ");
-		rn(&r, size);
-		rs(&r, " bytes in ");
-		rf(&r, ns / 1000u, 1000000u, 3, 0);
-		rs(&r, " s: ");
-		rf(&r, ns ? size * 1000u / ns : 0, 1000, 3, 0);
-		rs(&r, " GB/s (");
-		rn(&r, nwarps);
-		rs(&r, a->on_gpu ? " warps" : " threads");
-		rs(&r, ", pieces of ");
-		rn(&r, sh->piece_kib);
-		rs(&r, " KiB)\nresult bytes=");
-		rn(&r, size);
-		rs(&r, " ns=");
-		rn(&r, ns);
-		rs(&r, " sum=");
-		rx64(&r, sh->sum);
-		rs(&r, "\n");
-		a->status = 0;
-	}
+	report(a, sh, nwarps, &r);
 }
 
 GPUOS_APP_ENTRY(file_load)

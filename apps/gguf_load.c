@@ -136,67 +136,79 @@ static inline GPUOS_HD void fail_item(struct item *t, const char *spec, const ch
 	t->st = st;
 }
 
+/* Resolve a spec layer:N[=HEX,HEX,...] (eq: its '=' or its end) into an
+ * item per tensor of layer N, or one failed item. */
+static inline GPUOS_HD void add_layer(struct gpuos_mbox *mb, uint32_t h, char *meta, const char *spec, const char *eq,
+				      struct item *it, uint32_t *n)
+{
+	struct gpuos_gguf_tensor *rec = (struct gpuos_gguf_tensor *)(meta + META_TREC);
+	uint32_t *idx = (uint32_t *)(meta + META_IDX);
+	uint64_t layer = 0;
+	uint32_t st, k, count, first = *n;
+	const char *p;
+	struct item *t;
+
+	for (p = spec + 6; *p >= '0' && *p <= '9' && layer <= GPUOS_GGUF_MAX_LAYER; p++)
+		layer = layer * 10u + (uint64_t)(*p - '0');
+	if (p == spec + 6 || p != eq || layer > GPUOS_GGUF_MAX_LAYER) {
+		if ((t = new_item(it, n)))
+			fail_item(t, spec, "bad spec (want layer:N or layer:N=HEX,HEX,...)", GPUOS_ST_OK);
+		return;
+	}
+	st = gpuos_model_layer(mb, h, (uint32_t)layer, idx, MAX_LT, &count);
+	if (st != GPUOS_ST_OK || count == 0) {
+		if ((t = new_item(it, n)))
+			fail_item(t, spec, st == GPUOS_ST_OK || st == GPUOS_ST_NOENT ? "no such layer" : "layer lookup failed", st);
+		return;
+	}
+	p = *eq ? eq + 1 : 0;
+	for (k = 0; k < count; k++) {
+		if (!(t = new_item(it, n)))
+			return;
+		t->idx = idx[k];
+		if (p) {
+			if (!*p || parse_hash(p, t->want, &p)) {
+				*n = first;
+				t = new_item(it, n);
+				fail_item(t, spec, "give one 64-digit hex SHA-256 per tensor of the layer, comma-separated",
+					  GPUOS_ST_OK);
+				return;
+			}
+			t->has_want = 1;
+			if (*p == ',')
+				p++;
+		}
+	}
+	if (p && *p) {
+		*n = first;
+		t = new_item(it, n);
+		fail_item(t, spec, "more hashes than tensors in the layer", GPUOS_ST_OK);
+		return;
+	}
+	for (k = first; k < *n; k++) {
+		st = gpuos_model_tensor(mb, h, it[k].idx, rec);
+		if (st != GPUOS_ST_OK) {
+			fail_item(&it[k], spec, "tensor record", st);
+			continue;
+		}
+		it[k].size = rec->size;
+		set_name(it[k].name, rec->name, rec->name_len);
+	}
+}
+
 /* Resolve one spec into items. */
 static inline GPUOS_HD void add_spec(struct gpuos_mbox *mb, uint32_t h, char *meta, const char *spec, struct item *it,
 				     uint32_t *n)
 {
 	struct gpuos_gguf_tensor *rec = (struct gpuos_gguf_tensor *)(meta + META_TREC);
-	uint32_t *idx = (uint32_t *)(meta + META_IDX);
 	const char *eq = spec, *p;
 	struct item *t;
-	uint32_t st, k, count;
+	uint32_t st;
 
 	while (*eq && *eq != '=')
 		eq++;
 	if (spec[0] == 'l' && spec[1] == 'a' && spec[2] == 'y' && spec[3] == 'e' && spec[4] == 'r' && spec[5] == ':') {
-		uint64_t layer = 0;
-		uint32_t first = *n;
-		for (p = spec + 6; *p >= '0' && *p <= '9' && layer <= GPUOS_GGUF_MAX_LAYER; p++)
-			layer = layer * 10u + (uint64_t)(*p - '0');
-		if (p == spec + 6 || p != eq || layer > GPUOS_GGUF_MAX_LAYER) {
-			if ((t = new_item(it, n)))
-				fail_item(t, spec, "bad spec (want layer:N or layer:N=HEX,HEX,...)", GPUOS_ST_OK);
-			return;
-		}
-		st = gpuos_model_layer(mb, h, (uint32_t)layer, idx, MAX_LT, &count);
-		if (st != GPUOS_ST_OK || count == 0) {
-			if ((t = new_item(it, n)))
-				fail_item(t, spec, st == GPUOS_ST_OK || st == GPUOS_ST_NOENT ? "no such layer" : "layer lookup failed", st);
-			return;
-		}
-		p = *eq ? eq + 1 : 0;
-		for (k = 0; k < count; k++) {
-			if (!(t = new_item(it, n)))
-				return;
-			t->idx = idx[k];
-			if (p) {
-				if (!*p || parse_hash(p, t->want, &p)) {
-					*n = first;
-					t = new_item(it, n);
-					fail_item(t, spec, "give one 64-digit hex SHA-256 per tensor of the layer, comma-separated",
-						  GPUOS_ST_OK);
-					return;
-				}
-				t->has_want = 1;
-				if (*p == ',')
-					p++;
-			}
-		}
-		if (p && *p) {
-			*n = first;
-			t = new_item(it, n);
-			fail_item(t, spec, "more hashes than tensors in the layer", GPUOS_ST_OK);
-			return;
-		}
-		for (k = first; k < *n; k++) {
-			st = gpuos_model_tensor(mb, h, it[k].idx, rec);
-			if (st != GPUOS_ST_OK) {
-				fail_item(&it[k], spec, "tensor record", st);
-				continue;
-			}
-			it[k].size = rec->size;
-			set_name(it[k].name, rec->name, rec->name_len);
-		}
+		add_layer(mb, h, meta, spec, eq, it, n);
 		return;
 	}
 	if (!(t = new_item(it, n)))
@@ -265,6 +277,41 @@ static inline GPUOS_HD void load_one(struct gpuos_app_args *a, struct gpuos_mbox
 			t->result = R_MISMATCH;
 }
 
+/* An item's line of the report after its result: its name, then its
+ * size and hashes or why it failed. */
+static inline GPUOS_HD void item_line(struct rep *r, const struct item *t)
+{
+	rs(r, t->name);
+	if (t->result == R_ERROR) {
+		rs(r, ": ");
+		rs(r, t->msg ? t->msg : "not done");
+		if (t->st != GPUOS_ST_OK) {
+			rs(r, " (");
+			rs(r, stname(t->st));
+			rs(r, ")");
+		}
+		rs(r, "\n");
+		return;
+	}
+	rs(r, " ");
+	rn(r, t->size);
+	rs(r, " bytes");
+	if (t->pieces > 1) {
+		rs(r, " in ");
+		rn(r, t->pieces);
+		rs(r, " pieces");
+	}
+	if (t->result != R_OK) {
+		rs(r, " sha256 ");
+		rhex(r, t->got, 32);
+	}
+	if (t->result == R_MISMATCH) {
+		rs(r, " expected ");
+		rhex(r, t->want, 32);
+	}
+	rs(r, "\n");
+}
+
 static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, const struct item *it, uint32_t nthreads)
 {
 	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
@@ -305,35 +352,7 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 			rs(&r, "ERROR     ");
 			break;
 		}
-		rs(&r, t->name);
-		if (t->result == R_ERROR) {
-			rs(&r, ": ");
-			rs(&r, t->msg ? t->msg : "not done");
-			if (t->st != GPUOS_ST_OK) {
-				rs(&r, " (");
-				rs(&r, stname(t->st));
-				rs(&r, ")");
-			}
-			rs(&r, "\n");
-			continue;
-		}
-		rs(&r, " ");
-		rn(&r, t->size);
-		rs(&r, " bytes");
-		if (t->pieces > 1) {
-			rs(&r, " in ");
-			rn(&r, t->pieces);
-			rs(&r, " pieces");
-		}
-		if (t->result != R_OK) {
-			rs(&r, " sha256 ");
-			rhex(&r, t->got, 32);
-		}
-		if (t->result == R_MISMATCH) {
-			rs(&r, " expected ");
-			rhex(&r, t->want, 32);
-		}
-		rs(&r, "\n");
+		item_line(&r, t);
 	}
 	rs(&r, "summary: ");
 	rn(&r, ok);
@@ -346,11 +365,78 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 	rs(&r, " errors; ");
 	rn(&r, bytes);
 	rs(&r, " bytes in ");
-	rf(&r, elapsed / 1000u, 1000000u, 3, 0);
+	rsec(&r, elapsed);
 	rs(&r, " s, ");
-	rf(&r, elapsed ? bytes * 1000u / elapsed : 0, 1000u, 3, 0);
+	rgbs(&r, bytes, elapsed);
 	rs(&r, " GB/s loaded and hashed\n");
 	a->status = bad || err ? 1 : 0;
+}
+
+/* Thread 0: opens the model, resolves the specs into items and shares
+ * the VRAM among the workers; publishes go (1) or failed (2) in
+ * sh->state. 0, with the model's handle, when the loads go ahead. */
+static inline GPUOS_HD int set_up(struct gpuos_app_args *a, struct shared *sh, uint32_t nthreads, uint32_t *handle)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	char *meta = (char *)(uintptr_t)a->vram, *why = meta + META_WHY;
+	struct item *it = (struct item *)(meta + META_ITEMS);
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint32_t i, n = 0, st, w, h = 0;
+	uint64_t total = 0;
+	const char *bad = 0;
+	struct rep r;
+
+	r.p = (char *)(uintptr_t)a->out;
+	r.n = 0;
+	r.cap = a->out_len;
+	sh->t0 = gpuos_now_ns();
+	if (a->argc < 2)
+		bad = "usage: gguf_load -- MODEL_PATH NAME[=SHA256HEX]... | layer:N[=HEX,HEX,...]...\n";
+	else if (a->vram_len < META_BYTES + MIN_SHARE)
+		bad = "gguf_load: needs at least 1.2 MiB of vram\n";
+	if (!bad) {
+		why[0] = 0;
+		st = gpuos_model_open(mb, argv[0], 0, &h, 0, why, 256);
+		if (st != GPUOS_ST_OK) {
+			ropen_failed(&r, "gguf_load", argv[0], st, why);
+			bad = ""; /* the whole line is written */
+		}
+	}
+	if (bad) {
+		rs(&r, bad);
+		a->status = 2;
+		/* Publish "failed"; pairs with the other threads' acquire load of state. */
+		gpuos_store_release_dev32(&sh->state, 2);
+		return -1;
+	}
+	for (i = 1; i < a->argc; i++) {
+		if (n == MAX_ITEMS) {
+			struct item *t = &it[MAX_ITEMS - 1];
+			fail_item(t, argv[i], "too many tensors (4096 at most)", GPUOS_ST_OK);
+			break;
+		}
+		add_spec(mb, h, meta, argv[i], it, &n);
+	}
+	w = n < nthreads ? n : nthreads;
+	if (w > (a->vram_len - META_BYTES) / MIN_SHARE)
+		w = (uint32_t)((a->vram_len - META_BYTES) / MIN_SHARE);
+	if (w == 0)
+		w = 1;
+	sh->nitems = n;
+	sh->workers = w;
+	sh->share = GPUOS_ALIGN_DOWN((a->vram_len - META_BYTES) / w, (uint64_t)4096);
+	sh->bytes = 0;
+	for (i = 0; i < n; i++)
+		if (it[i].result == R_PENDING)
+			total += it[i].size;
+	gpuos_app_progress_total(a, total);
+	/* Publish the tensor list, handle and shares; pairs with the
+	 * other threads' acquire load of state. The handle travels in
+	 * rsvd[0]. */
+	sh->rsvd[0] = h;
+	gpuos_store_release_dev32(&sh->state, 1);
+	*handle = h;
+	return 0;
 }
 
 GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
@@ -359,67 +445,12 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 	struct shared *sh = (struct shared *)(uintptr_t)a->scratch;
 	char *meta = (char *)(uintptr_t)a->vram;
 	struct item *it = (struct item *)(meta + META_ITEMS);
-	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
 	uint32_t spins = 0, i, h = 0, state;
 	uint64_t bytes = 0;
 
 	if (tid == 0) {
-		char *why = meta + META_WHY;
-		uint32_t n = 0, st, w;
-		const char *bad = 0;
-		struct rep r;
-		r.p = (char *)(uintptr_t)a->out;
-		r.n = 0;
-		r.cap = a->out_len;
-		sh->t0 = gpuos_now_ns();
-		if (a->argc < 2)
-			bad = "usage: gguf_load -- MODEL_PATH NAME[=SHA256HEX]... | layer:N[=HEX,HEX,...]...\n";
-		else if (a->vram_len < META_BYTES + MIN_SHARE)
-			bad = "gguf_load: needs at least 1.2 MiB of vram\n";
-		if (!bad) {
-			why[0] = 0;
-			st = gpuos_model_open(mb, argv[0], 0, &h, 0, why, 256);
-			if (st != GPUOS_ST_OK) {
-				ropen_failed(&r, "gguf_load", argv[0], st, why);
-				bad = ""; /* the whole line is written */
-			}
-		}
-		if (bad) {
-			rs(&r, bad);
-			a->status = 2;
-			/* Publish "failed"; pairs with the other threads' acquire load of state. */
-			gpuos_store_release_dev32(&sh->state, 2);
+		if (set_up(a, sh, nthreads, &h))
 			return;
-		}
-		for (i = 1; i < a->argc; i++) {
-			if (n == MAX_ITEMS) {
-				struct item *t = &it[MAX_ITEMS - 1];
-				fail_item(t, argv[i], "too many tensors (4096 at most)", GPUOS_ST_OK);
-				break;
-			}
-			add_spec(mb, h, meta, argv[i], it, &n);
-		}
-		w = n < nthreads ? n : nthreads;
-		if (w > (a->vram_len - META_BYTES) / MIN_SHARE)
-			w = (uint32_t)((a->vram_len - META_BYTES) / MIN_SHARE);
-		if (w == 0)
-			w = 1;
-		sh->nitems = n;
-		sh->workers = w;
-		sh->share = GPUOS_ALIGN_DOWN((a->vram_len - META_BYTES) / w, (uint64_t)4096);
-		sh->bytes = 0;
-		{
-			uint64_t total = 0;
-			for (i = 0; i < n; i++)
-				if (it[i].result == R_PENDING)
-					total += it[i].size;
-			gpuos_app_progress_total(a, total);
-		}
-		/* Publish the tensor list, handle and shares; pairs with the
-		 * other threads' acquire load of state. The handle travels in
-		 * rsvd[0]. */
-		sh->rsvd[0] = h;
-		gpuos_store_release_dev32(&sh->state, 1);
 	} else {
 		/* Pairs with thread 0's release store of state. */
 		while ((state = gpuos_load_acquire_dev32(&sh->state)) == 0)

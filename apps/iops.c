@@ -159,6 +159,101 @@ static inline GPUOS_HD void percentile(struct rep *r, const uint32_t *hist, uint
 	rs(r, " us");
 }
 
+/* Thread 0: opens the file, zeroes the histogram and publishes go (1)
+ * or failed (2) in sh->state. 0 when the run goes ahead. */
+static inline GPUOS_HD int set_up(struct gpuos_app_args *a, struct params *p, struct shared *sh, uint32_t *hist)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	struct rep r;
+	uint32_t st = GPUOS_ST_OK, h = 0, i;
+	uint64_t size = 0;
+	char *why = (char *)(uintptr_t)a->vram + BUF_OFF - 512; /* registered: a valid dst */
+
+	r.p = (char *)(uintptr_t)a->out;
+	r.n = 0;
+	r.cap = a->out_len;
+	if (!p->bad && a->vram_len < BUF_OFF + IO_BYTES)
+		p->bad = "iops: needs at least 68 KiB of vram";
+	if (!p->bad) {
+		why[0] = 0;
+		st = gpuos_open(mb, p->path, 0, &h, &size, why, 256);
+		if (st != GPUOS_ST_OK) {
+			ropen_failed(&r, "iops", p->path, st, why);
+		} else if (size < IO_BYTES) {
+			rs(&r, "iops: ");
+			rs(&r, p->path);
+			rs(&r, ": smaller than 4 KiB\n");
+			gpuos_close(mb, h);
+			st = GPUOS_ST_BAD_RANGE;
+		}
+	} else {
+		rs(&r, p->bad);
+		rs(&r, "\n");
+	}
+	if (p->bad || st != GPUOS_ST_OK) {
+		a->status = 2;
+		/* Publish "failed"; pairs with the other threads' acquire load of state. */
+		gpuos_store_release_dev32(&sh->state, 2);
+		return -1;
+	}
+	for (i = 0; i < HIST_N; i++)
+		hist[i] = 0;
+	sh->handle = h;
+	sh->size = size;
+	sh->bufs = (uint32_t)GPUOS_MIN((a->vram_len - BUF_OFF) / IO_BYTES, 0xffffffffull);
+	sh->t0 = gpuos_now_ns();
+	/* Publish the zeroed histogram, handle, size and start time; pairs
+	 * with the acquire load of state by every other thread in iops_main. */
+	gpuos_store_release_dev32(&sh->state, 1);
+	return 0;
+}
+
+/* Thread 0, once every thread's histogram and counters are in: the
+ * report, and the file closed. maxl: thread 0's own largest latency. */
+static inline GPUOS_HD void report(struct gpuos_app_args *a, const struct params *p, struct shared *sh,
+				   const uint32_t *hist, uint32_t nthreads, uint64_t maxl)
+{
+	struct rep r;
+	uint64_t total = 0, elapsed, reads;
+	uint32_t i;
+
+	elapsed = gpuos_now_ns() - sh->t0;
+	reads = gpuos_load_relaxed_sys64(&sh->reads);
+	for (i = 0; i < HIST_N; i++)
+		total += hist[i];
+	gpuos_close((struct gpuos_mbox *)(uintptr_t)a->mbox, sh->handle);
+	r.p = (char *)(uintptr_t)a->out;
+	r.n = 0;
+	r.cap = a->out_len;
+	rs(&r, "iops: ");
+	rs(&r, p->path);
+	rs(&r, ", ");
+	rn(&r, sh->size);
+	rs(&r, " bytes, ");
+	rn(&r, nthreads);
+	rs(&r, a->on_gpu ? " GPU threads" : " host threads");
+	rs(&r, ", one 4 KiB read in flight each\n");
+	rs(&r, "reads ");
+	rn(&r, reads);
+	rs(&r, "  errors ");
+	rn(&r, sh->errors);
+	rs(&r, "  time ");
+	rsec(&r, elapsed);
+	rs(&r, " s\n");
+	rs(&r, "IOPS ");
+	rn(&r, elapsed ? reads * 1000000000ull / elapsed : 0);
+	rs(&r, "  MB/s ");
+	rf(&r, elapsed ? reads * IO_BYTES * 1000u / elapsed : 0, 1, 0, 0);
+	rs(&r, "\nlatency");
+	percentile(&r, hist, total, 500, "  p50 ");
+	percentile(&r, hist, total, 990, "  p99 ");
+	percentile(&r, hist, total, 999, "  p999 ");
+	rs(&r, "  max(thread 0) ");
+	rf(&r, maxl, 1000, 1, 0);
+	rs(&r, " us\n");
+	a->status = sh->errors || reads == 0 ? 1 : 0;
+}
+
 GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
@@ -171,46 +266,8 @@ GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t 
 
 	parse(a, &p);
 	if (tid == 0) {
-		struct rep r;
-		uint32_t st = GPUOS_ST_OK, h = 0, i;
-		uint64_t size = 0;
-		char *why = (char *)(uintptr_t)a->vram + BUF_OFF - 512; /* registered: a valid dst */
-		r.p = (char *)(uintptr_t)a->out;
-		r.n = 0;
-		r.cap = a->out_len;
-		if (!p.bad && a->vram_len < BUF_OFF + IO_BYTES)
-			p.bad = "iops: needs at least 68 KiB of vram";
-		if (!p.bad) {
-			why[0] = 0;
-			st = gpuos_open(mb, p.path, 0, &h, &size, why, 256);
-			if (st != GPUOS_ST_OK) {
-				ropen_failed(&r, "iops", p.path, st, why);
-			} else if (size < IO_BYTES) {
-				rs(&r, "iops: ");
-				rs(&r, p.path);
-				rs(&r, ": smaller than 4 KiB\n");
-				gpuos_close(mb, h);
-				st = GPUOS_ST_BAD_RANGE;
-			}
-		} else {
-			rs(&r, p.bad);
-			rs(&r, "\n");
-		}
-		if (p.bad || st != GPUOS_ST_OK) {
-			a->status = 2;
-			/* Publish "failed"; pairs with the other threads' acquire load of state. */
-			gpuos_store_release_dev32(&sh->state, 2);
+		if (set_up(a, &p, sh, hist))
 			return;
-		}
-		for (i = 0; i < HIST_N; i++)
-			hist[i] = 0;
-		sh->handle = h;
-		sh->size = size;
-		sh->bufs = (uint32_t)GPUOS_MIN((a->vram_len - BUF_OFF) / IO_BYTES, 0xffffffffull);
-		sh->t0 = gpuos_now_ns();
-		/* Publish the zeroed histogram, handle, size and start time; pairs
-		 * with the acquire load of state by every other thread below. */
-		gpuos_store_release_dev32(&sh->state, 1);
 	} else {
 		uint32_t state;
 		/* Pairs with thread 0's release store of state. */
@@ -248,49 +305,8 @@ GPUOS_HD static void iops_main(struct gpuos_app_args *a, uint32_t tid, uint32_t 
 	if (errs)
 		gpuos_fetch_add_relaxed_dev32(&sh->errors, errs);
 	/* Thread 0 reports once every thread's histogram and counters are in. */
-	if (!app_all_done(&sh->done, tid, nthreads))
-		return;
-
-	{
-		struct rep r;
-		uint64_t total = 0, elapsed, reads;
-		uint32_t i;
-		elapsed = gpuos_now_ns() - sh->t0;
-		reads = gpuos_load_relaxed_sys64(&sh->reads);
-		for (i = 0; i < HIST_N; i++)
-			total += hist[i];
-		gpuos_close(mb, sh->handle);
-		r.p = (char *)(uintptr_t)a->out;
-		r.n = 0;
-		r.cap = a->out_len;
-		rs(&r, "iops: ");
-		rs(&r, p.path);
-		rs(&r, ", ");
-		rn(&r, sh->size);
-		rs(&r, " bytes, ");
-		rn(&r, nthreads);
-		rs(&r, a->on_gpu ? " GPU threads" : " host threads");
-		rs(&r, ", one 4 KiB read in flight each\n");
-		rs(&r, "reads ");
-		rn(&r, reads);
-		rs(&r, "  errors ");
-		rn(&r, sh->errors);
-		rs(&r, "  time ");
-		rf(&r, elapsed / 1000u, 1000000u, 3, 0);
-		rs(&r, " s\n");
-		rs(&r, "IOPS ");
-		rn(&r, elapsed ? reads * 1000000000ull / elapsed : 0);
-		rs(&r, "  MB/s ");
-		rf(&r, elapsed ? reads * IO_BYTES * 1000u / elapsed : 0, 1, 0, 0);
-		rs(&r, "\nlatency");
-		percentile(&r, hist, total, 500, "  p50 ");
-		percentile(&r, hist, total, 990, "  p99 ");
-		percentile(&r, hist, total, 999, "  p999 ");
-		rs(&r, "  max(thread 0) ");
-		rf(&r, maxl, 1000, 1, 0);
-		rs(&r, " us\n");
-		a->status = sh->errors || reads == 0 ? 1 : 0;
-	}
+	if (app_all_done(&sh->done, tid, nthreads))
+		report(a, &p, sh, hist, nthreads, maxl);
 }
 
 GPUOS_APP_ENTRY(iops)

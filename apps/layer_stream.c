@@ -178,6 +178,139 @@ static inline GPUOS_HD uint32_t load_layer(struct gpuos_mbox *mb, uint32_t h, ch
 
 /* ---- setup (thread 0) ----------------------------------------------------------------- */
 
+/* RESIDENT, the optional second argument, into *resident; 0, or a reason
+ * written to r. */
+static inline GPUOS_HD int parse_args(const struct gpuos_app_args *a, uint64_t *resident, struct rep *r)
+{
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	const char *p;
+
+	*resident = 0;
+	if (a->argc < 1 || a->argc > 2) {
+		rs(r, "usage: layer_stream -- MODEL_PATH [RESIDENT]\n");
+		return -1;
+	}
+	if (a->argc == 1)
+		return 0;
+	for (p = argv[1]; *p >= '0' && *p <= '9' && *resident <= MAX_LAYERS; p++)
+		*resident = *resident * 10u + (uint64_t)(*p - '0');
+	if (*p || p == argv[1] || *resident > MAX_LAYERS) {
+		rs(r, "layer_stream: RESIDENT is a number of layers, 0 to 1024\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Layer n's `count` tensors (their indexes in idx) as ents e, each at its
+ * ALIGN-ed place in a slot; *off and *chunks: the layer's bytes in a slot
+ * and its chunks. 0, or a reason written to r. */
+static inline GPUOS_HD int layer_ents(struct gpuos_mbox *mb, uint32_t h, char *meta, const uint32_t *idx,
+				      uint32_t count, struct ent *e, uint64_t *off, uint64_t *chunks, struct rep *r)
+{
+	struct gpuos_gguf_tensor *t = (struct gpuos_gguf_tensor *)(meta + META_TREC);
+	uint32_t k, st;
+
+	*off = *chunks = 0;
+	for (k = 0; k < count; k++) {
+		st = gpuos_model_tensor(mb, h, idx[k], t);
+		if (st != GPUOS_ST_OK) {
+			rs(r, "layer_stream: tensor record: ");
+			rs(r, stname(st));
+			rs(r, "\n");
+			return -1;
+		}
+		e[k].idx = idx[k];
+		e[k].rank = k;
+		e[k].size = t->size;
+		e[k].off = *off;
+		e[k].chunk0 = *chunks;
+		*off = GPUOS_ALIGN_UP(*off + t->size, (uint64_t)ALIGN);
+		*chunks += GPUOS_DIV_ROUND_UP(t->size, (uint64_t)CHUNK);
+	}
+	return 0;
+}
+
+/* The layer table (lrec, ent) of the model's n_layers: *nl layers, *ne
+ * tensors, *slot the bytes of the largest layer in a slot. 0, or a reason
+ * written to r. */
+static inline GPUOS_HD int layer_table(struct gpuos_mbox *mb, uint32_t h, char *meta, uint32_t n_layers, uint32_t *nl,
+				       uint32_t *ne, uint64_t *slot, struct rep *r)
+{
+	uint32_t *idx = (uint32_t *)(meta + META_IDX);
+	struct lrec *lr = (struct lrec *)(meta + META_LREC);
+	struct ent *ents = (struct ent *)(meta + META_ENT);
+	uint32_t n, st, count;
+
+	for (n = 0; n < n_layers; n++) {
+		uint64_t off = 0, chunks = 0;
+		st = gpuos_model_layer(mb, h, n, idx, MAX_LT, &count);
+		if (st != GPUOS_ST_OK) {
+			rs(r, "layer_stream: layer ");
+			rn(r, n);
+			rs(r, st == GPUOS_ST_NOSPC ? ": more than 1024 tensors\n" : ": ");
+			if (st != GPUOS_ST_NOSPC) {
+				rs(r, stname(st));
+				rs(r, "\n");
+			}
+			return -1;
+		}
+		if (count == 0)
+			continue;
+		if (*nl == MAX_LAYERS || *ne + count > MAX_ENT) {
+			rs(r, "layer_stream: more than 1024 layers or 16384 tensors\n");
+			return -1;
+		}
+		if (layer_ents(mb, h, meta, idx, count, &ents[*ne], &off, &chunks, r))
+			return -1;
+		lr[*nl].layer = n;
+		lr[*nl].first = *ne;
+		lr[*nl].n = count;
+		lr[*nl].st = GPUOS_ST_OK;
+		lr[*nl].bytes = 0;
+		lr[*nl].chunks = chunks;
+		lr[*nl].t_load0 = lr[*nl].t_load1 = lr[*nl].t_comp1 = 0;
+		lr[*nl].sum = 0;
+		*slot = GPUOS_MAX(*slot, off);
+		*ne += count;
+		(*nl)++;
+	}
+	return 0;
+}
+
+/* The resident layers, before the clock starts: each at its place after
+ * the slots, its place in META_LPTR (NULL for a streamed layer). 0, or a
+ * reason written to r. */
+static inline GPUOS_HD int load_resident(struct gpuos_mbox *mb, uint32_t h, char *meta, uint32_t nl,
+					 uint32_t resident, uint64_t slot, struct rep *r)
+{
+	const struct lrec *lr = (const struct lrec *)(meta + META_LREC);
+	const struct ent *ents = (const struct ent *)(meta + META_ENT);
+	uint8_t **lptr = (uint8_t **)(meta + META_LPTR);
+	uint8_t *at = (uint8_t *)meta + META_BYTES + 2u * slot;
+	uint32_t n, st;
+
+	for (n = 0; n < nl; n++) {
+		const struct lrec *L = &lr[n];
+		uint64_t got;
+		lptr[n] = NULL;
+		if (n >= resident)
+			continue;
+		st = load_layer(mb, h, meta, ents, L, at, &got);
+		if (st != GPUOS_ST_OK) {
+			rs(r, "layer_stream: resident layer ");
+			rn(r, L->layer);
+			rs(r, ": ");
+			rs(r, stname(st));
+			rs(r, "\n");
+			return -1;
+		}
+		lptr[n] = at;
+		const struct ent *e = &ents[L->first + L->n - 1u];
+		at += GPUOS_ALIGN_UP(e->off + e->size, (uint64_t)CHUNK);
+	}
+	return 0;
+}
+
 /* Fill the layer table; 0, or a reason written to r. */
 static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb, struct shared *sh, uint32_t *handle,
 				 struct rep *r)
@@ -185,28 +318,14 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	char *meta = (char *)(uintptr_t)a->vram;
 	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
 	char *why = meta + META_WHY;
-	struct gpuos_gguf_tensor *t = (struct gpuos_gguf_tensor *)(meta + META_TREC);
 	struct gpuos_gguf_export *x = (struct gpuos_gguf_export *)(meta + META_XHDR);
-	uint32_t *idx = (uint32_t *)(meta + META_IDX);
-	struct lrec *lr = (struct lrec *)(meta + META_LREC);
-	struct ent *ents = (struct ent *)(meta + META_ENT);
-	uint32_t st, h, n, nl = 0, ne = 0, count, k;
-	uint64_t ntens, needed, slot = 0;
+	const struct lrec *lr = (const struct lrec *)(meta + META_LREC);
+	const struct ent *ents = (const struct ent *)(meta + META_ENT);
+	uint32_t st, h, n, nl = 0, ne = 0, k;
+	uint64_t ntens, needed, slot = 0, resident, res_bytes = 0, total = 0;
 
-	uint64_t resident = 0, res_bytes = 0;
-	if (a->argc < 1 || a->argc > 2) {
-		rs(r, "usage: layer_stream -- MODEL_PATH [RESIDENT]\n");
+	if (parse_args(a, &resident, r))
 		return -1;
-	}
-	if (a->argc == 2) {
-		const char *p = argv[1];
-		for (; *p >= '0' && *p <= '9' && resident <= MAX_LAYERS; p++)
-			resident = resident * 10u + (uint64_t)(*p - '0');
-		if (*p || p == argv[1] || resident > MAX_LAYERS) {
-			rs(r, "layer_stream: RESIDENT is a number of layers, 0 to 1024\n");
-			return -1;
-		}
-	}
 	if (a->vram_len < META_BYTES + 2u * CHUNK) {
 		rs(r, "layer_stream: needs more than 1 MiB of vram\n");
 		return -1;
@@ -225,54 +344,8 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 		rs(r, "\n");
 		return -1;
 	}
-	for (n = 0; n < x->n_layers; n++) {
-		uint64_t off = 0, chunks = 0;
-		st = gpuos_model_layer(mb, h, n, idx, MAX_LT, &count);
-		if (st != GPUOS_ST_OK) {
-			rs(r, "layer_stream: layer ");
-			rn(r, n);
-			rs(r, st == GPUOS_ST_NOSPC ? ": more than 1024 tensors\n" : ": ");
-			if (st != GPUOS_ST_NOSPC) {
-				rs(r, stname(st));
-				rs(r, "\n");
-			}
-			return -1;
-		}
-		if (count == 0)
-			continue;
-		if (nl == MAX_LAYERS || ne + count > MAX_ENT) {
-			rs(r, "layer_stream: more than 1024 layers or 16384 tensors\n");
-			return -1;
-		}
-		for (k = 0; k < count; k++) {
-			struct ent *e = &ents[ne + k];
-			st = gpuos_model_tensor(mb, h, idx[k], t);
-			if (st != GPUOS_ST_OK) {
-				rs(r, "layer_stream: tensor record: ");
-				rs(r, stname(st));
-				rs(r, "\n");
-				return -1;
-			}
-			e->idx = idx[k];
-			e->rank = k;
-			e->size = t->size;
-			e->off = off;
-			e->chunk0 = chunks;
-			off = GPUOS_ALIGN_UP(off + t->size, (uint64_t)ALIGN);
-			chunks += GPUOS_DIV_ROUND_UP(t->size, (uint64_t)CHUNK);
-		}
-		lr[nl].layer = n;
-		lr[nl].first = ne;
-		lr[nl].n = count;
-		lr[nl].st = GPUOS_ST_OK;
-		lr[nl].bytes = 0;
-		lr[nl].chunks = chunks;
-		lr[nl].t_load0 = lr[nl].t_load1 = lr[nl].t_comp1 = 0;
-		lr[nl].sum = 0;
-		slot = GPUOS_MAX(slot, off);
-		ne += count;
-		nl++;
-	}
+	if (layer_table(mb, h, meta, x->n_layers, &nl, &ne, &slot, r))
+		return -1;
 	if (nl == 0) {
 		rs(r, "layer_stream: ");
 		rs(r, argv[0]);
@@ -303,37 +376,11 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct gpuos_mbox *mb
 	sh->nlayers = nl;
 	sh->slot_bytes = slot;
 	sh->resident = (uint16_t)resident;
-	/* The resident layers, before the clock starts: each at its place after the slots. */
-	{
-		uint8_t **lptr = (uint8_t **)(meta + META_LPTR);
-		uint8_t *at = (uint8_t *)meta + META_BYTES + 2u * slot;
-		for (n = 0; n < nl; n++) {
-			const struct lrec *L = &lr[n];
-			uint64_t got;
-			lptr[n] = NULL;
-			if (n >= (uint32_t)resident)
-				continue;
-			st = load_layer(mb, h, meta, ents, L, at, &got);
-			if (st != GPUOS_ST_OK) {
-				rs(r, "layer_stream: resident layer ");
-				rn(r, L->layer);
-				rs(r, ": ");
-				rs(r, stname(st));
-				rs(r, "\n");
-				return -1;
-			}
-			lptr[n] = at;
-			const struct ent *e = &ents[L->first + L->n - 1u];
-			at += GPUOS_ALIGN_UP(e->off + e->size, (uint64_t)CHUNK);
-		}
-	}
-	{
-		uint64_t total = 0;
-		uint32_t k;
-		for (k = 0; k < ne; k++)
-			total += ents[k].size;
-		gpuos_app_progress_total(a, total);
-	}
+	if (load_resident(mb, h, meta, nl, (uint32_t)resident, slot, r))
+		return -1;
+	for (k = 0; k < ne; k++)
+		total += ents[k].size;
+	gpuos_app_progress_total(a, total);
 	return 0;
 }
 
@@ -397,15 +444,15 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 	rs(r, " bytes in ");
 	rn(r, done);
 	rs(r, " layers, ");
-	rf(r, wall / 1000u, 1000000u, 3, 0);
+	rsec(r, wall);
 	rs(r, " s: ");
-	rf(r, wall ? streamed * 1000u / wall : 0, 1000, 3, 0);
+	rgbs(r, streamed, wall);
 	rs(r, " GB/s streamed (");
 	rn(r, streamed);
 	rs(r, " bytes), loads ");
-	rf(r, load_ns ? streamed * 1000u / load_ns : 0, 1000, 3, 0);
+	rgbs(r, streamed, load_ns);
 	rs(r, " GB/s, compute ");
-	rf(r, comp_ns ? bytes * 1000u / comp_ns : 0, 1000, 3, 0);
+	rgbs(r, bytes, comp_ns);
 	rs(r, " GB/s\noverlap ");
 	rf(r, ovl_ns / 1000u, 1000, 3, 0);
 	rs(r, " ms: ");
@@ -419,9 +466,103 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 
 /* ---- the entry ------------------------------------------------------------------------ */
 
-GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
+/* Thread 0 after setup: every layer into slot i % 2 in turn (a resident
+ * one is used where it lies), handed over to the compute threads, or
+ * computed here when it is the only thread. How many were handed over;
+ * fewer than sh->nlayers when a load failed. */
+static inline GPUOS_HD uint32_t load_layers(struct gpuos_app_args *a, struct shared *sh, uint32_t h, uint32_t nthreads,
+					    const uint32_t *tab)
 {
 	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	char *meta = (char *)(uintptr_t)a->vram;
+	struct lrec *lr = (struct lrec *)(meta + META_LREC);
+	const struct ent *ents = (const struct ent *)(meta + META_ENT);
+	uint8_t *const *lptr = (uint8_t *const *)(meta + META_LPTR);
+	uint8_t *slots = (uint8_t *)meta + META_BYTES;
+	uint32_t i, spins, done = 0, nl = sh->nlayers;
+
+	for (i = 0; i < nl; i++) {
+		struct lrec *L = &lr[i];
+		uint32_t s = i & 1u, k, st;
+		uint8_t *slot = slots + (uint64_t)s * sh->slot_bytes;
+		uint64_t got = 0;
+		/* Wait until the compute threads are done with layer i - 2 in
+		 * this slot; pairs with the last one's release store of freed[s]. */
+		spins = 0;
+		while (i >= 2 && gpuos_load_acquire_dev32(&sh->freed[s]) != i - 1u)
+			gpuos_backoff(&spins);
+		if (lptr[i]) {
+			slot = lptr[i]; /* resident: nothing to load */
+			L->t_load0 = L->t_load1 = gpuos_now_ns();
+			for (k = 0; k < L->n; k++)
+				L->bytes += ents[L->first + k].size;
+			L->st = GPUOS_ST_OK;
+			gpuos_store_release_dev32(&sh->ready[s], i + 1u); /* as below */
+			if (nthreads == 1)
+				compute_layer(sh, L, ents, slot, i, 0, 1, tab);
+			done++;
+			continue;
+		}
+		L->t_load0 = gpuos_now_ns();
+		st = load_layer(mb, h, meta, ents, L, slot, &got);
+		L->t_load1 = gpuos_now_ns();
+		L->bytes = got;
+		gpuos_app_progress_add(a, got);
+		L->st = st;
+		if (st != GPUOS_ST_OK) {
+			/* Stop the compute threads at layer i; pairs with their
+			 * acquire load of abort while they wait for it. */
+			gpuos_store_release_dev32(&sh->abort, i + 1u);
+			break;
+		}
+		/* Hand the slot over: the tensors (visible to this thread
+		 * since gpuos_wait's acquire of each DONE) and the times;
+		 * pairs with the compute threads' acquire load of ready[s]. */
+		gpuos_store_release_dev32(&sh->ready[s], i + 1u);
+		if (nthreads == 1)
+			compute_layer(sh, L, ents, slot, i, 0, 1, tab);
+		done++;
+	}
+	return done;
+}
+
+/* Thread 0: the layer table, the loads, and the report once the last
+ * layer handed over is reduced. */
+static inline GPUOS_HD void loader(struct gpuos_app_args *a, struct shared *sh, uint32_t nthreads, uint32_t first,
+				   uint32_t nc, const uint32_t *tab)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const struct lrec *lr = (const struct lrec *)((char *)(uintptr_t)a->vram + META_LREC);
+	struct rep r;
+	uint32_t h = 0, done, spins = 0;
+
+	r.p = (char *)(uintptr_t)a->out;
+	r.n = 0;
+	r.cap = a->out_len;
+	sh->ncompute = nc;
+	if (setup(a, mb, sh, &h, &r)) {
+		if (h)
+			gpuos_close(mb, h);
+		a->status = 2;
+		/* Publish "failed"; pairs with the compute threads' acquire load of state. */
+		gpuos_store_release_dev32(&sh->state, 2);
+		return;
+	}
+	/* Publish the layer table and slot size; pairs with the compute
+	 * threads' acquire load of state. */
+	gpuos_store_release_dev32(&sh->state, 1);
+	done = load_layers(a, sh, h, nthreads, tab);
+	/* Wait for the reduction of the last layer handed over; pairs with
+	 * the release store of freed by its last compute thread. */
+	while (done && gpuos_load_acquire_dev32(&sh->freed[(done - 1u) & 1u]) != done)
+		gpuos_backoff(&spins);
+	gpuos_close(mb, h);
+	report(a, sh, lr, done, nthreads, first, &r);
+	a->status = done == sh->nlayers ? 0 : 1;
+}
+
+GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
+{
 	struct shared *sh = (struct shared *)(uintptr_t)a->scratch;
 	char *meta = (char *)(uintptr_t)a->vram;
 	struct lrec *lr = (struct lrec *)(meta + META_LREC);
@@ -432,75 +573,7 @@ GPUOS_HD static void layer_stream_main(struct gpuos_app_args *a, uint32_t tid, u
 
 	gpuos_bench_crc_table(tab);
 	if (tid == 0) {
-		struct rep r;
-		uint32_t h = 0, done = 0;
-		uint8_t *const *lptr = (uint8_t *const *)(meta + META_LPTR);
-		r.p = (char *)(uintptr_t)a->out;
-		r.n = 0;
-		r.cap = a->out_len;
-		sh->ncompute = nc;
-		if (setup(a, mb, sh, &h, &r)) {
-			if (h)
-				gpuos_close(mb, h);
-			a->status = 2;
-			/* Publish "failed"; pairs with the compute threads' acquire load of state. */
-			gpuos_store_release_dev32(&sh->state, 2);
-			return;
-		}
-		/* Publish the layer table and slot size; pairs with the compute
-		 * threads' acquire load of state. */
-		gpuos_store_release_dev32(&sh->state, 1);
-		nl = sh->nlayers;
-		for (i = 0; i < nl; i++) {
-			struct lrec *L = &lr[i];
-			uint32_t s = i & 1u, k, st;
-			uint8_t *slot = slots + (uint64_t)s * sh->slot_bytes;
-			uint64_t got = 0;
-			/* Wait until the compute threads are done with layer i - 2 in
-			 * this slot; pairs with the last one's release store of freed[s]. */
-			spins = 0;
-			while (i >= 2 && gpuos_load_acquire_dev32(&sh->freed[s]) != i - 1u)
-				gpuos_backoff(&spins);
-			if (lptr[i]) {
-				slot = lptr[i]; /* resident: nothing to load */
-				L->t_load0 = L->t_load1 = gpuos_now_ns();
-				for (k = 0; k < L->n; k++)
-					L->bytes += ents[L->first + k].size;
-				L->st = GPUOS_ST_OK;
-				gpuos_store_release_dev32(&sh->ready[s], i + 1u); /* as below */
-				if (nthreads == 1)
-					compute_layer(sh, L, ents, slot, i, 0, 1, tab);
-				done++;
-				continue;
-			}
-			L->t_load0 = gpuos_now_ns();
-			st = load_layer(mb, h, meta, ents, L, slot, &got);
-			L->t_load1 = gpuos_now_ns();
-			L->bytes = got;
-			gpuos_app_progress_add(a, got);
-			L->st = st;
-			if (st != GPUOS_ST_OK) {
-				/* Stop the compute threads at layer i; pairs with their
-				 * acquire load of abort while they wait for it. */
-				gpuos_store_release_dev32(&sh->abort, i + 1u);
-				break;
-			}
-			/* Hand the slot over: the tensors (visible to this thread
-			 * since gpuos_wait's acquire of each DONE) and the times;
-			 * pairs with the compute threads' acquire load of ready[s]. */
-			gpuos_store_release_dev32(&sh->ready[s], i + 1u);
-			if (nthreads == 1)
-				compute_layer(sh, L, ents, slot, i, 0, 1, tab);
-			done++;
-		}
-		/* Wait for the reduction of the last layer handed over; pairs with
-		 * the release store of freed by its last compute thread. */
-		spins = 0;
-		while (done && gpuos_load_acquire_dev32(&sh->freed[(done - 1u) & 1u]) != done)
-			gpuos_backoff(&spins);
-		gpuos_close(mb, h);
-		report(a, sh, lr, done, nthreads, first, &r);
-		a->status = done == nl ? 0 : 1;
+		loader(a, sh, nthreads, first, nc, tab);
 		return;
 	}
 

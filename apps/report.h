@@ -68,6 +68,18 @@ static inline GPUOS_HD void rf(struct rep *r, uint64_t num, uint64_t den, uint32
 	rs(r, t);
 }
 
+/* ns as seconds, 3 decimals. */
+static inline GPUOS_HD void rsec(struct rep *r, uint64_t ns)
+{
+	rf(r, ns / 1000u, 1000000u, 3, 0);
+}
+
+/* bytes in ns as GB/s, 3 decimals; 0 when no time passed. */
+static inline GPUOS_HD void rgbs(struct rep *r, uint64_t bytes, uint64_t ns)
+{
+	rf(r, ns ? bytes * 1000u / ns : 0, 1000, 3, 0);
+}
+
 /* n bytes as lowercase hex (a digest). */
 static inline GPUOS_HD void rhex(struct rep *r, const uint8_t *b, uint32_t n)
 {

@@ -193,19 +193,115 @@ static int copy(cudaStream_t s, void *dst, const void *src, size_t len, cudaMemc
 	return cudaMemcpyAsync(dst, src, len, kind, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess;
 }
 
-int main(int argc, char **argv)
+/* A runtime on device (in host mode when asked, or without a GPU).
+ * CUDA starts here, eagerly, so that this program's kernels are loaded
+ * before the runtime's kernel spins (a module load beside it deadlocks),
+ * with 32 hardware work queues (a stream that shares one with the
+ * runtime's kernel waits behind it forever). gpuos_boot refuses a CUDA
+ * started otherwise. No GPU or driver: host mode. */
+static int boot_runtime(const char *device, int host, struct gpuos_sys **sys)
 {
 	struct gpuos_boot_opts o;
+	char err[512];
+	int gpu;
+
+	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
+	gpu = !host && cudaFree(0) == cudaSuccess;
+
+	gpuos_boot_opts_default(&o);
+	o.device = device;
+	o.host_mode = !gpu;
+	/* GPU atomics do not work on a host-memory mailbox over PCIe: a kernel
+	 * that posts needs the mailbox in VRAM. */
+	o.mbox_vram = gpu;
+	o.quiet = 1;
+	if (gpuos_boot(&o, sys, err, sizeof(err))) {
+		fprintf(stderr, "gpuos-layers: %s: %s\n", device, err);
+		return -1;
+	}
+	return 0;
+}
+
+static int cuda_failed(void)
+{
+	fprintf(stderr, "gpuos-layers: CUDA: %s\n", cudaGetErrorString(cudaGetLastError()));
+	return 1;
+}
+
+static int layer_failed(const struct ctl *h)
+{
+	fprintf(stderr, "gpuos-layers: layer %d: %s\n", h->res.layer, gpuos_status_name(h->res.status));
+	return 1;
+}
+
+/* Both passes over the model of c->path (h: the host's copy of c), each
+ * layer printed. 0, or 1 after one line on stderr. *out (registered) and
+ * *lo are the caller's to free once the runtime has stopped. */
+static int passes(struct gpuos_sys *sys, cudaStream_t stream, int gpu, const char *model, struct ctl *c,
+		  struct ctl *h, struct layer_out **out, struct layer_out **lo)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)gpuos_sys_mbox_rt(sys);
+	uint64_t out_span, total = 0;
+	uint8_t *data;
+	uint32_t L;
+
+	/* Pass 1: how large the largest layer is. */
+	if (gpu) {
+		plan_kernel<<<1, 1, 0, stream>>>(mb, c);
+		if (cudaGetLastError() != cudaSuccess)
+			return cuda_failed();
+	} else {
+		plan(mb, c);
+	}
+	if (copy(stream, h, c, offsetof(struct ctl, path), cudaMemcpyDeviceToHost))
+		return cuda_failed();
+	if (h->res.status != GPUOS_ST_OK && h->res.layer < 0) {
+		fprintf(stderr, "gpuos-layers: %s: %s\n", model, h->why[0] ? h->why : gpuos_status_name(h->res.status));
+		return 1;
+	}
+	if (h->res.status != GPUOS_ST_OK)
+		return layer_failed(h);
+
+	/* Pass 2: the output array, then room for the largest layer. */
+	out_span = ((uint64_t)h->res.n_layers * sizeof(struct layer_out) + ALIGN - 1) / ALIGN * ALIGN;
+	if (!(*lo = (struct layer_out *)calloc(h->res.n_layers + 1, sizeof(**lo))) ||
+	    alloc_registered(sys, gpu, out_span + h->res.max_span + 1, (void **)out)) {
+		fprintf(stderr, "gpuos-layers: no memory for a layer of %llu bytes\n",
+			(unsigned long long)h->res.max_span);
+		return 1;
+	}
+	data = (uint8_t *)*out + out_span;
+	if (gpu) {
+		run_kernel<<<1, THREADS, 0, stream>>>(mb, c, *out, data);
+		if (cudaGetLastError() != cudaSuccess)
+			return cuda_failed();
+	} else {
+		uint64_t part;
+		run(mb, c, *out, data, 0, 1, &part);
+	}
+	if (copy(stream, h, c, offsetof(struct ctl, path), cudaMemcpyDeviceToHost) ||
+	    copy(stream, *lo, *out, h->res.n_layers * sizeof(**lo), cudaMemcpyDeviceToHost))
+		return cuda_failed();
+	if (h->res.status != GPUOS_ST_OK)
+		return layer_failed(h);
+	for (L = 0; L < h->res.n_layers; L++) {
+		printf("layer %u tensors %llu bytes %llu sum %016llx\n", L, (unsigned long long)(*lo)[L].tensors,
+		       (unsigned long long)(*lo)[L].bytes, (unsigned long long)(*lo)[L].sum);
+		total += (*lo)[L].bytes;
+	}
+	printf("layers %u bytes %llu %s\n", h->res.n_layers, (unsigned long long)total, gpu ? "gpu" : "host");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	struct gpuos_sys *sys;
-	struct gpuos_mbox *mb;
 	struct ctl *c = NULL, *h = NULL;
 	struct layer_out *out = NULL, *lo = NULL;
-	uint8_t *data = NULL;
 	cudaStream_t stream = NULL;
 	char err[512];
-	uint64_t out_span = 0, total = 0;
 	int a = 1, host = 0, gpu, rc = 1;
-	uint32_t L;
 
 	if (a < argc && !strcmp(argv[a], "--host")) {
 		host = 1;
@@ -215,28 +311,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--host] DEVICE MODEL_PATH\n", argv[0]);
 		return 2;
 	}
-	/* Start CUDA here, eagerly, so that this program's kernels are loaded
-	 * before the runtime's kernel spins (a module load beside it
-	 * deadlocks), with 32 hardware work queues (a stream that shares one
-	 * with the runtime's kernel waits behind it forever). gpuos_boot
-	 * refuses a CUDA started otherwise. No GPU or driver: host mode. */
-	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
-	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
-	gpu = !host && cudaFree(0) == cudaSuccess;
-
-	gpuos_boot_opts_default(&o);
-	o.device = argv[a];
-	o.host_mode = !gpu;
-	/* GPU atomics do not work on a host-memory mailbox over PCIe: a kernel
-	 * that posts needs the mailbox in VRAM. */
-	o.mbox_vram = gpu;
-	o.quiet = 1;
-	if (gpuos_boot(&o, &sys, err, sizeof(err))) {
-		fprintf(stderr, "gpuos-layers: %s: %s\n", argv[a], err);
+	if (boot_runtime(argv[a], host, &sys))
 		return 1;
-	}
 	gpu = gpuos_sys_gpu_sm(sys) > 0;
-	mb = (struct gpuos_mbox *)(uintptr_t)gpuos_sys_mbox_rt(sys);
 	if ((gpu && cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) ||
 	    !(h = (struct ctl *)calloc(1, sizeof(*h))) || alloc_registered(sys, gpu, sizeof(*c), (void **)&c)) {
 		fprintf(stderr, "gpuos-layers: no memory for the control block\n");
@@ -244,60 +321,9 @@ int main(int argc, char **argv)
 	}
 	strcpy(h->path, argv[a + 1]);
 	if (copy(stream, c->path, h->path, sizeof(h->path), cudaMemcpyHostToDevice))
-		goto cuda_failed;
-
-	/* Pass 1: how large the largest layer is. */
-	if (gpu) {
-		plan_kernel<<<1, 1, 0, stream>>>(mb, c);
-		if (cudaGetLastError() != cudaSuccess)
-			goto cuda_failed;
-	} else {
-		plan(mb, c);
-	}
-	if (copy(stream, h, c, offsetof(struct ctl, path), cudaMemcpyDeviceToHost))
-		goto cuda_failed;
-	if (h->res.status != GPUOS_ST_OK && h->res.layer < 0) {
-		fprintf(stderr, "gpuos-layers: %s: %s\n", argv[a + 1], h->why[0] ? h->why : gpuos_status_name(h->res.status));
-		goto out;
-	}
-	if (h->res.status != GPUOS_ST_OK)
-		goto failed;
-
-	/* Pass 2: the output array, then room for the largest layer. */
-	out_span = ((uint64_t)h->res.n_layers * sizeof(struct layer_out) + ALIGN - 1) / ALIGN * ALIGN;
-	if (!(lo = (struct layer_out *)calloc(h->res.n_layers + 1, sizeof(*lo))) ||
-	    alloc_registered(sys, gpu, out_span + h->res.max_span + 1, (void **)&out)) {
-		fprintf(stderr, "gpuos-layers: no memory for a layer of %llu bytes\n",
-			(unsigned long long)h->res.max_span);
-		goto out;
-	}
-	data = (uint8_t *)out + out_span;
-	if (gpu) {
-		run_kernel<<<1, THREADS, 0, stream>>>(mb, c, out, data);
-		if (cudaGetLastError() != cudaSuccess)
-			goto cuda_failed;
-	} else {
-		uint64_t part;
-		run(mb, c, out, data, 0, 1, &part);
-	}
-	if (copy(stream, h, c, offsetof(struct ctl, path), cudaMemcpyDeviceToHost) ||
-	    copy(stream, lo, out, h->res.n_layers * sizeof(*lo), cudaMemcpyDeviceToHost))
-		goto cuda_failed;
-	if (h->res.status != GPUOS_ST_OK)
-		goto failed;
-	for (L = 0; L < h->res.n_layers; L++) {
-		printf("layer %u tensors %llu bytes %llu sum %016llx\n", L, (unsigned long long)lo[L].tensors,
-		       (unsigned long long)lo[L].bytes, (unsigned long long)lo[L].sum);
-		total += lo[L].bytes;
-	}
-	printf("layers %u bytes %llu %s\n", h->res.n_layers, (unsigned long long)total, gpu ? "gpu" : "host");
-	rc = 0;
-	goto out;
-failed:
-	fprintf(stderr, "gpuos-layers: layer %d: %s\n", h->res.layer, gpuos_status_name(h->res.status));
-	goto out;
-cuda_failed:
-	fprintf(stderr, "gpuos-layers: CUDA: %s\n", cudaGetErrorString(cudaGetLastError()));
+		cuda_failed();
+	else
+		rc = passes(sys, stream, gpu, argv[a + 1], c, h, &out, &lo);
 out:
 	if (c) /* -ENOENT where registering had failed */
 		gpuos_sys_unregister(sys, c);

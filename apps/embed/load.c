@@ -60,9 +60,55 @@ static int sizes_of(struct gpuos_sys *sys, const char *model, int n, char **name
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* A runtime on device (in host mode when asked, or without a GPU).
+ * CUDA starts here, eagerly, so that every module of the program is
+ * loaded before the runtime's kernel spins (a module load beside it
+ * deadlocks), with 32 hardware work queues (a stream that shares one with
+ * the runtime's kernel waits behind it forever). gpuos_boot refuses a
+ * CUDA started otherwise. */
+static int boot_runtime(const char *device, int host_mode, struct gpuos_sys **sys)
 {
 	struct gpuos_boot_opts o;
+	char err[512];
+	int gpu;
+
+	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
+	gpu = !host_mode && cudaFree(0) == cudaSuccess;
+
+	gpuos_boot_opts_default(&o);
+	o.device = device;
+	o.host_mode = !gpu;
+	o.quiet = 1;
+	if (gpuos_boot(&o, sys, err, sizeof(err))) {
+		fprintf(stderr, "gpuos-load: %s: %s\n", device, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The loaded tensors (total bytes of buf) into host memory: on the GPU
+ * by a copy queued on the load's stream after it. */
+static int copy_back(struct gpuos_sys *sys, char *host, const void *buf, uint64_t total, cudaStream_t stream, int gpu)
+{
+	if (!gpu) {
+		memcpy(host, buf, total);
+		return 0;
+	}
+	if (cudaMemcpyAsync(host, buf, total, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+	    cudaStreamSynchronize(stream) != cudaSuccess) {
+		fprintf(stderr, "gpuos-load: copying the tensors back failed\n");
+		return -1;
+	}
+	if (gpuos_sys_sync(sys)) {
+		fprintf(stderr, "gpuos-load: %s\n", gpuos_sys_error(sys));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	struct gpuos_sys *sys;
 	cudaStream_t stream = NULL;
 	uint64_t size[64], total = 0, at;
@@ -79,23 +125,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--host] DEVICE MODEL_PATH TENSOR_NAME... (1 to 64 names)\n", argv[0]);
 		return 2;
 	}
-	/* Start CUDA here, eagerly, so that every module of the program is
-	 * loaded before the runtime's kernel spins (a module load beside it
-	 * deadlocks), with 32 hardware work queues (a stream that shares one
-	 * with the runtime's kernel waits behind it forever). gpuos_boot
-	 * refuses a CUDA started otherwise. */
-	setenv("CUDA_MODULE_LOADING", "EAGER", 1);
-	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
-	gpu = !host_mode && cudaFree(0) == cudaSuccess;
-
-	gpuos_boot_opts_default(&o);
-	o.device = argv[a];
-	o.host_mode = !gpu;
-	o.quiet = 1;
-	if (gpuos_boot(&o, &sys, err, sizeof(err))) {
-		fprintf(stderr, "gpuos-load: %s: %s\n", argv[a], err);
+	if (boot_runtime(argv[a], host_mode, &sys))
 		return 1;
-	}
 	gpu = gpuos_sys_gpu_sm(sys) > 0;
 	if (sizes_of(sys, argv[a + 1], n, argv + a + 2, size))
 		goto out;
@@ -129,19 +160,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuos-load: %s\n", gpuos_sys_error(sys));
 		goto out;
 	}
-	if (gpu) {
-		if (cudaMemcpyAsync(host, buf, total, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
-		    cudaStreamSynchronize(stream) != cudaSuccess) {
-			fprintf(stderr, "gpuos-load: copying the tensors back failed\n");
-			goto out;
-		}
-		if (gpuos_sys_sync(sys)) {
-			fprintf(stderr, "gpuos-load: %s\n", gpuos_sys_error(sys));
-			goto out;
-		}
-	} else {
-		memcpy(host, buf, total);
-	}
+	if (copy_back(sys, host, buf, total, stream, gpu))
+		goto out;
 	for (i = 0; i < n; i++)
 		if (fwrite(host + ((char *)dst[i] - (char *)buf), 1, size[i], stdout) != size[i]) {
 			perror("gpuos-load: stdout");

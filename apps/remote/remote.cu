@@ -381,6 +381,126 @@ __global__ void done_kernel(const struct sym *y, int server)
 	nvshmem_uint64_atomic_add(y->done, 1, server);
 }
 
+/* The server's host side: until every client is done, or the time is
+ * up (GPUOS_REMOTE_SECONDS); then it raises stop through a stream of its
+ * own (the kernel spins on st). */
+static void wait_or_stop(cudaStream_t st, struct gpuos_remote_area *area)
+{
+	const char *sec = getenv("GPUOS_REMOTE_SECONDS");
+	long left = (sec ? atol(sec) : 600) * 10;
+	uint64_t one = 1;
+	cudaStream_t st2;
+
+	CK(cudaStreamCreateWithFlags(&st2, cudaStreamNonBlocking));
+	while (cudaStreamQuery(st) == cudaErrorNotReady && left-- > 0)
+		usleep(100000);
+	if (cudaStreamQuery(st) == cudaErrorNotReady) {
+		fprintf(stderr, "gpuos-remote: time is up: stopping the server\n");
+		CK(cudaMemcpyAsync(&area->stop, &one, sizeof(one), cudaMemcpyHostToDevice, st2));
+		CK(cudaStreamSynchronize(st2));
+	}
+}
+
+/* PE 0: a runtime on argv[4], the server kernel until every client is
+ * done, its JSON line. The runtime, to be shut down. */
+static struct gpuos_sys *serve_main(cudaStream_t st, const struct sym *y, const struct sym *dy, uint8_t *stage,
+				    int npes, int gpu, int argc, char **argv)
+{
+	struct remote_server hs, *ds;
+	uint32_t mst = 0, *dmst;
+	char *name, *model;
+	struct gpuos_sys *sys;
+
+	sys = boot(argv[4], 1, getenv("GPUOS_REMOTE_ROOT"));
+	memset(&hs, 0, sizeof(hs));
+	CK(cudaMalloc(&name, GPUOS_REMOTE_NAME_MAX));
+	model = (char *)dev_str(st, argc > 5 ? argv[5] : "", GPUOS_PATH_MAX);
+	hs.mb = (struct gpuos_mbox *)(uintptr_t)gpuos_sys_mbox_rt(sys);
+	hs.stage = (uint8_t *)reg(sys, stage, STAGE_BYTES);
+	hs.stage_bytes = STAGE_BYTES;
+	hs.name = (char *)reg(sys, name, GPUOS_REMOTE_NAME_MAX);
+	reg(sys, model, GPUOS_PATH_MAX);
+	hs.recv_bytes = RECV_BYTES;
+	/* direct where this GPU reaches a client's receive buffer (NVLink,
+	 * PCIe peer, or the same GPU), unless GPUOS_REMOTE_PUT asks for the
+	 * put path (what InfiniBand would take) */
+	for (int p = 1; p < npes && !getenv("GPUOS_REMOTE_PUT"); p++) {
+		uint8_t *peer = (uint8_t *)nvshmem_ptr(y->recv, p);
+		if (peer && gpuos_sys_register(sys, peer, RECV_BYTES, GPUOS_REGISTER_DEVICE) == 0)
+			hs.direct[p] = peer;
+	}
+	hs.npes = (uint32_t)npes;
+	hs.me = 0;
+	hs.area = y->area;
+	CK(cudaMalloc(&ds, sizeof(hs)));
+	CK(cudaMalloc(&dmst, sizeof(uint32_t)));
+	CK(cudaMemcpyAsync(ds, &hs, sizeof(hs), cudaMemcpyHostToDevice, st));
+	serve_kernel<<<1, 1, 0, st>>>(ds, dy, model, (uint32_t)npes - 1, dmst);
+	CK(cudaGetLastError());
+	fprintf(stderr, "gpuos-remote: PE 0 serving on GPU %d\n", gpu);
+	wait_or_stop(st, y->area);
+	CK(cudaStreamSynchronize(st));
+	CK(cudaMemcpyAsync(&hs, ds, sizeof(hs), cudaMemcpyDeviceToHost, st));
+	CK(cudaMemcpyAsync(&mst, dmst, sizeof(mst), cudaMemcpyDeviceToHost, st));
+	CK(cudaStreamSynchronize(st));
+	printf("{\"pe\": 0, \"gpu\": %d, \"path\": \"%s\", \"served\": %llu, \"failed\": %llu, \"bytes\": %llu, "
+	       "\"model\": \"%s\"}\n", gpu, hs.direct[1] ? "direct" : "put", (unsigned long long)hs.served,
+	       (unsigned long long)hs.failed, (unsigned long long)hs.bytes, gpuos_status_name(mst));
+	return sys;
+}
+
+/* PE 1..: a runtime on argv[5] for the local baseline, the client's
+ * measures and tensor loads, its JSON line. The runtime, to be shut down. */
+static struct gpuos_sys *client_main(cudaStream_t st, const struct sym *dy, int pe, int gpu, int argc, char **argv)
+{
+	struct cjob *c, *hc = (struct cjob *)calloc(1, sizeof(*hc));
+	uint8_t *local;
+	char *path, *model = NULL, *names = NULL;
+	uint32_t nt = argc > 8 ? (uint32_t)argc - 8 : 0, i;
+	struct gpuos_sys *sys;
+
+	sys = boot(argv[5], 1, NULL);
+	CK(cudaMalloc(&c, sizeof(*c)));
+	CK(cudaMalloc(&local, RECV_BYTES));
+	path = (char *)reg(sys, dev_str(st, argv[6], GPUOS_PATH_MAX), GPUOS_PATH_MAX);
+	hc->server = 0;
+	hc->path = path;
+	hc->local = (uint8_t *)reg(sys, local, RECV_BYTES);
+	hc->mb = (struct gpuos_mbox *)(uintptr_t)gpuos_sys_mbox_rt(sys);
+	CK(cudaMemcpyAsync(c, hc, sizeof(*hc), cudaMemcpyHostToDevice, st));
+	client_kernel<<<1, 1, 0, st>>>(dy, c);
+	CK(cudaGetLastError());
+	if (nt) {
+		char *hn = (char *)calloc(nt, GPUOS_REMOTE_NAME_MAX);
+		for (i = 0; i < nt; i++)
+			snprintf(hn + (size_t)i * GPUOS_REMOTE_NAME_MAX, GPUOS_REMOTE_NAME_MAX, "%s", argv[8 + i]);
+		model = (char *)reg(sys, dev_str(st, argv[7], GPUOS_PATH_MAX), GPUOS_PATH_MAX);
+		CK(cudaMalloc(&names, (size_t)nt * GPUOS_REMOTE_NAME_MAX));
+		reg(sys, names, (size_t)nt * GPUOS_REMOTE_NAME_MAX);
+		CK(cudaMemcpyAsync(names, hn, (size_t)nt * GPUOS_REMOTE_NAME_MAX, cudaMemcpyHostToDevice, st));
+		tensor_kernel<<<1, 1, 0, st>>>(dy, c, model, names, nt);
+		CK(cudaGetLastError());
+		free(hn);
+	}
+	CK(cudaMemcpyAsync(hc, c, sizeof(*hc), cudaMemcpyDeviceToHost, st));
+	done_kernel<<<1, 1, 0, st>>>(dy, 0);
+	CK(cudaGetLastError());
+	CK(cudaStreamSynchronize(st));
+	qsort(hc->remote_ns, ROUNDS, sizeof(uint64_t), cmp_u64);
+	qsort(hc->local_ns, ROUNDS, sizeof(uint64_t), cmp_u64);
+	printf("{\"pe\": %d, \"gpu\": %d, \"status\": \"%s\", \"mismatch\": %u, \"mismatch_at\": %llu, "
+	       "\"remote_4k_median_us\": %.2f, \"local_4k_median_us\": %.2f, \"remote_4k_p99_us\": %.2f, "
+	       "\"local_4k_p99_us\": %.2f, \"big_bytes\": %llu, \"remote_gb_per_s\": %.3f, \"local_gb_per_s\": %.3f, "
+	       "\"tensors_ok\": %u, \"tensors_bad\": %u}\n",
+	       pe, gpu, gpuos_status_name(hc->status), hc->mismatch, (unsigned long long)hc->mismatch_at,
+	       hc->remote_ns[ROUNDS / 2] / 1e3, hc->local_ns[ROUNDS / 2] / 1e3, hc->remote_ns[ROUNDS * 99 / 100] / 1e3,
+	       hc->local_ns[ROUNDS * 99 / 100] / 1e3, (unsigned long long)hc->big_bytes,
+	       hc->remote_big_ns ? hc->big_bytes / (double)hc->remote_big_ns : 0.0,
+	       hc->local_big_ns ? hc->big_bytes / (double)hc->local_big_ns : 0.0, hc->tensors_ok, hc->tensors_bad);
+	free(hc);
+	return sys;
+}
+
 int main(int argc, char **argv)
 {
 	int serve = argc >= 5 && !strcmp(argv[1], "serve"), client = argc >= 7 && !strcmp(argv[1], "client");
@@ -429,105 +549,10 @@ int main(int argc, char **argv)
 	CK(cudaStreamSynchronize(st));
 	nvshmem_barrier_all(); /* every PE's area zeroed before any request */
 
-	if (serve) {
-		struct remote_server hs, *ds;
-		uint32_t mst = 0, *dmst;
-		char *name, *model;
-		sys = boot(argv[4], 1, getenv("GPUOS_REMOTE_ROOT"));
-		memset(&hs, 0, sizeof(hs));
-		CK(cudaMalloc(&name, GPUOS_REMOTE_NAME_MAX));
-		model = (char *)dev_str(st, argc > 5 ? argv[5] : "", GPUOS_PATH_MAX);
-		hs.mb = (struct gpuos_mbox *)(uintptr_t)gpuos_sys_mbox_rt(sys);
-		hs.stage = (uint8_t *)reg(sys, stage, STAGE_BYTES);
-		hs.stage_bytes = STAGE_BYTES;
-		hs.name = (char *)reg(sys, name, GPUOS_REMOTE_NAME_MAX);
-		reg(sys, model, GPUOS_PATH_MAX);
-		hs.recv_bytes = RECV_BYTES;
-		/* direct where this GPU reaches a client's receive buffer (NVLink,
-		 * PCIe peer, or the same GPU), unless GPUOS_REMOTE_PUT asks for the
-		 * put path (what InfiniBand would take) */
-		for (int p = 1; p < npes && !getenv("GPUOS_REMOTE_PUT"); p++) {
-			uint8_t *peer = (uint8_t *)nvshmem_ptr(y.recv, p);
-			if (peer && gpuos_sys_register(sys, peer, RECV_BYTES, GPUOS_REGISTER_DEVICE) == 0)
-				hs.direct[p] = peer;
-		}
-		hs.npes = (uint32_t)npes;
-		hs.me = 0;
-		hs.area = y.area;
-		CK(cudaMalloc(&ds, sizeof(hs)));
-		CK(cudaMalloc(&dmst, sizeof(uint32_t)));
-		CK(cudaMemcpyAsync(ds, &hs, sizeof(hs), cudaMemcpyHostToDevice, st));
-		serve_kernel<<<1, 1, 0, st>>>(ds, dy, model, (uint32_t)npes - 1, dmst);
-		CK(cudaGetLastError());
-		fprintf(stderr, "gpuos-remote: PE 0 serving on GPU %d\n", gpu);
-		{
-			/* until every client is done, or the time is up: then raise
-			 * stop through a stream of its own (the kernel spins on st) */
-			const char *sec = getenv("GPUOS_REMOTE_SECONDS");
-			long left = (sec ? atol(sec) : 600) * 10;
-			uint64_t one = 1;
-			cudaStream_t st2;
-			CK(cudaStreamCreateWithFlags(&st2, cudaStreamNonBlocking));
-			while (cudaStreamQuery(st) == cudaErrorNotReady && left-- > 0)
-				usleep(100000);
-			if (cudaStreamQuery(st) == cudaErrorNotReady) {
-				fprintf(stderr, "gpuos-remote: time is up: stopping the server\n");
-				CK(cudaMemcpyAsync(&y.area->stop, &one, sizeof(one), cudaMemcpyHostToDevice, st2));
-				CK(cudaStreamSynchronize(st2));
-			}
-		}
-		CK(cudaStreamSynchronize(st));
-		CK(cudaMemcpyAsync(&hs, ds, sizeof(hs), cudaMemcpyDeviceToHost, st));
-		CK(cudaMemcpyAsync(&mst, dmst, sizeof(mst), cudaMemcpyDeviceToHost, st));
-		CK(cudaStreamSynchronize(st));
-		printf("{\"pe\": 0, \"gpu\": %d, \"path\": \"%s\", \"served\": %llu, \"failed\": %llu, \"bytes\": %llu, "
-		       "\"model\": \"%s\"}\n", gpu, hs.direct[1] ? "direct" : "put", (unsigned long long)hs.served,
-		       (unsigned long long)hs.failed, (unsigned long long)hs.bytes, gpuos_status_name(mst));
-	} else {
-		struct cjob *c, *hc = (struct cjob *)calloc(1, sizeof(*hc));
-		uint8_t *local;
-		char *path, *model = NULL, *names = NULL;
-		uint32_t nt = argc > 8 ? (uint32_t)argc - 8 : 0, i;
-		sys = boot(argv[5], 1, NULL);
-		CK(cudaMalloc(&c, sizeof(*c)));
-		CK(cudaMalloc(&local, RECV_BYTES));
-		path = (char *)reg(sys, dev_str(st, argv[6], GPUOS_PATH_MAX), GPUOS_PATH_MAX);
-		hc->server = 0;
-		hc->path = path;
-		hc->local = (uint8_t *)reg(sys, local, RECV_BYTES);
-		hc->mb = (struct gpuos_mbox *)(uintptr_t)gpuos_sys_mbox_rt(sys);
-		CK(cudaMemcpyAsync(c, hc, sizeof(*hc), cudaMemcpyHostToDevice, st));
-		client_kernel<<<1, 1, 0, st>>>(dy, c);
-		CK(cudaGetLastError());
-		if (nt) {
-			char *hn = (char *)calloc(nt, GPUOS_REMOTE_NAME_MAX);
-			for (i = 0; i < nt; i++)
-				snprintf(hn + (size_t)i * GPUOS_REMOTE_NAME_MAX, GPUOS_REMOTE_NAME_MAX, "%s", argv[8 + i]);
-			model = (char *)reg(sys, dev_str(st, argv[7], GPUOS_PATH_MAX), GPUOS_PATH_MAX);
-			CK(cudaMalloc(&names, (size_t)nt * GPUOS_REMOTE_NAME_MAX));
-			reg(sys, names, (size_t)nt * GPUOS_REMOTE_NAME_MAX);
-			CK(cudaMemcpyAsync(names, hn, (size_t)nt * GPUOS_REMOTE_NAME_MAX, cudaMemcpyHostToDevice, st));
-			tensor_kernel<<<1, 1, 0, st>>>(dy, c, model, names, nt);
-			CK(cudaGetLastError());
-			free(hn);
-		}
-		CK(cudaMemcpyAsync(hc, c, sizeof(*hc), cudaMemcpyDeviceToHost, st));
-		done_kernel<<<1, 1, 0, st>>>(dy, 0);
-		CK(cudaGetLastError());
-		CK(cudaStreamSynchronize(st));
-		qsort(hc->remote_ns, ROUNDS, sizeof(uint64_t), cmp_u64);
-		qsort(hc->local_ns, ROUNDS, sizeof(uint64_t), cmp_u64);
-		printf("{\"pe\": %d, \"gpu\": %d, \"status\": \"%s\", \"mismatch\": %u, \"mismatch_at\": %llu, "
-		       "\"remote_4k_median_us\": %.2f, \"local_4k_median_us\": %.2f, \"remote_4k_p99_us\": %.2f, "
-		       "\"local_4k_p99_us\": %.2f, \"big_bytes\": %llu, \"remote_gb_per_s\": %.3f, \"local_gb_per_s\": %.3f, "
-		       "\"tensors_ok\": %u, \"tensors_bad\": %u}\n",
-		       pe, gpu, gpuos_status_name(hc->status), hc->mismatch, (unsigned long long)hc->mismatch_at,
-		       hc->remote_ns[ROUNDS / 2] / 1e3, hc->local_ns[ROUNDS / 2] / 1e3, hc->remote_ns[ROUNDS * 99 / 100] / 1e3,
-		       hc->local_ns[ROUNDS * 99 / 100] / 1e3, (unsigned long long)hc->big_bytes,
-		       hc->remote_big_ns ? hc->big_bytes / (double)hc->remote_big_ns : 0.0,
-		       hc->local_big_ns ? hc->big_bytes / (double)hc->local_big_ns : 0.0, hc->tensors_ok, hc->tensors_bad);
-		free(hc);
-	}
+	if (serve)
+		sys = serve_main(st, &y, dy, stage, npes, gpu, argc, argv);
+	else
+		sys = client_main(st, dy, pe, gpu, argc, argv);
 	fflush(stdout);
 	{
 		char err[512];
