@@ -174,7 +174,18 @@ start_svc() {
 	: > "$tmp/svc.out"
 	$gpuos boot --device "$dev" --host --socket "$sock" "$@" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 	svc=$!
-	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+	wait_ready
+}
+# wait_ready: until the service says ready, or is gone. A hang guard, not a
+# timing check (issue 35): 10 s was not enough for a boot on the loaded
+# 2-core machine (a run at nice 19, load average 50, failed 8 checks so).
+wait_ready() {
+	local i
+	for i in $(seq 1200); do
+		grep -q ready "$tmp/svc.out" 2>/dev/null && break
+		kill -0 $svc 2>/dev/null || break
+		sleep 0.1
+	done
 }
 start_svc
 $gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
@@ -223,7 +234,7 @@ dev_slow="$dev,latency_us=300000"
 : > "$tmp/svc.out"
 $gpuos boot --device "$dev_slow" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+wait_ready
 # The client asking is started first and waits for the word: its
 # interpreter's start (a pyenv shim takes seconds on a loaded machine) had
 # eaten the app's run, and the question came when the app was nearly done.
