@@ -283,13 +283,42 @@ static int group_of(const char *name, uint32_t *gid)
 	return -ENOENT;
 }
 
+/* v's listening socket at path: its group and mode set before it
+ * listens. */
+static int bind_socket(struct gpuos_service *v, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	mode_t old;
+	int r;
+
+	v->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path, path, strlen(path));
+	/* Born 0600: nobody connects before the mode and group are set. */
+	old = umask(0177);
+	r = v->lfd < 0 || bind(v->lfd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	umask(old);
+	if (!r && v->has_group && chown(path, (uid_t)-1, (gid_t)v->group))
+		r = -errno;
+	if (!r && chmod(path, (mode_t)(v->o.mode & 0777u)))
+		r = -errno;
+	if (!r && listen(v->lfd, 64))
+		r = -errno;
+	if (r) {
+		snprintf(err, errlen, "control socket %s: %s", path, strerror(-r));
+		if (v->lfd >= 0)
+			unlink(path);
+		return r;
+	}
+	return 0;
+}
+
 int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_service **out, char *err, size_t errlen)
 {
 	struct gpuos_service *v;
-	struct sockaddr_un a;
-	char def[sizeof(a.sun_path)];
+	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	const char *path = o->socket;
-	mode_t old;
 	int r, i, rule = 0;
 
 	*out = NULL;
@@ -302,7 +331,7 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 		}
 		path = def;
 	}
-	if (strlen(path) >= sizeof(a.sun_path) || !*path) {
+	if (strlen(path) >= sizeof(def) || !*path) {
 		snprintf(err, errlen, "socket path empty or too long: %s", path);
 		return -ENAMETOOLONG;
 	}
@@ -348,26 +377,9 @@ int gpuos_service_listen(const struct gpuos_service_opts *o, struct gpuos_servic
 		r = socket_clear(path, err, errlen);
 	if (r)
 		goto fail;
-	v->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	memcpy(a.sun_path, path, strlen(path));
-	/* Born 0600: nobody connects before the mode and group are set. */
-	old = umask(0177);
-	r = v->lfd < 0 || bind(v->lfd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
-	umask(old);
-	if (!r && v->has_group && chown(path, (uid_t)-1, (gid_t)v->group))
-		r = -errno;
-	if (!r && chmod(path, (mode_t)(v->o.mode & 0777u)))
-		r = -errno;
-	if (!r && listen(v->lfd, 64))
-		r = -errno;
-	if (r) {
-		snprintf(err, errlen, "control socket %s: %s", path, strerror(-r));
-		if (v->lfd >= 0)
-			unlink(path);
+	r = bind_socket(v, path, err, errlen);
+	if (r)
 		goto fail;
-	}
 	*out = v;
 	return 0;
 fail:
@@ -723,6 +735,54 @@ static const char *rt_state_name(uint32_t st)
 	}
 }
 
+/* The status line's mps keys. */
+static void put_mps(FILE *f, const struct gpuos_mps *m)
+{
+	char text[512];
+
+	fprintf(f, " mps=%s mps_text=", gpuos_mps_state_name(m->state));
+	put_val(f, gpuos_mps_text(m, text, sizeof(text)));
+	if (m->dir[0]) {
+		fprintf(f, " mps_dir=");
+		put_val(f, m->dir);
+	}
+	if (m->log_dir[0] && m->state != GPUOS_MPS_JOINED) {
+		fprintf(f, " mps_log=");
+		put_val(f, m->log_dir);
+	}
+	if (m->why[0]) {
+		fprintf(f, " mps_why=");
+		put_val(f, m->why);
+	}
+}
+
+/* The status line's client=... keys, one per attached client, as viewer
+ * me may see them, at time t. */
+static void put_clients(FILE *f, struct gpuos_service *v, const struct svc_conn *me, uint64_t t)
+{
+	unsigned i;
+
+	for (i = 0; i < SVC_MAX_CONN; i++) {
+		struct svc_conn *c = &v->conn[i];
+		/* Another user's client: how many and what kind, never who (its
+		 * pid and uid) to a viewer who is not root or the service's. */
+		int shown = me->privileged || c->peer.uid == me->peer.uid;
+		if (c->fd < 0 || c->share < 0)
+			continue;
+		conn_count(v, c);
+		fprintf(f, " client=%d,%s,", c->share + 1, gpuos_sys_client_gpu(v->s, (uint32_t)c->share) ? "gpu" : "host");
+		if (shown)
+			fprintf(f, "%u,%u,", (unsigned)c->peer.pid, (unsigned)c->peer.uid);
+		else
+			fprintf(f, "?,?,");
+		fprintf(f, "%llu,", (unsigned long long)(t - c->t_connect));
+		if (c->mb)
+			fprintf(f, "%llu", (unsigned long long)c->posted);
+		else
+			fprintf(f, "?");
+	}
+}
+
 /* The reply to `status`, for the viewer on connection me (who asked: it
  * passed accept_one's rights check, as for attach). One line:
  *   ok status/1 KEY=VALUE ...
@@ -769,23 +829,8 @@ static char *status_line(struct gpuos_service *v, const struct svc_conn *me)
 		fprintf(f, " fatal=");
 		put_val(f, text);
 	}
-	if (v->o.mps) {
-		const struct gpuos_mps *m = v->o.mps;
-		fprintf(f, " mps=%s mps_text=", gpuos_mps_state_name(m->state));
-		put_val(f, gpuos_mps_text(m, text, sizeof(text)));
-		if (m->dir[0]) {
-			fprintf(f, " mps_dir=");
-			put_val(f, m->dir);
-		}
-		if (m->log_dir[0] && m->state != GPUOS_MPS_JOINED) {
-			fprintf(f, " mps_log=");
-			put_val(f, m->log_dir);
-		}
-		if (m->why[0]) {
-			fprintf(f, " mps_why=");
-			put_val(f, m->why);
-		}
-	}
+	if (v->o.mps)
+		put_mps(f, v->o.mps);
 	for (i = 0; i < SVC_MAX_APPS; i++)
 		napps += v->app[i].used != 0;
 	for (i = 0; i < SVC_MAX_CONN; i++)
@@ -802,25 +847,7 @@ static char *status_line(struct gpuos_service *v, const struct svc_conn *me)
 		(unsigned long long)st.aborts, (unsigned long long)st.resets, (unsigned long long)st.strays,
 		(unsigned long long)st.duplicates, (unsigned long long)st.untrusted, (unsigned long long)st.zero_copy,
 		(unsigned long long)st.doorbells, (unsigned long long)st.polls);
-	for (i = 0; i < SVC_MAX_CONN; i++) {
-		struct svc_conn *c = &v->conn[i];
-		/* Another user's client: how many and what kind, never who (its
-		 * pid and uid) to a viewer who is not root or the service's. */
-		int shown = me->privileged || c->peer.uid == me->peer.uid;
-		if (c->fd < 0 || c->share < 0)
-			continue;
-		conn_count(v, c);
-		fprintf(f, " client=%d,%s,", c->share + 1, gpuos_sys_client_gpu(v->s, (uint32_t)c->share) ? "gpu" : "host");
-		if (shown)
-			fprintf(f, "%u,%u,", (unsigned)c->peer.pid, (unsigned)c->peer.uid);
-		else
-			fprintf(f, "?,?,");
-		fprintf(f, "%llu,", (unsigned long long)(t - c->t_connect));
-		if (c->mb)
-			fprintf(f, "%llu", (unsigned long long)c->posted);
-		else
-			fprintf(f, "?");
-	}
+	put_clients(f, v, me, t);
 	fputc('\n', f);
 	if (fclose(f)) {
 		free(buf);
@@ -998,6 +1025,56 @@ static int uid_may_lend(const struct gpuos_service *v, uint32_t uid, uint64_t le
 	return n <= SVC_UID_REGIONS && (!gpuos_sys_gpu_sm(v->s) || pinned <= phys / 4);
 }
 
+/* The share's record of what it lent: the region at rt added, or
+ * forgotten when unreg. */
+static void record_lent(struct svc_lent *l, int unreg, uint64_t rt, uint64_t len, int host)
+{
+	uint32_t i;
+
+	for (i = 0; i < GPUOS_SYS_CLIENT_REGIONS; i++) {
+		if (unreg && l[i].rt == rt)
+			memset(&l[i], 0, sizeof(l[i]));
+		else if (!unreg && !l[i].rt) {
+			l[i].rt = rt;
+			l[i].len = len;
+			l[i].host = host;
+			break;
+		}
+	}
+}
+
+/* The reply to a register (or unregister, unreg) that the runtime
+ * answered r: a line for each of its errors. */
+static int register_reply(struct svc_conn *c, int r, int unreg, unsigned long long rt, int vram)
+{
+	switch (r) {
+	case 0:
+		return unreg ? conn_printf(c, "ok\n") : conn_printf(c, "ok rt=%llu\n", rt);
+	case -ENOENT:
+		return conn_printf(c, "err no memory of yours is registered at %llu\n", rt);
+	case -EPERM:
+		return conn_printf(c, "err the memfd is not sealed against shrinking (F_SEAL_SHRINK)\n");
+	case -ERANGE:
+		return conn_printf(c, "err the range passes the end of the %s\n", vram ? "allocation" : "memfd");
+	case -ENOSPC:
+		return conn_printf(c, "err a client registers %u ranges at most: unregister one first\n",
+				   GPUOS_SYS_CLIENT_REGIONS);
+	case -EEXIST:
+		return conn_printf(c, "err that memory is lent already\n");
+	case -E2BIG:
+		return conn_printf(c, "err a client pins at most a quarter of this machine's memory at once\n");
+	case -EBUSY:
+		return conn_printf(c, "err busy: every region of the runtime is in use; ask again later\n");
+	case -EOPNOTSUPP:
+		return conn_printf(c, "err this service's runtime cannot take VRAM of another process (host mode)\n");
+	case -EINVAL:
+		return conn_printf(c, "err not memory the service can register (%s)\n",
+				   vram ? "not an IPC handle of this GPU's memory" : "a length of whole pages, a memfd");
+	default:
+		return conn_printf(c, "err register: %s\n", strerror(-r));
+	}
+}
+
 /* register / unregister: memory of the client's own (gpuos_sys_client_register).
  * The runtime is parked meanwhile, so never while an app holds it (the
  * client asks again). */
@@ -1053,57 +1130,9 @@ static int serve_register(struct gpuos_service *v, struct svc_conn *c, const cha
 	else
 		r = gpuos_sys_client_register(v->s, (uint32_t)c->share, &m, (uint64_t *)&rt);
 	pthread_mutex_unlock(&v->sys_lock);
-	if (!r) { /* the share's record of what it lent */
-		struct svc_lent *l = v->share[c->share].lent;
-		uint32_t i;
-		for (i = 0; i < GPUOS_SYS_CLIENT_REGIONS; i++) {
-			if (line[0] == 'u' && l[i].rt == rt)
-				memset(&l[i], 0, sizeof(l[i]));
-			else if (line[0] != 'u' && !l[i].rt) {
-				l[i].rt = rt;
-				l[i].len = len;
-				l[i].host = !m.vram;
-				break;
-			}
-		}
-	}
-	switch (r) {
-	case 0:
-		r = line[0] == 'u' ? conn_printf(c, "ok\n") : conn_printf(c, "ok rt=%llu\n", rt);
-		break;
-	case -ENOENT:
-		r = conn_printf(c, "err no memory of yours is registered at %llu\n", rt);
-		break;
-	case -EPERM:
-		r = conn_printf(c, "err the memfd is not sealed against shrinking (F_SEAL_SHRINK)\n");
-		break;
-	case -ERANGE:
-		r = conn_printf(c, "err the range passes the end of the %s\n", m.vram ? "allocation" : "memfd");
-		break;
-	case -ENOSPC:
-		r = conn_printf(c, "err a client registers %u ranges at most: unregister one first\n",
-				GPUOS_SYS_CLIENT_REGIONS);
-		break;
-	case -EEXIST:
-		r = conn_printf(c, "err that memory is lent already\n");
-		break;
-	case -E2BIG:
-		r = conn_printf(c, "err a client pins at most a quarter of this machine's memory at once\n");
-		break;
-	case -EBUSY:
-		r = conn_printf(c, "err busy: every region of the runtime is in use; ask again later\n");
-		break;
-	case -EOPNOTSUPP:
-		r = conn_printf(c, "err this service's runtime cannot take VRAM of another process (host mode)\n");
-		break;
-	case -EINVAL:
-		r = conn_printf(c, "err not memory the service can register (%s)\n",
-				m.vram ? "not an IPC handle of this GPU's memory" : "a length of whole pages, a memfd");
-		break;
-	default:
-		r = conn_printf(c, "err register: %s\n", strerror(-r));
-		break;
-	}
+	if (!r)
+		record_lent(v->share[c->share].lent, line[0] == 'u', rt, len, !m.vram);
+	r = register_reply(c, r, line[0] == 'u', rt, m.vram);
 out:
 	if (fd >= 0)
 		close(fd); /* the service maps it (or not) on its own */
@@ -1368,35 +1397,105 @@ static int poll_ms(const struct gpuos_service *v, int renewing)
 	return (int)GPUOS_MIN(v->t_renew > t + 10u ? v->t_renew - t : 10u, (uint64_t)SVC_TICK_MS);
 }
 
+/* What serve polls: the listener (map -1), the apps' wake pipe (-2) and
+ * each connection (its index). How many. */
+static int poll_set(const struct gpuos_service *v, struct pollfd *pf, int *map)
+{
+	unsigned i;
+	int n = 0;
+
+	pf[n].fd = v->lfd;
+	pf[n].events = POLLIN;
+	map[n++] = -1;
+	pf[n].fd = v->wake[0];
+	pf[n].events = POLLIN;
+	map[n++] = -2;
+	for (i = 0; i < SVC_MAX_CONN; i++) {
+		if (v->conn[i].fd < 0)
+			continue;
+		pf[n].fd = v->conn[i].fd;
+		/* While its app runs a client's next lines wait in the socket. */
+		pf[n].events = (short)((v->conn[i].app < 0 && !v->conn[i].t_hold ? POLLIN : 0) |
+				       (v->conn[i].out_n && !v->conn[i].t_hold ? POLLOUT : 0));
+		map[n++] = (int)i;
+	}
+	return n;
+}
+
+/* What poll found on the n descriptors of poll_set. */
+static void serve_events(struct gpuos_service *v, const struct pollfd *pf, const int *map, int n)
+{
+	char drain[64];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct svc_conn *c;
+		if (!pf[i].revents)
+			continue;
+		if (map[i] == -1) {
+			accept_one(v);
+			continue;
+		}
+		if (map[i] == -2) {
+			while (read(v->wake[0], drain, sizeof(drain)) > 0)
+				;
+			app_reap(v, 0);
+			continue;
+		}
+		c = &v->conn[map[i]];
+		if (c->fd < 0)
+			continue;
+		if ((pf[i].revents & POLLOUT) && conn_flush(c)) {
+			conn_close(v, c);
+			continue;
+		}
+		if (c->app >= 0 && (pf[i].revents & (POLLHUP | POLLERR)))
+			conn_close(v, c);
+		else if (c->app < 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			conn_input(v, c);
+	}
+}
+
+/* Each connection's counters and timers: a refusal held back goes out,
+ * one that overstays is closed. */
+static void serve_timers(struct gpuos_service *v)
+{
+	uint64_t t = now_ms();
+	unsigned i;
+
+	for (i = 0; i < SVC_MAX_CONN; i++) {
+		struct svc_conn *c = &v->conn[i];
+		if (c->fd < 0)
+			continue;
+		conn_count(v, c); /* often enough that no counter wraps unseen */
+		if (c->app >= 0)
+			continue;
+		if (c->t_hold && t >= c->t_hold && conn_flush(c)) { /* a refusal held back */
+			conn_close(v, c);
+			continue;
+		}
+		/* A line that does not end in time, however it trickles in
+		 * (a byte now and then restarts no timer); a reply not read;
+		 * an idle connection without a share. An attached one idles
+		 * as it likes. */
+		if ((c->in_n && t - c->t_line >= v->o.client_timeout_ms) ||
+		    ((c->out_n || (!c->in_n && c->share < 0)) && t - c->t_active >= v->o.client_timeout_ms))
+			conn_close(v, c);
+	}
+}
+
 int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const volatile int *stop, char *err,
 			size_t errlen)
 {
 	struct pollfd pf[SVC_MAX_CONN + 2]; /* the listener, the apps' wake pipe, each connection */
 	int map[SVC_MAX_CONN + 2];
-	unsigned i, k;
+	unsigned k;
 	int n, r = 0, renewing = 0;
 
 	v->s = s;
 	v->nshares = GPUOS_SERVICE_SHARES + gpuos_sys_gpu_clients(s);
 	while (!v->stopping && !*stop) {
-		uint64_t t;
-		char drain[64];
-		n = 0;
-		pf[n].fd = v->lfd;
-		pf[n].events = POLLIN;
-		map[n++] = -1;
-		pf[n].fd = v->wake[0];
-		pf[n].events = POLLIN;
-		map[n++] = -2;
-		for (i = 0; i < SVC_MAX_CONN; i++) {
-			if (v->conn[i].fd < 0)
-				continue;
-			pf[n].fd = v->conn[i].fd;
-			/* While its app runs a client's next lines wait in the socket. */
-			pf[n].events = (short)((v->conn[i].app < 0 && !v->conn[i].t_hold ? POLLIN : 0) |
-					       (v->conn[i].out_n && !v->conn[i].t_hold ? POLLOUT : 0));
-			map[n++] = (int)i;
-		}
+		n = poll_set(v, pf, map);
 		if (poll(pf, (nfds_t)n, poll_ms(v, renewing)) < 0 && errno != EINTR) {
 			r = -errno;
 			snprintf(err, errlen, "poll: %s", strerror(errno));
@@ -1409,52 +1508,8 @@ int gpuos_service_serve(struct gpuos_service *v, struct gpuos_sys *s, const vola
 			if (r)
 				break;
 		}
-		for (i = 0; i < (unsigned)n; i++) {
-			struct svc_conn *c;
-			if (!pf[i].revents)
-				continue;
-			if (map[i] == -1) {
-				accept_one(v);
-				continue;
-			}
-			if (map[i] == -2) {
-				while (read(v->wake[0], drain, sizeof(drain)) > 0)
-					;
-				app_reap(v, 0);
-				continue;
-			}
-			c = &v->conn[map[i]];
-			if (c->fd < 0)
-				continue;
-			if ((pf[i].revents & POLLOUT) && conn_flush(c)) {
-				conn_close(v, c);
-				continue;
-			}
-			if (c->app >= 0 && (pf[i].revents & (POLLHUP | POLLERR)))
-				conn_close(v, c);
-			else if (c->app < 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				conn_input(v, c);
-		}
-		t = now_ms();
-		for (i = 0; i < SVC_MAX_CONN; i++) {
-			struct svc_conn *c = &v->conn[i];
-			if (c->fd < 0)
-				continue;
-			conn_count(v, c); /* often enough that no counter wraps unseen */
-			if (c->app >= 0)
-				continue;
-			if (c->t_hold && t >= c->t_hold && conn_flush(c)) { /* a refusal held back */
-				conn_close(v, c);
-				continue;
-			}
-			/* A line that does not end in time, however it trickles in
-			 * (a byte now and then restarts no timer); a reply not read;
-			 * an idle connection without a share. An attached one idles
-			 * as it likes. */
-			if ((c->in_n && t - c->t_line >= v->o.client_timeout_ms) ||
-			    ((c->out_n || (!c->in_n && c->share < 0)) && t - c->t_active >= v->o.client_timeout_ms))
-				conn_close(v, c);
-		}
+		serve_events(v, pf, map, n);
+		serve_timers(v);
 		renewing = renew_due(v);
 		for (k = 0; k < v->nshares; k++)
 			if (v->share[k].state == SHARE_DRAINING)
