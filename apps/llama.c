@@ -567,14 +567,18 @@ static inline GPUOS_HD void stream_post(struct gpuos_app_args *a, struct model *
 	m->pend_n++;
 }
 
-/* The streamed layer after l (the first streamed one again when another
- * token follows), posted. */
+/* The streamed layer after l, posted; after the last, when another token
+ * follows and no layer is resident, the first again. With resident
+ * layers the next token's first loads wait for its embedding rows
+ * (stream_start): posted here, they held those rows' load 25 ms of a
+ * 530 ms token, and then the link idled while the resident layers
+ * computed (H200, --vram-gib 20, 2026-12-02). */
 static inline GPUOS_HD void stream_post_next(struct gpuos_app_args *a, struct model *m, uint32_t l, int more)
 {
 	if (l + 1u < m->n_layer)
 		stream_post(a, m, l + 1u);
-	else if (more)
-		stream_post(a, m, m->resident);
+	else if (more && m->resident == 0)
+		stream_post(a, m, 0);
 }
 
 /* Wait for the oldest load in flight; the time waited is compute stalled. */
@@ -597,10 +601,11 @@ static inline GPUOS_HD uint32_t stream_wait(struct gpuos_app_args *a, struct mod
 	return st;
 }
 
-/* At a token's start (thread 0): the first streamed layer, and where two
- * loads may be in flight the one after it, posted, so that they land
- * while the resident layers compute (the slot of the second held the
- * last streamed layer of the token before, which has finished). */
+/* At a token's start, after its embedding rows (thread 0): the first
+ * streamed layer, and where two loads may be in flight the one after it,
+ * posted, so that they land while the resident layers compute (the slot
+ * of the second held the last streamed layer of the token before, which
+ * has finished). */
 static inline GPUOS_HD void stream_start(struct gpuos_app_args *a, struct model *m)
 {
 	uint32_t r = m->resident;
@@ -1346,8 +1351,7 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 	uint32_t l, s;
 	if (tid == 0) {
 		m->t_token = gpuos_now_ns();
-		stream_start(a, m);
-		/* the embedding rows, loaded alone, dequantised */
+		/* the embedding rows, loaded alone (before stream_start's loads), dequantised */
 		for (s = 0; s < m->nb && !*fail; s++) {
 			uint64_t rb = llama_row_bytes(m->embd.type, m->n_embd), got = 0;
 			uint8_t *raw = m->act + s * m->act_stride;
@@ -1357,6 +1361,8 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			else
 				gpuos_dequant_row(m->embd.type, raw, m->x + s * E, m->n_embd);
 		}
+		if (!*fail)
+			stream_start(a, m);
 	}
 	barrier(sh, nthreads);
 	if (*fail)
