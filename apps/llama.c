@@ -1340,9 +1340,11 @@ static inline GPUOS_HD void swiglu_quantize(struct model *m, uint32_t dd, uint32
 
 /* For every sequence b: x = embedding(ids[b][pos]), then every layer, then
  * the logits. Thread 0 loads; all threads take the products and their
- * parts of the elementwise steps. `more`: another position follows (its
- * first streamed layer may be loaded during this one's last). 0, or a
- * load's status. */
+ * parts of the elementwise steps. `more`: another position follows (with
+ * no layer resident, its first streamed layer is loaded during this one's
+ * last). 0, or a load's status.
+ * whole: a layer's twelve steps in their order, each ended by the barrier
+ * that publishes it, read as the layer's one timeline */
 static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *m, struct shared *sh, uint32_t pos,
 					uint32_t tid, uint32_t nthreads, uint32_t *fail, int more)
 {
