@@ -5,6 +5,8 @@
  * the service loop's calls into them stay inline on the GPU and the host
  * alike (a call in the loop cost 0.4 us a request on the H100):
  *   engine/state.h     a warp's state: command slots, request table, intake
+ *   engine/handles.c   the handle and extent-map table (runtime/files.h): the
+ *                      handle a request names, and where its bytes lie
  *   engine/intake.c    mailbox intake, and every answer (finish_slot, with
  *                      runtime/answer.h's gpuos_rt_answer, as the metadata warp)
  *   engine/nvme.c      NVMe plan, submit, reap (runtime/nvme_cmd.h: one
@@ -17,6 +19,7 @@
  */
 #include "engine/state.h"
 
+#include "engine/handles.c"
 #include "engine/intake.c"
 #include "engine/nvme.c"
 #include "engine/timeouts.c"

@@ -13,7 +13,8 @@
  * - Service warps take every request from the mailbox. OPEN, STAT, READDIR,
  *   CLOSE and the GGUF lookups go to the metadata warp through a ring
  *   (files_forward); READ and GGUF_LOAD they serve themselves: the handle's
- *   extent map turns file offsets into device offsets (files_map).
+ *   extent map turns file offsets into device offsets (gpuos_rt_files_map,
+ *   runtime/engine/handles.c).
  *
  * Ordering: the metadata warp writes a handle, then publishes the OPEN reply
  * with the DONE release; the client's later request reaches a service warp

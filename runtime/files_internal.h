@@ -4,8 +4,9 @@
  * files.h is their interface to the rest of the runtime. One idea a file:
  *   files_io.c     its synchronous reads (own queue pairs) and block cache
  *   files_fs.c     the file system: the partition table, mount, path lookup,
- *                  handles and their extent maps; PARTS, OPEN, STAT,
- *                  READDIR, READ, CLOSE
+ *                  opening handles and their extent maps (the table that
+ *                  reads them, with the service warps: engine/handles.c);
+ *                  PARTS, OPEN, STAT, READDIR, READ, CLOSE
  *   files_model.c  GGUF models: GGUF_OPEN, INFO, FIND, TENSOR, LAYER
  *   files_loop.c   the ring from the service warps, replies, the dispatch of
  *                  requests, the metadata warp's loop
