@@ -359,7 +359,7 @@ static struct gpuos_rt_client *clients_table(struct gpuos_sys *s)
 
 /* The doors (struct gpuos_rt_doors) as they stand: area k's epoch, then
  * which are open, each with release (pairs with the service warps' acquire
- * loads, rt.c intake_clients); on a GPU then copied whole to the VRAM copy
+ * loads, runtime/engine/intake.c intake_clients); on a GPU then copied whole to the VRAM copy
  * they read. A copy the warps see torn is harmless: a door closes together
  * with an odd epoch, and opens (admit) only after the renewal that
  * published the area's even one. */

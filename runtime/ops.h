@@ -3,7 +3,7 @@
  * runtime/ops.h - the one opcode table (issue 35): each mailbox opcode the
  * runtime serves, the warp that answers it, the right it needs and, for
  * the metadata warp's opcodes, its handler. The service warp's intake
- * (runtime/rt.c, accept) and the metadata warp's dispatch
+ * (runtime/engine/intake.c, accept) and the metadata warp's dispatch
  * (runtime/files_loop.c, serve) are both made from it, so a new opcode is
  * a row here, a handler and a test; an opcode with no row is answered
  * BAD_OPCODE by both, never by a range check that missed it.

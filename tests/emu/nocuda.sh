@@ -26,7 +26,7 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-if [ ! -f "$build/runtime/rt.o" ] || [ ! -f "$build/pic/runtime/rt.o" ]; then
+if [ ! -f "$build/runtime/engine.o" ] || [ ! -f "$build/pic/runtime/engine.o" ]; then
 	echo "nocuda: FAIL, no objects in $build (make BUILD=$build all lib)"
 	exit 1
 fi
