@@ -108,41 +108,10 @@ static GPUOS_HD int group_has_super(const struct gpuos_ext4 *fs, uint32_t g)
 	return ext4_is_power_of(g, 3) || ext4_is_power_of(g, 5) || ext4_is_power_of(g, 7);
 }
 
-GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io *io,
-			      uint32_t flags)
+/* The superblock's checksum under metadata_csum (only crc32c) and the seed
+ * of every other checksum; or gdt_csum's 16-bit group checksums. */
+static GPUOS_HD int mount_csum(struct gpuos_ext4 *fs, const uint8_t *sb)
 {
-	const uint8_t *sb;
-	uint32_t log_bs, log_cs, bs, incompat, unsupported, bit, ipb;
-	uint64_t groups, gdt_blocks, per_block;
-	struct gpuos_ext4_inode *root = &fs->lookup_cur;
-	int r;
-
-	begin(fs);
-	fs->io = *io;
-	fs->cache_valid = 0;
-	fs->mount_flags = flags;
-	fs->has_csum = 0;
-	fs->has_gdt_csum = 0;
-	/* read_block() and friends refuse everything until the geometry is set */
-	fs->blocks_count = 0;
-	fs->block_size = 0;
-
-	sb = scratch(fs);
-	r = ext4_dev_read(fs, GPUOS_EXT4_SUPER_OFFSET, sizeof(struct ext4_sb), scratch(fs));
-	if (r)
-		return r;
-	if (SB16(sb, s_magic) != GPUOS_EXT4_MAGIC)
-		return fail(fs, -EINVAL, "corrupt superblock: bad magic (not ext2/3/4)",
-			    SB16(sb, s_magic));
-
-	fs->feature_compat = SB32(sb, s_feature_compat);
-	fs->feature_incompat = incompat = SB32(sb, s_feature_incompat);
-	fs->feature_ro_compat = SB32(sb, s_feature_ro_compat);
-	fs->rev_level = SB32(sb, s_rev_level);
-	fs->creator_os = SB32(sb, s_creator_os);
-
-	/* metadata_csum first: a checksum mismatch says more than whatever field
-	 * the corruption hit */
 	if (fs->feature_ro_compat & GPUOS_EXT4_RO_COMPAT_METADATA_CSUM) {
 		if (LD8(sb, struct ext4_sb, s_checksum_type) != 1)
 			return fail(fs, -EOPNOTSUPP,
@@ -153,16 +122,23 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct
 			return fail(fs, -EINVAL, "corrupt superblock: bad checksum",
 				    SB32(sb, s_checksum));
 		fs->has_csum = 1;
-		if (incompat & GPUOS_EXT4_INCOMPAT_CSUM_SEED)
+		if (fs->feature_incompat & GPUOS_EXT4_INCOMPAT_CSUM_SEED)
 			fs->csum_seed = SB32(sb, s_checksum_seed);
 		else
 			fs->csum_seed = ext4_csum32(~0u, FIELD_AT(sb, struct ext4_sb, s_uuid), 16);
 	} else if (fs->feature_ro_compat & GPUOS_EXT4_RO_COMPAT_GDT_CSUM) {
 		fs->has_gdt_csum = 1;
 	}
+	return 0;
+}
 
-	/* incompatible features: refuse what changes the format in ways not read here */
-	unsupported = incompat & ~(uint32_t)GPUOS_EXT4_INCOMPAT_SUPPORTED;
+/* Refuse the incompatible features that change the format in ways not read
+ * here (needs_recovery too, unless flags say to read it as it is). */
+static GPUOS_HD int mount_features(struct gpuos_ext4 *fs, uint32_t flags)
+{
+	uint32_t unsupported, bit;
+
+	unsupported = fs->feature_incompat & ~(uint32_t)GPUOS_EXT4_INCOMPAT_SUPPORTED;
 	if (flags & GPUOS_EXT4_MOUNT_NORECOVERY)
 		unsupported &= ~GPUOS_EXT4_INCOMPAT_RECOVER;
 	if (unsupported & GPUOS_EXT4_INCOMPAT_RECOVER)
@@ -174,8 +150,15 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct
 		bit = unsupported & (0u - unsupported); /* lowest one */
 		return fail(fs, -EOPNOTSUPP, incompat_why(bit), bit);
 	}
+	return 0;
+}
 
-	/* geometry */
+/* The geometry the superblock gives: block and cluster size (*bs), counts,
+ * names, inode and group descriptor sizes, each size checked. */
+static GPUOS_HD int mount_geometry(struct gpuos_ext4 *fs, const uint8_t *sb, uint32_t *bs_out)
+{
+	uint32_t log_bs, log_cs, bs, incompat = fs->feature_incompat;
+
 	log_bs = SB32(sb, s_log_block_size);
 	if (log_bs > 6)
 		return fail(fs, -EINVAL, "corrupt superblock: block size over 64 KiB", log_bs);
@@ -225,6 +208,17 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct
 	} else {
 		fs->desc_size = EXT4_DESC_MIN;
 	}
+	*bs_out = bs;
+	return 0;
+}
+
+/* The groups (block size bs): per-group counts, the first data block, the
+ * whole file system inside io, the inode count against the groups, meta_bg
+ * and the first inode; sets group_count. */
+static GPUOS_HD int mount_groups(struct gpuos_ext4 *fs, const struct gpuos_meta_io *io, uint32_t bs)
+{
+	uint32_t ipb;
+	uint64_t groups, gdt_blocks, per_block;
 
 	if (fs->blocks_per_group == 0 ||
 	    (!(fs->feature_ro_compat & GPUOS_EXT4_RO_COMPAT_BIGALLOC) &&
@@ -253,12 +247,58 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct
 	fs->group_count = (uint32_t)groups;
 	per_block = bs / fs->desc_size;
 	gdt_blocks = (groups + per_block - 1) / per_block;
-	if ((incompat & GPUOS_EXT4_INCOMPAT_META_BG) && fs->first_meta_bg > gdt_blocks)
+	if ((fs->feature_incompat & GPUOS_EXT4_INCOMPAT_META_BG) && fs->first_meta_bg > gdt_blocks)
 		return fail(fs, -EINVAL, "corrupt superblock: first meta_bg past the descriptors",
 			    fs->first_meta_bg);
 	if (fs->first_ino > fs->inodes_count)
 		return fail(fs, -EINVAL, "corrupt superblock: first inode past the inode count",
 			    fs->first_ino);
+	return 0;
+}
+
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_mount(struct gpuos_ext4 *fs, const struct gpuos_meta_io *io,
+			      uint32_t flags)
+{
+	const uint8_t *sb;
+	uint32_t bs = 0;
+	struct gpuos_ext4_inode *root = &fs->lookup_cur;
+	int r;
+
+	begin(fs);
+	fs->io = *io;
+	fs->cache_valid = 0;
+	fs->mount_flags = flags;
+	fs->has_csum = 0;
+	fs->has_gdt_csum = 0;
+	/* read_block() and friends refuse everything until the geometry is set */
+	fs->blocks_count = 0;
+	fs->block_size = 0;
+
+	sb = scratch(fs);
+	r = ext4_dev_read(fs, GPUOS_EXT4_SUPER_OFFSET, sizeof(struct ext4_sb), scratch(fs));
+	if (r)
+		return r;
+	if (SB16(sb, s_magic) != GPUOS_EXT4_MAGIC)
+		return fail(fs, -EINVAL, "corrupt superblock: bad magic (not ext2/3/4)",
+			    SB16(sb, s_magic));
+
+	fs->feature_compat = SB32(sb, s_feature_compat);
+	fs->feature_incompat = SB32(sb, s_feature_incompat);
+	fs->feature_ro_compat = SB32(sb, s_feature_ro_compat);
+	fs->rev_level = SB32(sb, s_rev_level);
+	fs->creator_os = SB32(sb, s_creator_os);
+
+	/* metadata_csum first: a checksum mismatch says more than whatever field
+	 * the corruption hit */
+	r = mount_csum(fs, sb);
+	if (!r)
+		r = mount_features(fs, flags);
+	if (!r)
+		r = mount_geometry(fs, sb, &bs);
+	if (!r)
+		r = mount_groups(fs, io, bs);
+	if (r)
+		return r;
 
 	fs->block_size = bs;
 
@@ -421,26 +461,23 @@ static GPUOS_HD int find_inline_xattr(struct gpuos_ext4 *fs, const uint8_t *raw,
 	return 0;
 }
 
-GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_ext4_inode *out)
+/* Where inode ino sits on the device (*off): its group's descriptor, the
+ * inode table inside the file system, and the inode inside the initialized
+ * part of the table where group checksums say how much is. */
+static GPUOS_HD int inode_locate(struct gpuos_ext4 *fs, uint32_t ino, uint64_t *off)
 {
 	struct ext4_group_info gi;
-	const uint8_t *raw;
-	uint32_t g, idx, isz, have, iflags, mode, fmt;
-	uint64_t itable_blocks, off, ea_sectors;
+	uint32_t g, idx;
+	uint64_t itable_blocks;
 	int r;
 
-	begin(fs);
-	if (fs->block_size == 0)
-		return fail(fs, -EINVAL, "file system not mounted", 0);
-	if (ino == 0 || ino > fs->inodes_count)
-		return fail(fs, -EINVAL, "inode number out of range", ino);
 	g = (ino - 1u) / fs->inodes_per_group;
 	idx = (ino - 1u) % fs->inodes_per_group;
 	r = read_group(fs, g, &gi);
 	if (r)
 		return r;
-	isz = fs->inode_size;
-	itable_blocks = ((uint64_t)fs->inodes_per_group * isz + fs->block_size - 1u) >> fs->block_bits;
+	itable_blocks = ((uint64_t)fs->inodes_per_group * fs->inode_size + fs->block_size - 1u) >>
+			fs->block_bits;
 	if (!blocks_ok(fs, gi.inode_table, itable_blocks))
 		return fail(fs, -EINVAL, "corrupt group descriptor: inode table outside the file system",
 			    gi.inode_table);
@@ -449,71 +486,66 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino,
 	     (gi.itable_unused <= fs->inodes_per_group &&
 	      idx >= fs->inodes_per_group - gi.itable_unused)))
 		return fail(fs, -ENOENT, "inode not in use (uninitialized part of the inode table)", ino);
+	*off = (gi.inode_table << fs->block_bits) + (uint64_t)idx * fs->inode_size;
+	return 0;
+}
 
-	off = (gi.inode_table << fs->block_bits) + (uint64_t)idx * isz;
-	raw = scratch(fs);
-	r = ext4_dev_read(fs, off, isz, scratch(fs));
-	if (r)
-		return r;
+/* metadata_csum of the raw inode (ext4_inode_csum()), isz bytes of which
+ * have are struct ext4_inode_disk; the checksum fields count as zero. Sets
+ * out->csum_seed; needs out->generation. */
+static GPUOS_HD int inode_csum_check(struct gpuos_ext4 *fs, const uint8_t *raw, uint32_t isz,
+				     uint32_t have, uint32_t ino, struct gpuos_ext4_inode *out)
+{
+	uint8_t zero[2] = {0, 0};
+	uint32_t seed, c, want, got_lo;
+	int has_hi = have >= offsetof(struct ext4_inode_disk, i_checksum_hi) + 2;
 
-	gpuos_mem_set(out, 0, sizeof(*out));
-	out->ino = ino;
-	out->disk_off = off;
+	seed = ext4_csum_le32(fs->csum_seed, ino);
+	seed = ext4_csum_le32(seed, out->generation);
+	out->csum_seed = seed;
+	if (fs->creator_os != 0) /* only Linux inodes carry the checksum fields */
+		return 0;
+	c = ext4_csum32(seed, raw, offsetof(struct ext4_inode_disk, l_i_checksum_lo));
+	c = ext4_csum32(c, zero, 2);
+	c = ext4_csum32(c, raw + 0x7e, EXT4_GOOD_OLD_INODE_SIZE - 0x7e);
 	if (isz > EXT4_GOOD_OLD_INODE_SIZE) {
-		out->extra_isize = IN16(raw, i_extra_isize);
-		if (out->extra_isize > isz - EXT4_GOOD_OLD_INODE_SIZE || (out->extra_isize & 3u))
-			return fail(fs, -EINVAL, "corrupt inode: bad extra size", ino);
-	}
-	have = EXT4_GOOD_OLD_INODE_SIZE + out->extra_isize; /* bytes of struct ext4_inode_disk */
+		uint32_t o = offsetof(struct ext4_inode_disk, i_checksum_hi);
 
-	/* metadata_csum (ext4_inode_csum()); the checksum fields count as zero */
-	out->generation = IN32(raw, i_generation);
-	if (fs->has_csum) {
-		uint8_t zero[2] = {0, 0};
-		uint32_t seed, c, want, got_lo;
-		int has_hi = have >= offsetof(struct ext4_inode_disk, i_checksum_hi) + 2;
-
-		seed = ext4_csum_le32(fs->csum_seed, ino);
-		seed = ext4_csum_le32(seed, out->generation);
-		out->csum_seed = seed;
-		if (fs->creator_os == 0) { /* only Linux inodes carry the checksum fields */
-			c = ext4_csum32(seed, raw, offsetof(struct ext4_inode_disk, l_i_checksum_lo));
+		c = ext4_csum32(c, raw + EXT4_GOOD_OLD_INODE_SIZE, o - EXT4_GOOD_OLD_INODE_SIZE);
+		if (has_hi) {
 			c = ext4_csum32(c, zero, 2);
-			c = ext4_csum32(c, raw + 0x7e, EXT4_GOOD_OLD_INODE_SIZE - 0x7e);
-			if (isz > EXT4_GOOD_OLD_INODE_SIZE) {
-				uint32_t o = offsetof(struct ext4_inode_disk, i_checksum_hi);
-
-				c = ext4_csum32(c, raw + EXT4_GOOD_OLD_INODE_SIZE, o - EXT4_GOOD_OLD_INODE_SIZE);
-				if (has_hi) {
-					c = ext4_csum32(c, zero, 2);
-					o += 2;
-				}
-				c = ext4_csum32(c, raw + o, isz - o);
-			}
-			got_lo = IN16(raw, l_i_checksum_lo);
-			if (has_hi) {
-				want = c;
-				got_lo |= (uint32_t)IN16(raw, i_checksum_hi) << 16;
-			} else {
-				want = c & 0xFFFFu;
-			}
-			if (want != got_lo) {
-				if (gpuos_mem_is_zero(raw, isz))
-					return fail(fs, -ENOENT, "inode not in use", ino);
-				return fail(fs, -EINVAL, "corrupt inode: bad checksum", ino);
-			}
+			o += 2;
 		}
+		c = ext4_csum32(c, raw + o, isz - o);
 	}
+	got_lo = IN16(raw, l_i_checksum_lo);
+	if (has_hi) {
+		want = c;
+		got_lo |= (uint32_t)IN16(raw, i_checksum_hi) << 16;
+	} else {
+		want = c & 0xFFFFu;
+	}
+	if (want != got_lo) {
+		if (gpuos_mem_is_zero(raw, isz))
+			return fail(fs, -ENOENT, "inode not in use", ino);
+		return fail(fs, -EINVAL, "corrupt inode: bad checksum", ino);
+	}
+	return 0;
+}
 
-	mode = IN16(raw, i_mode);
+/* The inode's links, mode and file type; -ENOENT for one not in use. */
+static GPUOS_HD int inode_type(struct gpuos_ext4 *fs, const uint8_t *raw, uint32_t ino,
+			       struct gpuos_ext4_inode *out)
+{
+	uint32_t mode = IN16(raw, i_mode);
+
 	out->links = IN16(raw, i_links_count);
 	if (out->links == 0 && IN32(raw, i_dtime) != 0)
 		return fail(fs, -ENOENT, "inode not in use (deleted)", ino);
 	if (mode == 0 && out->links == 0)
 		return fail(fs, -ENOENT, "inode not in use", ino);
 	out->mode = (uint16_t)mode;
-	fmt = mode & EXT4_S_IFMT;
-	switch (fmt) {
+	switch (mode & EXT4_S_IFMT) {
 	case EXT4_S_IFREG: out->type = GPUOS_EXT4_FT_REG; break;
 	case EXT4_S_IFDIR: out->type = GPUOS_EXT4_FT_DIR; break;
 	case EXT4_S_IFLNK: out->type = GPUOS_EXT4_FT_SYMLINK; break;
@@ -523,15 +555,22 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino,
 	case EXT4_S_IFSOCK: out->type = GPUOS_EXT4_FT_SOCK; break;
 	default: return fail(fs, -EINVAL, "corrupt inode: bad file type in mode", mode);
 	}
+	return 0;
+}
 
+/* Owner, size, flags, block count, xattr block, times, project and i_block
+ * of the raw inode, have bytes of which are struct ext4_inode_disk. */
+static GPUOS_HD void inode_fields(const struct gpuos_ext4 *fs, const uint8_t *raw, uint32_t have,
+				  struct gpuos_ext4_inode *out)
+{
 	out->uid = IN16(raw, i_uid) | (uint32_t)IN16(raw, l_i_uid_high) << 16;
 	out->gid = IN16(raw, i_gid) | (uint32_t)IN16(raw, l_i_gid_high) << 16;
 	out->size = IN32(raw, i_size_lo) | (uint64_t)IN32(raw, i_size_high) << 32;
-	out->flags = iflags = IN32(raw, i_flags);
+	out->flags = IN32(raw, i_flags);
 	out->blocks = IN32(raw, i_blocks_lo);
 	if (fs->feature_ro_compat & GPUOS_EXT4_RO_COMPAT_HUGE_FILE) {
 		out->blocks |= (uint64_t)IN16(raw, l_i_blocks_high) << 32;
-		if (iflags & GPUOS_EXT4_IFL_HUGE_FILE)
+		if (out->flags & GPUOS_EXT4_IFL_HUGE_FILE)
 			out->blocks <<= fs->block_bits - 9; /* counted in blocks: 48 + 7 bits fit */
 	}
 	out->file_acl = IN32(raw, i_file_acl_lo);
@@ -550,13 +589,18 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino,
 	if (have >= offsetof(struct ext4_inode_disk, i_projid) + 4)
 		out->projid = IN32(raw, i_projid);
 	gpuos_mem_copy(out->i_block, FIELD_AT(raw, struct ext4_inode_disk, i_block), 60);
+}
 
-	/* sizes: no negative loff_t, nothing past 2^32 blocks */
-	if (out->size >> 63 || (out->size >> fs->block_bits) > LBLK_LIMIT)
-		return fail(fs, -EINVAL, "corrupt inode: size too large", out->size);
+/* Where the data of the inode lives (out->map): none for a device, FIFO or
+ * socket (with its device numbers), inline, a fast symlink, an extent tree
+ * (its root checked) or a block map. raw is the raw inode of isz bytes. */
+static GPUOS_HD int inode_map(struct gpuos_ext4 *fs, const uint8_t *raw, uint32_t isz,
+			      uint32_t ino, struct gpuos_ext4_inode *out)
+{
+	uint32_t iflags = out->flags;
+	uint64_t ea_sectors = out->file_acl ? (1ull << (fs->cluster_bits - 9)) : 0;
+	int r;
 
-	/* where the data lives */
-	ea_sectors = out->file_acl ? (1ull << (fs->cluster_bits - 9)) : 0;
 	if ((iflags & GPUOS_EXT4_IFL_INLINE_DATA) &&
 	    !(fs->feature_incompat & GPUOS_EXT4_INCOMPAT_INLINE_DATA))
 		return fail(fs, -EINVAL, "corrupt inode: inline data flag without the feature", ino);
@@ -606,6 +650,57 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino,
 	} else {
 		out->map = GPUOS_EXT4_MAP_BLOCKMAP;
 	}
+	return 0;
+}
+
+GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_iget(struct gpuos_ext4 *fs, uint32_t ino, struct gpuos_ext4_inode *out)
+{
+	const uint8_t *raw;
+	uint32_t isz, have;
+	uint64_t off;
+	int r;
+
+	begin(fs);
+	if (fs->block_size == 0)
+		return fail(fs, -EINVAL, "file system not mounted", 0);
+	if (ino == 0 || ino > fs->inodes_count)
+		return fail(fs, -EINVAL, "inode number out of range", ino);
+	r = inode_locate(fs, ino, &off);
+	if (r)
+		return r;
+	isz = fs->inode_size;
+	raw = scratch(fs);
+	r = ext4_dev_read(fs, off, isz, scratch(fs));
+	if (r)
+		return r;
+
+	gpuos_mem_set(out, 0, sizeof(*out));
+	out->ino = ino;
+	out->disk_off = off;
+	if (isz > EXT4_GOOD_OLD_INODE_SIZE) {
+		out->extra_isize = IN16(raw, i_extra_isize);
+		if (out->extra_isize > isz - EXT4_GOOD_OLD_INODE_SIZE || (out->extra_isize & 3u))
+			return fail(fs, -EINVAL, "corrupt inode: bad extra size", ino);
+	}
+	have = EXT4_GOOD_OLD_INODE_SIZE + out->extra_isize; /* bytes of struct ext4_inode_disk */
+
+	out->generation = IN32(raw, i_generation);
+	if (fs->has_csum) {
+		r = inode_csum_check(fs, raw, isz, have, ino, out);
+		if (r)
+			return r;
+	}
+	r = inode_type(fs, raw, ino, out);
+	if (r)
+		return r;
+	inode_fields(fs, raw, have, out);
+
+	/* sizes: no negative loff_t, nothing past 2^32 blocks */
+	if (out->size >> 63 || (out->size >> fs->block_bits) > LBLK_LIMIT)
+		return fail(fs, -EINVAL, "corrupt inode: size too large", out->size);
+	r = inode_map(fs, raw, isz, ino, out);
+	if (r)
+		return r;
 
 	/* a directory cannot hold more blocks than the file system: this bounds
 	 * every scan of it */
