@@ -401,6 +401,64 @@ GPUOS_HD int gpuos_ext4_lookup(struct gpuos_ext4 *fs, const char *path, uint32_t
 	return r;
 }
 
+/* The end of the path component that starts at pos in fs->path (see
+ * gpuos_ext4_lookup_as()); *last: only slashes follow it; *slash: a
+ * trailing slash follows it, so it must be a directory. */
+static GPUOS_HD uint32_t path_component(const struct gpuos_ext4 *fs, uint32_t pos, int *last,
+					int *slash)
+{
+	const uint32_t END = GPUOS_EXT4_PATH_BUF;
+	uint32_t e, q;
+
+	for (e = pos; e < END && fs->path[e] != '/'; e++)
+		;
+	for (q = e; q < END && fs->path[q] == '/'; q++)
+		;
+	*last = q == END;
+	*slash = *last && e < END;
+	return e;
+}
+
+/* Expand the symlink link in place: its target goes into fs->path right
+ * before *pos, which moves left to its start; one more of *links. An
+ * absolute target restarts cur at root, a relative one resolves in cur. */
+static GPUOS_HD int follow_symlink(struct gpuos_ext4 *fs, uint32_t root,
+				   const struct gpuos_ext4_inode *link, struct gpuos_ext4_inode *cur,
+				   uint32_t *pos, uint32_t *links)
+{
+	uint32_t sz, got, k, i;
+	char *t;
+	int r;
+
+	if (++*links > GPUOS_EXT4_MAX_SYMLINKS)
+		return fail(fs, -ELOOP, "too many levels of symbolic links", *links);
+	if (link->flags & GPUOS_EXT4_IFL_ENCRYPT)
+		return fail(fs, -EOPNOTSUPP, "unsupported: encrypted symlink", link->ino);
+	if (link->size > GPUOS_EXT4_SYMLINK_MAX || link->size > fs->block_size)
+		return fail(fs, -EINVAL, "corrupt symlink: target too long", link->size);
+	sz = (uint32_t)link->size;
+	if (sz == 0)
+		return fail(fs, -ENOENT, "empty symlink", link->ino);
+	if (sz > *pos)
+		return fail(fs, -ENAMETOOLONG, "path too long once symlinks are expanded", sz);
+	t = fs->path + *pos - sz;
+	r = gpuos_ext4_read(fs, link, 0, sz, t, &got);
+	if (r)
+		return r;
+	if (got != sz)
+		return fail(fs, -EINVAL, "corrupt symlink: short target", got);
+	/* a NUL ends the target, as in the kernel's walk */
+	k = (uint32_t)gpuos_str_nlen(t, sz);
+	if (k == 0)
+		return fail(fs, -ENOENT, "empty symlink", link->ino);
+	for (i = k; i-- > 0;)
+		t[i + (sz - k)] = t[i];
+	*pos -= k;
+	if (fs->path[*pos] == '/')
+		return gpuos_ext4_iget(fs, root, cur);
+	return 0;
+}
+
 /*
  * The path left to resolve lives right-aligned in fs->path: [pos, END). A
  * component is consumed by moving pos right; a symlink's target is read into
@@ -414,7 +472,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_as(struct gpuos_ext4 *fs, uint32_t
 {
 	const uint32_t END = GPUOS_EXT4_PATH_BUF;
 	struct gpuos_ext4_inode *cur = &fs->lookup_cur;
-	uint32_t len, pos, links = 0, iter, e, q, nino;
+	uint32_t len, pos, links = 0, iter, e, nino;
 	int r;
 
 	begin(fs);
@@ -442,14 +500,9 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_as(struct gpuos_ext4 *fs, uint32_t
 			pos++;
 		if (pos == END)
 			break; /* done: the result is cur */
-		for (e = pos; e < END && fs->path[e] != '/'; e++)
-			;
+		e = path_component(fs, pos, &last, &slash);
 		name = fs->path + pos;
 		len = e - pos;
-		for (q = e; q < END && fs->path[q] == '/'; q++)
-			;
-		last = q == END;
-		slash = last && e < END; /* a trailing slash: must be a directory */
 		if (len > GPUOS_EXT4_NAME_MAX)
 			return fail(fs, -ENAMETOOLONG, "file name too long", len);
 		if (cur->type != GPUOS_EXT4_FT_DIR)
@@ -460,12 +513,10 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_as(struct gpuos_ext4 *fs, uint32_t
 		if (gpuos_ext4_permission(cur, cred, GPUOS_EXT4_MAY_EXEC))
 			return fail(fs, -EACCES, "permission denied", cur->ino);
 
-		if (len == 1 && name[0] == '.') {
+		/* "." is cur, and ".." of the root is the root */
+		if ((len == 1 && name[0] == '.') ||
+		    (len == 2 && name[0] == '.' && name[1] == '.' && cur->ino == root)) {
 			pos = e;
-			continue;
-		}
-		if (len == 2 && name[0] == '.' && name[1] == '.' && cur->ino == root) {
-			pos = e; /* ".." of the root is the root */
 			continue;
 		}
 		r = dir_find(fs, cur, name, len, &nino);
@@ -478,38 +529,9 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_lookup_as(struct gpuos_ext4 *fs, uint32_t
 
 		if (out->type == GPUOS_EXT4_FT_SYMLINK &&
 		    (!last || slash || !(flags & GPUOS_EXT4_LOOKUP_NOFOLLOW))) {
-			uint32_t sz, got, k, i;
-			char *t;
-
-			if (++links > GPUOS_EXT4_MAX_SYMLINKS)
-				return fail(fs, -ELOOP, "too many levels of symbolic links", links);
-			if (out->flags & GPUOS_EXT4_IFL_ENCRYPT)
-				return fail(fs, -EOPNOTSUPP, "unsupported: encrypted symlink", out->ino);
-			if (out->size > GPUOS_EXT4_SYMLINK_MAX || out->size > fs->block_size)
-				return fail(fs, -EINVAL, "corrupt symlink: target too long", out->size);
-			sz = (uint32_t)out->size;
-			if (sz == 0)
-				return fail(fs, -ENOENT, "empty symlink", out->ino);
-			if (sz > pos)
-				return fail(fs, -ENAMETOOLONG, "path too long once symlinks are expanded", sz);
-			t = fs->path + pos - sz;
-			r = gpuos_ext4_read(fs, out, 0, sz, t, &got);
+			r = follow_symlink(fs, root, out, cur, &pos, &links);
 			if (r)
 				return r;
-			if (got != sz)
-				return fail(fs, -EINVAL, "corrupt symlink: short target", got);
-			/* a NUL ends the target, as in the kernel's walk */
-			k = (uint32_t)gpuos_str_nlen(t, sz);
-			if (k == 0)
-				return fail(fs, -ENOENT, "empty symlink", out->ino);
-			for (i = k; i-- > 0;)
-				t[i + (sz - k)] = t[i];
-			pos -= k;
-			if (fs->path[pos] == '/') {
-				r = gpuos_ext4_iget(fs, root, cur);
-				if (r)
-					return r;
-			}
 			continue; /* relative targets resolve in cur, the link's directory */
 		}
 		if (slash && out->type != GPUOS_EXT4_FT_DIR)
