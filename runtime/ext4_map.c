@@ -200,6 +200,60 @@ static GPUOS_HD int read_ptrs(struct gpuos_ext4 *fs, uint64_t blk, uint32_t idx,
 	return ext4_dev_read(fs, (blk << fs->block_bits) + 4ull * idx, 4u * cnt, scratch(fs));
 }
 
+/* How many of the cnt (>= 1) block pointers at p continue the first: the
+ * blocks that follow it on disk, or more zeros (a hole) after a zero. */
+static GPUOS_HD uint32_t ptr_run(const uint8_t *p, uint32_t cnt)
+{
+	uint64_t first = gpuos_le32(p);
+	uint32_t k;
+
+	for (k = 1; k < cnt; k++) {
+		uint64_t v = gpuos_le32(p + 4u * k);
+
+		if (first ? v != first + k : v != 0)
+			break;
+	}
+	return k;
+}
+
+/* The answer for a run of k blocks from pointer first: a hole where it is
+ * zero, else blocks that must lie inside the file system. */
+static GPUOS_HD int bmap_leaf(struct gpuos_ext4 *fs, uint64_t first, uint32_t k, uint64_t *pblk,
+			      uint64_t *run, uint32_t *flags)
+{
+	*run = k;
+	if (first == 0) {
+		*flags = GPUOS_EXT4_BMAP_HOLE;
+		return 0;
+	}
+	if (!blocks_ok(fs, first, k))
+		return fail(fs, -EINVAL, "corrupt block map: block outside the file system", first);
+	*pblk = first;
+	return 0;
+}
+
+/* Which top pointer of i_block maps lblk (>= 12), n pointers a block: the
+ * number of indirect levels under it (0 past what a block map addresses),
+ * *blk its value and *rel lblk relative to its first block. */
+static GPUOS_HD uint32_t bmap_top(const struct gpuos_ext4_inode *inode, uint64_t lblk,
+				  uint64_t n, uint64_t *rel, uint64_t *blk)
+{
+	*rel = lblk - 12;
+	if (*rel < n) {
+		*blk = gpuos_le32(inode->i_block + 4u * 12);
+		return 1;
+	}
+	if ((*rel -= n) < n * n) {
+		*blk = gpuos_le32(inode->i_block + 4u * 13);
+		return 2;
+	}
+	if ((*rel -= n * n) < n * n * n) {
+		*blk = gpuos_le32(inode->i_block + 4u * 14);
+		return 3;
+	}
+	return 0;
+}
+
 /*
  * i_block[0..11] map blocks 0..11; i_block[12] an indirect block of n = bs/4
  * pointers, [13] a double and [14] a triple indirect one. A zero pointer at
@@ -212,34 +266,18 @@ static GPUOS_HD int map_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 {
 	uint32_t bits = fs->block_bits - 2; /* log2(pointers per block) */
 	uint64_t n = 1ull << bits;
-	uint64_t rel, span, first = 0, blk;
-	uint32_t levels, lv, idx, cnt, k = 1;
-	const uint8_t *p;
+	uint64_t rel = 0, span, blk = 0;
+	uint32_t levels, lv, idx, cnt, k;
 
 	*pblk = 0;
 	*flags = 0;
 	if (lblk < 12) {
 		/* direct: measure within i_block[lblk..11] */
-		first = gpuos_le32(inode->i_block + 4u * lblk);
-		for (k = 1; lblk + k < 12; k++) {
-			uint64_t v = gpuos_le32(inode->i_block + 4u * (lblk + k));
-
-			if (first ? v != first + k : v != 0)
-				break;
-		}
-		goto leaf_run;
+		k = ptr_run(inode->i_block + 4u * lblk, (uint32_t)(12 - lblk));
+		return bmap_leaf(fs, gpuos_le32(inode->i_block + 4u * lblk), k, pblk, run, flags);
 	}
-	rel = lblk - 12;
-	if (rel < n) {
-		levels = 1;
-		blk = gpuos_le32(inode->i_block + 4u * 12);
-	} else if ((rel -= n) < n * n) {
-		levels = 2;
-		blk = gpuos_le32(inode->i_block + 4u * 13);
-	} else if ((rel -= n * n) < n * n * n) {
-		levels = 3;
-		blk = gpuos_le32(inode->i_block + 4u * 14);
-	} else {
+	levels = bmap_top(inode, lblk, n, &rel, &blk);
+	if (levels == 0) {
 		/* past what a block map can address */
 		*run = LBLK_LIMIT - lblk;
 		*flags = GPUOS_EXT4_BMAP_HOLE;
@@ -284,28 +322,9 @@ static GPUOS_HD int map_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 		r = read_ptrs(fs, blk, idx, cnt);
 		if (r)
 			return r;
-		p = fs->blk;
-		first = gpuos_le32(p);
-		for (k = 1; k < cnt; k++) {
-			uint64_t v = gpuos_le32(p + 4u * k);
-
-			if (first ? v != first + k : v != 0)
-				break;
-		}
-		goto leaf_run;
+		return bmap_leaf(fs, gpuos_le32(fs->blk), ptr_run(fs->blk, cnt), pblk, run, flags);
 	}
 	return fail(fs, -EINVAL, "corrupt block map", lblk); /* not reached */
-
-leaf_run:
-	*run = k;
-	if (first == 0) {
-		*flags = GPUOS_EXT4_BMAP_HOLE;
-		return 0;
-	}
-	if (!blocks_ok(fs, first, k))
-		return fail(fs, -EINVAL, "corrupt block map: block outside the file system", first);
-	*pblk = first;
-	return 0;
 }
 
 /* ---- mapping and reading --------------------------------------------------------- */
@@ -345,6 +364,81 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_bmap(struct gpuos_ext4 *fs, const struct 
 	return 0;
 }
 
+/* One step of gpuos_ext4_extents() in an extent tree: the extents of the
+ * leaf that maps *cur, from *cur on, into out[*cnt..cap), then *cur to the
+ * next leaf. */
+static GPUOS_HD int extents_leaf(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
+				 uint64_t *cur, struct gpuos_ext4_extent *out, uint32_t cap,
+				 uint32_t *cnt)
+{
+	struct ext4_ext_leaf leaf;
+	uint32_t i;
+	int r;
+
+	r = ext_find_leaf(fs, inode, *cur, &leaf);
+	if (r)
+		return r;
+	for (i = 0; i < leaf.n && *cnt < cap; i++) {
+		const uint8_t *e = leaf.node + sizeof(struct ext4_extent_header) + 12u * i;
+		uint64_t b = EE32(e, ee_block);
+		uint32_t len = EE16(e, ee_len), fl = 0;
+		uint64_t pb = EE32(e, ee_start_lo) | (uint64_t)EE16(e, ee_start_hi) << 32;
+
+		if (len > EXT4_EXT_INIT_MAX_LEN) {
+			len -= EXT4_EXT_INIT_MAX_LEN;
+			fl = GPUOS_EXT4_BMAP_UNWRITTEN;
+		}
+		if (b + len <= *cur)
+			continue;
+		if (b < *cur) { /* starts before cur: list from cur */
+			pb += *cur - b;
+			len -= (uint32_t)(*cur - b);
+			b = *cur;
+		}
+		out[*cnt].lblk = b;
+		out[*cnt].pblk = pb;
+		out[*cnt].len = len;
+		out[*cnt].flags = fl;
+		(*cnt)++;
+		*cur = b + len;
+	}
+	if (*cnt == cap)
+		return 0;
+	/* the next leaf starts at leaf.hi (> cur: ranges strictly increase) */
+	if (leaf.hi > *cur)
+		*cur = leaf.hi;
+	return 0;
+}
+
+/* One step of gpuos_ext4_extents() in a block map: the run that maps *cur,
+ * merged into out[*cnt - 1] where it continues it, then *cur past it. */
+static GPUOS_HD int extents_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
+				 uint64_t *cur, struct gpuos_ext4_extent *out, uint32_t *cnt)
+{
+	uint64_t pb, run;
+	uint32_t fl, c = *cnt;
+	int r;
+
+	r = ext4_bmap64(fs, inode, *cur, &pb, &run, &fl);
+	if (r)
+		return r;
+	if (!(fl & GPUOS_EXT4_BMAP_HOLE)) {
+		if (c > 0 && out[c - 1].lblk + out[c - 1].len == *cur &&
+		    out[c - 1].pblk + out[c - 1].len == pb &&
+		    out[c - 1].len + run <= UINT32_MAX) {
+			out[c - 1].len += (uint32_t)run; /* contiguous: merge */
+		} else {
+			out[c].lblk = *cur;
+			out[c].pblk = pb;
+			out[c].len = (uint32_t)run; /* runs stay in one indirect block */
+			out[c].flags = 0;
+			*cnt = c + 1;
+		}
+	}
+	*cur += run;
+	return 0;
+}
+
 GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
 				uint64_t start, struct gpuos_ext4_extent *out, uint32_t cap,
 				uint32_t *n, uint64_t *next)
@@ -365,66 +459,14 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const stru
 	if (cap == 0)
 		return fail(fs, -EINVAL, "no room for extents (cap 0)", 0);
 
+	/* one leaf (extent tree) or one run (block map) a step */
 	for (steps = 0; steps < EXTENTS_MAX_STEPS && cur < LBLK_LIMIT && cnt < cap; steps++) {
-		if (inode->map == GPUOS_EXT4_MAP_EXTENTS) {
-			/* one leaf per step: its extents past cur, then the next leaf */
-			struct ext4_ext_leaf leaf;
-			uint32_t i;
-
-			r = ext_find_leaf(fs, inode, cur, &leaf);
-			if (r)
-				return r;
-			for (i = 0; i < leaf.n && cnt < cap; i++) {
-				const uint8_t *e = leaf.node + sizeof(struct ext4_extent_header) + 12u * i;
-				uint64_t b = EE32(e, ee_block);
-				uint32_t len = EE16(e, ee_len), fl = 0;
-				uint64_t pb = EE32(e, ee_start_lo) | (uint64_t)EE16(e, ee_start_hi) << 32;
-
-				if (len > EXT4_EXT_INIT_MAX_LEN) {
-					len -= EXT4_EXT_INIT_MAX_LEN;
-					fl = GPUOS_EXT4_BMAP_UNWRITTEN;
-				}
-				if (b + len <= cur)
-					continue;
-				if (b < cur) { /* starts before cur: list from cur */
-					pb += cur - b;
-					len -= (uint32_t)(cur - b);
-					b = cur;
-				}
-				out[cnt].lblk = b;
-				out[cnt].pblk = pb;
-				out[cnt].len = len;
-				out[cnt].flags = fl;
-				cnt++;
-				cur = b + len;
-			}
-			if (cnt == cap)
-				break;
-			/* the next leaf starts at leaf.hi (> cur: ranges strictly increase) */
-			if (leaf.hi > cur)
-				cur = leaf.hi;
-		} else {
-			uint64_t pb, run;
-			uint32_t fl;
-
-			r = ext4_bmap64(fs, inode, cur, &pb, &run, &fl);
-			if (r)
-				return r;
-			if (!(fl & GPUOS_EXT4_BMAP_HOLE)) {
-				if (cnt > 0 && out[cnt - 1].lblk + out[cnt - 1].len == cur &&
-				    out[cnt - 1].pblk + out[cnt - 1].len == pb &&
-				    out[cnt - 1].len + run <= UINT32_MAX) {
-					out[cnt - 1].len += (uint32_t)run; /* contiguous: merge */
-				} else {
-					out[cnt].lblk = cur;
-					out[cnt].pblk = pb;
-					out[cnt].len = (uint32_t)run; /* runs stay in one indirect block */
-					out[cnt].flags = 0;
-					cnt++;
-				}
-			}
-			cur += run;
-		}
+		if (inode->map == GPUOS_EXT4_MAP_EXTENTS)
+			r = extents_leaf(fs, inode, &cur, out, cap, &cnt);
+		else
+			r = extents_bmap(fs, inode, &cur, out, &cnt);
+		if (r)
+			return r;
 	}
 	*n = cnt;
 	*next = cur < LBLK_LIMIT ? cur : GPUOS_EXT4_EXTENTS_END;
