@@ -590,31 +590,41 @@ static GPUOS_HD int parse_header(struct gpuos_gguf *g, struct gpuos_gguf_parser 
 	return 0;
 }
 
+/* Where KV i goes, zeroed: its row of g->mem.kv, or the parser's scratch
+ * once the table is full (parsed all the same, so arena_used says how much
+ * a retry needs); NULL when the caller keeps no table. */
+static GPUOS_HD struct gpuos_gguf_kv *kv_slot(struct gpuos_gguf *g, struct gpuos_gguf_parser *p,
+					      uint64_t i)
+{
+	struct gpuos_gguf_kv *kv;
+
+	if (!g->mem.kv)
+		return NULL;
+	if (i < g->mem.kv_cap) {
+		kv = &g->mem.kv[i];
+		g->n_kv = (uint32_t)i + 1;
+	} else {
+		kv = &p->kv_scratch;
+		p->nospace = 1;
+	}
+	gpuos_mem_set(kv, 0, sizeof(*kv));
+	return kv;
+}
+
 static GPUOS_HD int parse_kvs(struct gpuos_gguf *g, struct gpuos_gguf_parser *p)
 {
 	uint64_t i;
 	int rc;
 
 	for (i = 0; i < g->kv_count; i++) {
-		struct gpuos_gguf_kv *kv = NULL;
+		struct gpuos_gguf_kv *kv;
 		union gpuos_gguf_value val;
 		uint64_t len, start;
 		uint32_t type, hash, flags = 0, j;
 
 		p->err_kv = (int64_t)i;
 		p->subject[0] = 0;
-		if (g->mem.kv) {
-			if (i < g->mem.kv_cap) {
-				kv = &g->mem.kv[i];
-				g->n_kv = (uint32_t)i + 1;
-			} else {
-				/* Parse it all the same, so arena_used says
-				 * how much a retry needs. */
-				kv = &p->kv_scratch;
-				p->nospace = 1;
-			}
-			gpuos_mem_set(kv, 0, sizeof(*kv));
-		}
+		kv = kv_slot(g, p, i);
 		if ((rc = rd_u64(p, &len)))
 			return rc;
 		if (len > GPUOS_GGUF_KEY_MAX)
@@ -672,6 +682,79 @@ static GPUOS_HD int parse_kvs(struct gpuos_gguf *g, struct gpuos_gguf_parser *p)
 	return 0;
 }
 
+/* A tensor's name into p->subject, NUL-terminated, *len bytes; one of 128
+ * bytes or more shows its first 127 in the error. */
+static GPUOS_HD int tensor_name(struct gpuos_gguf_parser *p, uint64_t *len_out)
+{
+	uint64_t len;
+	int rc;
+
+	if ((rc = rd_u64(p, &len)))
+		return rc;
+	if (len > remaining(p))
+		return fail_bad(p, -EINVAL, "name runs past the end of the file", len);
+	if (len >= GPUOS_GGUF_NAME_MAX) {
+		rd(p, p->subject, GPUOS_GGUF_NAME_MAX - 1);
+		p->subject[GPUOS_GGUF_NAME_MAX - 1] = 0;
+		return fail_bad(p, -ENAMETOOLONG, "has a name of 128 bytes or more", len);
+	}
+	if ((rc = rd(p, p->subject, len)))
+		return rc;
+	p->subject[len] = 0;
+	if (gpuos_str_nlen(p->subject, (size_t)len) != len)
+		return fail(p, -EINVAL, "has a NUL byte in its name");
+	*len_out = len;
+	return 0;
+}
+
+/* A tensor's dimension count and its dimensions into ne[], 1 past n_dims. */
+static GPUOS_HD int tensor_dims(struct gpuos_gguf_parser *p, uint32_t *n_dims,
+				uint64_t ne[GPUOS_GGUF_MAX_DIMS])
+{
+	uint32_t d;
+	int rc;
+
+	if ((rc = rd_u32(p, n_dims)))
+		return rc;
+	if (*n_dims > GPUOS_GGUF_MAX_DIMS)
+		return fail_bad(p, -EINVAL, "has more than 4 dimensions", *n_dims);
+	for (d = 0; d < GPUOS_GGUF_MAX_DIMS; d++) {
+		ne[d] = 1;
+		if (d < *n_dims) {
+			if ((rc = rd_u64(p, &ne[d])))
+				return rc;
+			/* ggml keeps dims in int64_t */
+			if (ne[d] > (uint64_t)INT64_MAX)
+				return fail_bad(p, -EINVAL, "has a negative dimension", ne[d]);
+		}
+	}
+	return 0;
+}
+
+/* A tensor's ggml type, whose blocks must divide ne[0], and its size in
+ * bytes, none of it overflowing. */
+static GPUOS_HD int tensor_type(struct gpuos_gguf_parser *p, const uint64_t ne[GPUOS_GGUF_MAX_DIMS],
+				uint32_t *type, uint64_t *size)
+{
+	uint64_t nel, rows, row;
+	uint32_t block, bytes;
+	int rc;
+
+	if ((rc = rd_u32(p, type)))
+		return rc;
+	if (gpuos_ggml_type_size(*type, &block, &bytes))
+		return fail_bad(p, -EINVAL, "has an unknown ggml type", *type);
+	if (ne[0] % block)
+		return fail_bad(p, -EINVAL, "has a first dimension that is not a multiple of its type's block size",
+				ne[0]);
+	if (gpuos_mul_overflow_u64(ne[1], ne[2], &rows) || gpuos_mul_overflow_u64(rows, ne[3], &rows) ||
+	    gpuos_mul_overflow_u64(ne[0], rows, &nel) || nel > (uint64_t)INT64_MAX ||
+	    gpuos_mul_overflow_u64(ne[0] / block, bytes, &row) ||
+	    gpuos_mul_overflow_u64(row, rows, size))
+		return fail(p, -EOVERFLOW, "has a size that overflows 64 bits");
+	return 0;
+}
+
 static GPUOS_HD int parse_tensors(struct gpuos_gguf *g, struct gpuos_gguf_parser *p)
 {
 	uint64_t i, expect = 0;
@@ -680,52 +763,15 @@ static GPUOS_HD int parse_tensors(struct gpuos_gguf *g, struct gpuos_gguf_parser
 
 	for (i = 0; i < g->tensor_count; i++) {
 		struct gpuos_gguf_tensor *t = NULL;
-		uint64_t len, ne[GPUOS_GGUF_MAX_DIMS], nel, rows, row, size, off, end;
-		uint32_t n_dims, type, block, bytes, d;
+		uint64_t len, ne[GPUOS_GGUF_MAX_DIMS], size, off, end;
+		uint32_t n_dims, type, d;
 		int32_t layer;
 
 		p->err_tensor = (int64_t)i;
 		p->subject[0] = 0;
-		if ((rc = rd_u64(p, &len)))
+		if ((rc = tensor_name(p, &len)) || (rc = tensor_dims(p, &n_dims, ne)) ||
+		    (rc = tensor_type(p, ne, &type, &size)))
 			return rc;
-		if (len > remaining(p))
-			return fail_bad(p, -EINVAL, "name runs past the end of the file", len);
-		if (len >= GPUOS_GGUF_NAME_MAX) {
-			rd(p, p->subject, GPUOS_GGUF_NAME_MAX - 1);
-			p->subject[GPUOS_GGUF_NAME_MAX - 1] = 0;
-			return fail_bad(p, -ENAMETOOLONG, "has a name of 128 bytes or more", len);
-		}
-		if ((rc = rd(p, p->subject, len)))
-			return rc;
-		p->subject[len] = 0;
-		if (gpuos_str_nlen(p->subject, (size_t)len) != len)
-			return fail(p, -EINVAL, "has a NUL byte in its name");
-		if ((rc = rd_u32(p, &n_dims)))
-			return rc;
-		if (n_dims > GPUOS_GGUF_MAX_DIMS)
-			return fail_bad(p, -EINVAL, "has more than 4 dimensions", n_dims);
-		for (d = 0; d < GPUOS_GGUF_MAX_DIMS; d++) {
-			ne[d] = 1;
-			if (d < n_dims) {
-				if ((rc = rd_u64(p, &ne[d])))
-					return rc;
-				/* ggml keeps dims in int64_t */
-				if (ne[d] > (uint64_t)INT64_MAX)
-					return fail_bad(p, -EINVAL, "has a negative dimension", ne[d]);
-			}
-		}
-		if ((rc = rd_u32(p, &type)))
-			return rc;
-		if (gpuos_ggml_type_size(type, &block, &bytes))
-			return fail_bad(p, -EINVAL, "has an unknown ggml type", type);
-		if (ne[0] % block)
-			return fail_bad(p, -EINVAL, "has a first dimension that is not a multiple of its type's block size",
-					ne[0]);
-		if (gpuos_mul_overflow_u64(ne[1], ne[2], &rows) || gpuos_mul_overflow_u64(rows, ne[3], &rows) ||
-		    gpuos_mul_overflow_u64(ne[0], rows, &nel) || nel > (uint64_t)INT64_MAX ||
-		    gpuos_mul_overflow_u64(ne[0] / block, bytes, &row) ||
-		    gpuos_mul_overflow_u64(row, rows, &size))
-			return fail(p, -EOVERFLOW, "has a size that overflows 64 bits");
 		if ((rc = rd_u64(p, &off)))
 			return rc;
 		if (off & (g->alignment - 1))
