@@ -391,13 +391,54 @@ static GPUOS_HD int try_gpt(struct gpuos_gpt *g, struct gpuos_gpt_parser *p, uin
 	return read_entries(g, p, h, ss, why);
 }
 
+/* The GPT header h, whose entries are in g, as the table's. */
+static GPUOS_HD void take_header(struct gpuos_gpt *g, const struct hdr *h)
+{
+	g->scheme = GPUOS_PT_GPT;
+	g->header_lba = h->my_lba;
+	g->alternate_lba = h->alternate_lba;
+	g->first_usable_lba = h->first_usable;
+	g->last_usable_lba = h->last_usable;
+	g->entries_lba = h->entries_lba;
+	g->n_entries = h->num_entries;
+	g->entry_size = h->entry_size;
+	gpuos_mem_copy(g->disk_guid, h->disk_guid, 16);
+	if (g->n_skipped)
+		g->flags |= GPUOS_GPT_F_SKIPPED;
+}
+
+/* The backup header of the good primary h, read and checked against it:
+ * g->backup_why and GPUOS_GPT_F_BACKUP_BAD say what is wrong with it.
+ * Returns 0, or fail()'s error when its sector cannot be read. */
+static GPUOS_HD int check_backup(struct gpuos_gpt *g, struct gpuos_gpt_parser *p, const struct hdr *h,
+				 uint32_t ss)
+{
+	struct hdr b;
+	const char *why = NULL;
+	int rc;
+
+	if (h->alternate_lba >= g->disk_lbas || h->alternate_lba == h->my_lba) {
+		g->backup_why = "alternate LBA is not on the disk";
+	} else if ((rc = rd_lba(p, h->alternate_lba, ss)) != 0) {
+		return fail(p, rc, "device read error"); /* the LBA is on the disk */
+	} else if (check_header(p->buf, h->alternate_lba, g->disk_lbas, ss, &b, &why)) {
+		g->backup_why = why;
+	} else if (b.entries_crc32 != h->entries_crc32 || b.num_entries != h->num_entries ||
+		   b.entry_size != h->entry_size || b.alternate_lba != h->my_lba) {
+		g->backup_why = "backup header does not match the primary";
+	}
+	if (g->backup_why)
+		g->flags |= GPUOS_GPT_F_BACKUP_BAD;
+	return 0;
+}
+
 GPUOS_NOINLINE GPUOS_HD int gpuos_gpt_parse(struct gpuos_gpt *g, struct gpuos_gpt_parser *p,
 			     const struct gpuos_meta_io *io, uint32_t sector_size)
 {
 	struct gpuos_gpt_part *parts = g->parts;
 	uint32_t cap = g->part_cap;
 	struct mbr_scan m;
-	struct hdr h, b;
+	struct hdr h;
 	const char *why1 = NULL, *why2 = NULL;
 	uint64_t last;
 	int rc, sig1, sig2;
@@ -457,34 +498,12 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_gpt_parse(struct gpuos_gpt *g, struct gpuos_gp
 	if (rc)
 		return fail(p, rc, "device read error");
 
-	g->scheme = GPUOS_PT_GPT;
-	g->header_lba = h.my_lba;
-	g->alternate_lba = h.alternate_lba;
-	g->first_usable_lba = h.first_usable;
-	g->last_usable_lba = h.last_usable;
-	g->entries_lba = h.entries_lba;
-	g->n_entries = h.num_entries;
-	g->entry_size = h.entry_size;
-	gpuos_mem_copy(g->disk_guid, h.disk_guid, 16);
-	if (g->n_skipped)
-		g->flags |= GPUOS_GPT_F_SKIPPED;
+	take_header(g, &h);
 
 	/* The primary is good: look at the backup header too (one sector, no
 	 * entries), so that tools can say it needs repair. */
-	if (!(g->flags & GPUOS_GPT_F_BACKUP_USED)) {
-		if (h.alternate_lba >= g->disk_lbas || h.alternate_lba == h.my_lba) {
-			g->backup_why = "alternate LBA is not on the disk";
-		} else if ((rc = rd_lba(p, h.alternate_lba, sector_size)) != 0) {
-			return fail(p, rc, "device read error"); /* the LBA is on the disk */
-		} else if (check_header(p->buf, h.alternate_lba, g->disk_lbas, sector_size, &b, &why2)) {
-			g->backup_why = why2;
-		} else if (b.entries_crc32 != h.entries_crc32 || b.num_entries != h.num_entries ||
-			   b.entry_size != h.entry_size || b.alternate_lba != h.my_lba) {
-			g->backup_why = "backup header does not match the primary";
-		}
-		if (g->backup_why)
-			g->flags |= GPUOS_GPT_F_BACKUP_BAD;
-	}
+	if (!(g->flags & GPUOS_GPT_F_BACKUP_USED) && (rc = check_backup(g, p, &h, sector_size)))
+		return rc;
 	if (g->n_used > g->n_parts)
 		return fail(p, -ENOSPC, "more partitions than the caller's table holds");
 	return 0;
