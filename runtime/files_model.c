@@ -328,21 +328,15 @@ GPUOS_HD void files_model_close(struct rt_files *F, uint32_t m, uint32_t first)
 	F->h[first].model = -1;
 }
 
-/* Model m is shard s->no of a split model (handle slot `first`, parsed into
- * F->model[m], named F->path): open the first shard if that was another,
- * then every other shard as an H_SHARD handle, parse each into the tail of
- * m's tables, check their split KVs against the first's, and index the
- * whole. Returns the first shard's slot, or -1 after replying. */
-GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first,
-					      const struct split *s)
+/* Shard s->no of a split model is named F->path: check the name says the
+ * same shard of as many (at most GPUOS_RT_MODEL_SHARDS), and keep its
+ * prefix in F->prefix. Returns the prefix's length with *k and *n from the
+ * name, or -1 after closing model m (handle slot first) and replying. */
+GPUOS_HD static int split_prefix(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first,
+				 const struct split *s, uint32_t *k, uint32_t *n)
 {
-	struct gpuos_gguf *g = &F->model[m], *sg = &F->shard;
-	struct rt_model_files *mf = &F->mfiles[m];
-	struct split t = {0, 0, 0};
-	const char *why = 0;
-	uint32_t len = (uint32_t)gpuos_str_nlen(F->path, GPUOS_PATH_MAX), k, n, j, dup;
-	uint64_t total;
-	int pl = gpuos_gguf_split_parse(F->path, len, &k, &n), r, slot;
+	uint32_t len = (uint32_t)gpuos_str_nlen(F->path, GPUOS_PATH_MAX);
+	int pl = gpuos_gguf_split_parse(F->path, len, k, n);
 
 	if (pl < 0) {
 		files_model_close(F, m, first);
@@ -351,37 +345,155 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 			     "cannot be found (GPUOS_GGUF_SHARD opens it alone)", 0);
 		return -1;
 	}
-	if (k != s->no + 1u || n != s->count) {
+	if (*k != s->no + 1u || *n != s->count) {
 		files_model_close(F, m, first);
-		split_disagree(F, q, 0, s, k - 1u, n, s->tensors);
+		split_disagree(F, q, 0, s, *k - 1u, *n, s->tensors);
 		return -1;
 	}
-	if (n > GPUOS_RT_MODEL_SHARDS) {
+	if (*n > GPUOS_RT_MODEL_SHARDS) {
 		files_model_close(F, m, first);
-		files_shard_refuse(F, q, GPUOS_ST_UNSUPPORTED, k, n, "a model split into more shards than the runtime opens (32)", 0);
+		files_shard_refuse(F, q, GPUOS_ST_UNSUPPORTED, *k, *n, "a model split into more shards than the runtime opens (32)", 0);
 		return -1;
 	}
 	gpuos_buf_copy(F->prefix, F->path, (uint64_t)pl);
 	F->prefix[pl] = 0;
-	if (k != 1u) {
-		/* Start again from the first shard: it holds the KVs. */
+	return pl;
+}
+
+/* Model m was opened at another shard (handle slot first): close it and
+ * start again from the first of the n shards (prefix F->prefix, pl bytes),
+ * which holds the KVs, into F->model[m], its split KVs into *t. Returns the
+ * first shard's slot, or -1 after replying. */
+GPUOS_HD static int split_restart(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first,
+				  int pl, uint32_t n, struct split *t)
+{
+	struct gpuos_gguf *g = &F->model[m];
+	const char *why = 0;
+	int r, slot;
+
+	files_model_close(F, m, first);
+	gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, 1, n);
+	if ((slot = files_open_model_file(F, q, 1, n)) < 0)
+		return -1;
+	first = (uint32_t)slot;
+	files_model_mem(F->d, m, &g->mem);
+	r = parse_file(F, first, g);
+	if (r) {
 		files_model_close(F, m, first);
-		gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, 1, n);
-		if ((slot = files_open_model_file(F, q, 1, n)) < 0)
+		shard_parse_refuse(F, q, r, 1, n);
+		return -1;
+	}
+	if (split_kvs(g, t, &why) <= 0 || t->no != 0 || t->count != n) {
+		files_model_close(F, m, first);
+		split_disagree(F, q, why, t, 0, n, t->tensors);
+		return -1;
+	}
+	return slot;
+}
+
+/* Open shard k of the n of model m (first shard in handle slot first,
+ * names F->prefix, pl bytes) as an H_SHARD handle, parse it into the tail
+ * of m's tables, check its split KVs against the first's (total tensors)
+ * and add its tensors to the model's. Returns 0, or -1 after closing the
+ * model and replying. */
+GPUOS_HD static int open_shard(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first,
+			       int pl, uint32_t k, uint32_t n, uint64_t total)
+{
+	struct gpuos_gguf *g = &F->model[m], *sg = &F->shard;
+	struct rt_model_files *mf = &F->mfiles[m];
+	struct gpuos_gguf_mem tail = g->mem;
+	uint64_t arena = (g->arena_used + 7u) & ~7ull;
+	struct split t = {0, 0, 0};
+	const char *why = 0;
+	uint32_t j;
+	int r, slot;
+
+	gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, k + 1u, n);
+	if ((slot = files_open_model_file(F, q, k + 1u, n)) < 0) {
+		files_model_close(F, m, first);
+		return -1;
+	}
+	F->h[slot].kind = H_SHARD;
+	mf->file[k] = handle_number(&F->h[slot], (uint32_t)slot);
+	mf->n = k + 1u;
+	/* Its tables after the ones so far; its KVs are dropped after the
+	 * check (the first shard holds the model's). */
+	tail.tensors += g->n_tensors;
+	tail.tensor_cap -= g->n_tensors;
+	tail.kv += g->n_kv;
+	tail.kv_cap -= g->n_kv;
+	tail.arena += arena < tail.arena_cap ? arena : tail.arena_cap;
+	tail.arena_cap -= arena < tail.arena_cap ? (uint32_t)arena : tail.arena_cap;
+	/* the index, rebuilt over the whole below, keeps the parse's
+	 * duplicate check linear */
+	sg->mem = tail;
+	r = parse_file(F, (uint32_t)slot, sg);
+	if (r) {
+		files_model_close(F, m, first);
+		shard_parse_refuse(F, q, r, k + 1u, n);
+		return -1;
+	}
+	if (split_kvs(sg, &t, &why) <= 0 || t.no != k || t.count != n || t.tensors != total) {
+		files_model_close(F, m, first);
+		split_disagree(F, q, why, &t, k, n, total);
+		return -1;
+	}
+	for (j = 0; j < sg->n_tensors; j++)
+		tail.tensors[j].shard = k;
+	g->n_tensors += sg->n_tensors;
+	g->n_layers = GPUOS_MAX(g->n_layers, sg->n_layers);
+	g->flags |= sg->flags & GPUOS_GGUF_F_TRUNCATED;
+	if (!(sg->flags & GPUOS_GGUF_F_PACKED))
+		g->flags &= ~GPUOS_GGUF_F_PACKED;
+	return 0;
+}
+
+/* Index the tensors of every shard of model m (first shard in handle slot
+ * first) as one. Returns 0, or -1 after closing the model and replying
+ * (a name in two shards is corrupt). */
+GPUOS_HD static int split_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first)
+{
+	struct gpuos_gguf *g = &F->model[m];
+	struct sbuf sb;
+	uint32_t dup;
+	int r = gpuos_gguf_reindex(g, &dup);
+
+	if (!r)
+		return 0;
+	sb.p = F->reason;
+	sb.n = 0;
+	sb.cap = sizeof(F->reason);
+	sb_str(&sb, r == -EEXIST ? "corrupt split GGUF: tensor '" : "split GGUF: cannot index its tensors");
+	if (r == -EEXIST) {
+		sb_str(&sb, g->mem.tensors[dup].name);
+		sb_str(&sb, "' is in two shards");
+	}
+	files_model_close(F, m, first);
+	files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
+	return -1;
+}
+
+/* Model m is shard s->no of a split model (handle slot `first`, parsed into
+ * F->model[m], named F->path): open the first shard if that was another,
+ * then every other shard as an H_SHARD handle, parse each into the tail of
+ * m's tables, check their split KVs against the first's, and index the
+ * whole. Returns the first shard's slot, or -1 after replying. */
+GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t first,
+					      const struct split *s)
+{
+	struct gpuos_gguf *g = &F->model[m];
+	struct rt_model_files *mf = &F->mfiles[m];
+	struct split t = {0, 0, 0};
+	uint32_t k, n;
+	uint64_t total;
+	int pl = split_prefix(F, q, m, first, s, &k, &n), slot;
+
+	if (pl < 0)
+		return -1;
+	if (k != 1u) {
+		if ((slot = split_restart(F, q, m, first, pl, n, &t)) < 0)
 			return -1;
 		first = (uint32_t)slot;
-		files_model_mem(F->d, m, &g->mem);
-		r = parse_file(F, first, g);
-		if (r) {
-			files_model_close(F, m, first);
-			shard_parse_refuse(F, q, r, 1, n);
-			return -1;
-		}
-		if (split_kvs(g, &t, &why) <= 0 || t.no != 0 || t.count != n) {
-			files_model_close(F, m, first);
-			split_disagree(F, q, why, &t, 0, n, t.tensors);
-			return -1;
-		}
 		s = &t;
 	}
 	mf->n = 1;
@@ -389,80 +501,118 @@ GPUOS_NOINLINE GPUOS_HD static int open_split(struct rt_files *F, const struct m
 	mf->split_no = 0;
 	mf->split_count = n;
 	total = s->tensors;
-	for (k = 1; k < n; k++) {
-		struct gpuos_gguf_mem tail = g->mem;
-		uint64_t arena = (g->arena_used + 7u) & ~7ull;
-		gpuos_gguf_split_name(F->path, GPUOS_PATH_MAX, F->prefix, (uint32_t)pl, k + 1u, n);
-		if ((slot = files_open_model_file(F, q, k + 1u, n)) < 0) {
-			files_model_close(F, m, first);
+	for (k = 1; k < n; k++)
+		if (open_shard(F, q, m, first, pl, k, n, total))
 			return -1;
-		}
-		F->h[slot].kind = H_SHARD;
-		mf->file[k] = handle_number(&F->h[slot], (uint32_t)slot);
-		mf->n = k + 1u;
-		/* Its tables after the ones so far; its KVs are dropped after the
-		 * check (the first shard holds the model's). */
-		tail.tensors += g->n_tensors;
-		tail.tensor_cap -= g->n_tensors;
-		tail.kv += g->n_kv;
-		tail.kv_cap -= g->n_kv;
-		tail.arena += arena < tail.arena_cap ? arena : tail.arena_cap;
-		tail.arena_cap -= arena < tail.arena_cap ? (uint32_t)arena : tail.arena_cap;
-		/* the index, rebuilt over the whole below, keeps the parse's
-		 * duplicate check linear */
-		sg->mem = tail;
-		r = parse_file(F, (uint32_t)slot, sg);
-		if (r) {
-			files_model_close(F, m, first);
-			shard_parse_refuse(F, q, r, k + 1u, n);
-			return -1;
-		}
-		why = 0;
-		t.no = t.count = t.tensors = 0;
-		if (split_kvs(sg, &t, &why) <= 0 || t.no != k || t.count != n || t.tensors != total) {
-			files_model_close(F, m, first);
-			split_disagree(F, q, why, &t, k, n, total);
-			return -1;
-		}
-		for (j = 0; j < sg->n_tensors; j++)
-			tail.tensors[j].shard = k;
-		g->n_tensors += sg->n_tensors;
-		g->n_layers = GPUOS_MAX(g->n_layers, sg->n_layers);
-		g->flags |= sg->flags & GPUOS_GGUF_F_TRUNCATED;
-		if (!(sg->flags & GPUOS_GGUF_F_PACKED))
-			g->flags &= ~GPUOS_GGUF_F_PACKED;
-	}
 	if (g->n_tensors != total) {
 		files_model_close(F, m, first);
 		files_shard_refuse(F, q, GPUOS_ST_CORRUPT, n, n, "corrupt split GGUF: the shards hold another number of tensors "
 							 "than split.tensors.count says", 0);
 		return -1;
 	}
-	r = gpuos_gguf_reindex(g, &dup);
-	if (r) {
-		struct sbuf sb;
-		sb.p = F->reason;
-		sb.n = 0;
-		sb.cap = sizeof(F->reason);
-		sb_str(&sb, r == -EEXIST ? "corrupt split GGUF: tensor '" : "split GGUF: cannot index its tensors");
-		if (r == -EEXIST) {
-			sb_str(&sb, g->mem.tensors[dup].name);
-			sb_str(&sb, "' is in two shards");
-		}
-		files_model_close(F, m, first);
-		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
+	if (split_index(F, q, m, first))
 		return -1;
-	}
 	g->tensor_count = g->n_tensors;
 	g->flags |= GPUOS_GGUF_F_SPLIT;
 	return (int)first;
 }
 
-GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q)
+/* GPUOS_GGUF_RAW: a GGUF at byte q->offset of the device, for a client
+ * with raw access. Returns its new handle slot, or -1 after replying. */
+GPUOS_HD static int open_raw(struct rt_files *F, const struct mreq *q)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
 	struct rt_handle *hd;
+	int slot;
+
+	if (!(d->flags & GPUOS_RT_ALLOW_RAW)) {
+		files_reply(F, q, GPUOS_ST_DENIED, 0, 0, "a raw GGUF needs raw access (--allow-raw)");
+		return -1;
+	}
+	if (!files_may_raw(F, q)) { /* the service allows them, but not to this client */
+		files_reply(F, q, GPUOS_ST_DENIED, 0, 0,
+			    "a raw GGUF needs raw access, which this service gives only to root and its own user");
+		return -1;
+	}
+	if (q->offset >= ns_bytes) {
+		files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "offset past the end of the device");
+		return -1;
+	}
+	if ((slot = files_alloc_handle(F, q)) < 0)
+		return -1;
+	hd = &F->h[slot];
+	hd->kind = H_FILE;
+	hd->map = H_MAP_RAW;
+	hd->base = q->offset;
+	hd->size = ns_bytes - q->offset;
+	hd->block_bits = 12;
+	hd->next = 0;
+	hd->model = -1;
+	return slot;
+}
+
+/* The model file the request names (or a split model's base name), into
+ * model slot m. Returns its handle slot when it holds a GGUF (or what the
+ * GGUF parser should judge); -1 once answered: opened as safetensors, or
+ * refused. */
+GPUOS_HD static int open_named(struct rt_files *F, const struct mreq *q, uint32_t m)
+{
+	uint32_t i;
+	int slot;
+
+	if (!files_take_path(F, q))
+		return -1;
+	/* A split model's base name, when no file has that name. */
+	if (!(q->flags & GPUOS_GGUF_SHARD) && files_lookup_path(F, q, 0) == -ENOENT)
+		base_name(F, q);
+	if ((slot = files_open_model_file(F, q, 0, 0)) < 0)
+		return -1;
+	i = (uint32_t)slot;
+	/* The format is what the file holds, whatever its name. */
+	switch (files_model_format(F, i)) {
+	case MODEL_SAFETENSORS:
+		if ((slot = files_st_open(F, q, m, i)) >= 0)
+			files_model_opened(F, q, m, (uint32_t)slot);
+		return -1;
+	case MODEL_ST_INDEX:
+		if ((slot = files_st_open_index(F, q, m, i)) >= 0)
+			files_model_opened(F, q, m, (uint32_t)slot);
+		return -1;
+	case MODEL_UNKNOWN:
+		F->h[i].kind = H_FREE;
+		files_st_refuse_unknown(F, q);
+		return -1;
+	case MODEL_IO:
+		F->h[i].kind = H_FREE;
+		files_reply_err(F, q, -EIO, "cannot read the model", 0);
+		return -1;
+	default: /* GGUF: its parser says what is wrong with it */
+		return (int)i;
+	}
+}
+
+/* The GGUF in handle slot i did not parse (r): free the slot and say why. */
+GPUOS_HD static void gguf_refuse(struct rt_files *F, const struct mreq *q, uint32_t i, int r)
+{
+	struct sbuf sb;
+	uint32_t st;
+
+	F->h[i].kind = H_FREE;
+	if (r == -EIO) {
+		files_reply_err(F, q, r, "cannot read the GGUF", 0);
+		return;
+	}
+	sb.p = F->reason;
+	sb.n = 0;
+	sb.cap = sizeof(F->reason);
+	st = parse_why(F, r, &sb);
+	files_reply(F, q, st, 0, 0, F->reason);
+}
+
+GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q)
+{
+	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_gguf *g;
 	struct rt_model_files *mf;
 	struct split s;
@@ -482,78 +632,15 @@ GPUOS_NOINLINE GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct
 	}
 	mf = &F->mfiles[m];
 	mf->n = 0;
-	if (q->flags & GPUOS_GGUF_RAW) {
-		if (!(d->flags & GPUOS_RT_ALLOW_RAW)) {
-			files_reply(F, q, GPUOS_ST_DENIED, 0, 0, "a raw GGUF needs raw access (--allow-raw)");
-			return;
-		}
-		if (!files_may_raw(F, q)) { /* the service allows them, but not to this client */
-			files_reply(F, q, GPUOS_ST_DENIED, 0, 0,
-				    "a raw GGUF needs raw access, which this service gives only to root and its own user");
-			return;
-		}
-		if (q->offset >= ns_bytes) {
-			files_reply(F, q, GPUOS_ST_BAD_RANGE, 0, 0, "offset past the end of the device");
-			return;
-		}
-		if ((slot = files_alloc_handle(F, q)) < 0)
-			return;
-		i = (uint32_t)slot;
-		hd = &F->h[i];
-		hd->kind = H_FILE;
-		hd->map = H_MAP_RAW;
-		hd->base = q->offset;
-		hd->size = ns_bytes - q->offset;
-		hd->block_bits = 12;
-		hd->next = 0;
-		hd->model = -1;
-	} else {
-		if (!files_take_path(F, q))
-			return;
-		/* A split model's base name, when no file has that name. */
-		if (!(q->flags & GPUOS_GGUF_SHARD) && files_lookup_path(F, q, 0) == -ENOENT)
-			base_name(F, q);
-		if ((slot = files_open_model_file(F, q, 0, 0)) < 0)
-			return;
-		i = (uint32_t)slot;
-		/* The format is what the file holds, whatever its name. */
-		switch (files_model_format(F, i)) {
-		case MODEL_SAFETENSORS:
-			if ((slot = files_st_open(F, q, m, i)) >= 0)
-				files_model_opened(F, q, m, (uint32_t)slot);
-			return;
-		case MODEL_ST_INDEX:
-			if ((slot = files_st_open_index(F, q, m, i)) >= 0)
-				files_model_opened(F, q, m, (uint32_t)slot);
-			return;
-		case MODEL_UNKNOWN:
-			F->h[i].kind = H_FREE;
-			files_st_refuse_unknown(F, q);
-			return;
-		case MODEL_IO:
-			F->h[i].kind = H_FREE;
-			files_reply_err(F, q, -EIO, "cannot read the model", 0);
-			return;
-		default: /* GGUF: its parser says what is wrong with it */
-			break;
-		}
-	}
+	slot = q->flags & GPUOS_GGUF_RAW ? open_raw(F, q) : open_named(F, q, m);
+	if (slot < 0)
+		return;
+	i = (uint32_t)slot;
 	g = &F->model[m];
 	files_model_mem(d, m, &g->mem);
 	r = parse_file(F, i, g);
 	if (r) {
-		struct sbuf sb;
-		uint32_t st;
-		F->h[i].kind = H_FREE;
-		if (r == -EIO) {
-			files_reply_err(F, q, r, "cannot read the GGUF", 0);
-			return;
-		}
-		sb.p = F->reason;
-		sb.n = 0;
-		sb.cap = sizeof(F->reason);
-		st = parse_why(F, r, &sb);
-		files_reply(F, q, st, 0, 0, F->reason);
+		gguf_refuse(F, q, i, r);
 		return;
 	}
 	sp = split_kvs(g, &s, &why);
