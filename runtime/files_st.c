@@ -252,19 +252,15 @@ GPUOS_HD static int st_kvs(struct gpuos_gguf *g, const struct gpuos_st *st)
 	return 0;
 }
 
-/*
- * Parse the safetensors file in handle slot i (file k of n of the model, n 0
- * for a file alone) and append its tensors to g's tables as `shard`, with
- * its metadata as KVs when `kvs`. 0, or -1 after replying.
- */
-GPUOS_NOINLINE GPUOS_HD static int st_load(struct rt_files *F, const struct mreq *q, struct gpuos_gguf *g, uint32_t i,
-					   uint32_t shard, uint32_t k, uint32_t n, int kvs)
+/* Read and parse the header of the safetensors file in handle slot i (file
+ * k of n) into F->st, its tables the runtime's. 0, or -1 after replying. */
+GPUOS_HD static int st_load_header(struct rt_files *F, const struct mreq *q, uint32_t i, uint32_t k,
+				   uint32_t n)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_st *st = &F->st;
 	uint64_t size = F->h[i].size, len = 0;
 	uint8_t first8[8];
-	uint32_t j, dim;
 	int r;
 
 	if (size >= 8 && st_read(F, i, 0, 8, first8)) {
@@ -302,20 +298,17 @@ GPUOS_NOINLINE GPUOS_HD static int st_load(struct rt_files *F, const struct mreq
 		}
 		return -1;
 	}
-	if (kvs) {
-		g->version = 0;
-		g->alignment = 8;
-		g->tensor_info_off = 8;
-		g->tensor_info_end = st->data_off;
-		g->data_offset = st->data_off;
-		g->file_size = size;
-		g->data_end = size;
-		if (st_kvs(g, st)) {
-			st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors __metadata__ larger than the runtime's tables "
-							      "(4096 entries, 1 MiB of keys and strings)", 0);
-			return -1;
-		}
-	}
+	return 0;
+}
+
+/* Append the tensors F->st holds (file k of n) to g's tables as `shard`,
+ * in ggml's order of dimensions. 0, or -1 after replying. */
+GPUOS_HD static int st_add_tensors(struct rt_files *F, const struct mreq *q, struct gpuos_gguf *g,
+				   uint32_t shard, uint32_t k, uint32_t n)
+{
+	const struct gpuos_st *st = &F->st;
+	uint32_t j, dim;
+
 	for (j = 0; j < st->n_tensors; j++) {
 		const struct gpuos_st_tensor *t = &st->tensors[j];
 		struct gpuos_gguf_tensor *o;
@@ -354,6 +347,38 @@ GPUOS_NOINLINE GPUOS_HD static int st_load(struct rt_files *F, const struct mreq
 		o->shard = shard;
 		g->n_tensors++;
 	}
+	return 0;
+}
+
+/*
+ * Parse the safetensors file in handle slot i (file k of n of the model, n 0
+ * for a file alone) and append its tensors to g's tables as `shard`, with
+ * its metadata as KVs when `kvs`. 0, or -1 after replying.
+ */
+GPUOS_NOINLINE GPUOS_HD static int st_load(struct rt_files *F, const struct mreq *q, struct gpuos_gguf *g, uint32_t i,
+					   uint32_t shard, uint32_t k, uint32_t n, int kvs)
+{
+	struct gpuos_st *st = &F->st;
+	uint64_t size = F->h[i].size;
+
+	if (st_load_header(F, q, i, k, n))
+		return -1;
+	if (kvs) {
+		g->version = 0;
+		g->alignment = 8;
+		g->tensor_info_off = 8;
+		g->tensor_info_end = st->data_off;
+		g->data_offset = st->data_off;
+		g->file_size = size;
+		g->data_end = size;
+		if (st_kvs(g, st)) {
+			st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors __metadata__ larger than the runtime's tables "
+							      "(4096 entries, 1 MiB of keys and strings)", 0);
+			return -1;
+		}
+	}
+	if (st_add_tensors(F, q, g, shard, k, n))
+		return -1;
 	g->n_layers = GPUOS_MAX(g->n_layers, st->n_layers);
 	return 0;
 }
@@ -459,17 +484,16 @@ GPUOS_NOINLINE GPUOS_HD static int st_check_map(struct rt_files *F, const struct
 	return 0;
 }
 
-GPUOS_NOINLINE GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
+/* Read the index in handle slot i, which is freed (its bytes are all it
+ * gives), and parse it into F->stix, its tables the runtime's. 0, or -1
+ * after replying. */
+GPUOS_HD static int st_read_index(struct rt_files *F, const struct mreq *q, uint32_t i)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	struct gpuos_st_index *ix = &F->stix;
-	struct rt_model_files *mf = &F->mfiles[m];
-	struct gpuos_gguf *g = st_tables(F, m);
 	uint64_t size = F->h[i].size;
-	uint32_t len, slash = 0, k, n, first = 0;
-	int r, slot;
+	int r;
 
-	mf->n = 0;
 	if (size > GPUOS_RT_ST_INDEX) {
 		F->h[i].kind = H_FREE;
 		F->sterr.why = "an index longer than the runtime reads (4 MiB)";
@@ -500,6 +524,20 @@ GPUOS_NOINLINE GPUOS_HD int files_st_open_index(struct rt_files *F, const struct
 			st_refuse(F, q, st_status(r), 0, 0, "corrupt safetensors index", &F->sterr);
 		return -1;
 	}
+	return 0;
+}
+
+GPUOS_NOINLINE GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
+{
+	const struct gpuos_st_index *ix = &F->stix;
+	struct rt_model_files *mf = &F->mfiles[m];
+	struct gpuos_gguf *g = st_tables(F, m);
+	uint32_t len, slash = 0, k, n, first = 0;
+	int r, slot;
+
+	mf->n = 0;
+	if (st_read_index(F, q, i))
+		return -1;
 	/* The files are beside the index: its directory, then each name. */
 	len = (uint32_t)gpuos_str_nlen(F->path, GPUOS_PATH_MAX);
 	for (k = 0; k < len; k++)
