@@ -86,10 +86,9 @@ static int check_range(const char *name, uint32_t v, uint32_t lo, uint32_t hi, c
 /* mdts= and stripe=, in KiB: up to 1 GiB. */
 #define EMU_MAX_KIB (1u << 20)
 
-int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
+/* backend=, the image path, lba= and mdts=: what a command's blocks are. */
+static int check_blocks(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
-	int r;
-
 	if (o->backend > GPUOS_EMU_NULL) {
 		emu_errf(err, errlen, "emu: backend: unknown backend %d", (int)o->backend);
 		return -EINVAL;
@@ -114,6 +113,14 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: mdts: 4 KiB cannot be reported (MDTS 0 means no limit); use 8 or more");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The queues, their doorbells, the workers, the timing model and size=. */
+static int check_queues(const struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	int r;
+
 	if ((r = check_range("queues", o->queues, 1, 65535, "", err, errlen)) ||
 	    (r = check_range("depth", o->depth, 2, 65536, " (CAP.MQES is 16 bits)", err, errlen)) ||
 	    (r = check_range("dstrd", o->dstrd, 0, 15, "", err, errlen)))
@@ -136,6 +143,12 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 			 (unsigned long long)o->null_bytes);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* faults=: the LBA ranges, the probabilities and rate's status. */
+static int check_faults(const struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
 	if (o->n_lba_faults > GPUOS_EMU_MAX_LBA_FAULTS) {
 		emu_errf(err, errlen, "emu: faults: at most %d lba ranges", GPUOS_EMU_MAX_LBA_FAULTS);
 		return -EINVAL;
@@ -158,6 +171,14 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: faults: rate needs a non-zero status");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* ssds=, stripe=, gather=, stage= and the identify strings. */
+static int check_array(const struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	int r;
+
 	if ((r = check_range("ssds", o->ssds, 1, GPUOS_EMU_MAX_SSDS, "", err, errlen)))
 		return r;
 	/* a chunk holds whole pages and whole LBAs, so no command's page or
@@ -180,6 +201,16 @@ int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
 		emu_errf(err, errlen, "emu: serial: at most %u printable characters", (unsigned)sizeof(o->serial) - 1u);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	int r;
+
+	if ((r = check_blocks(o, err, errlen)) || (r = check_queues(o, err, errlen)) ||
+	    (r = check_faults(o, err, errlen)) || (r = check_array(o, err, errlen)))
+		return r;
 	return 0;
 }
 
@@ -285,6 +316,69 @@ static int parse_status(const char *s, uint16_t *out)
 	return 0;
 }
 
+/* lba:START[-END][:STATUS] after its count is checked; -EINVAL for a bad item. */
+static int parse_lba_fault(char *arg, const char *arg2, struct gpuos_emu_opts *o)
+{
+	uint64_t a, b;
+	uint16_t st = 0x281;
+	char *dash = strchr(arg, '-');
+
+	if (dash)
+		*dash++ = 0;
+	if (parse_u64(arg, &a))
+		return -EINVAL;
+	b = a;
+	if (dash && (parse_u64(dash, &b) || b < a))
+		return -EINVAL;
+	if (arg2 && parse_status(arg2, &st))
+		return -EINVAL;
+	o->lba_fault[o->n_lba_faults].start = a;
+	o->lba_fault[o->n_lba_faults].end = b;
+	o->lba_fault[o->n_lba_faults].status = st;
+	o->n_lba_faults++;
+	return 0;
+}
+
+/* A faults= item other than lba, named s with its argument arg and the
+ * optional second arg2: 0 when it is known and its values are good,
+ * -EINVAL otherwise. */
+static int parse_fault_item(const char *s, const char *arg, const char *arg2, struct gpuos_emu_opts *o)
+{
+	if (!strcmp(s, "late")) {
+		if (parse_prob(arg, &o->late_rate) || (arg2 && (parse_u32(arg2, &o->late_ms) || !o->late_ms)))
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(s, "duplate")) {
+		if (parse_prob(arg, &o->duplate_rate) ||
+		    (arg2 && (parse_u32(arg2, &o->duplate_ms) || !o->duplate_ms)))
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(s, "rate")) {
+		if (parse_prob(arg, &o->fault_rate) || (arg2 && parse_status(arg2, &o->fault_rate_status)))
+			return -EINVAL;
+		return 0;
+	}
+	if (arg2)
+		return -EINVAL;
+	if (!strcmp(s, "lost"))
+		return parse_prob(arg, &o->lost_rate) ? -EINVAL : 0;
+	if (!strcmp(s, "lost_every"))
+		return parse_u32(arg, &o->lost_every) || !o->lost_every ? -EINVAL : 0;
+	if (!strcmp(s, "cfs"))
+		return parse_u64(arg, &o->cfs_after) || !o->cfs_after ? -EINVAL : 0;
+	if (!strcmp(s, "dup"))
+		return parse_prob(arg, &o->dup_rate) ? -EINVAL : 0;
+	if (!strcmp(s, "dupnow"))
+		return parse_prob(arg, &o->dupnow_rate) ? -EINVAL : 0;
+	if (!strcmp(s, "dead"))
+		return parse_u64(arg, &o->dead_after) || !o->dead_after ? -EINVAL : 0;
+	if (!strcmp(s, "hang"))
+		return parse_prob(arg, &o->hang_rate) ? -EINVAL : 0;
+	return -EINVAL;
+}
+
 /* One faults= item; s is modified. */
 static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
@@ -302,81 +396,16 @@ static int parse_fault(char *s, struct gpuos_emu_opts *o, char *err, size_t errl
 		*arg2++ = 0;
 
 	if (!strcmp(s, "lba")) {
-		uint64_t a, b;
-		uint16_t st = 0x281;
-		char *dash = strchr(arg, '-');
 		if (o->n_lba_faults >= GPUOS_EMU_MAX_LBA_FAULTS) {
 			emu_errf(err, errlen, "emu: faults: at most %d lba ranges", GPUOS_EMU_MAX_LBA_FAULTS);
 			return -EINVAL;
 		}
-		if (dash)
-			*dash++ = 0;
-		if (parse_u64(arg, &a))
-			goto bad;
-		b = a;
-		if (dash && (parse_u64(dash, &b) || b < a))
-			goto bad;
-		if (arg2 && parse_status(arg2, &st))
-			goto bad;
-		o->lba_fault[o->n_lba_faults].start = a;
-		o->lba_fault[o->n_lba_faults].end = b;
-		o->lba_fault[o->n_lba_faults].status = st;
-		o->n_lba_faults++;
-		return 0;
-	}
-	if (!strcmp(s, "late")) {
-		if (parse_prob(arg, &o->late_rate) || (arg2 && (parse_u32(arg2, &o->late_ms) || !o->late_ms)))
+		if (parse_lba_fault(arg, arg2, o))
 			goto bad;
 		return 0;
 	}
-	if (!strcmp(s, "duplate")) {
-		if (parse_prob(arg, &o->duplate_rate) ||
-		    (arg2 && (parse_u32(arg2, &o->duplate_ms) || !o->duplate_ms)))
-			goto bad;
+	if (!parse_fault_item(s, arg, arg2, o))
 		return 0;
-	}
-	if (!strcmp(s, "rate")) {
-		if (parse_prob(arg, &o->fault_rate) || (arg2 && parse_status(arg2, &o->fault_rate_status)))
-			goto bad;
-		return 0;
-	}
-	if (arg2)
-		goto bad;
-	if (!strcmp(s, "lost")) {
-		if (parse_prob(arg, &o->lost_rate))
-			goto bad;
-		return 0;
-	}
-	if (!strcmp(s, "lost_every")) {
-		if (parse_u32(arg, &o->lost_every) || !o->lost_every)
-			goto bad;
-		return 0;
-	}
-	if (!strcmp(s, "cfs")) {
-		if (parse_u64(arg, &o->cfs_after) || !o->cfs_after)
-			goto bad;
-		return 0;
-	}
-	if (!strcmp(s, "dup")) {
-		if (parse_prob(arg, &o->dup_rate))
-			goto bad;
-		return 0;
-	}
-	if (!strcmp(s, "dupnow")) {
-		if (parse_prob(arg, &o->dupnow_rate))
-			goto bad;
-		return 0;
-	}
-	if (!strcmp(s, "dead")) {
-		if (parse_u64(arg, &o->dead_after) || !o->dead_after)
-			goto bad;
-		return 0;
-	}
-	if (!strcmp(s, "hang")) {
-		if (parse_prob(arg, &o->hang_rate))
-			goto bad;
-		return 0;
-	}
 bad:
 	emu_errf(err, errlen,
 		 "emu: faults: bad item '%s' (lba:START[-END][:STATUS], rate:P[:STATUS], lost:P, lost_every:N, cfs:N, "
@@ -385,21 +414,58 @@ bad:
 	return -EINVAL;
 }
 
-static int parse_kv(char *key, char *val, struct gpuos_emu_opts *o, int *workers_set,
-		    char *err, size_t errlen)
+static int parse_backend(const char *val, struct gpuos_emu_opts *o, char *err, size_t errlen)
 {
 	int r = 0;
 
-	if (!strcmp(key, "backend")) {
-		if (!strcmp(val, "ram")) o->backend = GPUOS_EMU_RAM;
-		else if (!strcmp(val, "file")) o->backend = GPUOS_EMU_FILE;
-		else if (!strcmp(val, "uring")) o->backend = GPUOS_EMU_URING;
-		else if (!strcmp(val, "null")) o->backend = GPUOS_EMU_NULL;
-		else r = -EINVAL;
-		if (r)
-			emu_errf(err, errlen, "emu: backend: '%s' is not ram, file, uring or null", val);
-		return r;
+	if (!strcmp(val, "ram")) o->backend = GPUOS_EMU_RAM;
+	else if (!strcmp(val, "file")) o->backend = GPUOS_EMU_FILE;
+	else if (!strcmp(val, "uring")) o->backend = GPUOS_EMU_URING;
+	else if (!strcmp(val, "null")) o->backend = GPUOS_EMU_NULL;
+	else r = -EINVAL;
+	if (r)
+		emu_errf(err, errlen, "emu: backend: '%s' is not ram, file, uring or null", val);
+	return r;
+}
+
+/* model= or serial=, as identify reports it. */
+static int parse_ident(const char *key, const char *val, struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	char *dst = key[0] == 'm' ? o->model : o->serial;
+	size_t cap = key[0] == 'm' ? sizeof(o->model) : sizeof(o->serial);
+
+	if (strlen(val) >= cap || !printable(val)) {
+		emu_errf(err, errlen, "emu: %s: at most %zu printable characters", key, cap - 1);
+		return -EINVAL;
 	}
+	memcpy(dst, val, strlen(val) + 1);
+	return 0;
+}
+
+/* faults=ITEM[+ITEM...]; val is modified. */
+static int parse_faults(char *val, struct gpuos_emu_opts *o, char *err, size_t errlen)
+{
+	char *save = NULL;
+	int r;
+
+	if (!*val) {
+		emu_errf(err, errlen, "emu: faults: empty list");
+		return -EINVAL;
+	}
+	for (char *it = strtok_r(val, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
+		r = parse_fault(it, o, err, errlen);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* A key whose value is one number or flag: 0, -EINVAL for a bad value,
+ * -ENOENT for a key that is not one of them. */
+static int parse_scalar(const char *key, const char *val, struct gpuos_emu_opts *o, int *workers_set)
+{
+	int r = 0;
+
 	if (!strcmp(key, "size"))
 		r = parse_bytes(val, &o->null_bytes) || !o->null_bytes ? -EINVAL : 0;
 	else if (!strcmp(key, "lba"))
@@ -446,28 +512,24 @@ static int parse_kv(char *key, char *val, struct gpuos_emu_opts *o, int *workers
 		r = parse_u32(val, &o->stage_mib);
 	else if (!strcmp(key, "direct"))
 		r = parse_bool(val, &o->direct);
-	else if (!strcmp(key, "model") || !strcmp(key, "serial")) {
-		char *dst = key[0] == 'm' ? o->model : o->serial;
-		size_t cap = key[0] == 'm' ? sizeof(o->model) : sizeof(o->serial);
-		if (strlen(val) >= cap || !printable(val)) {
-			emu_errf(err, errlen, "emu: %s: at most %zu printable characters", key, cap - 1);
-			return -EINVAL;
-		}
-		memcpy(dst, val, strlen(val) + 1);
-		return 0;
-	} else if (!strcmp(key, "faults")) {
-		char *save = NULL;
-		if (!*val) {
-			emu_errf(err, errlen, "emu: faults: empty list");
-			return -EINVAL;
-		}
-		for (char *it = strtok_r(val, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
-			r = parse_fault(it, o, err, errlen);
-			if (r)
-				return r;
-		}
-		return 0;
-	} else {
+	else
+		r = -ENOENT;
+	return r;
+}
+
+static int parse_kv(char *key, char *val, struct gpuos_emu_opts *o, int *workers_set,
+		    char *err, size_t errlen)
+{
+	int r;
+
+	if (!strcmp(key, "backend"))
+		return parse_backend(val, o, err, errlen);
+	if (!strcmp(key, "model") || !strcmp(key, "serial"))
+		return parse_ident(key, val, o, err, errlen);
+	if (!strcmp(key, "faults"))
+		return parse_faults(val, o, err, errlen);
+	r = parse_scalar(key, val, o, workers_set);
+	if (r == -ENOENT) {
 		emu_errf(err, errlen, "emu: unknown option '%s'", key);
 		return -EINVAL;
 	}
