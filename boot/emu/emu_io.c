@@ -421,13 +421,11 @@ static void fail_all(struct emu_worker *w, uint32_t n)
 		}
 }
 
-/* Move the data of every prepared command: the backend for what it must
- * read or write, the DMA engine for what goes into device memory. */
-static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
+/* Room for the round's bios and iovecs at most: a chunk per stripe or
+ * per LBA a command spans, an iovec per chunk and segment. */
+static int reserve_round(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 {
-	const int async = dma_engine(e);
-	uint32_t nb = 0, niov = 0, maxb = 0, maxiov = 0;
-	size_t since_mark = 0;
+	uint32_t maxb = 0, maxiov = 0;
 	uint64_t stripe = e->arr_n > 1 ? e->stripe_bytes : UINT64_MAX;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -437,7 +435,95 @@ static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 		maxb += chunks;
 		maxiov += chunks + c->nseg;
 	}
-	if (bio_reserve(w, maxb) || iov_reserve(w, maxiov)) {
+	return bio_reserve(w, maxb) || iov_reserve(w, maxiov);
+}
+
+/* A read into device memory straight from the RAM image or the null
+ * backend through the DMA engine; nothing is left for the backend. */
+static void read_direct(struct gpuos_emu *e, struct emu_worker *w, uint32_t n, struct emu_cmd *c,
+			size_t *since_mark)
+{
+	c->status = e->be->ram_registered ? ram_direct(e, w, c) : null_direct(e, w, c);
+	c->op = EMU_OP_NONE;            /* nothing left for the backend */
+	if (!c->status) {
+		c->ticket = UINT64_MAX;  /* a ticket at the next mark */
+		/* marks every DMA_MARK_BYTES: the first commands of a
+		 * long round complete while the rest still move */
+		if ((*since_mark += c->len) >= DMA_MARK_BYTES) {
+			dma_mark_round(e, w, n, 0);
+			*since_mark = 0;
+		}
+	}
+}
+
+/* Host memory for a command on device memory: 0 when c->stage holds a
+ * write's data or awaits a read's, -1 when the command failed (its status
+ * set, nothing left for the backend). */
+static int stage_cmd(struct gpuos_emu *e, struct emu_worker *w, struct emu_cmd *c, int async)
+{
+	/* through host memory: pinned staging when the channel moves it, a
+	 * buffer of its own for synchronous copies (and writes, whose data
+	 * must be read out of device memory before the backend sees it) */
+	if (async && c->op == EMU_OP_READ)
+		c->stage = stage_wait(e, w, c->len);
+	if (!c->stage) {
+		if (posix_memalign((void **)&c->stage, EMU_PAGE, c->len)) {
+			c->stage = NULL;
+			c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
+			c->op = EMU_OP_NONE;
+			return -1;
+		}
+		c->own_stage = 1;   /* freed in finish */
+	}
+	if (c->op == EMU_OP_WRITE) {
+		uint16_t st = emu_sgl_copy(e, &w->sgl, c->seg0, c->nseg, c->stage, c->len, 0);
+		if (st) {
+			c->status = st;
+			c->op = EMU_OP_NONE;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* A failed bio fails its command, unless an earlier status stands. */
+static void bio_statuses(struct emu_worker *w, uint32_t nb)
+{
+	for (uint32_t k = 0; k < nb; k++) {
+		struct emu_cmd *c = &w->cmd[w->bio_cmd[k]];
+		int res = w->bio[k].res;
+		if (res && !c->status)
+			c->status = c->op == EMU_OP_READ ?
+				    ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_UNRECOVERED_READ, 0) :
+				    res == -EROFS ?
+				    ST(GPUOS_NVME_SCT_GENERIC, 0x20, 1) : /* Namespace is Write Protected */
+				    ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_WRITE_FAULT, 0);
+	}
+}
+
+/* staged reads: now into device memory */
+static void scatter_staged(struct gpuos_emu *e, struct emu_worker *w, uint32_t n, int async)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct emu_cmd *c = &w->cmd[i];
+		if (c->op != EMU_OP_READ || !c->device || c->status)
+			continue;
+		c->status = scatter(e, w, c, c->stage, async && !c->own_stage);
+		if (!c->own_stage && !c->status) {
+			c->ticket = UINT64_MAX;
+		}
+	}
+}
+
+/* Move the data of every prepared command: the backend for what it must
+ * read or write, the DMA engine for what goes into device memory. */
+static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
+{
+	const int async = dma_engine(e);
+	uint32_t nb = 0, niov = 0;
+	size_t since_mark = 0;
+
+	if (reserve_round(e, w, n)) {
 		fail_all(w, n);
 		return;
 	}
@@ -458,65 +544,17 @@ static void execute(struct gpuos_emu *e, struct emu_worker *w, uint32_t n)
 			continue;
 		}
 		if (c->op == EMU_OP_READ && async && (e->be->ram_registered || e->o.backend == GPUOS_EMU_NULL)) {
-			c->status = e->be->ram_registered ? ram_direct(e, w, c) : null_direct(e, w, c);
-			c->op = EMU_OP_NONE;            /* nothing left for the backend */
-			if (!c->status) {
-				c->ticket = UINT64_MAX;  /* a ticket at the next mark */
-				/* marks every DMA_MARK_BYTES: the first commands of a
-				 * long round complete while the rest still move */
-				if ((since_mark += c->len) >= DMA_MARK_BYTES) {
-					dma_mark_round(e, w, n, 0);
-					since_mark = 0;
-				}
-			}
+			read_direct(e, w, n, c, &since_mark);
 			continue;
 		}
-		/* through host memory: pinned staging when the channel moves it, a
-		 * buffer of its own for synchronous copies (and writes, whose data
-		 * must be read out of device memory before the backend sees it) */
-		if (async && c->op == EMU_OP_READ)
-			c->stage = stage_wait(e, w, c->len);
-		if (!c->stage) {
-			if (posix_memalign((void **)&c->stage, EMU_PAGE, c->len)) {
-				c->stage = NULL;
-				c->status = ST(GPUOS_NVME_SCT_GENERIC, GPUOS_NVME_SC_INTERNAL, 0);
-				c->op = EMU_OP_NONE;
-				continue;
-			}
-			c->own_stage = 1;   /* freed in finish */
-		}
-		if (c->op == EMU_OP_WRITE) {
-			uint16_t st = emu_sgl_copy(e, &w->sgl, c->seg0, c->nseg, c->stage, c->len, 0);
-			if (st) {
-				c->status = st;
-				c->op = EMU_OP_NONE;
-				continue;
-			}
-		}
+		if (stage_cmd(e, w, c, async))
+			continue;
 		add_bios(e, w, i, c->stage, &nb, &niov);
 	}
 	if (nb)
 		emu_backend_exec(e, w, w->bio, nb);
-	for (uint32_t k = 0; k < nb; k++) {
-		struct emu_cmd *c = &w->cmd[w->bio_cmd[k]];
-		int res = w->bio[k].res;
-		if (res && !c->status)
-			c->status = c->op == EMU_OP_READ ?
-				    ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_UNRECOVERED_READ, 0) :
-				    res == -EROFS ?
-				    ST(GPUOS_NVME_SCT_GENERIC, 0x20, 1) : /* Namespace is Write Protected */
-				    ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_WRITE_FAULT, 0);
-	}
-	/* staged reads: now into device memory */
-	for (uint32_t i = 0; i < n; i++) {
-		struct emu_cmd *c = &w->cmd[i];
-		if (c->op != EMU_OP_READ || !c->device || c->status)
-			continue;
-		c->status = scatter(e, w, c, c->stage, async && !c->own_stage);
-		if (!c->own_stage && !c->status) {
-			c->ticket = UINT64_MAX;
-		}
-	}
+	bio_statuses(w, nb);
+	scatter_staged(e, w, n, async);
 	if (async)
 		dma_mark_round(e, w, n, 1);
 }
