@@ -348,6 +348,88 @@ static int ilog2(uint64_t v)
 	return n;
 }
 
+/* The options' copy in e and what follows from them: geometry, the
+ * worker count, the serial number (member i of an array of n). */
+static void set_up(struct gpuos_emu *e, const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env,
+		   uint32_t n, uint32_t i)
+{
+	gpuos_emu_opts_default(&e->o);
+	memcpy(&e->o, o, GPUOS_MIN(o->size, sizeof(e->o)));
+	e->o.size = sizeof(e->o);
+	if (env)
+		e->env = *env;
+	e->arr_n = n;
+	e->arr_i = i;
+	e->stripe_bytes = (uint64_t)e->o.stripe_kib * 1024u;
+	e->lba_shift = (uint32_t)ilog2(e->o.lba_bytes);
+	e->mdts_bytes = (uint64_t)e->o.mdts_kib * 1024u;
+	e->nq = e->o.queues;
+	e->nworkers = GPUOS_MIN(e->o.workers, e->o.queues);
+	if (e->env.max_workers)
+		e->nworkers = GPUOS_MAX(1u, GPUOS_MIN(e->nworkers, e->env.max_workers / n));
+	if (!e->o.serial[0])
+		snprintf(e->o.serial, sizeof(e->o.serial), "GPUOS%08X",
+			 fnv1a(e->o.backend == GPUOS_EMU_NULL ? "null" : e->o.path));
+	if (n > 1) {
+		/* members tell themselves apart: "-i" at the end, the rest cut to fit */
+		char sfx[8];
+		int k = snprintf(sfx, sizeof(sfx), "-%u", i);
+		size_t keep = GPUOS_MIN(strlen(e->o.serial), sizeof(e->o.serial) - 1 - (size_t)k);
+		e->o.serial[keep] = 0;
+		strcat(e->o.serial, sfx);
+	}
+}
+
+static void init_locks(struct gpuos_emu *e)
+{
+	pthread_mutex_init(&e->elock, NULL);
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	/* a map() must not starve behind workers that hold the read lock back to back */
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&e->rlock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+}
+
+/* The register file, from env.alloc_regs when given, with CAP and VS set
+ * (and CC/CSTS as firmware leaves them for enabled=1). */
+static int init_regs(struct gpuos_emu *e, char *err, size_t errlen)
+{
+	e->regs_len = emu_regs_len_for(e->nq, e->o.dstrd);
+	if (e->env.alloc_regs) {
+		e->regs = e->env.alloc_regs(e->env.ctx, e->regs_len);
+	} else {
+		e->regs_alloc = calloc(1, e->regs_len);
+		e->regs = e->regs_alloc;
+	}
+	if (!e->regs) {
+		emu_errf(err, errlen, "emu: cannot allocate %zu bytes of registers", e->regs_len);
+		return -ENOMEM;
+	}
+
+	e->cap = (uint64_t)(e->o.depth - 1) << GPUOS_NVME_CAP_MQES_SHIFT |
+		 1ull << GPUOS_NVME_CAP_CQR_SHIFT |
+		 (uint64_t)e->o.to << GPUOS_NVME_CAP_TO_SHIFT |
+		 (uint64_t)e->o.dstrd << GPUOS_NVME_CAP_DSTRD_SHIFT |
+		 GPUOS_NVME_CAP_CSS_NVM << GPUOS_NVME_CAP_CSS_SHIFT |
+		 0ull << GPUOS_NVME_CAP_MPSMIN_SHIFT | 0ull << GPUOS_NVME_CAP_MPSMAX_SHIFT;
+	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CAP), (uint32_t)e->cap, __ATOMIC_RELAXED);
+	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CAP + 4), (uint32_t)(e->cap >> 32), __ATOMIC_RELAXED);
+	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_VS), GPUOS_NVME_VS(1, 4, 0), __ATOMIC_RELAXED);
+	if (e->o.start_enabled) {
+		/* as firmware leaves it: enabled and ready, but with no admin queue
+		 * the driver may use; the driver must reset the controller first */
+		uint32_t cc = GPUOS_NVME_CC_EN | GPUOS_NVME_SQES_LOG2 << GPUOS_NVME_CC_IOSQES_SHIFT |
+			      GPUOS_NVME_CQES_LOG2 << GPUOS_NVME_CC_IOCQES_SHIFT;
+		__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CC), cc, __ATOMIC_RELAXED);
+		__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CSTS), GPUOS_NVME_CSTS_RDY, __ATOMIC_RELAXED);
+		e->c.last_cc = cc;
+		e->c.enabled = e->c.ready = 1;
+	}
+	/* the regs' initial values are published to the threads by pthread_create */
+	return 0;
+}
+
 /* One controller; member i of an array of n, sharing be when it is not NULL. */
 static int create_one(const struct gpuos_emu_opts *o, const struct gpuos_emu_env *env, uint32_t n, uint32_t i,
 		      struct emu_backend *be, struct gpuos_emu **out, char *err, size_t errlen)
@@ -375,38 +457,8 @@ static int create_one(const struct gpuos_emu_opts *o, const struct gpuos_emu_env
 		emu_errf(err, errlen, "emu: out of memory");
 		return -ENOMEM;
 	}
-	gpuos_emu_opts_default(&e->o);
-	memcpy(&e->o, o, GPUOS_MIN(o->size, sizeof(e->o)));
-	e->o.size = sizeof(e->o);
-	if (env)
-		e->env = *env;
-	e->arr_n = n;
-	e->arr_i = i;
-	e->stripe_bytes = (uint64_t)e->o.stripe_kib * 1024u;
-	e->lba_shift = (uint32_t)ilog2(e->o.lba_bytes);
-	e->mdts_bytes = (uint64_t)e->o.mdts_kib * 1024u;
-	e->nq = e->o.queues;
-	e->nworkers = GPUOS_MIN(e->o.workers, e->o.queues);
-	if (e->env.max_workers)
-		e->nworkers = GPUOS_MAX(1u, GPUOS_MIN(e->nworkers, e->env.max_workers / n));
-	if (!e->o.serial[0])
-		snprintf(e->o.serial, sizeof(e->o.serial), "GPUOS%08X",
-			 fnv1a(e->o.backend == GPUOS_EMU_NULL ? "null" : e->o.path));
-	if (n > 1) {
-		/* members tell themselves apart: "-i" at the end, the rest cut to fit */
-		char sfx[8];
-		int k = snprintf(sfx, sizeof(sfx), "-%u", i);
-		size_t keep = GPUOS_MIN(strlen(e->o.serial), sizeof(e->o.serial) - 1 - (size_t)k);
-		e->o.serial[keep] = 0;
-		strcat(e->o.serial, sfx);
-	}
-	pthread_mutex_init(&e->elock, NULL);
-	pthread_rwlockattr_t ra;
-	pthread_rwlockattr_init(&ra);
-	/* a map() must not starve behind workers that hold the read lock back to back */
-	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&e->rlock, &ra);
-	pthread_rwlockattr_destroy(&ra);
+	set_up(e, o, env, n, i);
+	init_locks(e);
 
 	e->reg = calloc(GPUOS_EMU_MAX_REGIONS, sizeof(*e->reg));
 	e->sq = calloc(e->nq + 1u, sizeof(*e->sq));
@@ -420,40 +472,9 @@ static int create_one(const struct gpuos_emu_opts *o, const struct gpuos_emu_env
 	r = be ? emu_backend_share(e, be) : emu_backend_open(e, err, errlen);
 	if (r)
 		goto fail;
-
-	e->regs_len = emu_regs_len_for(e->nq, e->o.dstrd);
-	if (e->env.alloc_regs) {
-		e->regs = e->env.alloc_regs(e->env.ctx, e->regs_len);
-	} else {
-		e->regs_alloc = calloc(1, e->regs_len);
-		e->regs = e->regs_alloc;
-	}
-	if (!e->regs) {
-		emu_errf(err, errlen, "emu: cannot allocate %zu bytes of registers", e->regs_len);
-		r = -ENOMEM;
+	r = init_regs(e, err, errlen);
+	if (r)
 		goto fail;
-	}
-
-	e->cap = (uint64_t)(e->o.depth - 1) << GPUOS_NVME_CAP_MQES_SHIFT |
-		 1ull << GPUOS_NVME_CAP_CQR_SHIFT |
-		 (uint64_t)e->o.to << GPUOS_NVME_CAP_TO_SHIFT |
-		 (uint64_t)e->o.dstrd << GPUOS_NVME_CAP_DSTRD_SHIFT |
-		 GPUOS_NVME_CAP_CSS_NVM << GPUOS_NVME_CAP_CSS_SHIFT |
-		 0ull << GPUOS_NVME_CAP_MPSMIN_SHIFT | 0ull << GPUOS_NVME_CAP_MPSMAX_SHIFT;
-	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CAP), (uint32_t)e->cap, __ATOMIC_RELAXED);
-	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CAP + 4), (uint32_t)(e->cap >> 32), __ATOMIC_RELAXED);
-	__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_VS), GPUOS_NVME_VS(1, 4, 0), __ATOMIC_RELAXED);
-	if (e->o.start_enabled) {
-		/* as firmware leaves it: enabled and ready, but with no admin queue
-		 * the driver may use; the driver must reset the controller first */
-		uint32_t cc = GPUOS_NVME_CC_EN | GPUOS_NVME_SQES_LOG2 << GPUOS_NVME_CC_IOSQES_SHIFT |
-			      GPUOS_NVME_CQES_LOG2 << GPUOS_NVME_CC_IOCQES_SHIFT;
-		__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CC), cc, __ATOMIC_RELAXED);
-		__atomic_store_n(emu_reg(e, GPUOS_NVME_REG_CSTS), GPUOS_NVME_CSTS_RDY, __ATOMIC_RELAXED);
-		e->c.last_cc = cc;
-		e->c.enabled = e->c.ready = 1;
-	}
-	/* the regs' initial values are published to the threads by pthread_create */
 
 	r = emu_workers_start(e, err, errlen);
 	if (r)
