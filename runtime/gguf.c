@@ -763,7 +763,9 @@ static GPUOS_HD int parse_tensors(struct gpuos_gguf *g, struct gpuos_gguf_parser
 
 	for (i = 0; i < g->tensor_count; i++) {
 		struct gpuos_gguf_tensor *t = NULL;
-		uint64_t len, ne[GPUOS_GGUF_MAX_DIMS], size, off, end;
+		/* len and size set by tensor_name and tensor_type when they return 0
+		 * (zeroed: gcc's -O1 TSan build cannot see it and warns) */
+		uint64_t len = 0, ne[GPUOS_GGUF_MAX_DIMS], size = 0, off, end;
 		uint32_t n_dims, type, d;
 		int32_t layer;
 
