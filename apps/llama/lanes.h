@@ -304,7 +304,7 @@ GPUOS_INLINE GPUOS_HD int llama_is_float(uint32_t t)
  * at the latency of memory, not its bandwidth). A batch takes each piece
  * against LLAMA_GROUP sequences, so fewer pieces in flight cover its
  * loads, and its sums need the registers. */
-#ifndef LLAMA_DEPTH /* -D to measure another depth (bench/llama.sh's variants) */
+#ifndef LLAMA_DEPTH /* -DLLAMA_DEPTH=N builds another depth to measure beside this one */
 #define LLAMA_DEPTH 4u
 #endif
 #define LLAMA_DEPTH_BATCH 2u
