@@ -11,12 +11,21 @@
 
 #include "ctrl.h"
 
-extern const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops;
-extern const struct gpuos_ctrl_ops gpuos_ctrl_null_ops;
-extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops;
+/* The kinds of controller, one row each (a kind is its file's ops table),
+ * longest prefix first: "gpu-null" before "null". */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops;     /* boot/ctrl_emu.c */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops; /* boot/loopback.c */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_null_ops;    /* boot/ctrl_emu.c */
 /* A strong reference: a weak one pulls no member out of libgpuos.a, and the
  * binary with CUDA then had no pci: at all (issue 13). */
-extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops;
+extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops;     /* boot/pci/pci.c */
+static const struct gpuos_ctrl_ops *const kinds[] = {
+	&gpuos_ctrl_emu_ops,
+	&gpuos_ctrl_gpunull_ops,
+	&gpuos_ctrl_null_ops,
+	&gpuos_ctrl_pci_ops,
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 uint64_t gpuos_iova_base(void)
 {
@@ -41,14 +50,10 @@ uint64_t gpuos_iova_base(void)
  * with the checks of a device list; NULL with the reason in err. */
 static const struct gpuos_ctrl_ops *device_kind(const char *dev, const char **args, char *err, size_t errlen)
 {
-	const struct gpuos_ctrl_ops *table[4];
+	const struct gpuos_ctrl_ops *const *table = kinds;
 	const struct gpuos_ctrl_ops *ops = NULL;
-	size_t i, n = 0;
+	size_t i, n = NKINDS;
 
-	table[n++] = &gpuos_ctrl_emu_ops;
-	table[n++] = &gpuos_ctrl_gpunull_ops; /* before "null": longest prefix first */
-	table[n++] = &gpuos_ctrl_null_ops;
-	table[n++] = &gpuos_ctrl_pci_ops;
 	if (!dev || !*dev) {
 		snprintf(err, errlen, "no device given (--device emu:IMAGE, null, or pci:DDDD:BB:DD.F)");
 		return NULL;
@@ -101,6 +106,15 @@ int gpuos_device_check(const char *dev, char *err, size_t errlen)
 	if (!ops)
 		return -EINVAL;
 	return ops->parse ? ops->parse(args, err, errlen) : 0;
+}
+
+int gpuos_device_on_gpu(const char *dev)
+{
+	size_t i;
+	for (i = 0; dev && i < NKINDS; i++)
+		if (strncmp(dev, kinds[i]->prefix, strlen(kinds[i]->prefix)) == 0)
+			return kinds[i]->on_gpu;
+	return 0;
 }
 
 int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_vram, struct gpuos_ctrl **out,

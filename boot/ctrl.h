@@ -26,6 +26,8 @@
 #define GPUOS_CTRL_STRIPE_KIB  512u    /* an array's default chunk size (md's; docs/benchmarks-log.md says why) */
 
 struct gpuos_ctrl;
+struct gpuos_dma;
+struct gpuos_nvme_dev; /* boot/bringup.h */
 
 struct gpuos_ctrl_ops {
 	const char *prefix;    /* device string prefix: "emu:", "null", "pci:" */
@@ -53,8 +55,32 @@ struct gpuos_ctrl_ops {
 	void (*describe)(struct gpuos_ctrl *c, char *buf, size_t len);
 	/* Optional: member i's own counters. 0 or -EINVAL (no member i). */
 	int (*counters)(struct gpuos_ctrl *c, uint32_t i, struct gpuos_ctrl_stats *out);
-	/* 1: no registers and no admin queue (gpu-null); see boot/loopback.h. */
-	int loopback;
+	/* ---- hooks of a controller that is no NVMe register file (gpu-null) ----
+	 * Each is optional; NULL is the NVMe way (boot/bringup.h): CC.EN and
+	 * Identify through the registers, Set Features Number of Queues, queue
+	 * pairs created on the admin queue, nothing to start or stop beside
+	 * the runtime. A controller with identity has no admin queue, so
+	 * nothing to delete or shut down either. */
+	/* In place of bring-up: what member m answers for Identify, written
+	 * over *d (which it zeroes first). */
+	void (*identity)(struct gpuos_ctrl *c, uint32_t m, struct gpuos_nvme_dev *d);
+	/* In place of Set Features: the I/O queue pairs granted for want. */
+	uint32_t (*grant)(struct gpuos_ctrl *c, uint32_t want);
+	/* In place of Create I/O SQ/CQ: the controller makes nq queue pairs of
+	 * depth entries itself; sq[], cq[] their DMA records and sq_db[],
+	 * cq_db[] their doorbells (runtime space). 0 or -errno, reason in err.
+	 * Such a controller moves no data (the runtime's metadata warp has
+	 * nothing to read) and shares no queues among runtimes (boot/sys_plan.h). */
+	int (*queues)(struct gpuos_ctrl *c, uint32_t nq, uint32_t depth, struct gpuos_dma *sq, struct gpuos_dma *cq,
+		      uint64_t *sq_db, uint64_t *cq_db, char *err, size_t errlen);
+	/* Start the controller's own work with image (before the runtime's
+	 * launch); stop it (after the runtime has drained), keeping its queues'
+	 * progress for the next start. 0 or -errno, reason in err. */
+	int (*start)(struct gpuos_ctrl *c, const void *image, char *err, size_t errlen);
+	int (*stop)(struct gpuos_ctrl *c, char *err, size_t errlen);
+	/* 1: the controller is the GPU itself (needs one; its queues and
+	 * doorbells are in VRAM, so device scope orders enough) */
+	int on_gpu;
 	/* 1: the device string may list several controllers, "A+B+..." (pci:) */
 	int lists;
 	/* 1: map pins the pages it maps (VFIO): a mapped range cannot take
@@ -136,6 +162,10 @@ static inline uint64_t gpuos_iova_base_of(uint64_t rnd)
 /* A fresh random base (getrandom; never blocks, not even before the
  * kernel's random pool is ready, as in a guest just booted). */
 uint64_t gpuos_iova_base(void);
+
+/* 1 where dev names a controller that is the GPU itself (ops->on_gpu),
+ * else 0 (an unknown kind too): the one kind gpuos_identify needs a GPU for. */
+int gpuos_device_on_gpu(const char *dev);
 
 /* Open the controller named by dev. gpu may be NULL (host mode). Returns 0,
  * -EINVAL for a device string no controller knows, or the controller's error;

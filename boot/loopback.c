@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * "gpu-null": the loopback controller of kernels/loopback.cuh behind the ops
- * table. No register file and no admin queue: boot/sys.c asks for queues
- * with gpuos_loop_queues() and starts the loopback kernel with
- * gpuos_loop_start() before the runtime, and stops it after.
+ * table. No register file and no admin queue: its hooks (boot/ctrl.h) stand
+ * in for bring-up (identity), Set Features (grant) and Create I/O SQ/CQ
+ * (queues), and start the loopback kernel before the runtime and stop it
+ * after. Everything that is gpu-null's alone lives in this file.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bringup.h"
 #include "ctrl.h"
-#include "loopback.h"
 #include "gpuos/internal/loopback.h"
 
 struct loop_priv {
@@ -20,6 +21,8 @@ struct loop_priv {
 	struct gpuos_loop_desc host; /* host copy, written once before launch */
 	int running;
 };
+
+static int loop_stop(struct gpuos_ctrl *c, char *err, size_t errlen);
 
 static int loop_parse(const char *args, char *err, size_t errlen)
 {
@@ -52,7 +55,7 @@ static void loop_close(struct gpuos_ctrl *c)
 	if (!p)
 		return;
 	if (p->running)
-		gpuos_loop_stop(c, NULL, 0);
+		loop_stop(c, NULL, 0);
 	if (p->desc.len)
 		gpuos_dma_free(c, &p->desc);
 	if (p->dbs.len)
@@ -84,19 +87,36 @@ static void loop_describe(struct gpuos_ctrl *c, char *buf, size_t len)
 	snprintf(buf, len, "gpu-null loopback");
 }
 
-const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops = {
-	.prefix = "gpu-null",
-	.open = loop_open,
-	.parse = loop_parse,
-	.close = loop_close,
-	.map = loop_map,
-	.unmap = loop_unmap,
-	.describe = loop_describe,
-	.loopback = 1,
-};
 
-int gpuos_loop_queues(struct gpuos_ctrl *c, uint32_t nq, uint32_t depth, struct gpuos_dma *sq,
-		      struct gpuos_dma *cq, uint64_t *sq_db, uint64_t *cq_db, char *err, size_t errlen)
+/* Nothing to bring up; it answers like a 1 TiB namespace. */
+static void loop_identity(struct gpuos_ctrl *c, uint32_t m, struct gpuos_nvme_dev *d)
+{
+	(void)m;
+	memset(d, 0, sizeof(*d));
+	d->c = c;
+	d->vs = GPUOS_NVME_VS(2, 0, 0);
+	d->mqes = 4096;
+	d->to_ms = 10000;
+	d->lba_bytes = 512;
+	d->ns_lbas = 1ull << 31;
+	d->nsid = 1;
+	d->nn = 1;
+	snprintf(d->model, sizeof(d->model), "gpuos gpu-null loopback");
+	snprintf(d->serial, sizeof(d->serial), "gpu-null");
+	snprintf(d->firmware, sizeof(d->firmware), "1.0");
+}
+
+/* Whatever it is asked, as many queues as the kernel serves at most
+ * (loop_queues refuses more). */
+static uint32_t loop_grant(struct gpuos_ctrl *c, uint32_t want)
+{
+	(void)c;
+	return GPUOS_MIN(want, GPUOS_LOOP_MAX_QUEUES);
+}
+
+/* nq queue pairs of depth entries in VRAM and their doorbells. */
+static int loop_queues(struct gpuos_ctrl *c, uint32_t nq, uint32_t depth, struct gpuos_dma *sq, struct gpuos_dma *cq,
+		       uint64_t *sq_db, uint64_t *cq_db, char *err, size_t errlen)
 {
 	struct loop_priv *p = (struct loop_priv *)c->priv;
 	uint32_t q;
@@ -136,7 +156,8 @@ int gpuos_loop_queues(struct gpuos_ctrl *c, uint32_t nq, uint32_t depth, struct 
 	return 0;
 }
 
-int gpuos_loop_start(struct gpuos_ctrl *c, const void *image, char *err, size_t errlen)
+/* The loopback kernel, before the runtime's. */
+static int loop_start(struct gpuos_ctrl *c, const void *image, char *err, size_t errlen)
 {
 	struct loop_priv *p = (struct loop_priv *)c->priv;
 	int r;
@@ -163,7 +184,8 @@ int gpuos_loop_start(struct gpuos_ctrl *c, const void *image, char *err, size_t 
 	return r;
 }
 
-int gpuos_loop_stop(struct gpuos_ctrl *c, char *err, size_t errlen)
+/* After the runtime has drained. */
+static int loop_stop(struct gpuos_ctrl *c, char *err, size_t errlen)
 {
 	struct loop_priv *p = (struct loop_priv *)c->priv;
 	uint32_t one = 1;
@@ -185,3 +207,19 @@ int gpuos_loop_stop(struct gpuos_ctrl *c, char *err, size_t errlen)
 		r = gpuos_gpu_copy(c->gpu, &p->host, (void *)(uintptr_t)p->desc.rt, sizeof(p->host), 0);
 	return r;
 }
+
+const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops = {
+	.prefix = "gpu-null",
+	.open = loop_open,
+	.parse = loop_parse,
+	.close = loop_close,
+	.map = loop_map,
+	.unmap = loop_unmap,
+	.describe = loop_describe,
+	.identity = loop_identity,
+	.grant = loop_grant,
+	.queues = loop_queues,
+	.start = loop_start,
+	.stop = loop_stop,
+	.on_gpu = 1,
+};

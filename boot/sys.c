@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "gpuos/internal/loopback.h"
 #include "sys_internal.h"
 
 void gpuos_boot_opts_default(struct gpuos_boot_opts *o)
@@ -134,15 +133,14 @@ int gpuos_identify(const struct gpuos_boot_opts *o, struct gpuos_info *info, cha
 		return -ENOMEM;
 	s->opts = *o;
 	pthread_mutex_init(&s->admin_lock, NULL);
-	/* identify needs no runtime; only gpu-null needs the GPU to exist at all */
+	/* identify needs no runtime; only a controller that is the GPU itself
+	 * (gpu-null) needs the GPU to exist at all */
 	s->opts.quiet = 1;
-	s->opts.host_mode = o->host_mode || !o->device || strncmp(o->device, "gpu-null", 8) != 0;
+	s->opts.host_mode = o->host_mode || !gpuos_device_on_gpu(o->device);
 	r = gpuos_sys_open_gpu(s, err, errlen);
 	if (!r)
 		r = gpuos_sys_bring_up(s, err, errlen);
-	if (!r && s->ctrl->ops->loopback)
-		s->io_queues = s->nvme[0].io_queues = GPUOS_LOOP_MAX_QUEUES;
-	else if (!r)
+	if (!r)
 		r = gpuos_sys_set_queues(s, o->queues ? o->queues : 65535u, err, errlen);
 	if (!r) {
 		fill_info(s);
@@ -163,8 +161,9 @@ static void print_notices(const struct gpuos_boot_opts *o, const struct gpuos_pl
 		fprintf(stderr, "gpuos: %s\n", p->notice[from]);
 }
 
-/* Ask every controller for the queue pairs the options want (plan step 2);
- * gpu-null grants what it is asked. */
+/* Ask every controller for the queue pairs the options want (plan step 2).
+ * A controller that makes its queues itself is planned as one
+ * (boot/sys_plan.h, own_queues). */
 static int grant_queues(struct gpuos_sys *s, const struct gpuos_boot_opts *o, struct gpuos_plan_in *in,
 			uint32_t runtimes, char *err, size_t errlen)
 {
@@ -173,15 +172,11 @@ static int grant_queues(struct gpuos_sys *s, const struct gpuos_boot_opts *o, st
 	in->opts = &s->opts;
 	in->runtimes = runtimes;
 	in->dev = s->dev;
-	in->loopback = s->ctrl->ops->loopback;
+	in->own_queues = s->ctrl->ops->queues ? s->ctrl->ops->prefix : NULL;
 	r = gpuos_plan_ask(in, &s->plan, err, errlen);
 	if (r)
 		return r;
 	print_notices(o, &s->plan, 0, s->plan.ask_notices);
-	if (in->loopback) {
-		s->io_queues = s->nvme[0].io_queues = s->plan.ask;
-		return 0;
-	}
 	return gpuos_sys_set_queues(s, s->plan.ask, err, errlen);
 }
 
@@ -202,9 +197,9 @@ static int plan_geometry(struct gpuos_sys *s, const struct gpuos_boot_opts *o, s
 static void read_smart_baseline(struct gpuos_sys *s)
 {
 	uint32_t m;
-	if (s->ctrl->ops->counters || s->ctrl->ops->loopback)
+	if (s->ctrl->ops->counters)
 		return;
-	for (m = 0; m < s->nctrl; m++)
+	for (m = 0; m < s->nctrl; m++) /* none where no controller is up (gpu-null) */
 		if (gpuos_sys_smart_read(s, m, &s->smart0[m]) == 0)
 			s->have_smart0 |= 1u << m;
 }

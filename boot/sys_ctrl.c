@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "loopback.h"
 #include "sys_internal.h"
 
 /* "NAME: reason" for a member of an array, the reason alone otherwise. */
@@ -42,25 +41,6 @@ static int plan_device(struct gpuos_sys *s, char *err, size_t errlen)
 	return gpuos_plan_device(c, s->nctrl, s->ctrl->stripe_kib, &s->dev, err, errlen);
 }
 
-/* gpu-null: nothing to bring up; it answers like a 1 TiB namespace. */
-static void loopback_identity(struct gpuos_sys *s)
-{
-	struct gpuos_nvme_dev *d = &s->nvme[0];
-	memset(d, 0, sizeof(*d));
-	d->c = s->ctrl;
-	d->vs = GPUOS_NVME_VS(2, 0, 0);
-	d->mqes = 4096;
-	d->to_ms = 10000;
-	d->lba_bytes = 512;
-	d->ns_lbas = 1ull << 31;
-	d->nsid = 1;
-	d->nn = 1;
-	snprintf(d->model, sizeof(d->model), "gpuos gpu-null loopback");
-	snprintf(d->serial, sizeof(d->serial), "gpu-null");
-	snprintf(d->firmware, sizeof(d->firmware), "1.0");
-	s->nctrl = 1;
-}
-
 int gpuos_sys_bring_up(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	uint32_t m;
@@ -70,12 +50,12 @@ int gpuos_sys_bring_up(struct gpuos_sys *s, char *err, size_t errlen)
 		return r;
 	if (s->ctrl->notice[0] && !s->opts.quiet)
 		fprintf(stderr, "gpuos: %s\n", s->ctrl->notice);
-	if (s->ctrl->ops->loopback) {
-		loopback_identity(s);
-		return plan_device(s, err, errlen);
-	}
 	for (m = 0; m < s->ctrl->nmembers; m++) {
 		char e[400];
+		if (s->ctrl->ops->identity) { /* no registers: nothing to enable, nothing up */
+			s->ctrl->ops->identity(s->ctrl, m, &s->nvme[m]);
+			continue;
+		}
 		r = gpuos_nvme_enable(&s->nvme[m], s->ctrl, m, e, sizeof(e));
 		if (r) {
 			member_err(s, m, s->ctrl->nmembers, e, err, errlen);
@@ -92,7 +72,11 @@ int gpuos_sys_set_queues(struct gpuos_sys *s, uint32_t want, char *err, size_t e
 	uint32_t m;
 	for (m = 0; m < s->nctrl; m++) {
 		char e[400];
-		int r = gpuos_nvme_set_queues(&s->nvme[m], want, e, sizeof(e));
+		int r = 0;
+		if (s->ctrl->ops->grant)
+			s->nvme[m].io_queues = s->ctrl->ops->grant(s->ctrl, want);
+		else
+			r = gpuos_nvme_set_queues(&s->nvme[m], want, e, sizeof(e));
 		if (r) {
 			member_err(s, m, s->nctrl, e, err, errlen);
 			return r;
@@ -110,8 +94,11 @@ static int create_qpair(struct gpuos_sys *s, uint32_t i, uint32_t m, uint32_t qi
 	pthread_mutex_lock(&o->admin_lock);
 	r = gpuos_nvme_create_qpair(&o->nvme[m], qid, s->plan.depth, s->sq[i].iova, s->cq[i].iova, err, errlen);
 	pthread_mutex_unlock(&o->admin_lock);
-	if (!r)
+	if (!r) {
 		s->nq[m] = qid; /* qids of a controller come in increasing order */
+		s->sq_db[i] = gpuos_nvme_sq_db_rt(&o->nvme[m], qid);
+		s->cq_db[i] = gpuos_nvme_cq_db_rt(&o->nvme[m], qid);
+	}
 	return r;
 }
 
@@ -121,9 +108,8 @@ int gpuos_sys_create_queues(struct gpuos_sys *s, char *err, size_t errlen)
 	uint32_t q, m;
 	int r;
 
-	if (s->ctrl->ops->loopback)
-		return gpuos_loop_queues(s->ctrl, p->nq, p->depth, s->sq, s->cq, s->loop_sq_db, s->loop_cq_db, err,
-					 errlen);
+	if (s->ctrl->ops->queues)
+		return s->ctrl->ops->queues(s->ctrl, p->nq, p->depth, s->sq, s->cq, s->sq_db, s->cq_db, err, errlen);
 	for (q = 0; q < p->nq; q++) {
 		r = gpuos_sys_alloc_qpair(s, q);
 		if (r) {

@@ -43,7 +43,7 @@ static void desc_geometry(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 	d->flags = s->opts.allow_raw ? GPUOS_RT_ALLOW_RAW : 0;
 	if (s->gpu)
 		d->flags |= GPUOS_RT_ON_GPU;
-	if (s->ctrl->ops->loopback)
+	if (s->ctrl->ops->on_gpu)
 		d->flags |= GPUOS_RT_QUEUES_DEVICE;
 	/* CSTS is polled for CFS where the runtime can read it; otherwise a dead
 	 * controller shows as command timeouts. */
@@ -143,18 +143,15 @@ static void desc_queue(struct gpuos_rt_queue *dq, const struct gpuos_dma *sq, co
 	dq->ctrl = ctrl;
 }
 
-/* The service warps' queue pairs; gpu-null's doorbells are its own. */
+/* The service warps' queue pairs, with the doorbells their controller
+ * placed (boot/sys_ctrl.c). */
 static void desc_queues(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 {
 	const struct gpuos_plan *p = &s->plan;
 	uint32_t q;
-	for (q = 0; q < p->nq; q++) {
-		uint32_t qid = gpuos_plan_queue_qid(p, q), m = gpuos_plan_queue_ctrl(p, q);
-		int loop = s->ctrl->ops->loopback;
-		struct gpuos_nvme_dev *n = &gpuos_sys_ctrls(s)->nvme[m];
-		desc_queue(&d->queue[q], &s->sq[q], &s->cq[q], loop ? s->loop_sq_db[q] : gpuos_nvme_sq_db_rt(n, qid),
-			   loop ? s->loop_cq_db[q] : gpuos_nvme_cq_db_rt(n, qid), qid, p->depth, m);
-	}
+	for (q = 0; q < p->nq; q++)
+		desc_queue(&d->queue[q], &s->sq[q], &s->cq[q], s->sq_db[q], s->cq_db[q], gpuos_plan_queue_qid(p, q),
+			   p->depth, gpuos_plan_queue_ctrl(p, q));
 }
 
 /* Controller m's admin queue and the registers the runtime needs to abort
@@ -179,10 +176,11 @@ static void admin_entry(struct gpuos_sys *s, uint32_t m, struct gpuos_rt_admin *
 }
 
 /* The admin table: one entry per controller, and every I/O queue as the
- * controller addresses it (to create it again after a reset). gpu-null has
- * no admin queue, nor has a group's runtime: the admin queues are the
- * host's, shared by all, and a reset would take the other runtimes'
- * queue pairs (rec_admin: no aborts, no resets; timeouts fail). */
+ * controller addresses it (to create it again after a reset). A controller
+ * without registers (gpu-null: none is up) has no admin queue, nor has a
+ * group's runtime: the admin queues are the host's, shared by all, and a
+ * reset would take the other runtimes' queue pairs (rec_admin: no aborts,
+ * no resets; timeouts fail). */
 static int desc_admin(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, size_t errlen)
 {
 	const struct gpuos_plan *p = &s->plan;
@@ -190,7 +188,7 @@ static int desc_admin(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, s
 	uint32_t m, q;
 	int r;
 
-	if (s->ctrl->ops->loopback || s->group)
+	if (!s->nvme_up || s->group)
 		return 0;
 	r = gpuos_sys_alloc_rt(s, p->nctrl * sizeof(*A), GPUOS_MEM_HOST, &s->admin, "the runtime's admin table", err,
 			       errlen);
@@ -238,9 +236,8 @@ static int desc_meta(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, si
 	if (s->opts.root) /* checked by the plan: absolute and short enough */
 		snprintf(d->root, sizeof(d->root), "%s", s->opts.root);
 	for (m = 0; m < p->nctrl; m++)
-		desc_queue(&d->queue[p->nq + m], &s->sq[p->nq + m], &s->cq[p->nq + m],
-			   gpuos_nvme_sq_db_rt(&gpuos_sys_ctrls(s)->nvme[m], qid),
-			   gpuos_nvme_cq_db_rt(&gpuos_sys_ctrls(s)->nvme[m], qid), qid, p->depth, m);
+		desc_queue(&d->queue[p->nq + m], &s->sq[p->nq + m], &s->cq[p->nq + m], s->sq_db[p->nq + m],
+			   s->cq_db[p->nq + m], qid, p->depth, m);
 	d->meta_bounce = s->meta_bounce.rt;
 	d->meta_bounce_iova = s->meta_bounce.iova;
 	d->meta_prp = s->meta_prp.rt;

@@ -74,7 +74,8 @@ struct gpuos_sys {
 	uint32_t doors_open;         /* struct gpuos_rt_doors' open, as published */
 	struct gpuos_dma files, meta_bounce, meta_prp;
 	struct gpuos_dma admin;      /* struct gpuos_rt_admin per controller: the runtime's recovery */
-	uint64_t loop_sq_db[GPUOS_RT_MAX_QUEUES + 1], loop_cq_db[GPUOS_RT_MAX_QUEUES + 1];
+	/* and their doorbells in runtime space, as the controller placed them */
+	uint64_t sq_db[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL], cq_db[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL];
 	struct gpuos_rt_desc *desc;   /* host copy */
 	struct sys_user_region {      /* the caller's own memory (gpuos_sys_register, boot/sys_register.c) */
 		void *ptr;
@@ -160,10 +161,12 @@ int gpuos_group_resume(struct gpuos_sys *s, char *err, size_t errlen);
 /* Errors name the controller of an array they come from. */
 /* Open the device, enable every controller, plan what they have in common (s->dev). */
 int gpuos_sys_bring_up(struct gpuos_sys *s, char *err, size_t errlen);
-/* Ask every controller for `want` I/O queue pairs; s->io_queues = the fewest granted. */
+/* Ask every controller for `want` I/O queue pairs (Set Features, or its
+ * grant hook); s->io_queues = the fewest granted. */
 int gpuos_sys_set_queues(struct gpuos_sys *s, uint32_t want, char *err, size_t errlen);
 /* The service warps' and the metadata warp's queue pairs (s->plan), each
- * allocated and created in turn; gpu-null's are its own, in VRAM. */
+ * allocated and created in turn, or made by the controller itself (its
+ * queues hook, boot/ctrl.h); their doorbells into s->sq_db, s->cq_db. */
 int gpuos_sys_create_queues(struct gpuos_sys *s, char *err, size_t errlen);
 /* Delete every controller's I/O queue pairs, newest first. 0 or the first error. */
 int gpuos_sys_delete_queues(struct gpuos_sys *s, char *err, size_t errlen);

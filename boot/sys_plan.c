@@ -168,14 +168,15 @@ int gpuos_plan_ask(const struct gpuos_plan_in *in, struct gpuos_plan *p, char *e
 	p->nq = GPUOS_MIN(nq, GPUOS_RT_MAX_QUEUES);
 	/* Counts asked are per controller, with one more queue pair for the
 	 * metadata warp (files and models): it blocks on its reads, so it
-	 * shares no queue with a service warp. The gpu-null loopback (one
-	 * controller) moves no data, so it serves no files. */
-	p->ask = in->loopback ? p->nq : GPUOS_DIV_ROUND_UP(p->nq, nctrl) + (o->no_files ? 0u : 1u);
+	 * shares no queue with a service warp. A controller that makes its
+	 * queues itself (one; gpu-null's loopback) moves no data, so it serves
+	 * no files. */
+	p->ask = in->own_queues ? p->nq : GPUOS_DIV_ROUND_UP(p->nq, nctrl) + (o->no_files ? 0u : 1u);
 	/* A group asks for every runtime's: Number of Queues counts to 65535
 	 * (NVMe 5.27.1.5, NSQR and NCQR are 16-bit and 0's based) */
 	p->runtimes = in->runtimes > 1u ? in->runtimes : 1u;
-	if (p->runtimes > 1u && in->loopback) {
-		snprintf(err, errlen, "gpu-null has no controller to share among %u runtimes", p->runtimes);
+	if (p->runtimes > 1u && in->own_queues) {
+		snprintf(err, errlen, "%s has no controller to share among %u runtimes", in->own_queues, p->runtimes);
 		return -EINVAL;
 	}
 	p->ask = (uint32_t)GPUOS_MIN((uint64_t)p->ask * p->runtimes, 65535u);
@@ -210,9 +211,9 @@ static int plan_queues(const struct gpuos_plan_in *in, struct gpuos_plan *p, cha
 		snprintf(who, sizeof(who), "each of the %u runtimes gets", p->runtimes);
 	else
 		snprintf(who, sizeof(who), "the controller grants");
-	p->meta = !o->no_files && !in->loopback && granted >= 2;
+	p->meta = !o->no_files && !in->own_queues && granted >= 2;
 	avail = granted - p->meta;
-	if (!p->meta && !o->no_files && !in->loopback)
+	if (!p->meta && !o->no_files && !in->own_queues)
 		notice(p, "%s 1 I/O queue: no metadata warp, file and model requests are refused", who);
 	if (avail < p->warps) {
 		notice(p, "%s %u I/O queues; running %u service warps instead of %u", who, granted, avail, p->warps);

@@ -57,7 +57,11 @@ struct gpuos_plan_device {
 struct gpuos_plan_in {
 	const struct gpuos_boot_opts *opts;
 	struct gpuos_plan_device dev;
-	int loopback;            /* gpu-null: grants what it is asked, moves no data, serves no files */
+	/* Non-NULL, the controller's name: it makes its queue pairs itself
+	 * (gpu-null; boot/ctrl.h's queues hook): one controller that grants
+	 * what it is asked, moves no data so serves no files, and has no
+	 * controller's queues to share among the runtimes of a group */
+	const char *own_queues;
 	uint32_t io_queues;      /* step 3: I/O queue pairs granted, the fewest of any controller */
 	uint32_t runtimes;       /* runtimes sharing the controllers (a group, docs/design.md
 	                          * "Scale-out"): 0 or 1 for one. Each is planned alike: step 2

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loopback.h"
 #include "sys_internal.h"
 
 static struct gpuos_rt_ctl *ctl_host(struct gpuos_sys *s)
@@ -71,11 +70,12 @@ static void admin_from_runtime(struct gpuos_sys *s)
 	}
 }
 
-/* The persistent kernel (and gpu-null's loopback controller before it). */
+/* The persistent kernel (and before it, a controller's own work on the GPU:
+ * gpu-null's loopback kernel, boot/ctrl.h's start hook). */
 static int launch_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	int r;
-	if (s->ctrl->ops->loopback && (r = gpuos_loop_start(s->ctrl, gpuos_rt_image, err, errlen)))
+	if (s->ctrl->ops->start && (r = s->ctrl->ops->start(s->ctrl, gpuos_rt_image, err, errlen)))
 		return r;
 	/* The descriptor goes by value: the kernel reads it from its
 	 * parameter space (constant cache), which the loop's acquire
@@ -108,9 +108,9 @@ int gpuos_sys_start(struct gpuos_sys *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* Wait until every warp has left: the kernel ends (then gpu-null's
- * loopback controller, after the runtime has drained), or the threads are
- * joined. */
+/* Wait until every warp has left: the kernel ends (then the controller's
+ * own work stops, after the runtime has drained: the stop hook), or the
+ * threads are joined. */
 static int wait_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	int r;
@@ -119,8 +119,8 @@ static int wait_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 		return 0;
 	}
 	r = gpuos_gpu_wait(s->gpu, GPUOS_STREAM_RT, err, errlen);
-	if (s->ctrl->ops->loopback) {
-		int r2 = gpuos_loop_stop(s->ctrl, err, errlen);
+	if (s->ctrl->ops->stop) {
+		int r2 = s->ctrl->ops->stop(s->ctrl, err, errlen);
 		if (!r)
 			r = r2;
 	}

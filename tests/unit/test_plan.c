@@ -69,7 +69,7 @@ static int fx_plan(struct fx *f, uint32_t most)
 		r = gpuos_plan_ask(&f->in, &f->p, f->err, sizeof(f->err));
 	if (r)
 		return r;
-	f->in.io_queues = f->in.loopback ? f->p.ask : GPUOS_MIN(f->p.ask, most);
+	f->in.io_queues = f->in.own_queues ? f->p.ask : GPUOS_MIN(f->p.ask, most);
 	return gpuos_plan_make(&f->in, &f->p, f->err, sizeof(f->err));
 }
 
@@ -145,7 +145,7 @@ static void within_grant(const struct fx *f)
 struct row {
 	const char *what;
 	uint32_t n, mqes, mdts_bytes, grant;
-	int loopback;
+	const char *own_queues;  /* the controller that makes its queues itself */
 	struct gpuos_boot_opts o;
 	struct {
 		uint32_t ask, warps, nq, meta, depth, slots, xfer_kib, mbox;
@@ -195,7 +195,7 @@ static const struct row rows[] = {
 	  .want = { .ask = 4, .warps = 3, .nq = 3, .meta = 1, .depth = 256, .slots = 64, .xfer_kib = 128, .mbox = 999 } },
 	{ .what = "a mailbox slot per warp at least", .n = 1, .o = { .warps = 3, .mbox_slots = 1 },
 	  .want = { .ask = 4, .warps = 3, .nq = 3, .meta = 1, .depth = 256, .slots = 64, .xfer_kib = 128, .mbox = 3 } },
-	{ .what = "gpu-null: grants what it is asked, serves no files", .n = 1, .loopback = 1,
+	{ .what = "gpu-null: grants what it is asked, serves no files", .n = 1, .own_queues = "gpu-null",
 	  .o = { .warps = 8, .queues = 16 },
 	  .want = { .ask = 16, .warps = 8, .nq = 16, .meta = 0, .depth = 256, .slots = 64, .xfer_kib = 128, .mbox = 1024 } },
 	{ .what = "an array: each warp owns a queue pair on every controller", .n = 4, .o = { .warps = 2 },
@@ -218,7 +218,7 @@ static void check_row(const struct row *w)
 	fx_init(&f, w->n);
 	f.o = w->o;
 	f.o.size = sizeof(f.o);
-	f.in.loopback = w->loopback;
+	f.in.own_queues = w->own_queues;
 	for (m = 0; m < w->n; m++) {
 		f.c[m].mqes = w->mqes ? w->mqes : f.c[m].mqes;
 		f.c[m].mdts_bytes = w->mdts_bytes;
@@ -665,7 +665,7 @@ Test(plan, group_refusals)
 	plan_refused(&f, 1, "the controller grants 2 I/O queues: fewer than the 3 runtimes, which share no queue pair");
 	fx_init(&f, 1);
 	f.in.runtimes = 2;
-	f.in.loopback = 1;
+	f.in.own_queues = "gpu-null";
 	cr_assert_neq(fx_plan(&f, 0), 0);
 	cr_assert_str_eq(f.err, "gpu-null has no controller to share among 2 runtimes");
 }
