@@ -286,30 +286,110 @@ static inline GPUOS_HD void team_sync(void)
 
 /* ---- the steps ------------------------------------------------------------------- */
 
-/* out[b][r] = W[r] . act[b] for this team's rows r and every sequence b
- * (out's rows ostride floats apart, act's m->act_stride bytes): a warp's
- * lanes read each row together, once for all sequences
- * (apps/llama/lanes.h). `before`: rows of the products this step did
- * before this one with no barrier between (Q before K and V, gate before
- * up): row 0 goes to the team after the one that took their last row, so
- * that no team takes a row more than another (K's 1024 rows starting at
- * team 0 again gave the first teams 7 rows of Q, K and V, the rest 4).
- * Which team computes a row changes no bit of it. */
+/* The products' units (issue 34). A product whose output the next step
+ * adds into the residual (O and the FFN's down: norm_parts) cuts each
+ * quantised row into units of LLAMA_UNIT pieces (4096 elements; a row's
+ * last unit what is left), a team taking a unit at a time, and writes
+ * unit s's sums into plane s of its output (planes nb x ostride floats
+ * apart); norm_parts adds a row's planes in order. With whole rows, the
+ * down product (8192 rows of 28672) gave 512 of 1920 warps a fifth row
+ * while the others waited at the barrier; in units each warp takes 29 or
+ * 30 of 57344. The cut depends on the row's length only: neither the grid
+ * nor which team takes a unit changes a bit of the result. The other
+ * products, whose next step reads their output as it is, take whole rows
+ * (k = 1). A float row is one unit. */
+#ifndef LLAMA_UNIT /* -DLLAMA_UNIT=N (pieces) builds another cut to measure beside this one */
+#define LLAMA_UNIT 128u
+#endif
+#ifndef LLAMA_PREFETCH /* -DLLAMA_PREFETCH=0: without prefetch_unit, to measure beside it */
+#define LLAMA_PREFETCH 1
+#endif
+#define LLAMA_UNIT_ELEMS ((uint64_t)LLAMA_UNIT * LLAMA_PIECE)
+
+static inline GPUOS_HD uint64_t units_of(uint32_t type, uint64_t ne0)
+{
+	return llama_is_float(type) ? 1u : (ne0 + LLAMA_UNIT_ELEMS - 1u) / LLAMA_UNIT_ELEMS;
+}
+
+/* The units of a product that adds into the residual: its output's planes. */
+static inline GPUOS_HD uint32_t planes_of(const struct wt *w)
+{
+	return (uint32_t)units_of(w->type, w->ne0);
+}
+
+/* Unit s of row r of a product cut k ways (units of bu bytes; a row's
+ * last unit ends with the row): its weights [*b, *e) of base, and its
+ * count of elements. */
+static inline GPUOS_HD uint64_t unit_span(const struct wt *w, const uint8_t *base, uint64_t rb, uint64_t bu,
+					  uint32_t r, uint32_t s, uint32_t k, const uint8_t **b, const uint8_t **e)
+{
+	const uint8_t *row = base + r * rb;
+	*b = row + s * bu;
+	*e = s + 1u < k ? *b + bu : row + rb;
+	return s + 1u < k ? LLAMA_UNIT_ELEMS : w->ne0 - s * LLAMA_UNIT_ELEMS;
+}
+
+/* Unit s of row r's weights on their way into L2 while the team computes
+ * the unit before it: one bulk prefetch (sm_90's copy engine takes the
+ * whole span), so that the next unit's loads wait for L2, not HBM, and HBM
+ * stays busy across this unit's butterfly. The span is rounded in to 16
+ * bytes (the instruction's alignment), so it never reaches outside the
+ * tensor. A hint: it changes no value. */
+static inline GPUOS_HD void prefetch_unit(const struct wt *w, const uint8_t *base, uint64_t rb, uint64_t bu,
+					  uint32_t r, uint32_t s, uint32_t k)
+{
+#if GPUOS_ON_GPU && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && LLAMA_PREFETCH
+	const uint8_t *b, *e;
+	uint64_t a, z;
+	unit_span(w, base, rb, bu, r, s, k, &b, &e);
+	a = GPUOS_ALIGN_UP((uint64_t)__cvta_generic_to_global(b), 16u);
+	z = (uint64_t)__cvta_generic_to_global(e) & ~(uint64_t)15u;
+	if (z > a)
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"((uint32_t)(z - a)) : "memory");
+#else
+	(void)w, (void)base, (void)rb, (void)bu, (void)r, (void)s, (void)k;
+#endif
+}
+
+/* out[b][r] = W[r] . act[b] for every row r and sequence b (out's rows
+ * ostride floats apart, act's m->act_stride bytes), cut into k units a row
+ * (1, or planes_of(w) where the next step adds the planes): the teams
+ * take units in turn, row by row, a warp's lanes reading each unit
+ * together, once for all sequences (apps/llama/lanes.h). `before`: rows of
+ * the products this step did before this one with no barrier between (Q
+ * before K and V, gate before up): this product's first unit goes to the
+ * team after the one that took their last, so that no team takes a unit
+ * more than another (K's 1024 rows starting at team 0 again gave the first
+ * teams 7 rows of Q, K and V, the rest 4). A team steps from unit to unit
+ * by (tm.n / k rows, tm.n % k units): no division in the loop. */
 static inline GPUOS_HD void matvec(const struct model *m, const struct wt *w, const uint8_t *mem, float *out,
-				   uint64_t ostride, uint64_t before, uint32_t tid, uint32_t nthreads)
+				   uint64_t ostride, uint64_t before, uint32_t k, uint32_t tid, uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
-	uint64_t r, rb = llama_row_bytes(w->type, w->ne0);
-	uint32_t b;
-	for (r = (tm.id + tm.n - before % tm.n) % tm.n; r < w->ne1; r += tm.n) {
+	const uint8_t *base = mem + w->off, *ub, *ue, *act;
+	uint64_t rb = llama_row_bytes(w->type, w->ne0), plane = m->nb * ostride, ne;
+	/* a unit's bytes of weights (bu) and of each sequence's activations (au) */
+	uint64_t bu = k == 1 ? rb : llama_row_bytes(w->type, LLAMA_UNIT_ELEMS);
+	uint64_t au = k == 1 ? 0 : llama_row_bytes(llama_dot_type(w->type), LLAMA_UNIT_ELEMS);
+	uint32_t b, u = (uint32_t)((tm.id + tm.n - before * k % tm.n) % tm.n), r = u / k, s = u % k;
+	uint32_t dr = tm.n / k, ds = tm.n % k, rows = (uint32_t)w->ne1;
+	while (r < rows) {
 		float v[LLAMA_MAX_BATCH];
+		uint32_t nr = r + dr, ns = s + ds; /* this team's next unit */
+		if (ns >= k)
+			ns -= k, nr++;
+		if (tm.lane == 0 && nr < rows)
+			prefetch_unit(w, base, rb, bu, nr, ns, k);
+		ne = unit_span(w, base, rb, bu, r, s, k, &ub, &ue);
+		act = m->act + s * au;
 		if (m->nb == 1) /* a constant count: the sums stay in registers */
-			llama_rows_dot(w->type, mem + w->off + r * rb, m->act, 0, 1, w->ne0, tm.lane, v);
+			llama_rows_dot(w->type, ub, act, 0, 1, ne, tm.lane, v);
 		else
-			llama_rows_dot(w->type, mem + w->off + r * rb, m->act, m->act_stride, m->nb, w->ne0, tm.lane, v);
+			llama_rows_dot(w->type, ub, act, m->act_stride, m->nb, ne, tm.lane, v);
 		if (tm.lane == 0)
 			for (b = 0; b < m->nb; b++)
-				out[b * ostride + r] = v[b];
+				out[s * plane + b * ostride + r] = v[b];
+		r = nr, s = ns;
 	}
 }
 
@@ -360,14 +440,16 @@ static inline GPUOS_HD double sum_squares(const float *x, uint64_t b, uint64_t e
 	return team_sum(sum);
 }
 
-/* x += add (the last product's output: NULL, none), then m->ssq[b][p],
- * part p of sequence b's squares of x, by team b x PARTS + p (mod the
- * teams): a lane squares the elements it added, so the residual's add
- * needs no barrier of its own. A barrier must follow before
- * norm_scale_of. */
-static inline GPUOS_HD void norm_parts(struct model *m, const float *add, uint32_t tid, uint32_t nthreads)
+/* x += add (the last product's output, its planes added in order:
+ * matvec; NULL, none), then m->ssq[b][p], part p of sequence b's squares
+ * of x, by team b x PARTS + p (mod the teams): a lane squares the elements
+ * it added, so the residual's add needs no barrier of its own. A barrier
+ * must follow before norm_scale_of. */
+static inline GPUOS_HD void norm_parts(struct model *m, const float *add, uint64_t planes, uint32_t tid,
+				       uint32_t nthreads)
 {
 	struct team tm = team_of(tid, nthreads);
+	uint64_t plane = (uint64_t)m->nb * m->n_embd, s;
 	uint32_t k;
 	for (k = tm.id; k < m->nb * LLAMA_NORM_PARTS; k += tm.n) {
 		uint32_t b = k / LLAMA_NORM_PARTS, p = k % LLAMA_NORM_PARTS;
@@ -375,8 +457,13 @@ static inline GPUOS_HD void norm_parts(struct model *m, const float *add, uint32
 		uint64_t i, e;
 		part(m->n_embd, p, LLAMA_NORM_PARTS, &i, &e);
 		if (add)
-			for (uint64_t j = i + tm.lane; j < e; j += tm.step)
-				x[j] += add[(uint64_t)b * m->n_embd + j];
+			for (uint64_t j = i + tm.lane; j < e; j += tm.step) {
+				const float *a = add + (uint64_t)b * m->n_embd + j;
+				float t = a[0];
+				for (s = 1; s < planes; s++)
+					t += a[s * plane];
+				x[j] += t;
+			}
 		double v = sum_squares(x, i, e, tm);
 		if (tm.lane == 0)
 			m->ssq[b][p] = v;
@@ -1157,7 +1244,9 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	actb = GPUOS_ALIGN_UP(4u * (uint64_t)(m->n_ff > m->n_embd ? m->n_ff : m->n_embd) + 1024u, (uint64_t)ALIGN);
 	m->act_stride = actb;
 	m->x = (float *)bump(&at, 4u * nb * m->n_embd);
-	m->xb = (float *)bump(&at, 4u * nb * m->n_embd);
+	/* O's and down's output: a plane for each unit of their rows (matvec) */
+	m->xb = (float *)bump(&at, 4u * nb * m->n_embd *
+			      units_of(GPUOS_GGML_TYPE_Q4_0, m->n_ff > m->n_embd ? m->n_ff : m->n_embd));
 	m->xb2 = (float *)bump(&at, 4u * nb * m->n_embd);
 	m->q = (float *)bump(&at, 4u * nb * m->n_embd);
 	m->k = (float *)bump(&at, 4u * nb * kvd);
@@ -1381,7 +1470,8 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 			}
 			m->t_begin[l] = gpuos_now_ns();
 		}
-		norm_parts(m, l ? m->xb : NULL, tid, nthreads); /* the last layer's down output joins the residual */
+		/* the last layer's down output joins the residual */
+		norm_parts(m, l ? m->xb : NULL, l ? planes_of(&m->layer[l - 1u][T_DOWN]) : 1u, tid, nthreads);
 		/* thread 0's layer_mem[l] and *fail, the teams' parts reach the others through it */
 		step(sh, m, tid, nthreads, l, S_SCALE);
 		if (*fail)
@@ -1389,19 +1479,19 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		mem = m->layer_mem[l];
 		norm_quantize_all(m, (const float *)(mem + w[T_ATTN_NORM].off), dq, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_NORM);
-		matvec(m, &w[T_Q], mem, m->q, E, 0, tid, nthreads);
+		matvec(m, &w[T_Q], mem, m->q, E, 0, 1, tid, nthreads);
 		if (llama_dot_type(w[T_K].type) == dq && llama_dot_type(w[T_V].type) == dq) {
-			matvec(m, &w[T_K], mem, m->k, kvd, w[T_Q].ne1, tid, nthreads);
-			matvec(m, &w[T_V], mem, m->v, kvd, w[T_Q].ne1 + w[T_K].ne1, tid, nthreads);
+			matvec(m, &w[T_K], mem, m->k, kvd, w[T_Q].ne1, 1, tid, nthreads);
+			matvec(m, &w[T_V], mem, m->v, kvd, w[T_Q].ne1 + w[T_K].ne1, 1, tid, nthreads);
 		} else {
 			barrier(sh, nthreads);
 			quantize_all(m, llama_dot_type(w[T_K].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(m, &w[T_K], mem, m->k, kvd, 0, tid, nthreads);
+			matvec(m, &w[T_K], mem, m->k, kvd, 0, 1, tid, nthreads);
 			barrier(sh, nthreads);
 			quantize_all(m, llama_dot_type(w[T_V].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(m, &w[T_V], mem, m->v, kvd, 0, tid, nthreads);
+			matvec(m, &w[T_V], mem, m->v, kvd, 0, 1, tid, nthreads);
 		}
 		step(sh, m, tid, nthreads, l, S_QKV);
 		rope_cache(m, l, pos, tid, nthreads);
@@ -1410,26 +1500,26 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		step(sh, m, tid, nthreads, l, S_ATTEND);
 		quantize_all(m, llama_dot_type(w[T_O].type), m->xb2, E, E, tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_QUANT);
-		matvec(m, &w[T_O], mem, m->xb, E, 0, tid, nthreads);
+		matvec(m, &w[T_O], mem, m->xb, E, 0, planes_of(&w[T_O]), tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_O);
-		norm_parts(m, m->xb, tid, nthreads); /* O's output joins the residual */
+		norm_parts(m, m->xb, planes_of(&w[T_O]), tid, nthreads); /* O's output joins the residual */
 		step(sh, m, tid, nthreads, l, S_SCALE2);
 		norm_quantize_all(m, (const float *)(mem + w[T_FFN_NORM].off), llama_dot_type(w[T_GATE].type), tid,
 				  nthreads);
 		step(sh, m, tid, nthreads, l, S_NORM2);
-		matvec(m, &w[T_GATE], mem, m->hb, F, 0, tid, nthreads);
+		matvec(m, &w[T_GATE], mem, m->hb, F, 0, 1, tid, nthreads);
 		if (llama_dot_type(w[T_UP].type) != llama_dot_type(w[T_GATE].type)) {
 			barrier(sh, nthreads);
 			quantize_all(m, llama_dot_type(w[T_UP].type), m->xb, E, E, tid, nthreads);
 			barrier(sh, nthreads);
-			matvec(m, &w[T_UP], mem, m->hb2, F, 0, tid, nthreads);
+			matvec(m, &w[T_UP], mem, m->hb2, F, 0, 1, tid, nthreads);
 		} else {
-			matvec(m, &w[T_UP], mem, m->hb2, F, w[T_GATE].ne1, tid, nthreads);
+			matvec(m, &w[T_UP], mem, m->hb2, F, w[T_GATE].ne1, 1, tid, nthreads);
 		}
 		step(sh, m, tid, nthreads, l, S_GATE_UP);
 		swiglu_quantize(m, llama_dot_type(w[T_DOWN].type), tid, nthreads);
 		step(sh, m, tid, nthreads, l, S_SWIGLU);
-		matvec(m, &w[T_DOWN], mem, m->xb, E, 0, tid, nthreads);
+		matvec(m, &w[T_DOWN], mem, m->xb, E, 0, planes_of(&w[T_DOWN]), tid, nthreads);
 		/* this layer's slot is loaded again (two streamed layers on) only
 		 * after every thread has left it; the down output joins the
 		 * residual in the next norm's squares (norm_parts) */
@@ -1437,11 +1527,11 @@ static inline GPUOS_HD uint32_t forward(struct gpuos_app_args *a, struct model *
 		if (tid == 0)
 			m->t_done[l] = gpuos_now_ns();
 	}
-	norm_parts(m, m->xb, tid, nthreads);
+	norm_parts(m, m->xb, planes_of(&m->layer[m->n_layer - 1u][T_DOWN]), tid, nthreads);
 	barrier(sh, nthreads);
 	norm_quantize_all(m, (const float *)(m->glob + m->out_norm.off), llama_dot_type(m->output.type), tid, nthreads);
 	barrier(sh, nthreads);
-	matvec(m, &m->output, m->glob, m->logits, m->n_vocab, 0, tid, nthreads);
+	matvec(m, &m->output, m->glob, m->logits, m->n_vocab, 0, 1, tid, nthreads);
 	barrier(sh, nthreads);
 	return 0;
 }

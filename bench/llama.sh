@@ -39,7 +39,8 @@
 # there, the GGUF in /dev/shm), LLAMA_LAYERS (default: 80, fewer when the
 # disk or memory would not hold two copies), LLAMA_EMU (more emu: options
 # for the engine's cases, such as backend=file), LLAMA_GRID and LLAMA_BLOCK
-# (default: the SM count and 512), LLAMA_SHAPE=small (a
+# (default: the SM count and 512), LLAMA_APP (another build of the engine's
+# cubin, such as a -DLLAMA_UNIT= variant, to measure beside it), LLAMA_SHAPE=small (a
 # 1024-wide, 8-layer model: to try the script in host mode, LLAMA_HOST=1).
 set -u
 build=${1:?usage: bench/llama.sh BUILD RESULTS [STEP...]}
@@ -62,7 +63,7 @@ fi
 if [ -n "${LLAMA_HOST:-}" ]; then
 	app=$build/apps/llama.so; mode=(--host); geom=(--grid 1 --block 2)
 else
-	app=$build/apps/llama.cubin; mode=(--require-gpu)
+	app=${LLAMA_APP:-$build/apps/llama.cubin}; mode=(--require-gpu)
 	# nvidia-smi has no field for it: CUDA's count, through PyTorch or CuPy
 	sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null |
 		grep -E '^[0-9]+$' ||

@@ -48,7 +48,7 @@ done
 python3 tests/tools/llama_derive.py "$tiny" "$tmp/src/five.gguf" --type Q4_K --layers 5 --seed 11 ||
 	bad "llama_derive.py --layers 5"
 python3 tests/tools/llama_derive.py "$tiny" "$tmp/src/one.gguf" --type Q4_K --mix q4_k_m --layers 1 --embd 1024 \
-	--ff 2816 --heads 8 --kv-heads 2 --seed 5 || bad "llama_derive.py --mix q4_k_m --layers 1"
+	--ff 5120 --heads 8 --kv-heads 2 --seed 5 || bad "llama_derive.py --mix q4_k_m --layers 1"
 mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/img" 320M > /dev/null 2>&1 || { bad "mke2fs -d of the models"; summary; }
 
 # llama.cpp's prompt ids and 32 greedy tokens, "IDS,... TOK TOK ...", and its
@@ -187,13 +187,20 @@ fi
 eng five "Hello world" "" "--vram-gib 1 --resident 1" > /dev/null
 check "--vram-gib with --resident: refused" grep -q "not both" "$tmp/eng.out"
 # One streamed layer: the next token's copy of it is loaded into the other
-# slot while this token computes from the first (a 6 MiB layer, Q4_K with
+# slot while this token computes from the first (a 10 MiB layer, Q4_K with
 # Q6_K attn_v and ffn_down as in Q4_K_M; once, a wrong slot here read a
-# load still in flight)
+# load still in flight). Its FFN is 5120 wide: each row of ffn_down is two
+# of the products' units (4096 elements and 1024), which different teams
+# take and the last to finish adds (apps/llama.c matvec).
 r=$(ref one "Hello world")
 a=$(eng one "Hello world" "--grid 1 --block 2")
-same "one 6 MiB layer streamed (Q4_K_M mix, 1024 wide): llama.cpp's tokens" "$r" "$a"
+same "one 10 MiB layer streamed (Q4_K_M mix, 1024 wide, FFN 5120): llama.cpp's tokens" "$r" "$a"
 check "... and the same as with the layer resident" test "$a" = "$(eng one "Hello world" "--grid 1 --block 2" "--resident 1")"
+eng one "Hello world" "--grid 1 --block 3" "--batch 2" > /dev/null
+cp "$tmp/eng.out" "$tmp/batch.out"
+for sq in 0 1; do
+	check "... --batch 2 with 3 teams: sequence $sq is the same tokens" test "$a" = "$(seq_ids "$tmp/batch.out" $sq)"
+done
 N=32
 
 echo "== refusals"

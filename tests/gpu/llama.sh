@@ -38,7 +38,7 @@ while read -r name type layers seed tokens prompt; do
 	[ "$(sha256sum < "$m" | cut -d' ' -f1)" = "$(cat "$refs/$name.sha256")" ] ||
 		bad "$name: the model derived here differs from the build machine's (llama_derive.py)"
 done < tests/gpu/llama_cases.txt
-mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/img" 256M > /dev/null 2>&1 || { bad "mke2fs -d of the models"; summary; }
+mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/img" 320M > /dev/null 2>&1 || { bad "mke2fs -d of the models"; summary; }
 
 # NAME OPTIONS...: the engine on the GPU ($geom: gpuos run's geometry); prints "PROMPT_IDS TOK ..." as llama_same.py takes them
 eng() {

@@ -116,7 +116,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("source")
     ap.add_argument("out")
-    ap.add_argument("--type", required=True)
+    ap.add_argument("--type", required=True,
+                    help="TYPE, or TYPE,OPTION=VALUE,... (a case of tests/gpu/llama_cases.txt in one word, e.g. "
+                         "Q4_K,mix=q4_k_m,ff=5120: the options below without their dashes)")
     ap.add_argument("--embd", type=int, default=256)
     ap.add_argument("--ff", type=int, default=512)
     ap.add_argument("--heads", type=int, default=4)
@@ -129,6 +131,10 @@ def main():
     ap.add_argument("--override", action="append", default=[], metavar="NAME=TYPE",
                     help="write tensor NAME in TYPE instead, random bytes (refusal tests)")
     a = ap.parse_args()
+    if "," in a.type:
+        words = a.type.split(",")
+        a = ap.parse_args(sys.argv[1:] + sum((["--" + w.split("=", 1)[0]] + w.split("=", 1)[1:] for w in words[1:]), [])
+                          + ["--type", words[0]])
     override = dict(o.split("=", 1) for o in a.override)
     rng = random.Random(a.seed)
     kvs = source_kvs(a.source)
