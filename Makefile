@@ -175,8 +175,10 @@ $(BUILD)/static/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 static: $(BUILD)/gpuos-static
-$(BUILD)/gpuos-static: $(BUILD)/static/boot/cli/main.o $(BUILD)/static/boot/cuda_none.o \
-		$(RUNTIME_SRC:%.c=$(BUILD)/static/%.o) $(BOOT_SRC:%.c=$(BUILD)/static/%.o) $(CLI_SRC:%.c=$(BUILD)/static/%.o)
+# gpuos's own objects (the same flags; make test compiled them twice): only
+# main.o differs, by its GPUOS_CUDA_ARCHS.
+$(BUILD)/gpuos-static: $(BUILD)/static/boot/cli/main.o $(BUILD)/boot/cuda_none.o \
+		$(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o)
 	@$(if $(Q),echo "  LD      $@ (static, host mode only)")
 	$(Q)$(CC) $(CFLAGS) -static -o $@ $^ $(LDLIBS_HOST)
 
