@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +96,7 @@ int main(int argc, char **argv)
 		struct mc_suite *su = NULL;
 		char full[256];
 		int st = 0, timeout;
+		struct rusage ru;
 		pid_t pid;
 		time_t t0;
 		snprintf(full, sizeof(full), "%s::%s", t->suite, t->name);
@@ -119,10 +121,14 @@ int main(int argc, char **argv)
 				su->fini();
 			_exit(0);
 		}
-		waitpid(pid, &st, 0);
+		/* the test's CPU seconds too: where a suite's CPU goes (make test
+		 * runs suites side by side on 2 cores) */
+		memset(&ru, 0, sizeof(ru));
+		wait4(pid, &st, 0, &ru);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 			pass++;
-			printf("[PASS] %s (%lds)\n", full, (long)(time(NULL) - t0));
+			printf("[PASS] %s (%lds, cpu %lds)\n", full, (long)(time(NULL) - t0),
+			       (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec));
 		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
 			skip++;
 			printf("[SKIP] %s\n", full);
