@@ -448,6 +448,8 @@ GPUOS_TOK_FN int gpuos_tok_is_ws(uint32_t c)
  * by code point when this was written). Made by:
  *   cat = {L:1, N:2, P:3, M:4, S:5, Z:6, C:7}[field 2 [0]], Cn = 0, ranges
  *   "<..., First>" .. "<..., Last>" filled; one entry per change of category.
+ * whole: a generated data table and its ten-line binary search; cut in
+ * pieces, the runs could no longer be compared with their source at once.
  */
 GPUOS_TOK_FN uint32_t gpuos_tok_ucat(uint32_t cp)
 {
@@ -1009,38 +1011,36 @@ GPUOS_TOK_FN int gpuos_tok_pre_of(const uint8_t *p, uint32_t n, uint32_t *pre, u
 	return -1;
 }
 
-/*
- * Build the tokenizer of src in arena (arena_len bytes, 8-byte aligned).
- * Returns GPUOS_TOK_OK; GPUOS_TOK_E_NOSPC with *need the bytes it needs
- * (arena may be NULL to ask); or GPUOS_TOK_E_UNSUPPORTED / _E_INVALID with
- * the reason in why (why_len bytes, NUL-terminated; GPUOS_TOK_WHY_MAX is enough).
- */
-GPUOS_TOK_ENTRY int gpuos_tok_init(const struct gpuos_tok_src *src, void *arena, uint64_t arena_len,
-				   uint64_t *need, char *why, uint32_t why_len)
-{
-	struct gpuos_tok h, *t;
-	uint32_t wl = 0, type, n, i, ttype = 0, stype = 0, mtype = 0, flags = 0, pre = GPUOS_TOK_PRE_NONE;
-	uint64_t count, tbytes = 0, mbytes = 0, n_merges = 0, at, sc_count = 0, ty_count = 0, n_spec_max = 0;
-	uint8_t *base;
-	int32_t *ids;
+/* What init learns from the source before it lays the arena out. */
+struct gpuos_tok_plan {
+	uint32_t type, pre, flags, n;      /* GPUOS_TOK_SPM/_BPE, GPUOS_TOK_PRE_*, GPUOS_TOK_F_*, tokens */
+	uint64_t tbytes;                   /* the token texts' bytes, "[EMPTY_<id>]" included */
+	uint64_t n_merges, mbytes;         /* the merges in the file and their texts' bytes */
+	uint64_t n_spec_max;               /* room for the special list */
+};
 
-	if (why && why_len)
-		why[0] = 0;
-	if (need)
-		*need = 0;
+/* The model and pre-tokenizer src names, the flags they start with, and
+ * the KVs add_bos, add_eos and add_space_prefix over those. GPUOS_TOK_OK,
+ * or GPUOS_TOK_E_INVALID / _E_UNSUPPORTED with the reason in why. */
+GPUOS_TOK_FN int gpuos_tok_plan_model(const struct gpuos_tok_src *src, struct gpuos_tok_plan *p, char *why,
+				      uint32_t why_len)
+{
+	uint32_t wl = 0;
+	p->pre = GPUOS_TOK_PRE_NONE;
+	p->flags = 0;
 	if (!src->model) {
 		GPUOS_TOK_WHY("no tokenizer.ggml.model");
 		return GPUOS_TOK_E_INVALID;
 	}
 	if (gpuos_tok_eqs((const uint8_t *)src->model, src->model_len, "llama")) {
-		type = GPUOS_TOK_SPM;
-		flags = GPUOS_TOK_F_ADD_BOS | GPUOS_TOK_F_SPACE_PREFIX;
+		p->type = GPUOS_TOK_SPM;
+		p->flags = GPUOS_TOK_F_ADD_BOS | GPUOS_TOK_F_SPACE_PREFIX;
 	} else if (gpuos_tok_eqs((const uint8_t *)src->model, src->model_len, "gpt2")) {
-		type = GPUOS_TOK_BPE;
+		p->type = GPUOS_TOK_BPE;
 		if (!src->pre) {
-			pre = GPUOS_TOK_PRE_DEFAULT;
-			flags = GPUOS_TOK_F_CLEAN_SPACES;
-		} else if (gpuos_tok_pre_of((const uint8_t *)src->pre, src->pre_len, &pre, &flags)) {
+			p->pre = GPUOS_TOK_PRE_DEFAULT;
+			p->flags = GPUOS_TOK_F_CLEAN_SPACES;
+		} else if (gpuos_tok_pre_of((const uint8_t *)src->pre, src->pre_len, &p->pre, &p->flags)) {
 			GPUOS_TOK_WHY("tokenizer.ggml.pre '");
 			gpuos_tok_why(why, why_len, &wl, src->pre, src->pre_len);
 			GPUOS_TOK_WHY("' is not supported (a pre-tokenizer this tokenizer does not implement)");
@@ -1053,227 +1053,282 @@ GPUOS_TOK_ENTRY int gpuos_tok_init(const struct gpuos_tok_src *src, void *arena,
 		return GPUOS_TOK_E_UNSUPPORTED;
 	}
 	if (src->add_bos >= 0)
-		flags = src->add_bos ? flags | GPUOS_TOK_F_ADD_BOS : flags & ~GPUOS_TOK_F_ADD_BOS;
+		p->flags = src->add_bos ? p->flags | GPUOS_TOK_F_ADD_BOS : p->flags & ~GPUOS_TOK_F_ADD_BOS;
 	if (src->add_eos >= 0)
-		flags = src->add_eos ? flags | GPUOS_TOK_F_ADD_EOS : flags & ~GPUOS_TOK_F_ADD_EOS;
+		p->flags = src->add_eos ? p->flags | GPUOS_TOK_F_ADD_EOS : p->flags & ~GPUOS_TOK_F_ADD_EOS;
 	if (src->add_space_prefix >= 0)
-		flags = src->add_space_prefix ? flags | GPUOS_TOK_F_SPACE_PREFIX : flags & ~GPUOS_TOK_F_SPACE_PREFIX;
+		p->flags = src->add_space_prefix ? p->flags | GPUOS_TOK_F_SPACE_PREFIX
+						 : p->flags & ~GPUOS_TOK_F_SPACE_PREFIX;
+	return GPUOS_TOK_OK;
+}
 
-	/* the arrays */
+/* The arrays of src, each checked against its bytes: the tokens (their
+ * count and texts' bytes), scores and types for every token, and for BPE
+ * the merges. GPUOS_TOK_OK, or GPUOS_TOK_E_INVALID with the reason in why. */
+GPUOS_TOK_FN int gpuos_tok_plan_arrays(const struct gpuos_tok_src *src, struct gpuos_tok_plan *p, char *why,
+				       uint32_t why_len)
+{
+	uint32_t wl = 0, ttype = 0, stype = 0, mtype = 0;
+	uint64_t count, sc_count = 0, ty_count = 0;
+	p->tbytes = p->n_merges = p->mbytes = 0;
 	if (gpuos_tok_arr(src->tokens, src->tokens_len, &ttype, &count) || ttype != 8u ||
-	    count == 0 || count >= (1u << 28) || gpuos_tok_strs(src->tokens, src->tokens_len, count, &tbytes)) {
+	    count == 0 || count >= (1u << 28) || gpuos_tok_strs(src->tokens, src->tokens_len, count, &p->tbytes)) {
 		GPUOS_TOK_WHY("tokenizer.ggml.tokens is not an array of strings inside its bytes (1 to 2^28)");
 		return GPUOS_TOK_E_INVALID;
 	}
-	n = (uint32_t)count;
+	p->n = (uint32_t)count;
 	if (src->scores) {
 		if (gpuos_tok_arr(src->scores, src->scores_len, &stype, &sc_count) || (stype != 6u && stype != 5u) ||
-		    sc_count < n || src->scores_len - 12u < (uint64_t)n * 4u) {
+		    sc_count < p->n || src->scores_len - 12u < (uint64_t)p->n * 4u) {
 			GPUOS_TOK_WHY("tokenizer.ggml.scores is not an array of float32 (or int32) for every token");
 			return GPUOS_TOK_E_INVALID;
 		}
 	}
 	if (src->types) {
-		if (gpuos_tok_arr(src->types, src->types_len, &stype, &ty_count) || stype != 5u || ty_count < n ||
-		    src->types_len - 12u < (uint64_t)n * 4u) {
+		if (gpuos_tok_arr(src->types, src->types_len, &stype, &ty_count) || stype != 5u || ty_count < p->n ||
+		    src->types_len - 12u < (uint64_t)p->n * 4u) {
 			GPUOS_TOK_WHY("tokenizer.ggml.token_type is not an array of int32 for every token");
 			return GPUOS_TOK_E_INVALID;
 		}
 	}
-	if (type == GPUOS_TOK_BPE) {
+	if (p->type == GPUOS_TOK_BPE) {
 		if (!src->merges) {
 			GPUOS_TOK_WHY("a 'gpt2' vocabulary without tokenizer.ggml.merges");
 			return GPUOS_TOK_E_INVALID;
 		}
-		if (gpuos_tok_arr(src->merges, src->merges_len, &mtype, &n_merges) || mtype != 8u ||
-		    n_merges >= (1u << 24) || gpuos_tok_strs(src->merges, src->merges_len, n_merges, &mbytes)) {
+		if (gpuos_tok_arr(src->merges, src->merges_len, &mtype, &p->n_merges) || mtype != 8u ||
+		    p->n_merges >= (1u << 24) || gpuos_tok_strs(src->merges, src->merges_len, p->n_merges, &p->mbytes)) {
 			GPUOS_TOK_WHY("tokenizer.ggml.merges is not an array of strings inside its bytes");
 			return GPUOS_TOK_E_INVALID;
 		}
 	}
-	/* empty texts and the special list's bound */
-	at = 12u;
-	for (i = 0; i < n; i++) {
+	return GPUOS_TOK_OK;
+}
+
+/* Token i's tokenizer.ggml.token_type (normal without the array). */
+GPUOS_TOK_FN int32_t gpuos_tok_src_type(const struct gpuos_tok_src *src, uint32_t i)
+{
+	return src->types ? (int32_t)gpuos_tok_rd32(src->types + 12u + 4u * i) : 1;
+}
+
+/* The bytes empty texts take as "[EMPTY_<id>]", and the special list's
+ * bound: the unknown, control and user-defined tokens, and the texts the
+ * fix-ups may make control or user-defined, at most every token. */
+GPUOS_TOK_FN void gpuos_tok_plan_specials(const struct gpuos_tok_src *src, struct gpuos_tok_plan *p)
+{
+	uint64_t at = 12u;
+	uint32_t i;
+	p->n_spec_max = 0;
+	for (i = 0; i < p->n; i++) {
 		uint64_t l = gpuos_tok_rd64(src->tokens + at);
-		int32_t ty = src->types ? (int32_t)gpuos_tok_rd32(src->types + 12u + 4u * i) : 1;
+		int32_t ty = gpuos_tok_src_type(src, i);
 		if (l == 0)
-			tbytes += 18u; /* "[EMPTY_" 10 digits "]" */
+			p->tbytes += 18u; /* "[EMPTY_" 10 digits "]" */
 		if (ty == GPUOS_TOK_TYPE_UNKNOWN || ty == GPUOS_TOK_TYPE_CONTROL || ty == GPUOS_TOK_TYPE_USER_DEFINED)
-			n_spec_max++;
+			p->n_spec_max++;
 		at += 8u + l;
 	}
-	n_spec_max += 96u; /* texts the fix-ups below may make control or user-defined (61) */
-	if (n_spec_max > n)
-		n_spec_max = n;
+	p->n_spec_max += 96u; /* texts the fix-ups below may make control or user-defined (61) */
+	if (p->n_spec_max > p->n)
+		p->n_spec_max = p->n;
+}
 
-	/* layout */
-	for (i = 0; i < sizeof(h); i++)
-		((uint8_t *)&h)[i] = 0;
-	h.magic = GPUOS_TOK_MAGIC;
-	h.version = GPUOS_TOK_VERSION;
-	h.type = type;
-	h.pre = pre;
-	h.flags = flags;
-	h.n_tokens = n;
-	for (h.hash_cap = 16u; h.hash_cap < 2u * n; h.hash_cap <<= 1)
+/* The arena's header in *h: what p says, the hashes' sizes and each
+ * table's offset. Returns the arena's bytes. */
+GPUOS_TOK_FN uint64_t gpuos_tok_layout(struct gpuos_tok *h, const struct gpuos_tok_plan *p)
+{
+	uint64_t at;
+	uint32_t i;
+	for (i = 0; i < sizeof(*h); i++)
+		((uint8_t *)h)[i] = 0;
+	h->magic = GPUOS_TOK_MAGIC;
+	h->version = GPUOS_TOK_VERSION;
+	h->type = p->type;
+	h->pre = p->pre;
+	h->flags = p->flags;
+	h->n_tokens = p->n;
+	for (h->hash_cap = 16u; h->hash_cap < 2u * p->n; h->hash_cap <<= 1)
 		;
-	if (n_merges)
-		for (h.merge_cap = 16u; h.merge_cap < 2u * (uint32_t)n_merges; h.merge_cap <<= 1)
+	if (p->n_merges)
+		for (h->merge_cap = 16u; h->merge_cap < 2u * (uint32_t)p->n_merges; h->merge_cap <<= 1)
 			;
-	at = gpuos_tok_align8(sizeof(h));
-	h.text_idx_off = at;
-	at = gpuos_tok_align8(at + 4u * ((uint64_t)n + 1u));
-	h.text_off = at;
-	at = gpuos_tok_align8(at + tbytes);
-	h.score_off = at;
-	at = gpuos_tok_align8(at + 4u * (uint64_t)n);
-	h.attr_off = at;
-	at = gpuos_tok_align8(at + 2u * (uint64_t)n);
-	h.hash_off = at;
-	at = gpuos_tok_align8(at + 4u * (uint64_t)h.hash_cap);
-	h.merge_idx_off = at;
-	at = gpuos_tok_align8(at + 4u * (n_merges + 1u));
-	h.merge_text_off = at;
-	at = gpuos_tok_align8(at + mbytes);
-	h.merge_hash_off = at;
-	at = gpuos_tok_align8(at + 4u * (uint64_t)h.merge_cap);
-	h.special_off = at;
-	at = gpuos_tok_align8(at + 4u * n_spec_max);
-	h.total = at;
-	if (at > 0xffffffffu) {
-		GPUOS_TOK_WHY("vocabulary too large (over 4 GiB of tables)");
-		return GPUOS_TOK_E_INVALID;
-	}
-	if (need)
-		*need = at;
-	if (!arena || arena_len < at || ((uintptr_t)arena & 7u)) {
-		GPUOS_TOK_WHY(arena && ((uintptr_t)arena & 7u) ? "arena not 8-byte aligned" : "arena too small");
-		return GPUOS_TOK_E_NOSPC;
-	}
+	at = gpuos_tok_align8(sizeof(*h));
+	h->text_idx_off = at;
+	at = gpuos_tok_align8(at + 4u * ((uint64_t)p->n + 1u));
+	h->text_off = at;
+	at = gpuos_tok_align8(at + p->tbytes);
+	h->score_off = at;
+	at = gpuos_tok_align8(at + 4u * (uint64_t)p->n);
+	h->attr_off = at;
+	at = gpuos_tok_align8(at + 2u * (uint64_t)p->n);
+	h->hash_off = at;
+	at = gpuos_tok_align8(at + 4u * (uint64_t)h->hash_cap);
+	h->merge_idx_off = at;
+	at = gpuos_tok_align8(at + 4u * (p->n_merges + 1u));
+	h->merge_text_off = at;
+	at = gpuos_tok_align8(at + p->mbytes);
+	h->merge_hash_off = at;
+	at = gpuos_tok_align8(at + 4u * (uint64_t)h->merge_cap);
+	h->special_off = at;
+	at = gpuos_tok_align8(at + 4u * p->n_spec_max);
+	h->total = at;
+	return at;
+}
 
-	/* fill */
-	t = (struct gpuos_tok *)arena;
-	base = (uint8_t *)arena;
-	*t = h;
-	{
-		uint32_t *idx = (uint32_t *)(base + t->text_idx_off);
-		uint8_t *tx = base + t->text_off;
-		float *score = (float *)(base + t->score_off);
-		uint16_t *attr = (uint16_t *)(base + t->attr_off);
-		uint32_t *slot = (uint32_t *)(base + t->hash_off);
-		uint32_t o = 0;
-		for (i = 0; i < t->hash_cap; i++)
-			slot[i] = 0;
-		at = 12u;
-		for (i = 0; i < n; i++) {
-			uint32_t l = (uint32_t)gpuos_tok_rd64(src->tokens + at), k, hs, a;
-			int32_t ty = src->types ? (int32_t)gpuos_tok_rd32(src->types + 12u + 4u * i) : 1;
-			idx[i] = o;
-			if (l) {
-				for (k = 0; k < l; k++)
-					tx[o + k] = src->tokens[at + 8u + k];
-			} else { /* llama.cpp: "[EMPTY_<id>]" */
-				char d[10];
-				uint32_t v = i, nd = 0;
-				const char *e = "[EMPTY_";
-				for (k = 0; e[k]; k++)
-					tx[o + l++] = (uint8_t)e[k];
-				do {
-					d[nd++] = (char)('0' + v % 10u);
-					v /= 10u;
-				} while (v);
-				while (nd)
-					tx[o + l++] = (uint8_t)d[--nd];
-				tx[o + l++] = ']';
-			}
-			if (l > t->max_token_len)
-				t->max_token_len = l;
-			if (src->scores) {
-				uint32_t bits = gpuos_tok_rd32(src->scores + 12u + 4u * i);
-				if (gpuos_tok_rd32(src->scores) == 6u) {
-					union { uint32_t u; float f; } cv;
-					cv.u = bits;
-					score[i] = cv.f;
-				} else {
-					score[i] = (float)(int32_t)bits;
-				}
-			} else {
-				score[i] = 0.0f;
-			}
-			switch (ty) {
-			case GPUOS_TOK_TYPE_NORMAL: a = GPUOS_TOK_A_NORMAL; break;
-			case GPUOS_TOK_TYPE_UNKNOWN: a = GPUOS_TOK_A_UNKNOWN; break;
-			case GPUOS_TOK_TYPE_CONTROL: a = GPUOS_TOK_A_CONTROL; break;
-			case GPUOS_TOK_TYPE_USER_DEFINED: a = GPUOS_TOK_A_USER_DEFINED; break;
-			case GPUOS_TOK_TYPE_UNUSED: a = GPUOS_TOK_A_UNUSED; break;
-			case GPUOS_TOK_TYPE_BYTE: a = GPUOS_TOK_A_BYTE; break;
-			default: a = 0; break;
-			}
-			attr[i] = (uint16_t)a;
-			/* into the hash; a repeated text keeps the last id (llama.cpp's map) */
-			hs = gpuos_tok_fnv(GPUOS_TOK_FNV0, tx + o, l) & (t->hash_cap - 1u);
-			for (;;) {
-				uint32_t v = slot[hs], ol;
-				if (!v) {
-					slot[hs] = i + 1u;
-					break;
-				}
-				ol = idx[v] - idx[v - 1u];
-				if (v - 1u < i && ol == l && gpuos_tok_eq(tx + idx[v - 1u], tx + o, l)) {
-					slot[hs] = i + 1u;
-					break;
-				}
-				hs = (hs + 1u) & (t->hash_cap - 1u);
-			}
-			o += l;
-			idx[i + 1u] = o;
-			at += 8u + gpuos_tok_rd64(src->tokens + at);
-		}
+/* llama.cpp's text of an empty token, "[EMPTY_<id>]", at o; its length. */
+GPUOS_TOK_FN uint32_t gpuos_tok_put_empty(uint8_t *o, uint32_t id)
+{
+	char d[10];
+	uint32_t v = id, nd = 0, l = 0, k;
+	const char *e = "[EMPTY_";
+	for (k = 0; e[k]; k++)
+		o[l++] = (uint8_t)e[k];
+	do {
+		d[nd++] = (char)('0' + v % 10u);
+		v /= 10u;
+	} while (v);
+	while (nd)
+		o[l++] = (uint8_t)d[--nd];
+	o[l++] = ']';
+	return l;
+}
+
+/* Token i's score: the float32, or the int32 as a float; 0 without scores. */
+GPUOS_TOK_FN float gpuos_tok_src_score(const struct gpuos_tok_src *src, uint32_t i)
+{
+	uint32_t bits;
+	if (!src->scores)
+		return 0.0f;
+	bits = gpuos_tok_rd32(src->scores + 12u + 4u * i);
+	if (gpuos_tok_rd32(src->scores) == 6u) {
+		union { uint32_t u; float f; } cv;
+		cv.u = bits;
+		return cv.f;
 	}
-	/* merges: "left right" in rank order; a repeated merge keeps its first rank */
-	if (n_merges) {
-		uint32_t *midx = (uint32_t *)(base + t->merge_idx_off);
-		uint8_t *mt = base + t->merge_text_off;
-		uint32_t *slot = (uint32_t *)(base + t->merge_hash_off);
-		uint32_t o = 0, r = 0, k;
-		for (i = 0; i < t->merge_cap; i++)
-			slot[i] = 0;
-		at = 12u;
-		midx[0] = 0;
-		for (i = 0; i < (uint32_t)n_merges; i++) {
-			uint32_t l = (uint32_t)gpuos_tok_rd64(src->merges + at), sp, hs;
-			const uint8_t *m = src->merges + at + 8u;
-			at += 8u + l;
-			for (sp = 1; sp < l && m[sp] != ' '; sp++)
-				;
-			if (sp >= l) /* no split: llama.cpp keeps ("", ""), which no pair meets */
-				continue;
+	return (float)(int32_t)bits;
+}
+
+/* The attribute of a tokenizer.ggml.token_type value (0 for others). */
+GPUOS_TOK_FN uint32_t gpuos_tok_attr_of_type(int32_t ty)
+{
+	switch (ty) {
+	case GPUOS_TOK_TYPE_NORMAL: return GPUOS_TOK_A_NORMAL;
+	case GPUOS_TOK_TYPE_UNKNOWN: return GPUOS_TOK_A_UNKNOWN;
+	case GPUOS_TOK_TYPE_CONTROL: return GPUOS_TOK_A_CONTROL;
+	case GPUOS_TOK_TYPE_USER_DEFINED: return GPUOS_TOK_A_USER_DEFINED;
+	case GPUOS_TOK_TYPE_UNUSED: return GPUOS_TOK_A_UNUSED;
+	case GPUOS_TOK_TYPE_BYTE: return GPUOS_TOK_A_BYTE;
+	default: return 0;
+	}
+}
+
+/* Token i (its text in place, l bytes) into the hash; a repeated text
+ * keeps the last id (llama.cpp's map). */
+GPUOS_TOK_FN void gpuos_tok_hash_token(struct gpuos_tok *t, uint32_t i, uint32_t l)
+{
+	uint8_t *base = (uint8_t *)t;
+	const uint32_t *idx = (const uint32_t *)(base + t->text_idx_off);
+	const uint8_t *tx = base + t->text_off, *s = tx + idx[i];
+	uint32_t *slot = (uint32_t *)(base + t->hash_off);
+	uint32_t hs = gpuos_tok_fnv(GPUOS_TOK_FNV0, s, l) & (t->hash_cap - 1u);
+	for (;;) {
+		uint32_t v = slot[hs], ol;
+		if (!v) {
+			slot[hs] = i + 1u;
+			return;
+		}
+		ol = idx[v] - idx[v - 1u];
+		if (v - 1u < i && ol == l && gpuos_tok_eq(tx + idx[v - 1u], s, l)) {
+			slot[hs] = i + 1u;
+			return;
+		}
+		hs = (hs + 1u) & (t->hash_cap - 1u);
+	}
+}
+
+/* The tokens from the source: texts, scores, attributes by type, the hash. */
+GPUOS_TOK_FN void gpuos_tok_fill_tokens(struct gpuos_tok *t, const struct gpuos_tok_src *src)
+{
+	uint8_t *base = (uint8_t *)t;
+	uint32_t *idx = (uint32_t *)(base + t->text_idx_off);
+	uint8_t *tx = base + t->text_off;
+	float *score = (float *)(base + t->score_off);
+	uint16_t *attr = (uint16_t *)(base + t->attr_off);
+	uint32_t *slot = (uint32_t *)(base + t->hash_off);
+	uint32_t o = 0, i, k;
+	uint64_t at = 12u;
+	for (i = 0; i < t->hash_cap; i++)
+		slot[i] = 0;
+	for (i = 0; i < t->n_tokens; i++) {
+		uint32_t l = (uint32_t)gpuos_tok_rd64(src->tokens + at);
+		idx[i] = o;
+		if (l) {
 			for (k = 0; k < l; k++)
-				mt[o + k] = m[k];
-			hs = gpuos_tok_fnv(GPUOS_TOK_FNV0, m, l) & (t->merge_cap - 1u);
-			for (;;) {
-				uint32_t v = slot[hs];
-				if (!v) {
-					slot[hs] = r + 1u;
-					break;
-				}
-				if (midx[v] - midx[v - 1u] == l && gpuos_tok_eq(mt + midx[v - 1u], m, l))
-					break; /* seen: keep the first */
-				hs = (hs + 1u) & (t->merge_cap - 1u);
-			}
-			/* rank r: the file's order (llama.cpp's rank is the index in the
-			 * file; only the order of ranks matters) */
-			o += l;
-			midx[++r] = o;
+				tx[o + k] = src->tokens[at + 8u + k];
+		} else {
+			l = gpuos_tok_put_empty(tx + o, i);
 		}
-		t->n_merges = r;
+		if (l > t->max_token_len)
+			t->max_token_len = l;
+		score[i] = gpuos_tok_src_score(src, i);
+		attr[i] = (uint16_t)gpuos_tok_attr_of_type(gpuos_tok_src_type(src, i));
+		gpuos_tok_hash_token(t, i, l);
+		o += l;
+		idx[i + 1u] = o;
+		at += 8u + gpuos_tok_rd64(src->tokens + at);
 	}
+}
 
-	/* special ids: llama.cpp's defaults, then the KVs in its order */
-	ids = t->id;
+/* The merges (n_merges in the file): "left right" in rank order, hashed;
+ * a repeated merge keeps its first rank. */
+GPUOS_TOK_FN void gpuos_tok_fill_merges(struct gpuos_tok *t, const struct gpuos_tok_src *src, uint32_t n_merges)
+{
+	uint8_t *base = (uint8_t *)t;
+	uint32_t *midx = (uint32_t *)(base + t->merge_idx_off);
+	uint8_t *mt = base + t->merge_text_off;
+	uint32_t *slot = (uint32_t *)(base + t->merge_hash_off);
+	uint32_t o = 0, r = 0, i, k;
+	uint64_t at = 12u;
+	for (i = 0; i < t->merge_cap; i++)
+		slot[i] = 0;
+	midx[0] = 0;
+	for (i = 0; i < n_merges; i++) {
+		uint32_t l = (uint32_t)gpuos_tok_rd64(src->merges + at), sp, hs;
+		const uint8_t *m = src->merges + at + 8u;
+		at += 8u + l;
+		for (sp = 1; sp < l && m[sp] != ' '; sp++)
+			;
+		if (sp >= l) /* no split: llama.cpp keeps ("", ""), which no pair meets */
+			continue;
+		for (k = 0; k < l; k++)
+			mt[o + k] = m[k];
+		hs = gpuos_tok_fnv(GPUOS_TOK_FNV0, m, l) & (t->merge_cap - 1u);
+		for (;;) {
+			uint32_t v = slot[hs];
+			if (!v) {
+				slot[hs] = r + 1u;
+				break;
+			}
+			if (midx[v] - midx[v - 1u] == l && gpuos_tok_eq(mt + midx[v - 1u], m, l))
+				break; /* seen: keep the first */
+			hs = (hs + 1u) & (t->merge_cap - 1u);
+		}
+		/* rank r: the file's order (llama.cpp's rank is the index in the
+		 * file; only the order of ranks matters) */
+		o += l;
+		midx[++r] = o;
+	}
+	t->n_merges = r;
+}
+
+/* The special ids: llama.cpp's defaults, then the KVs in its order. */
+GPUOS_TOK_FN void gpuos_tok_default_ids(struct gpuos_tok *t, const struct gpuos_tok_src *src)
+{
+	int32_t *ids = t->id;
+	uint32_t i, n = t->n_tokens;
 	for (i = 0; i < GPUOS_TOK_ID_COUNT; i++)
 		ids[i] = -1;
-	if (type == GPUOS_TOK_SPM) {
+	if (t->type == GPUOS_TOK_SPM) {
 		ids[GPUOS_TOK_ID_BOS] = 1;
 		ids[GPUOS_TOK_ID_EOS] = 2;
 		ids[GPUOS_TOK_ID_UNK] = 0;
@@ -1288,117 +1343,176 @@ GPUOS_TOK_ENTRY int gpuos_tok_init(const struct gpuos_tok_src *src, void *arena,
 		if (src->id[i] >= 0 && (uint64_t)src->id[i] < n)
 			ids[s] = (int32_t)src->id[i]; /* a KV out of range keeps the default */
 	}
+}
 
-	/* the attribute fix-ups llama.cpp makes by text */
-	{
-		uint16_t *attr = gpuos_tok_attrs_rw(t);
-		int32_t f, *sp;
-		uint32_t ns = 0, k;
-		const uint32_t C = GPUOS_TOK_A_CONTROL;
-		if (ids[GPUOS_TOK_ID_EOT] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_EOT, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_EOT] = f;
-		if (ids[GPUOS_TOK_ID_EOM] < 0 && (f = gpuos_tok_mark(t, "<|eom_id|>", C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_EOM] = f;
-		if (ids[GPUOS_TOK_ID_FIM_PRE] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_FIM_PRE, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_FIM_PRE] = f;
-		if (ids[GPUOS_TOK_ID_FIM_SUF] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_FIM_SUF, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_FIM_SUF] = f;
-		if (ids[GPUOS_TOK_ID_FIM_MID] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_FIM_MID, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_FIM_MID] = f;
-		if (ids[GPUOS_TOK_ID_FIM_PAD] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_FIM_PAD, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_FIM_PAD] = f;
-		if (ids[GPUOS_TOK_ID_FIM_REP] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_FIM_REP, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_FIM_REP] = f;
-		if (ids[GPUOS_TOK_ID_FIM_SEP] < 0 && (f = gpuos_tok_mark(t, GPUOS_TOK_LIST_FIM_SEP, C, 0)) >= 0)
-			ids[GPUOS_TOK_ID_FIM_SEP] = f;
-		/* control tokens named "unused" */
-		for (i = 0; i < n; i++) {
-			uint32_t l;
-			const uint8_t *s;
-			if (!(attr[i] & C))
-				continue;
-			s = gpuos_tok_text(t, (int32_t)i, &l);
-			for (k = 0; k + 6u <= l; k++)
-				if (gpuos_tok_eqs(s + k, 6, "unused")) {
-					attr[i] = (uint16_t)(attr[i] | GPUOS_TOK_A_UNUSED);
+/* An id no KV gave, found by its texts as llama.cpp does: the smallest
+ * token of list, and every token of list made control. */
+GPUOS_TOK_FN void gpuos_tok_find_id(struct gpuos_tok *t, uint32_t slot, const char *list)
+{
+	int32_t f;
+	if (t->id[slot] < 0 && (f = gpuos_tok_mark(t, list, GPUOS_TOK_A_CONTROL, 0)) >= 0)
+		t->id[slot] = f;
+}
+
+GPUOS_TOK_FN void gpuos_tok_find_ids(struct gpuos_tok *t)
+{
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_EOT, GPUOS_TOK_LIST_EOT);
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_EOM, "<|eom_id|>");
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_FIM_PRE, GPUOS_TOK_LIST_FIM_PRE);
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_FIM_SUF, GPUOS_TOK_LIST_FIM_SUF);
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_FIM_MID, GPUOS_TOK_LIST_FIM_MID);
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_FIM_PAD, GPUOS_TOK_LIST_FIM_PAD);
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_FIM_REP, GPUOS_TOK_LIST_FIM_REP);
+	gpuos_tok_find_id(t, GPUOS_TOK_ID_FIM_SEP, GPUOS_TOK_LIST_FIM_SEP);
+}
+
+/* Control tokens named "unused" are unused too. */
+GPUOS_TOK_FN void gpuos_tok_mark_unused(struct gpuos_tok *t)
+{
+	uint16_t *attr = gpuos_tok_attrs_rw(t);
+	uint32_t i, k;
+	for (i = 0; i < t->n_tokens; i++) {
+		uint32_t l;
+		const uint8_t *s;
+		if (!(attr[i] & GPUOS_TOK_A_CONTROL))
+			continue;
+		s = gpuos_tok_text(t, (int32_t)i, &l);
+		for (k = 0; k + 6u <= l; k++)
+			if (gpuos_tok_eqs(s + k, 6, "unused")) {
+				attr[i] = (uint16_t)(attr[i] | GPUOS_TOK_A_UNUSED);
+				break;
+			}
+	}
+}
+
+/* llama.cpp's exceptions to its EOG texts: "<|end|>" is no EOG beside
+ * "<|return|>" and "<|call|>" (o200k_harmony), or "<|calls|>" and
+ * "<|flush|>" (solar-open); "</s>" none beside "<|tool_response>". */
+GPUOS_TOK_FN void gpuos_tok_eog_exceptions(struct gpuos_tok *t)
+{
+	uint16_t *attr = gpuos_tok_attrs_rw(t);
+	int32_t e_end = gpuos_tok_lookup_s(t, "<|end|>"), e_s = gpuos_tok_lookup_s(t, "</s>");
+	int has_ret = gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|return|>"));
+	int has_call = gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|call|>")) ||
+		       gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|calls|>"));
+	int has_flush = gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|flush|>"));
+	if (gpuos_tok_is_eog(t, e_end) && ((has_ret && has_call) || (has_call && has_flush)))
+		attr[e_end] = GPUOS_TOK_A_USER_DEFINED;
+	if (gpuos_tok_is_eog(t, e_s) && gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|tool_response>")))
+		attr[e_s] = GPUOS_TOK_A_NORMAL;
+}
+
+/* End of generation: the fill-in-the-middle pad, repo and separator ids,
+ * the EOG texts (made control), EOS, EOT and EOM; gpt-oss's texts that are
+ * always shown become user-defined first. */
+GPUOS_TOK_FN void gpuos_tok_mark_eog(struct gpuos_tok *t)
+{
+	uint16_t *attr = gpuos_tok_attrs_rw(t);
+	const int32_t *ids = t->id;
+	const char *l = GPUOS_TOK_LIST_ALWAYS_USER;
+	const uint8_t *s;
+	uint32_t k, sl;
+	int32_t f;
+	for (k = GPUOS_TOK_ID_FIM_PAD; k <= GPUOS_TOK_ID_FIM_SEP; k++)
+		if (ids[k] >= 0)
+			attr[ids[k]] = (uint16_t)(attr[ids[k]] | GPUOS_TOK_A_EOG);
+	gpuos_tok_mark(t, GPUOS_TOK_LIST_EOG, GPUOS_TOK_A_EOG | GPUOS_TOK_A_CONTROL, 0);
+	while (gpuos_tok_list_next(&l, &s, &sl))
+		if ((f = gpuos_tok_lookup(t, s, sl)) >= 0)
+			attr[f] = (uint16_t)(GPUOS_TOK_A_USER_DEFINED | (attr[f] & GPUOS_TOK_A_EOG));
+	for (k = GPUOS_TOK_ID_EOS; k <= GPUOS_TOK_ID_EOM; k++)
+		if (ids[k] >= 0)
+			attr[ids[k]] = (uint16_t)(attr[ids[k]] | GPUOS_TOK_A_EOG);
+	gpuos_tok_eog_exceptions(t);
+}
+
+/* The special tokens cut out of a text (control, user-defined, unknown),
+ * longest first. GPUOS_TOK_OK, or GPUOS_TOK_E_INVALID when there are more
+ * than the n_spec_max the layout reserved. */
+GPUOS_TOK_FN int gpuos_tok_list_special(struct gpuos_tok *t, uint64_t n_spec_max, char *why, uint32_t why_len)
+{
+	const uint16_t *attr = gpuos_tok_attrs_rw(t);
+	int32_t *sp = (int32_t *)((uint8_t *)t + t->special_off);
+	uint32_t wl = 0, ns = 0, i;
+	for (i = 0; i < t->n_tokens; i++)
+		if (attr[i] & (GPUOS_TOK_A_CONTROL | GPUOS_TOK_A_USER_DEFINED | GPUOS_TOK_A_UNKNOWN)) {
+			if (ns >= n_spec_max) {
+				GPUOS_TOK_WHY("internal: more special tokens than reserved");
+				return GPUOS_TOK_E_INVALID;
+			}
+			sp[ns++] = (int32_t)i;
+		}
+	t->n_special = ns;
+	gpuos_tok_sort_special(t, sp, ns);
+	return GPUOS_TOK_OK;
+}
+
+/* Whether general.name has "phi-3" or "phi3" in it, any case. */
+GPUOS_TOK_FN int gpuos_tok_is_phi3(const struct gpuos_tok_src *src)
+{
+	int phi = 0;
+	uint32_t k;
+	if (!src->name)
+		return 0;
+	for (k = 0; k < src->name_len && !phi; k++) {
+		const char *pat[2] = { "phi-3", "phi3" };
+		uint32_t q, j;
+		for (q = 0; q < 2u && !phi; q++) {
+			for (j = 0; pat[q][j] && k + j < src->name_len; j++) {
+				char ch = src->name[k + j];
+				if ((ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch) != pat[q][j])
 					break;
-				}
-		}
-		/* end of generation */
-		for (k = GPUOS_TOK_ID_FIM_PAD; k <= GPUOS_TOK_ID_FIM_SEP; k++)
-			if (ids[k] >= 0)
-				attr[ids[k]] = (uint16_t)(attr[ids[k]] | GPUOS_TOK_A_EOG);
-		gpuos_tok_mark(t, GPUOS_TOK_LIST_EOG, GPUOS_TOK_A_EOG | C, 0);
-		{ /* gpt-oss: always shown */
-			const char *l = GPUOS_TOK_LIST_ALWAYS_USER;
-			const uint8_t *s;
-			uint32_t sl;
-			while (gpuos_tok_list_next(&l, &s, &sl))
-				if ((f = gpuos_tok_lookup(t, s, sl)) >= 0)
-					attr[f] = (uint16_t)(GPUOS_TOK_A_USER_DEFINED | (attr[f] & GPUOS_TOK_A_EOG));
-		}
-		for (k = GPUOS_TOK_ID_EOS; k <= GPUOS_TOK_ID_EOM; k++)
-			if (ids[k] >= 0)
-				attr[ids[k]] = (uint16_t)(attr[ids[k]] | GPUOS_TOK_A_EOG);
-		{ /* "<|end|>" is no EOG beside "<|return|>" and "<|call|>" (o200k_harmony), or
-		   * "<|calls|>" and "<|flush|>" (solar-open); "</s>" none beside "<|tool_response>" */
-			int32_t e_end = gpuos_tok_lookup_s(t, "<|end|>"), e_s = gpuos_tok_lookup_s(t, "</s>");
-			int has_ret = gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|return|>"));
-			int has_call = gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|call|>")) ||
-				       gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|calls|>"));
-			int has_flush = gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|flush|>"));
-			if (gpuos_tok_is_eog(t, e_end) && ((has_ret && has_call) || (has_call && has_flush)))
-				attr[e_end] = GPUOS_TOK_A_USER_DEFINED;
-			if (gpuos_tok_is_eog(t, e_s) && gpuos_tok_is_eog(t, gpuos_tok_lookup_s(t, "<|tool_response>")))
-				attr[e_s] = GPUOS_TOK_A_NORMAL;
-		}
-		/* the special tokens cut out of a text: control, user-defined, unknown */
-		sp = (int32_t *)(base + t->special_off);
-		for (i = 0; i < n; i++)
-			if (attr[i] & (C | GPUOS_TOK_A_USER_DEFINED | GPUOS_TOK_A_UNKNOWN)) {
-				if (ns >= n_spec_max) {
-					GPUOS_TOK_WHY("internal: more special tokens than reserved");
-					return GPUOS_TOK_E_INVALID;
-				}
-				sp[ns++] = (int32_t)i;
 			}
-		t->n_special = ns;
-		gpuos_tok_sort_special(t, sp, ns);
-		/* phi-3 (general.name has "phi-3" or "phi3", any case): they strip spaces after them */
-		if (src->name) {
-			int phi = 0;
-			for (k = 0; k < src->name_len && !phi; k++) {
-				const char *pat[2] = { "phi-3", "phi3" };
-				uint32_t q, j;
-				for (q = 0; q < 2u && !phi; q++) {
-					for (j = 0; pat[q][j] && k + j < src->name_len; j++) {
-						char ch = src->name[k + j];
-						if ((ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch) != pat[q][j])
-							break;
-					}
-					phi = pat[q][j] == 0;
-				}
-			}
-			if (phi) {
-				for (k = 0; k < ns; k++)
-					attr[sp[k]] = (uint16_t)(attr[sp[k]] | GPUOS_TOK_A_RSTRIP);
-				if ((f = gpuos_tok_lookup_s(t, "</s>")) >= 0)
-					attr[f] = (uint16_t)(attr[f] | GPUOS_TOK_A_RSTRIP);
-				if ((f = gpuos_tok_lookup_s(t, "<unk>")) >= 0)
-					attr[f] = (uint16_t)(attr[f] & ~GPUOS_TOK_A_RSTRIP);
-				if ((f = gpuos_tok_lookup_s(t, "<s>")) >= 0)
-					attr[f] = (uint16_t)(attr[f] & ~GPUOS_TOK_A_RSTRIP);
-				if ((f = gpuos_tok_lookup_s(t, "<|endoftext|>")) >= 0)
-					attr[f] = (uint16_t)(attr[f] & ~GPUOS_TOK_A_RSTRIP);
-			}
+			phi = pat[q][j] == 0;
 		}
 	}
+	return phi;
+}
 
-	/* byte fallbacks */
+/* phi-3's special tokens and "</s>" strip the spaces after them; "<unk>",
+ * "<s>" and "<|endoftext|>" do not. */
+GPUOS_TOK_FN void gpuos_tok_phi3_rstrip(struct gpuos_tok *t)
+{
+	uint16_t *attr = gpuos_tok_attrs_rw(t);
+	const int32_t *sp = (const int32_t *)((const uint8_t *)t + t->special_off);
+	uint32_t k;
+	int32_t f;
+	for (k = 0; k < t->n_special; k++)
+		attr[sp[k]] = (uint16_t)(attr[sp[k]] | GPUOS_TOK_A_RSTRIP);
+	if ((f = gpuos_tok_lookup_s(t, "</s>")) >= 0)
+		attr[f] = (uint16_t)(attr[f] | GPUOS_TOK_A_RSTRIP);
+	if ((f = gpuos_tok_lookup_s(t, "<unk>")) >= 0)
+		attr[f] = (uint16_t)(attr[f] & ~GPUOS_TOK_A_RSTRIP);
+	if ((f = gpuos_tok_lookup_s(t, "<s>")) >= 0)
+		attr[f] = (uint16_t)(attr[f] & ~GPUOS_TOK_A_RSTRIP);
+	if ((f = gpuos_tok_lookup_s(t, "<|endoftext|>")) >= 0)
+		attr[f] = (uint16_t)(attr[f] & ~GPUOS_TOK_A_RSTRIP);
+}
+
+/* The attribute fix-ups llama.cpp makes by text, then the special list. */
+GPUOS_TOK_FN int gpuos_tok_fix_attrs(struct gpuos_tok *t, const struct gpuos_tok_src *src, uint64_t n_spec_max,
+				     char *why, uint32_t why_len)
+{
+	int rc;
+	gpuos_tok_find_ids(t);
+	gpuos_tok_mark_unused(t);
+	gpuos_tok_mark_eog(t);
+	rc = gpuos_tok_list_special(t, n_spec_max, why, why_len);
+	if (rc != GPUOS_TOK_OK)
+		return rc;
+	if (gpuos_tok_is_phi3(src))
+		gpuos_tok_phi3_rstrip(t);
+	return GPUOS_TOK_OK;
+}
+
+/* Each byte's token: SPM's "<0xXX>", else (and BPE's) the byte's own; -1 none. */
+GPUOS_TOK_FN void gpuos_tok_byte_fallbacks(struct gpuos_tok *t)
+{
+	uint32_t i;
 	for (i = 0; i < 256u; i++) {
 		uint8_t b = (uint8_t)i;
 		int32_t one = gpuos_tok_lookup(t, &b, 1);
-		if (type == GPUOS_TOK_SPM) {
+		if (t->type == GPUOS_TOK_SPM) {
 			const char *hx = "0123456789ABCDEF";
 			uint8_t s[6];
 			int32_t v;
@@ -1414,6 +1528,54 @@ GPUOS_TOK_ENTRY int gpuos_tok_init(const struct gpuos_tok_src *src, void *arena,
 			t->byte_tok[i] = one;
 		}
 	}
+}
+
+/*
+ * Build the tokenizer of src in arena (arena_len bytes, 8-byte aligned).
+ * Returns GPUOS_TOK_OK; GPUOS_TOK_E_NOSPC with *need the bytes it needs
+ * (arena may be NULL to ask); or GPUOS_TOK_E_UNSUPPORTED / _E_INVALID with
+ * the reason in why (why_len bytes, NUL-terminated; GPUOS_TOK_WHY_MAX is enough).
+ */
+GPUOS_TOK_ENTRY int gpuos_tok_init(const struct gpuos_tok_src *src, void *arena, uint64_t arena_len,
+				   uint64_t *need, char *why, uint32_t why_len)
+{
+	struct gpuos_tok h, *t;
+	struct gpuos_tok_plan p;
+	uint32_t wl = 0;
+	uint64_t at;
+	int rc;
+
+	if (why && why_len)
+		why[0] = 0;
+	if (need)
+		*need = 0;
+	rc = gpuos_tok_plan_model(src, &p, why, why_len);
+	if (rc == GPUOS_TOK_OK)
+		rc = gpuos_tok_plan_arrays(src, &p, why, why_len);
+	if (rc != GPUOS_TOK_OK)
+		return rc;
+	gpuos_tok_plan_specials(src, &p);
+	at = gpuos_tok_layout(&h, &p);
+	if (at > 0xffffffffu) {
+		GPUOS_TOK_WHY("vocabulary too large (over 4 GiB of tables)");
+		return GPUOS_TOK_E_INVALID;
+	}
+	if (need)
+		*need = at;
+	if (!arena || arena_len < at || ((uintptr_t)arena & 7u)) {
+		GPUOS_TOK_WHY(arena && ((uintptr_t)arena & 7u) ? "arena not 8-byte aligned" : "arena too small");
+		return GPUOS_TOK_E_NOSPC;
+	}
+	t = (struct gpuos_tok *)arena;
+	*t = h;
+	gpuos_tok_fill_tokens(t, src);
+	if (p.n_merges)
+		gpuos_tok_fill_merges(t, src, (uint32_t)p.n_merges);
+	gpuos_tok_default_ids(t, src);
+	rc = gpuos_tok_fix_attrs(t, src, p.n_spec_max, why, why_len);
+	if (rc != GPUOS_TOK_OK)
+		return rc;
+	gpuos_tok_byte_fallbacks(t);
 	return GPUOS_TOK_OK;
 }
 
