@@ -123,11 +123,11 @@ def recv_line(s, fds=False):
     return buf.decode(errors="replace").strip(), got
 
 
-def attach_retry(path, secs=10):
+def attach_retry(path, secs=10, gpu=False):
     """attach, again while refused (shares still being renewed) for secs"""
     t0 = time.time()
     while True:
-        s, line, fds = attach(path)
+        s, line, fds = attach(path, gpu)
         if line.startswith("ok") or time.time() - t0 > secs:
             return s, line, fds
         s.close()
@@ -220,8 +220,10 @@ def hold_handles(path, n):
 def isolation(path, name="/d/one", kind="host"):
     f = name.encode() + b"\0"
     ga, gb = kind in ("gpu", "mixed"), kind == "gpu"
-    sa, la, fa = attach(path, ga)
-    sb, lb, fb = attach(path, gb)
+    # as gpuos's own clients do: the shares of clients that just left may
+    # still be renewing (paced, and slower on a loaded machine)
+    sa, la, fa = attach_retry(path, 30, ga)
+    sb, lb, fb = attach_retry(path, 30, gb)
     a, b = Mailbox(la, fa[0]), Mailbox(lb, fb[0])
     print("areas: %d and %d bytes, shares %d and %d" % (a.size, b.size, a.share, b.share))
     pa, pb = a.put(0, f), b.put(0, f)
