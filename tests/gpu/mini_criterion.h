@@ -134,8 +134,9 @@ int main(int argc, char **argv)
 			printf("[SKIP] %s\n", full);
 		} else {
 			failn++;
-			printf("[FAIL] %s (%s %d)\n", full, WIFSIGNALED(st) ? "signal" : "exit",
-			       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			printf("[FAIL] %s (%s %d; %lds, cpu %lds)\n", full, WIFSIGNALED(st) ? "signal" : "exit",
+			       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), (long)(time(NULL) - t0),
+			       (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec));
 		}
 		fflush(stdout);
 	}
