@@ -75,8 +75,11 @@ GPUOS_APP_ABI_NOTE;
 /* Greedy sampling's meeting place: each team's largest logit (the first
  * of equals), then thread 0 takes the largest of those. */
 #define MAX_TEAMS 8192u
-/* RMSNorm's squares are summed in this many parts, a team each (norm_parts) */
-#define LLAMA_NORM_PARTS 32u
+/* RMSNorm's squares are summed in this many parts, a team each (norm_parts):
+ * 256 parts of 32 elements for 8192 give a lane one element of each
+ * product plane to add (with 32, a warp took 8 elements in turn, each
+ * waiting for its planes: the scale step took 18 us, not 6) */
+#define LLAMA_NORM_PARTS 256u
 
 /* A layer's steps, each ended by a grid barrier (--timeline times them). */
 enum { S_SCALE, S_NORM, S_QKV, S_ROPE, S_ATTEND, S_QUANT, S_O, S_SCALE2, S_NORM2, S_GATE_UP, S_SWIGLU, S_DOWN,
@@ -304,6 +307,9 @@ static inline GPUOS_HD void team_sync(void)
 #ifndef LLAMA_PREFETCH /* -DLLAMA_PREFETCH=0: without prefetch_unit, to measure beside it */
 #define LLAMA_PREFETCH 1
 #endif
+#ifndef LLAMA_AHEAD /* units a team's prefetches run ahead of its products (matvec) */
+#define LLAMA_AHEAD 1u
+#endif
 #define LLAMA_UNIT_ELEMS ((uint64_t)LLAMA_UNIT * LLAMA_PIECE)
 
 static inline GPUOS_HD uint64_t units_of(uint32_t type, uint64_t ne0)
@@ -351,6 +357,16 @@ static inline GPUOS_HD void prefetch_unit(const struct wt *w, const uint8_t *bas
 #endif
 }
 
+/* A team's next unit after (r, s): tm.n units on, that is dr rows and ds
+ * units (k a row). */
+static inline GPUOS_HD void unit_next(uint32_t *r, uint32_t *s, uint32_t dr, uint32_t ds, uint32_t k)
+{
+	*r += dr;
+	*s += ds;
+	if (*s >= k)
+		*s -= k, ++*r;
+}
+
 /* out[b][r] = W[r] . act[b] for every row r and sequence b (out's rows
  * ostride floats apart, act's m->act_stride bytes), cut into k units a row
  * (1, or planes_of(w) where the next step adds the planes): the teams
@@ -372,14 +388,19 @@ static inline GPUOS_HD void matvec(const struct model *m, const struct wt *w, co
 	uint64_t bu = k == 1 ? rb : llama_row_bytes(w->type, LLAMA_UNIT_ELEMS);
 	uint64_t au = k == 1 ? 0 : llama_row_bytes(llama_dot_type(w->type), LLAMA_UNIT_ELEMS);
 	uint32_t b, u = (uint32_t)((tm.id + tm.n - before * k % tm.n) % tm.n), r = u / k, s = u % k;
-	uint32_t dr = tm.n / k, ds = tm.n % k, rows = (uint32_t)w->ne1;
+	uint32_t dr = tm.n / k, ds = tm.n % k, rows = (uint32_t)w->ne1, pr = r, ps = s, i;
+	/* the prefetches run LLAMA_AHEAD units ahead from the first unit on
+	 * (a unit's second group of loads waits for the first's products) */
+	for (i = 0; i < LLAMA_AHEAD && pr < rows; i++) {
+		if (tm.lane == 0)
+			prefetch_unit(w, base, rb, bu, pr, ps, k);
+		unit_next(&pr, &ps, dr, ds, k);
+	}
 	while (r < rows) {
 		float v[LLAMA_MAX_BATCH];
-		uint32_t nr = r + dr, ns = s + ds; /* this team's next unit */
-		if (ns >= k)
-			ns -= k, nr++;
-		if (tm.lane == 0 && nr < rows)
-			prefetch_unit(w, base, rb, bu, nr, ns, k);
+		if (tm.lane == 0 && pr < rows)
+			prefetch_unit(w, base, rb, bu, pr, ps, k);
+		unit_next(&pr, &ps, dr, ds, k);
 		ne = unit_span(w, base, rb, bu, r, s, k, &ub, &ue);
 		act = m->act + s * au;
 		if (m->nb == 1) /* a constant count: the sums stay in registers */
@@ -389,7 +410,7 @@ static inline GPUOS_HD void matvec(const struct model *m, const struct wt *w, co
 		if (tm.lane == 0)
 			for (b = 0; b < m->nb; b++)
 				out[s * plane + b * ostride + r] = v[b];
-		r = nr, s = ns;
+		unit_next(&r, &s, dr, ds, k);
 	}
 }
 
