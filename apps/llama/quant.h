@@ -204,94 +204,119 @@ GPUOS_INLINE GPUOS_HD void llama_quantize_act(uint32_t t, const float *x, void *
 
 /* ---- one row's dot product with quantised activations ----------------------- */
 
-/* Row (type t, n elements) . act (llama_dot_type(t), n elements). */
-GPUOS_INLINE GPUOS_HD float llama_dot(uint32_t t, const void *row, const void *act, uint64_t n)
+/* llama_dot for the float types: F32, F16 and BF16 (a double sum). */
+GPUOS_INLINE GPUOS_HD float llama_dot_float(uint32_t t, const void *row, const void *act, uint64_t n)
 {
+	const uint16_t *a = (const uint16_t *)row, *b = (const uint16_t *)act;
+	int bf = t == GPUOS_GGML_TYPE_BF16;
+	double s = 0.0;
 	uint64_t i;
-	uint32_t j, l;
-	switch (t) {
-	case GPUOS_GGML_TYPE_F32: {
-		double s = 0.0;
+	if (t == GPUOS_GGML_TYPE_F32) {
 		for (i = 0; i < n; i++)
 			s += (double)(((const float *)row)[i] * ((const float *)act)[i]);
 		return (float)s;
 	}
-	case GPUOS_GGML_TYPE_F16:
-	case GPUOS_GGML_TYPE_BF16: {
-		const uint16_t *a = (const uint16_t *)row, *b = (const uint16_t *)act;
-		double s = 0.0;
-		int bf = t == GPUOS_GGML_TYPE_BF16;
-		for (i = 0; i < n; i++)
-			s += (double)((bf ? gpuos_bf16_to_f32(a[i]) : gpuos_f16_to_f32(a[i])) *
-				      (bf ? gpuos_bf16_to_f32(b[i]) : gpuos_f16_to_f32(b[i])));
-		return (float)s;
-	}
-	case GPUOS_GGML_TYPE_Q4_0:
-	case GPUOS_GGML_TYPE_Q8_0: {
-		const struct gpuos_block_q8_0 *y = (const struct gpuos_block_q8_0 *)act;
-		float s = 0.0f;
-		for (i = 0; i < n / GPUOS_QK; i++) {
-			int32_t sumi = 0;
-			float dx;
-			if (t == GPUOS_GGML_TYPE_Q4_0) {
-				const struct gpuos_block_q4_0 *x = (const struct gpuos_block_q4_0 *)row + i;
-				for (j = 0; j < GPUOS_QK / 2u; j++)
-					sumi += ((int32_t)(x->qs[j] & 0xfu) - 8) * y[i].qs[j] +
-						((int32_t)(x->qs[j] >> 4) - 8) * y[i].qs[j + GPUOS_QK / 2u];
-				dx = gpuos_f16_to_f32(x->d);
-			} else {
-				const struct gpuos_block_q8_0 *x = (const struct gpuos_block_q8_0 *)row + i;
-				for (j = 0; j < GPUOS_QK; j++)
-					sumi += (int32_t)x->qs[j] * y[i].qs[j];
-				dx = gpuos_f16_to_f32(x->d);
-			}
-			s += (float)sumi * (dx * gpuos_f16_to_f32(y[i].d));
+	for (i = 0; i < n; i++)
+		s += (double)((bf ? gpuos_bf16_to_f32(a[i]) : gpuos_f16_to_f32(a[i])) *
+			      (bf ? gpuos_bf16_to_f32(b[i]) : gpuos_f16_to_f32(b[i])));
+	return (float)s;
+}
+
+/* llama_dot for Q4_0 and Q8_0 weights against Q8_0 activations. */
+GPUOS_INLINE GPUOS_HD float llama_dot_q8_0(uint32_t t, const void *row, const void *act, uint64_t n)
+{
+	const struct gpuos_block_q8_0 *y = (const struct gpuos_block_q8_0 *)act;
+	float s = 0.0f;
+	uint64_t i;
+	uint32_t j;
+	for (i = 0; i < n / GPUOS_QK; i++) {
+		int32_t sumi = 0;
+		float dx;
+		if (t == GPUOS_GGML_TYPE_Q4_0) {
+			const struct gpuos_block_q4_0 *x = (const struct gpuos_block_q4_0 *)row + i;
+			for (j = 0; j < GPUOS_QK / 2u; j++)
+				sumi += ((int32_t)(x->qs[j] & 0xfu) - 8) * y[i].qs[j] +
+					((int32_t)(x->qs[j] >> 4) - 8) * y[i].qs[j + GPUOS_QK / 2u];
+			dx = gpuos_f16_to_f32(x->d);
+		} else {
+			const struct gpuos_block_q8_0 *x = (const struct gpuos_block_q8_0 *)row + i;
+			for (j = 0; j < GPUOS_QK; j++)
+				sumi += (int32_t)x->qs[j] * y[i].qs[j];
+			dx = gpuos_f16_to_f32(x->d);
 		}
-		return s;
+		s += (float)sumi * (dx * gpuos_f16_to_f32(y[i].d));
 	}
+	return s;
+}
+
+/* One K-quant super-block (its quants a) against a Q8_K block y: the
+ * scaled integer sums by l % 8 into aux32, and the block's scale; the
+ * minimum's part (Q4_K, Q5_K) taken off *s. */
+GPUOS_INLINE GPUOS_HD float llama_dot_k_block(uint32_t t, const uint8_t *blk, const int8_t *a,
+					      const struct llama_q8_k *y, int32_t *aux32, float *s)
+{
+	uint32_t j, l;
+	if (t == GPUOS_GGML_TYPE_Q6_K) {
+		const struct gpuos_block_q6_k *x = (const struct gpuos_block_q6_k *)blk;
+		/* 16 sub-blocks of 16, each with its int8 scale */
+		for (j = 0; j < 16u; j++)
+			for (l = 0; l < 16u; l++)
+				aux32[l % 8u] += x->scales[j] * (int32_t)(a[16u * j + l] * y->qs[16u * j + l]);
+		return gpuos_f16_to_f32(x->d) * y->d;
+	} else {
+		const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)blk;
+		int32_t mins = 0;
+		for (j = 0; j < 8u; j++) {
+			uint8_t sc, m;
+			gpuos_scale_min_k4(j, x->scales, &sc, &m);
+			/* the mins meet the activations' sums of 16, two a sub-block */
+			mins += (int32_t)m * (y->bsums[2u * j] + y->bsums[2u * j + 1u]);
+			for (l = 0; l < 32u; l++)
+				aux32[l % 8u] += (int32_t)sc * (a[32u * j + l] * y->qs[32u * j + l]);
+		}
+		*s -= gpuos_f16_to_f32(x->dmin) * y->d * (float)mins;
+		return gpuos_f16_to_f32(x->d) * y->d;
+	}
+}
+
+/* llama_dot for Q4_K, Q5_K and Q6_K weights against Q8_K activations. */
+GPUOS_INLINE GPUOS_HD float llama_dot_k(uint32_t t, const void *row, const void *act, uint64_t n)
+{
+	const struct llama_q8_k *y = (const struct llama_q8_k *)act;
+	uint32_t bytes, l;
+	float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0.0f;
+	int8_t a[GPUOS_QK_K];
+	uint64_t i;
+	llama_type_block(t, &bytes);
+	for (i = 0; i < n / GPUOS_QK_K; i++) {
+		const uint8_t *blk = (const uint8_t *)row + i * bytes;
+		int32_t aux32[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+		float d;
+		llama_k_quants(t, blk, a);
+		d = llama_dot_k_block(t, blk, a, &y[i], aux32, &s);
+		for (l = 0; l < 8u; l++)
+			sums[l] += d * (float)aux32[l];
+	}
+	for (l = 0; l < 8u; l++)
+		s += sums[l];
+	return s;
+}
+
+/* Row (type t, n elements) . act (llama_dot_type(t), n elements). */
+GPUOS_INLINE GPUOS_HD float llama_dot(uint32_t t, const void *row, const void *act, uint64_t n)
+{
+	switch (t) {
+	case GPUOS_GGML_TYPE_F32:
+	case GPUOS_GGML_TYPE_F16:
+	case GPUOS_GGML_TYPE_BF16:
+		return llama_dot_float(t, row, act, n);
+	case GPUOS_GGML_TYPE_Q4_0:
+	case GPUOS_GGML_TYPE_Q8_0:
+		return llama_dot_q8_0(t, row, act, n);
 	case GPUOS_GGML_TYPE_Q4_K:
 	case GPUOS_GGML_TYPE_Q5_K:
-	case GPUOS_GGML_TYPE_Q6_K: {
-		const struct llama_q8_k *y = (const struct llama_q8_k *)act;
-		uint32_t bytes;
-		float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0.0f;
-		int8_t a[GPUOS_QK_K];
-		llama_type_block(t, &bytes);
-		for (i = 0; i < n / GPUOS_QK_K; i++) {
-			const uint8_t *blk = (const uint8_t *)row + i * bytes;
-			int32_t aux32[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-			float d;
-			llama_k_quants(t, blk, a);
-			if (t == GPUOS_GGML_TYPE_Q6_K) {
-				const struct gpuos_block_q6_k *x = (const struct gpuos_block_q6_k *)blk;
-				/* 16 sub-blocks of 16, each with its int8 scale */
-				for (j = 0; j < 16u; j++)
-					for (l = 0; l < 16u; l++)
-						aux32[l % 8u] += x->scales[j] * (int32_t)(a[16u * j + l] * y[i].qs[16u * j + l]);
-				d = gpuos_f16_to_f32(x->d) * y[i].d;
-			} else {
-				const struct gpuos_block_q4_k *x = (const struct gpuos_block_q4_k *)blk;
-				int32_t mins = 0;
-				float dmin;
-				for (j = 0; j < 8u; j++) {
-					uint8_t sc, m;
-					gpuos_scale_min_k4(j, x->scales, &sc, &m);
-					/* the mins meet the activations' sums of 16, two a sub-block */
-					mins += (int32_t)m * (y[i].bsums[2u * j] + y[i].bsums[2u * j + 1u]);
-					for (l = 0; l < 32u; l++)
-						aux32[l % 8u] += (int32_t)sc * (a[32u * j + l] * y[i].qs[32u * j + l]);
-				}
-				d = gpuos_f16_to_f32(x->d) * y[i].d;
-				dmin = gpuos_f16_to_f32(x->dmin) * y[i].d;
-				s -= dmin * (float)mins;
-			}
-			for (l = 0; l < 8u; l++)
-				sums[l] += d * (float)aux32[l];
-		}
-		for (l = 0; l < 8u; l++)
-			s += sums[l];
-		return s;
-	}
+	case GPUOS_GGML_TYPE_Q6_K:
+		return llama_dot_k(t, row, act, n);
 	default:
 		return 0.0f;
 	}
