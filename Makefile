@@ -46,7 +46,8 @@ endif
 
 
 # runtime/engine/ holds the parts of runtime/engine.c, one translation unit: not compiled alone.
-RUNTIME_SRC := $(wildcard runtime/*.c)
+# runtime/fs/ holds the file-system interface, each file system in a folder below it.
+RUNTIME_SRC := $(wildcard runtime/*.c runtime/fs/*.c runtime/fs/*/*.c)
 BOOT_SRC    := $(filter-out boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/pci/*.c boot/emu/*.c))
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 # The command line is a client of the library, not part of it (libgpuos
@@ -99,7 +100,7 @@ $(CLI_LIB): $(CLI_SRC:%.c=$(BUILD)/%.o)
 # of one cubin per architecture. The cubins are separate targets so that
 # `make -j` compiles them side by side (ptxas takes most of a build).
 RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h runtime/engine/*.c runtime/engine/*.h \
-	   include/gpuos/*.h include/gpuos/internal/*.h)
+	   runtime/fs/*.[ch] runtime/fs/*/*.[ch] include/gpuos/*.h include/gpuos/internal/*.h)
 RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
 # Its cumulative stack must fit the stack every kernel gets (boot/gpu.h): a
 # launch that needs more waits for an idle device, which a persistent
@@ -288,10 +289,13 @@ FUZZ_SECONDS ?= 15
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_TARGETS := gguf gpt ext4 safetensors
 FUZZ_SA := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Iinclude
-$(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) $(wildcard runtime/*.h include/gpuos/*.h include/gpuos/internal/*.h)
+# A target's sources: runtime/NAME*.c, or a file system's folder (runtime/fs/NAME/).
+FUZZ_SRC = $(wildcard runtime/$*.c runtime/$*_*.c runtime/fs/$*/*.c) runtime/crc.c
+$(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) \
+		$(wildcard runtime/*.h runtime/fs/*.h runtime/fs/*/*.h include/gpuos/*.h include/gpuos/internal/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ASan+UBSan fuzz driver)")
-	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c
+	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< $(FUZZ_SRC)
 $(FUZZ_DIR)/corpus/.done: tests/tools/fuzz_corpus.sh tests/tools/gguf_writer.py
 	@mkdir -p $(dir $@)
 	$(Q)sh tests/tools/fuzz_corpus.sh $(FUZZ_DIR)/corpus >/dev/null && touch $@
@@ -307,7 +311,7 @@ $(FUZZ_RUN): fuzz-%: $(if $(TEST_PREBUILT),,$(FUZZ_DIR)/sa_% $(FUZZ_DIR)/corpus/
 	$(Q)cd $(FUZZ_DIR) && bash $(CURDIR)/tests/timed.sh ./sa_$* -t $(FUZZ_SECONDS) $(FUZZ_CORPUS_$*)
 $(FUZZ_DIR)/lf_%: tests/fuzz/fuzz_%.c $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
-	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< $(wildcard runtime/$*.c runtime/$*_*.c) runtime/crc.c
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -o $@ $< $(FUZZ_SRC)
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/lf_%) $(FUZZ_DIR)/corpus/.done
 
 # ---- make test -------------------------------------------------------------------

@@ -6,7 +6,8 @@
  * device memory (d->files).
  *
  * Who does what:
- * - The metadata warp (one lane of it) runs the parsers (GPT, ext4, GGUF).
+ * - The metadata warp (one lane of it) runs the parsers (GPT, the file
+ *   system behind runtime/fs/fs.h, GGUF).
  *   They block on reads, so it owns a queue pair of its own (d->queue[nqueues])
  *   and reads synchronously through a small block cache; the service warps
  *   never wait for it.
@@ -26,7 +27,7 @@
 
 #include "gpuos/internal/rt.h"
 #include "gpuos/gguf.h"
-#include "ext4.h"
+#include "fs/fs.h"
 #include "safetensors.h"
 
 GPUOS_EXTERN_C_BEGIN
@@ -70,7 +71,7 @@ struct rt_handle {
 	int32_t model;         /* models[] index, or -1 */
 	uint32_t share;        /* the client share that opened it (1-based), 0: none (abi.h) */
 	uint32_t ext_first;    /* where its map starts in the pool (files_internal.h, pool_ext) */
-	struct gpuos_ext4_inode inode; /* kept for STAT, READDIR and META reads */
+	struct gpuos_fs_inode inode; /* kept for STAT, READDIR and META reads */
 };
 
 /* gpuos_rt_files_bytes and gpuos_rt_meta_run, what boot calls, are in

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/files_fs.c - the file system of the metadata warp (files.h):
- * finding and mounting it (GPT, then ext4), path lookup, opening handles
+ * finding and mounting it (GPT, then runtime/fs/fs.h, whichever file
+ * system the volume holds), path lookup, opening handles
  * and building their extent maps in the pool (the table that reads them,
  * gpuos_rt_handle and gpuos_rt_files_map, is runtime/engine/handles.c),
  * and OPEN, STAT, READDIR, READ (of what has no extent map) and CLOSE.
@@ -67,19 +68,24 @@ GPUOS_HD static void table_why(const struct rt_files *F, struct sbuf *sb)
 	}
 }
 
-/* Does the volume at device byte `start` begin with an ext2/3/4 superblock
- * (its magic, as the default choice of a partition looks)? */
-GPUOS_HD static int holds_ext(struct rt_files *F, uint64_t start)
+/* The kind of file system the volume at device byte `start` holds, by its
+ * signature (as the default choice of a partition looks), or GPUOS_FS_NONE. */
+GPUOS_HD static uint32_t holds_fs(struct rt_files *F, uint64_t start)
 {
-	uint64_t ns_bytes = F->d->ns_lbas << F->d->lba_shift;
-	uint16_t magic = 0;
+	uint64_t ns_bytes = F->d->ns_lbas << F->d->lba_shift, off, want;
+	uint32_t kind, len;
 
-	return start < ns_bytes && ns_bytes - start > 1024u + 58u &&
-	       files_dev_bytes(F, start + GPUOS_EXT4_MAGIC_OFFSET, 2, &magic) == 0 && magic == GPUOS_EXT4_MAGIC;
+	for (kind = GPUOS_FS_NONE + 1u; kind < GPUOS_FS_KINDS; kind++) {
+		uint64_t got = 0;
+		if (!gpuos_fs_signature(kind, &off, &len, &want) && start < ns_bytes && ns_bytes - start > off + len &&
+		    files_dev_bytes(F, start + off, len, &got) == 0 && got == want)
+			return kind;
+	}
+	return GPUOS_FS_NONE;
 }
 
 /* The index in F->parts of the file tools' partition: --part N (d->part),
- * else the first holding ext2/3/4; -1 if there is none. */
+ * else the first holding a file system the runtime reads; -1 if none. */
 GPUOS_NOINLINE GPUOS_HD static int files_part(struct rt_files *F)
 {
 	const struct gpuos_rt_desc *d = F->d;
@@ -88,7 +94,7 @@ GPUOS_NOINLINE GPUOS_HD static int files_part(struct rt_files *F)
 	for (i = 0; i < F->gpt.n_parts; i++) {
 		const struct gpuos_gpt_part *p = &F->parts[i];
 
-		if (d->part ? p->index + 1u == d->part : holds_ext(F, p->first_lba << d->lba_shift))
+		if (d->part ? p->index + 1u == d->part : holds_fs(F, p->first_lba << d->lba_shift) != GPUOS_FS_NONE)
 			return (int)i;
 	}
 	return -1;
@@ -96,27 +102,28 @@ GPUOS_NOINLINE GPUOS_HD static int files_part(struct rt_files *F)
 
 /* The --root directory (desc root), resolved from the file system's root
  * without following a symlink at its end: 0 and F->root_ino, or an error of
- * gpuos_ext4_lookup_at (-ENOTDIR: not a directory). */
+ * gpuos_fs_lookup (-ENOTDIR: not a directory). */
 GPUOS_HD static int mount_root(struct rt_files *F)
 {
 	const char *root = F->d->root;
 	int r;
-	F->root_ino = GPUOS_EXT4_ROOT_INO;
+	F->root_ino = F->fs.root_ino;
 	if (!root[0])
 		return 0;
-	r = gpuos_ext4_lookup_at(&F->fs, GPUOS_EXT4_ROOT_INO, GPUOS_EXT4_ROOT_INO, root, GPUOS_EXT4_LOOKUP_NOFOLLOW,
-				 &F->ino);
+	r = gpuos_fs_lookup(&F->fs, F->fs.root_ino, F->fs.root_ino, root, GPUOS_FS_LOOKUP_NOFOLLOW, 0, &F->ino);
 	if (r)
 		return r;
-	if (F->ino.type != GPUOS_EXT4_FT_DIR)
+	if (F->ino.type != GPUOS_FT_DIR)
 		return -ENOTDIR;
 	F->root_ino = F->ino.ino;
 	return 0;
 }
 
-/* Find the file system (GPT, then ext4: docs/design.md, "Files and models")
- * and mount it. */
-GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
+/* Where the file system lies: the partition table read (find_table), the
+ * partition chosen (files_part), F->part_off, F->part_lba and F->mio_part
+ * over it, bounded by the partition's own end. Returns 1, or 0 after
+ * mount_fail. */
+GPUOS_NOINLINE GPUOS_HD static int mount_volume(struct rt_files *F)
 {
 	const struct gpuos_rt_desc *d = F->d;
 	uint64_t ns_bytes = d->ns_lbas << d->lba_shift;
@@ -129,7 +136,7 @@ GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 	if (r == -EIO) {
 		mount_fail(F, GPUOS_ST_IO, "cannot read the partition table", 0);
 		F->mounted = 0; /* a device error may pass: try again next time */
-		return;
+		return 0;
 	}
 	if (r && r != -ENOSPC) {
 		char why[WHY_MAX];
@@ -140,25 +147,25 @@ GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 		why[0] = 0;
 		table_why(F, &sb);
 		mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", why);
-		return;
+		return 0;
 	}
 	if (F->gpt.scheme == GPUOS_PT_NONE) {
 		if (d->part) {
 			mount_fail(F, GPUOS_ST_NOENT, "no partition table on the device", 0);
-			return;
+			return 0;
 		}
 	} else {
 		int found = files_part(F);
 		if (found < 0) {
 			mount_fail(F, GPUOS_ST_NOENT,
-				   d->part ? "no such partition" : "no partition holds an ext2/3/4 file system", 0);
-			return;
+				   d->part ? "no such partition" : "no partition holds an " GPUOS_FS_NAMES " file system", 0);
+			return 0;
 		}
 		F->part_lba = F->parts[found].first_lba;
 		F->part_off = F->part_lba << d->lba_shift;
 		if (F->part_off >= ns_bytes) {
 			mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", "partition starts past the end of the device");
-			return;
+			return 0;
 		}
 	}
 	F->io_part.F = F;
@@ -175,26 +182,38 @@ GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
 					F->mio_part.size = end - F->part_off;
 			}
 	}
-	r = gpuos_ext4_mount(&F->fs, &F->mio_part, 0);
+	return 1;
+}
+
+/* Find the file system (the volume, then what it holds: docs/design.md,
+ * "Files and models") and mount it. */
+GPUOS_NOINLINE GPUOS_HD static void mount(struct rt_files *F)
+{
+	int r;
+
+	if (!mount_volume(F))
+		return;
+	r = gpuos_fs_mount(&F->fs, &F->mio_part, 0);
 	if (r == -EIO) {
-		mount_fail(F, GPUOS_ST_IO, "cannot read the file system", F->fs.why);
+		mount_fail(F, GPUOS_ST_IO, "cannot read the file system", gpuos_fs_why(&F->fs));
 		F->mounted = 0;
 		return;
 	}
 	if (r) {
-		mount_fail(F, status_of(r), r == -EOPNOTSUPP ? "unsupported file system" : "not a usable ext2/3/4 file system",
-			   F->fs.why);
+		mount_fail(F, status_of(r),
+			   r == -EOPNOTSUPP ? "unsupported file system" : "not a usable " GPUOS_FS_NAMES " file system",
+			   gpuos_fs_why(&F->fs));
 		return;
 	}
 	r = mount_root(F);
 	if (r) {
 		if (r == -EIO) {
-			mount_fail(F, GPUOS_ST_IO, "cannot read the --root directory", F->fs.why);
+			mount_fail(F, GPUOS_ST_IO, "cannot read the --root directory", gpuos_fs_why(&F->fs));
 			F->mounted = 0;
 			return;
 		}
 		mount_fail(F, status_of(r), "the --root directory",
-			   r == -ENOTDIR ? "not a directory" : r == -ENOENT ? "no such directory" : F->fs.why);
+			   r == -ENOTDIR ? "not a directory" : r == -ENOENT ? "no such directory" : gpuos_fs_why(&F->fs));
 		return;
 	}
 	F->mounted = 1;
@@ -221,45 +240,18 @@ static_assert(GPUOS_GPT_F_BACKUP_USED == GPUOS_PARTS_F_BACKUP_USED && GPUOS_GPT_
 	      "partition table flags");
 static_assert(GPT_PARTS == 128u && GPUOS_GPT_NAME_UTF8 == GPUOS_PART_NAME_MAX, "what struct gpuos_parts says");
 
-/* PARTS: the partition table find_table read, then its partitions from
- * index q->offset on while they fit in dst (each probed for ext2/3/4). It
- * needs no file system: a device without one is listed too. */
-GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mreq *q)
+/* PARTS' header: the table's scheme, flags, counts and the reasons a copy
+ * of it was refused, into o (zeroed first). */
+GPUOS_HD static void parts_header(const struct rt_files *F, const struct mreq *q, struct gpuos_parts *o)
 {
-	const struct gpuos_rt_desc *d = F->d;
-	struct gpuos_parts *o = (struct gpuos_parts *)(uintptr_t)q->dst;
 	const struct gpuos_gpt *g = &F->gpt;
-	uint64_t cap;
-	uint32_t i, n = 0;
-	int r, files;
 	struct sbuf sb;
 
-	if (q->flags) {
-		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
-		return;
-	}
-	if (!files_struct_dst(F, q, sizeof(*o), "destination shorter than struct gpuos_parts"))
-		return;
-	r = find_table(F);
-	if (r == -EIO) {
-		files_reply_err(F, q, r, "cannot read the partition table", 0);
-		return;
-	}
-	if (r && r != -ENOSPC) {
-		char why[WHY_MAX];
-		sb.p = why;
-		sb.n = 0;
-		sb.cap = sizeof(why);
-		sb_str(&sb, "corrupt GPT: ");
-		table_why(F, &sb);
-		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, why);
-		return;
-	}
 	fzero(o, sizeof(*o));
 	o->scheme = g->scheme;
 	o->flags = g->flags & (GPUOS_PARTS_F_BACKUP_USED | GPUOS_PARTS_F_BACKUP_BAD | GPUOS_PARTS_F_NO_PMBR |
 			       GPUOS_PARTS_F_HYBRID_MBR);
-	o->lba_bytes = 1u << d->lba_shift;
+	o->lba_bytes = 1u << F->d->lba_shift;
 	o->first = (uint32_t)GPUOS_MIN(q->offset, (uint64_t)UINT32_MAX);
 	o->total = g->n_parts;
 	o->found = g->n_used;
@@ -280,13 +272,18 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
 	sb.n = 0;
 	sb.cap = sizeof(o->backup_why);
 	sb_str(&sb, (g->flags & GPUOS_GPT_F_BACKUP_BAD) ? g->backup_why : 0);
-	if (g->scheme == GPUOS_PT_NONE) {
-		o->whole_fs = holds_ext(F, 0) ? GPUOS_PART_FS_EXT : GPUOS_PART_FS_UNKNOWN;
-		files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
-		return;
-	}
-	files = files_part(F);
-	cap = (q->length - sizeof(*o)) / sizeof(struct gpuos_part);
+}
+
+/* PARTS' entries, from index o->first of the table on while cap of them
+ * fit, each probed for a file system; the one the file tools use flagged.
+ * Returns how many it wrote. */
+GPUOS_HD static uint32_t parts_list(struct rt_files *F, struct gpuos_parts *o, uint64_t cap)
+{
+	const struct gpuos_rt_desc *d = F->d;
+	const struct gpuos_gpt *g = &F->gpt;
+	int files = files_part(F);
+	uint32_t i, n = 0;
+
 	for (i = o->first; i < g->n_parts && n < cap; i++, n++) {
 		const struct gpuos_gpt_part *p = &F->parts[i];
 		struct gpuos_part *e = &o->part[n];
@@ -297,7 +294,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
 		e->attributes = p->attributes;
 		e->number = p->index + 1u;
 		e->mbr_type = p->mbr_type;
-		e->fs = holds_ext(F, p->first_lba << d->lba_shift) ? GPUOS_PART_FS_EXT : GPUOS_PART_FS_UNKNOWN;
+		e->fs = gpuos_fs_part_type(holds_fs(F, p->first_lba << d->lba_shift));
 		e->flags = (int)i == files ? GPUOS_PART_F_FILES : 0;
 		if (g->scheme == GPUOS_PT_GPT) {
 			gpuos_gpt_guid_format(p->type_guid, e->type_guid);
@@ -305,8 +302,49 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
 			fcopy(e->name, p->name_utf8, sizeof(e->name));
 		}
 	}
+	return n;
+}
+
+/* PARTS: the partition table find_table read, then its partitions from
+ * index q->offset on while they fit in dst (each probed for a file system).
+ * It needs no file system: a device without one is listed too. */
+GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mreq *q)
+{
+	struct gpuos_parts *o = (struct gpuos_parts *)(uintptr_t)q->dst;
+	uint32_t n;
+	int r;
+
+	if (q->flags) {
+		files_reply(F, q, GPUOS_ST_BAD_FLAGS, 0, 0, 0);
+		return;
+	}
+	if (!files_struct_dst(F, q, sizeof(*o), "destination shorter than struct gpuos_parts"))
+		return;
+	r = find_table(F);
+	if (r == -EIO) {
+		files_reply_err(F, q, r, "cannot read the partition table", 0);
+		return;
+	}
+	if (r && r != -ENOSPC) {
+		char why[WHY_MAX];
+		struct sbuf sb;
+		sb.p = why;
+		sb.n = 0;
+		sb.cap = sizeof(why);
+		sb_str(&sb, "corrupt GPT: ");
+		table_why(F, &sb);
+		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, why);
+		return;
+	}
+	parts_header(F, q, o);
+	if (F->gpt.scheme == GPUOS_PT_NONE) {
+		o->whole_fs = gpuos_fs_part_type(holds_fs(F, 0));
+		files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
+		return;
+	}
+	n = parts_list(F, o, (q->length - sizeof(*o)) / sizeof(struct gpuos_part));
 	o->n = n;
-	files_reply(F, q, GPUOS_ST_OK, n, g->n_parts, 0);
+	files_reply(F, q, GPUOS_ST_OK, n, F->gpt.n_parts, 0);
 }
 
 /* Resolve the request's path (q->arg) into F->ino, following a symlink in
@@ -318,7 +356,7 @@ GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q)
 	int r;
 	if (!files_take_path(F, q))
 		return 0;
-	r = files_lookup_path(F, q, (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_EXT4_LOOKUP_NOFOLLOW : 0);
+	r = files_lookup_path(F, q, (q->flags & GPUOS_OPEN_NOFOLLOW) ? GPUOS_FS_LOOKUP_NOFOLLOW : 0);
 	if (r) {
 		files_reply_err(F, q, r, 0, files_lookup_why(F, r));
 		return 0;
@@ -338,12 +376,12 @@ GPUOS_HD int files_take_path(struct rt_files *F, const struct mreq *q)
 
 GPUOS_HD int files_lookup_path(struct rt_files *F, const struct mreq *q, uint32_t flags)
 {
-	return gpuos_ext4_lookup_as(&F->fs, F->root_ino, F->root_ino, F->path, flags, files_cred(F, q), &F->ino);
+	return gpuos_fs_lookup(&F->fs, F->root_ino, F->root_ino, F->path, flags, files_cred(F, q), &F->ino);
 }
 
 GPUOS_HD const char *files_lookup_why(const struct rt_files *F, int r)
 {
-	return (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? F->fs.why : 0;
+	return (r == -EINVAL || r == -EIO || r == -EOPNOTSUPP) ? gpuos_fs_why(&F->fs) : 0;
 }
 
 /* files_lookup_req, then read permission on what it found, as open(2) for
@@ -353,7 +391,7 @@ GPUOS_HD int files_lookup_read(struct rt_files *F, const struct mreq *q)
 {
 	if (!files_lookup_req(F, q))
 		return 0;
-	if (gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ)) {
+	if (gpuos_fs_permission(&F->fs, &F->ino, files_cred(F, q), GPUOS_FS_MAY_READ)) {
 		files_reply_err(F, q, -EACCES, 0, 0);
 		return 0;
 	}
@@ -464,21 +502,21 @@ GPUOS_HD static uint32_t pool_gap(const struct rt_files *F, uint32_t self, uint3
 GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, const char **why)
 {
 	struct rt_handle *hd = &F->h[i];
-	const struct gpuos_ext4_inode *in = &F->ino;
-	struct gpuos_ext4_extent *ext;
+	const struct gpuos_fs_inode *in = &F->ino;
+	struct gpuos_fs_extent *ext;
 	uint64_t next = 0, blocks = F->fs.blocks_count;
 	uint32_t n = 0, got = 0, cap, first;
 	int r;
 
 	hd->inode = *in;
-	hd->kind = in->type == GPUOS_EXT4_FT_DIR ? H_DIR : H_FILE;
+	hd->kind = in->type == GPUOS_FT_DIR ? H_DIR : H_FILE;
 	hd->size = in->size;
 	hd->base = F->part_off;
 	hd->block_bits = F->fs.block_bits;
 	hd->model = -1;
 	hd->next = 0;
 	*why = 0;
-	if (in->map != GPUOS_EXT4_MAP_EXTENTS && in->map != GPUOS_EXT4_MAP_BLOCKMAP) {
+	if (in->map != GPUOS_FS_MAP_EXTENTS) {
 		hd->map = H_MAP_META; /* inline data, fast symlinks, devices */
 		return 0;
 	}
@@ -489,13 +527,13 @@ GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, c
 	cap = pool_gap(F, i, &first);
 	hd->ext_first = first;
 	ext = pool_ext(F->d, first);
-	while (next != GPUOS_EXT4_EXTENTS_END) {
-		struct gpuos_ext4_extent probe;
+	while (next != GPUOS_FS_EXTENTS_END) {
+		struct gpuos_fs_extent probe;
 		if (n == cap) {
 			/* The run is full: is there more of the map, or was it an exact fit? */
-			r = gpuos_ext4_extents(&F->fs, in, next, &probe, 1, &got, &next);
+			r = gpuos_fs_extents(&F->fs, in, next, &probe, 1, &got, &next);
 			if (r) {
-				*why = F->fs.why;
+				*why = gpuos_fs_why(&F->fs);
 				return r;
 			}
 			if (got) {
@@ -505,16 +543,16 @@ GPUOS_NOINLINE GPUOS_HD static int fill_handle(struct rt_files *F, uint32_t i, c
 			}
 			continue;
 		}
-		r = gpuos_ext4_extents(&F->fs, in, next, ext + n, cap - n, &got, &next);
+		r = gpuos_fs_extents(&F->fs, in, next, ext + n, cap - n, &got, &next);
 		if (r) {
-			*why = F->fs.why;
+			*why = gpuos_fs_why(&F->fs);
 			return r;
 		}
 		n += got;
 	}
 	/* Hostile maps: sorted, not overlapping, inside the file system. */
 	for (r = 0; (uint32_t)r < n; r++) {
-		const struct gpuos_ext4_extent *e = &ext[r];
+		const struct gpuos_fs_extent *e = &ext[r];
 		if (e->len == 0 || e->pblk > blocks || e->len > blocks - e->pblk ||
 		    (r > 0 && e->lblk < ext[r - 1].lblk + ext[r - 1].len)) {
 			*why = "corrupt extent map (overlapping, unsorted or outside the file system)";
@@ -594,7 +632,7 @@ GPUOS_HD struct rt_handle *files_req_handle(struct rt_files *F, const struct mre
 GPUOS_NOINLINE GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq *q)
 {
 	struct gpuos_stat *o = (struct gpuos_stat *)(uintptr_t)q->dst;
-	const struct gpuos_ext4_inode *in;
+	const struct gpuos_fs_inode *in;
 	uint64_t next = 0, total = 0;
 	uint32_t cap, n = 0;
 	int r;
@@ -622,21 +660,21 @@ GPUOS_NOINLINE GPUOS_HD void files_op_stat(struct rt_files *F, const struct mreq
 	}
 	in = &F->ino;
 	cap = (uint32_t)GPUOS_MIN((q->length - sizeof(*o)) / sizeof(struct gpuos_extent), (uint64_t)UINT32_MAX);
-	if (in->map == GPUOS_EXT4_MAP_EXTENTS || in->map == GPUOS_EXT4_MAP_BLOCKMAP) {
+	if (in->map == GPUOS_FS_MAP_EXTENTS) {
 		/* Count every extent; write those from index q->offset on while they fit. */
-		struct gpuos_ext4_extent e;
+		struct gpuos_fs_extent e;
 		uint32_t got;
-		while (next != GPUOS_EXT4_EXTENTS_END) {
-			r = gpuos_ext4_extents(&F->fs, in, next, &e, 1, &got, &next);
+		while (next != GPUOS_FS_EXTENTS_END) {
+			r = gpuos_fs_extents(&F->fs, in, next, &e, 1, &got, &next);
 			if (r) {
-				files_reply_err(F, q, r, 0, F->fs.why);
+				files_reply_err(F, q, r, 0, gpuos_fs_why(&F->fs));
 				return;
 			}
 			if (got && total >= q->offset && n < cap) {
 				o->ext[n].lblk = e.lblk;
 				o->ext[n].pblk = e.pblk;
 				o->ext[n].len = e.len;
-				o->ext[n].flags = (e.flags & GPUOS_EXT4_BMAP_UNWRITTEN) ? GPUOS_EXTENT_UNWRITTEN : 0;
+				o->ext[n].flags = (e.flags & GPUOS_FS_EXT_UNWRITTEN) ? GPUOS_EXTENT_UNWRITTEN : 0;
 				n++;
 			}
 			total += got;
@@ -681,7 +719,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_readdir(struct rt_files *F, const struct m
 	if (!need_fs(F, q))
 		return;
 	cap = GPUOS_MIN(q->length / sizeof(*o), (uint64_t)READDIR_MAX);
-	while (n < cap && (r = gpuos_ext4_readdir(&F->fs, &hd->inode, &cookie, &F->de)) == 1) {
+	while (n < cap && (r = gpuos_fs_readdir(&F->fs, &hd->inode, &cookie, &F->de)) == 1) {
 		o[n].ino = F->de.ino;
 		o[n].type = F->de.type;
 		o[n].name_len = F->de.name_len;
@@ -691,7 +729,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_readdir(struct rt_files *F, const struct m
 		n++;
 	}
 	if (r < 0) {
-		files_reply_err(F, q, r, 0, F->fs.why);
+		files_reply_err(F, q, r, 0, gpuos_fs_why(&F->fs));
 		return;
 	}
 	files_reply(F, q, GPUOS_ST_OK, n, r == 0 ? GPUOS_DIR_END : cookie, 0);
@@ -717,15 +755,15 @@ GPUOS_NOINLINE GPUOS_HD void files_op_read_meta(struct rt_files *F, const struct
 	}
 	if (!need_fs(F, q))
 		return;
-	if (hd->inode.map == GPUOS_EXT4_MAP_NONE) {
+	if (hd->inode.map == GPUOS_FS_MAP_NONE) {
 		files_reply(F, q, GPUOS_ST_OK, 0, 0, 0);
 		return;
 	}
 	while (done < len) {
 		uint32_t got = 0, k = (uint32_t)GPUOS_MIN(len - done, (uint64_t)(1u << 20));
-		r = gpuos_ext4_read(&F->fs, &hd->inode, q->offset + done, k, (uint8_t *)(uintptr_t)q->dst + done, &got);
+		r = gpuos_fs_read(&F->fs, &hd->inode, q->offset + done, k, (uint8_t *)(uintptr_t)q->dst + done, &got);
 		if (r) {
-			files_reply_err(F, q, r, 0, F->fs.why);
+			files_reply_err(F, q, r, 0, gpuos_fs_why(&F->fs));
 			return;
 		}
 		if (got == 0)

@@ -3,7 +3,8 @@
  * runtime/files_internal.h - what the sources of the metadata warp share;
  * files.h is their interface to the rest of the runtime. One idea a file:
  *   files_io.c     its synchronous reads (own queue pairs) and block cache
- *   files_fs.c     the file system: the partition table, mount, path lookup,
+ *   files_fs.c     the file system (runtime/fs/fs.h, whichever it is): the
+ *                  partition table, mount, path lookup,
  *                  opening handles and their extent maps (the table that
  *                  reads them, with the service warps: engine/handles.c);
  *                  PARTS, OPEN, STAT, READDIR, READ, CLOSE
@@ -106,14 +107,14 @@ struct rt_files {
 	struct gpuos_gpt gpt;
 	struct gpuos_gpt_parser gptp;
 	struct gpuos_gpt_part parts[GPT_PARTS];
-	struct gpuos_ext4_inode ino;
-	struct gpuos_ext4_dirent de;
+	struct gpuos_fs_inode ino;
+	struct gpuos_fs_dirent de;
 	char path[GPUOS_PATH_MAX];
 	char prefix[GPUOS_PATH_MAX]; /* a split model's shard names without -0000k-of-0000n.gguf */
 	char why[WHY_MAX];
 	char reason[WHY_MAX];       /* a reason being built: here, not on the lane's stack, which all
 				     * kernels share (GPUOS_GPU_STACK_BYTES, boot/gpu.h) */
-	struct gpuos_ext4 fs;
+	struct gpuos_fs fs;        /* the mounted file system (runtime/fs/fs.h) */
 };
 
 /* ---- layout of the region ------------------------------------------------------ */
@@ -200,9 +201,9 @@ GPUOS_INLINE GPUOS_HD uint64_t off_pool(const struct gpuos_rt_desc *d)
 	return off_fwd(d) + gpuos_align_line((uint64_t)meta_ring_len(d) * sizeof(struct gpuos_rt_fwd));
 }
 /* Extent k of the pool: handle hd's map is [hd->ext_first, + hd->next). */
-GPUOS_INLINE GPUOS_HD struct gpuos_ext4_extent *pool_ext(const struct gpuos_rt_desc *d, uint32_t k)
+GPUOS_INLINE GPUOS_HD struct gpuos_fs_extent *pool_ext(const struct gpuos_rt_desc *d, uint32_t k)
 {
-	return (struct gpuos_ext4_extent *)(uintptr_t)(d->files + off_pool(d)) + k;
+	return (struct gpuos_fs_extent *)(uintptr_t)(d->files + off_pool(d)) + k;
 }
 
 /* An entry: ms (24 bits) and the lap of its position (8 bits). The entry
@@ -309,14 +310,14 @@ GPUOS_HD void *files_struct_dst(struct rt_files *F, const struct mreq *q, uint64
 GPUOS_HD int files_lookup_req(struct rt_files *F, const struct mreq *q);
 /* The steps of files_lookup_req: take the request's path into F->path and
  * mount (1, or 0 after replying); look F->path up as q's client into
- * F->ino (0 or a negative errno, no reply; GPUOS_EXT4_LOOKUP_* flags); the
+ * F->ino (0 or a negative errno, no reply; GPUOS_FS_LOOKUP_* flags); the
  * reason a lookup error carries, or NULL. */
 GPUOS_HD int files_take_path(struct rt_files *F, const struct mreq *q);
 GPUOS_HD int files_lookup_path(struct rt_files *F, const struct mreq *q, uint32_t flags);
 GPUOS_HD const char *files_lookup_why(const struct rt_files *F, int r);
 /* files_lookup_req, then read permission on the inode (OPEN, GGUF_OPEN). */
 GPUOS_HD int files_lookup_read(struct rt_files *F, const struct mreq *q);
-/* The credentials ext4 mode bits are checked against for request q: its
+/* The credentials the file system's mode bits are checked against for request q: its
  * client's (a client mailbox of a service run without --no-perms), or NULL:
  * no checks (the service's own mailbox, a local runtime). */
 GPUOS_HD const struct gpuos_rt_client *files_cred(const struct rt_files *F, const struct mreq *q);

@@ -292,7 +292,7 @@ GPUOS_HD int files_io_dev_read(void *ctx, uint64_t off, uint32_t len, void *dst)
 	return files_dev_bytes(io->F, io->base + off, len, dst);
 }
 
-/* gpuos_meta_io over the bytes of an open handle (a GGUF inside ext4). */
+/* gpuos_meta_io over the bytes of an open handle (a model file in the file system). */
 GPUOS_HD int files_io_file_read(void *ctx, uint64_t off, uint32_t len, void *dst)
 {
 	struct rt_io *io = (struct rt_io *)ctx;

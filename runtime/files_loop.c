@@ -14,7 +14,7 @@ GPUOS_HD uint64_t gpuos_rt_files_bytes(const struct gpuos_rt_desc *d)
 {
 	if (!d->meta)
 		return 0;
-	return off_pool(d) + gpuos_align_line((uint64_t)map_extents(d) * sizeof(struct gpuos_ext4_extent));
+	return off_pool(d) + gpuos_align_line((uint64_t)map_extents(d) * sizeof(struct gpuos_fs_extent));
 }
 
 /* ---- the service warps' side ------------------------------------------------------ */
@@ -313,7 +313,7 @@ GPUOS_NOINLINE GPUOS_HD void gpuos_rt_meta_run(const struct gpuos_rt_desc *d)
 	/* Function pointers of this launch: parsers copy the io they are given. */
 	F->mio_part.read = files_io_dev_read;
 	F->mio_file.read = files_io_file_read;
-	F->fs.io.read = files_io_dev_read;
+	gpuos_fs_set_read(&F->fs, files_io_dev_read);
 	F->launches++;
 	/* A participant of resets, as each service warp (runtime/recover.h). */
 	gpuos_rt_rec_enter(d, gpuos_rt_recover(d));

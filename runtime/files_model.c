@@ -265,9 +265,9 @@ GPUOS_NOINLINE GPUOS_HD static int base_name(struct rt_files *F, const struct mr
 		F->path[slash] = 0;
 	}
 	r = files_lookup_path(F, q, 0);
-	if (!r && F->ino.type == GPUOS_EXT4_FT_DIR &&
-	    !gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ)) {
-		while ((r = gpuos_ext4_readdir(&F->fs, &F->ino, &cookie, &F->de)) == 1) {
+	if (!r && F->ino.type == GPUOS_FT_DIR &&
+	    !gpuos_fs_permission(&F->fs, &F->ino, files_cred(F, q), GPUOS_FS_MAY_READ)) {
+		while ((r = gpuos_fs_readdir(&F->fs, &F->ino, &cookie, &F->de)) == 1) {
 			uint32_t k, cnt, nl = F->de.name_len;
 			int pl = gpuos_gguf_split_parse(F->de.name, nl, &k, &cnt);
 			if (pl < 0 || k != 1u || (uint32_t)pl != plen - slash ||
@@ -296,9 +296,9 @@ GPUOS_NOINLINE GPUOS_HD int files_open_model_file(struct rt_files *F, const stru
 {
 	int r = files_lookup_path(F, q, 0); /* GGUF_OPEN has no NOFOLLOW: symlinks are followed */
 	int slot;
-	if (!r && F->ino.type == GPUOS_EXT4_FT_DIR)
+	if (!r && F->ino.type == GPUOS_FT_DIR)
 		r = -EISDIR;
-	if (!r && gpuos_ext4_permission(&F->ino, files_cred(F, q), GPUOS_EXT4_MAY_READ))
+	if (!r && gpuos_fs_permission(&F->fs, &F->ino, files_cred(F, q), GPUOS_FS_MAY_READ))
 		r = -EACCES;
 	if (r && n) {
 		files_shard_refuse(F, q, status_of(r), k, n, r == -ENOENT ? "missing" : gpuos_status_name(status_of(r)),

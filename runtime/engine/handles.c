@@ -12,7 +12,7 @@
  */
 #include "../files_internal.h"
 
-static_assert(sizeof(struct gpuos_ext4_extent) == GPUOS_RT_EXTENT_BYTES, "extent size (rt.h)");
+static_assert(sizeof(struct gpuos_fs_extent) == GPUOS_RT_EXTENT_BYTES, "extent size (rt.h)");
 
 GPUOS_HD const struct rt_handle *gpuos_rt_handle_at(const struct gpuos_rt_desc *d, uint32_t index)
 {
@@ -32,7 +32,7 @@ GPUOS_NOINLINE GPUOS_HD const struct rt_handle *gpuos_rt_handle(const struct gpu
 GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, const struct rt_handle *hd,
 				uint64_t off, uint64_t *dev, uint64_t *run, int *zero, uint32_t *hint)
 {
-	const struct gpuos_ext4_extent *ext;
+	const struct gpuos_fs_extent *ext;
 	uint32_t bb = hd->block_bits, n = hd->next, first = hd->ext_first, i = *hint, lo, hi;
 	uint64_t lb = off >> bb, left = hd->size - off;
 
@@ -69,7 +69,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_rt_files_map(const struct gpuos_rt_desc *d, co
 		uint64_t start = ext[i].lblk << bb, end = (ext[i].lblk + ext[i].len) << bb;
 		*dev = hd->base + (ext[i].pblk << bb) + (off - start);
 		*run = GPUOS_MIN(end - off, left);
-		*zero = (ext[i].flags & GPUOS_EXT4_BMAP_UNWRITTEN) != 0;
+		*zero = (ext[i].flags & GPUOS_FS_EXT_UNWRITTEN) != 0;
 		return 0;
 	}
 	/* A hole up to the next extent (or the end of the file). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/fuzz/fuzz_ext4.c - fuzz target for runtime/ext4_*.c. The input is a
+ * tests/fuzz/fuzz_ext4.c - fuzz target for runtime/fs/ext4/*.c. The input is a
  * file system image; bytes past its end read as zeros up to the size the
  * superblock claims (at most 4 MiB), so seeds can leave their trailing zeros
  * out (tests/fuzz/make_ext4_corpus.sh writes them so).
@@ -17,7 +17,7 @@
  * at least one block); any violation aborts. All work is bounded.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude \
- *         tests/fuzz/fuzz_ext4.c runtime/ext4_*.c runtime/crc.c -o build/fuzz_ext4
+ *         tests/fuzz/fuzz_ext4.c runtime/fs/ext4/*.c runtime/crc.c -o build/fuzz_ext4
  *   build/fuzz_ext4 tests/fuzz/corpus_ext4
  */
 #include <errno.h>
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/ext4.h"
+#include "../../runtime/fs/ext4/ext4.h"
 
 #define CHECK(c)                                                                     \
 	do {                                                                         \
@@ -87,7 +87,7 @@ static void check_inode(const struct gpuos_ext4_inode *in, uint32_t ino)
 /* Read, map and list the data of an inode. */
 static void poke_data(const struct gpuos_ext4_inode *in)
 {
-	struct gpuos_ext4_extent ex[16];
+	struct gpuos_fs_extent ex[16];
 	uint64_t next = 0, pblk, prev_end = 0;
 	uint32_t got, n, run, flags, calls;
 	char link[GPUOS_EXT4_SYMLINK_MAX + 1];
@@ -145,7 +145,7 @@ static void poke_data(const struct gpuos_ext4_inode *in)
 static void poke_dir(const struct gpuos_ext4_inode *dir, char names[][GPUOS_EXT4_NAME_MAX + 2],
 		     uint32_t *nnames, uint32_t cap)
 {
-	struct gpuos_ext4_dirent de;
+	struct gpuos_fs_dirent de;
 	uint64_t cookie = 0;
 	int i, r;
 

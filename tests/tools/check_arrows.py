@@ -5,6 +5,10 @@ lines (part of make check):
 - include/gpuos/ includes only include/gpuos/ and the C library;
 - runtime/ includes only include/gpuos/ and runtime/ (no CUDA, nothing of
   boot/ or kernels/);
+- runtime/fs/ includes only include/gpuos/, runtime/fs/ and the runtime's
+  basic headers; a file system's folder (runtime/fs/NAME/) is included only
+  from runtime/fs/, and runtime/ outside runtime/fs/ names none of its
+  identifiers (gpuos_NAME_*, GPUOS_NAME_*: comments aside);
 - boot/ (and apps/, bench/) reach the runtime only through include/gpuos/internal/rt.h,
   never a runtime/ header;
 - boot/emu/ is a device: nvme.h and port.h of include/gpuos/, its own headers;
@@ -53,6 +57,24 @@ for f in sorted(pathlib.Path("include/gpuos").glob("*.h")) + files("apps") + fil
         elif internal:
             seen.add((str(f), h))
 check("runtime", ["include/gpuos/", "runtime/"], "runtime/ includes only include/gpuos/ and itself")
+check("runtime/fs", ["include/gpuos/", "runtime/fs/", "runtime/meta_io.h", "runtime/util.h", "runtime/crc.h"],
+      "runtime/fs/ includes only include/gpuos/, itself and the runtime's basic headers")
+FS = sorted(p for p in pathlib.Path("runtime/fs").iterdir() if p.is_dir())
+comment = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+for f in files("runtime"):
+    if f.is_relative_to("runtime/fs"):
+        continue
+    text = f.read_text()
+    for h in inc.findall(text):
+        target = (f.parent / h).resolve()
+        for d in FS:
+            if target.is_relative_to(d.resolve()):
+                bad.append("%s includes %s: a file system is reached through runtime/fs/fs.h" % (f, h))
+    code = comment.sub(" ", text)
+    for d in FS:
+        m = re.search(r"\b(gpuos|GPUOS)_%s_\w+" % re.escape(d.name), code, re.I)
+        if m:
+            bad.append("%s names %s: a file system is reached through runtime/fs/fs.h" % (f, m.group(0)))
 for d in ("boot", "bench"):
     check(d, ["include/gpuos/", "boot/", "bench/"],
           "boot/ and bench/ reach the runtime only through include/gpuos/internal/rt.h")

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "../../runtime/crc.h"
-#include "../../runtime/ext4.h"
+#include "../../runtime/fs/ext4/ext4.h"
 #include "gpuos/internal/rt.h"
 
 #define ENV_DIR "GPUOS_EXT4_TEST_DIR"
@@ -560,7 +560,7 @@ static struct lsent *debugfs_ls(const char *img, const char *dir, size_t *count)
 static size_t check_dir(struct img *im, const char *dir)
 {
 	struct gpuos_ext4_inode din, in;
-	struct gpuos_ext4_dirent de;
+	struct gpuos_fs_dirent de;
 	uint64_t cookie = 0;
 	size_t n, i, got = 0;
 	struct lsent *want = debugfs_ls(im->path, dir, &n);
@@ -599,7 +599,7 @@ static size_t check_dir(struct img *im, const char *dir)
 }
 
 /* Leaf extents from debugfs ex: "L/D e/n lstart - lend pstart - pend len [Uninit]". */
-static size_t debugfs_ex(const char *img, const char *path, struct gpuos_ext4_extent *v,
+static size_t debugfs_ex(const char *img, const char *path, struct gpuos_fs_extent *v,
 			 size_t cap, int *depth)
 {
 	char *out = dbg(img, "ex \"%s\"", path), *line, *save = NULL;
@@ -632,7 +632,7 @@ static size_t debugfs_ex(const char *img, const char *path, struct gpuos_ext4_ex
 
 /* All extents through the parser, paged with `page` entries per call. */
 static size_t our_extents(struct img *im, const struct gpuos_ext4_inode *in,
-			  struct gpuos_ext4_extent *v, size_t cap, uint32_t page)
+			  struct gpuos_fs_extent *v, size_t cap, uint32_t page)
 {
 	uint64_t next = 0;
 	size_t n = 0;
@@ -656,7 +656,7 @@ static size_t our_extents(struct img *im, const struct gpuos_ext4_inode *in,
 
 static void check_extents(struct img *im, const char *path, int min_depth)
 {
-	static struct gpuos_ext4_extent want[4096], got[4096];
+	static struct gpuos_fs_extent want[4096], got[4096];
 	struct gpuos_ext4_inode in;
 	size_t nw, ng, i;
 	int depth;
@@ -826,7 +826,7 @@ static void check_base_image(const char *name)
 	if (in.map == GPUOS_EXT4_MAP_EXTENTS)
 		check_extents(&im, "/sparse", 0);
 	if (lookup_ok(&im, "/medium.bin", 0, &in) && in.map == GPUOS_EXT4_MAP_EXTENTS) {
-		struct gpuos_ext4_extent all[64], mid[64];
+		struct gpuos_fs_extent all[64], mid[64];
 		uint32_t na, nm;
 		uint64_t next;
 
@@ -887,7 +887,7 @@ Test(ext4, blocks_64k, .timeout = 60)
 	{
 		/* rec_len 65536 does not fit in 16 bits: 0 (and 65535) stand for it */
 		struct gpuos_ext4_inode in;
-		struct gpuos_ext4_dirent de;
+		struct gpuos_fs_dirent de;
 		uint64_t off = data_block(&im, "/emptydir", 0) * 65536, cookie = 0;
 
 		cr_assert_eq(im.dev.p[off + 4] | im.dev.p[off + 5] << 8, 12);
@@ -957,7 +957,7 @@ Test(ext4, ext3_blockmap_htree, .timeout = 60)
 }
 
 /* Data runs of a block-mapped file from debugfs stat: "(0-11):1623-1634, (IND):1635, ...". */
-static size_t debugfs_blockmap(const char *img, const char *path, struct gpuos_ext4_extent *v,
+static size_t debugfs_blockmap(const char *img, const char *path, struct gpuos_fs_extent *v,
 			       size_t cap, int *tind)
 {
 	char *out = dbg(img, "stat \"%s\"", path);
@@ -995,7 +995,7 @@ static size_t debugfs_blockmap(const char *img, const char *path, struct gpuos_e
 
 static void check_blockmap_file(struct img *im, const char *path, int want_tind)
 {
-	static struct gpuos_ext4_extent want[8192], got[8192];
+	static struct gpuos_fs_extent want[8192], got[8192];
 	struct gpuos_ext4_inode in;
 	size_t nw, ng, i;
 	int tind;
@@ -1635,7 +1635,7 @@ Test(ext4, corrupt_checksums, .timeout = 60)
 {
 	struct img im;
 	struct gpuos_ext4_inode in;
-	struct gpuos_ext4_dirent de;
+	struct gpuos_fs_dirent de;
 	uint64_t off, cookie = 0;
 	uint32_t bs;
 	int r;
@@ -1706,7 +1706,7 @@ Test(ext4, corrupt_checksums, .timeout = 60)
 		cr_assert_eq(r, -EINVAL);
 		cr_assert(strstr(im.fs->why, "entry count"), "why: %s", im.fs->why);
 		cookie = 0;
-		cr_assert_eq(gpuos_ext4_extents(im.fs, &in, 0, (struct gpuos_ext4_extent *)&de, 1,
+		cr_assert_eq(gpuos_ext4_extents(im.fs, &in, 0, (struct gpuos_fs_extent *)&de, 1,
 						&(uint32_t){0}, &cookie), -EINVAL);
 	}
 	img_close(&im);
@@ -1716,7 +1716,7 @@ Test(ext4, corrupt_structures_no_csum, .timeout = 60)
 {
 	struct img im;
 	struct gpuos_ext4_inode in;
-	struct gpuos_ext4_dirent de;
+	struct gpuos_fs_dirent de;
 	uint64_t off, cookie;
 	uint32_t bs, save;
 	int r, n;
@@ -1808,8 +1808,8 @@ static void corrupt_walk(const char *name, int iterations, unsigned seed)
 	meta_end = GPUOS_MIN(im.dev.n, (uint64_t)2 << 20);
 	for (iter = 0; iter < iterations; iter++) {
 		struct gpuos_ext4_inode in;
-		struct gpuos_ext4_dirent de;
-		struct gpuos_ext4_extent ex[8];
+		struct gpuos_fs_dirent de;
+		struct gpuos_fs_extent ex[8];
 		static uint8_t buf[1 << 16];
 		uint64_t cookie = 0, next;
 		uint32_t got, n;

@@ -107,7 +107,7 @@ struct gpuos_rt_region {
 };
 static_assert(sizeof(struct gpuos_rt_region) == 32, "rt region size");
 
-#define GPUOS_RT_EXTENT_BYTES 24u /* one extent of a map (runtime/ext4.h, struct gpuos_ext4_extent) */
+#define GPUOS_RT_EXTENT_BYTES 24u /* one extent of a map (runtime/fs/fs_types.h, struct gpuos_fs_extent) */
 
 struct gpuos_rt_desc {
 	uint32_t magic;        /* GPUOS_RT_MAGIC */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/ext4_internal.h - what the sources of the ext4 parser share; ext4.h
+ * runtime/fs/ext4/ext4_internal.h - what the sources of the ext4 parser share; ext4.h
  * is its interface. One idea a file:
  *   ext4_disk.h    the on-disk structures and their field loads
  *   ext4_super.c   the superblock, group descriptors and inodes (mount, iget)
@@ -21,8 +21,8 @@
 
 #include "ext4.h"
 #include "ext4_disk.h"
-#include "crc.h"
-#include "util.h"
+#include "../../crc.h"
+#include "../../util.h"
 
 static_assert(GPUOS_EXT4_MAGIC_OFFSET == GPUOS_EXT4_SUPER_OFFSET + offsetof(struct ext4_sb, s_magic),
 	      "ext4 magic offset");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/ext4_super.c - the ext4 parser's file system (ext4.h): the
+ * runtime/fs/ext4/ext4_super.c - the ext4 parser's file system (ext4.h): the
  * superblock (gpuos_ext4_mount), group descriptors and inodes
  * (gpuos_ext4_iget), and the device read every part of the parser goes
  * through (ext4_internal.h).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/ext4_dir.c - directories (ext4.h): entries of linear and htree
+ * runtime/fs/ext4/ext4_dir.c - directories (ext4.h): entries of linear and htree
  * directories and of inline ones (gpuos_ext4_readdir), name lookup in a
  * directory, symlinks (gpuos_ext4_readlink), permissions against a
  * client's credentials (gpuos_ext4_permission) and path resolution
@@ -260,7 +260,7 @@ static GPUOS_HD int dir_next(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
 }
 
 GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_readdir(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
-				uint64_t *cookie, struct gpuos_ext4_dirent *out)
+				uint64_t *cookie, struct gpuos_fs_dirent *out)
 {
 	struct ext4_dent d;
 	int r;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/ext4_map.c - where an inode's data lives (ext4.h): extent trees,
+ * runtime/fs/ext4/ext4_map.c - where an inode's data lives (ext4.h): extent trees,
  * ext2/ext3 block maps, and the calls that map and read through them
  * (gpuos_ext4_bmap, gpuos_ext4_extents, gpuos_ext4_read).
  */
@@ -368,7 +368,7 @@ GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_bmap(struct gpuos_ext4 *fs, const struct 
  * leaf that maps *cur, from *cur on, into out[*cnt..cap), then *cur to the
  * next leaf. */
 static GPUOS_HD int extents_leaf(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
-				 uint64_t *cur, struct gpuos_ext4_extent *out, uint32_t cap,
+				 uint64_t *cur, struct gpuos_fs_extent *out, uint32_t cap,
 				 uint32_t *cnt)
 {
 	struct ext4_ext_leaf leaf;
@@ -413,7 +413,7 @@ static GPUOS_HD int extents_leaf(struct gpuos_ext4 *fs, const struct gpuos_ext4_
 /* One step of gpuos_ext4_extents() in a block map: the run that maps *cur,
  * merged into out[*cnt - 1] where it continues it, then *cur past it. */
 static GPUOS_HD int extents_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
-				 uint64_t *cur, struct gpuos_ext4_extent *out, uint32_t *cnt)
+				 uint64_t *cur, struct gpuos_fs_extent *out, uint32_t *cnt)
 {
 	uint64_t pb, run;
 	uint32_t fl, c = *cnt;
@@ -440,7 +440,7 @@ static GPUOS_HD int extents_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_
 }
 
 GPUOS_NOINLINE GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
-				uint64_t start, struct gpuos_ext4_extent *out, uint32_t cap,
+				uint64_t start, struct gpuos_fs_extent *out, uint32_t cap,
 				uint32_t *n, uint64_t *next)
 {
 	uint64_t cur = start;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/ext4_disk.h - the on-disk structures of ext4 (the kernel's
+ * runtime/fs/ext4/ext4_disk.h - the on-disk structures of ext4 (the kernel's
  * Documentation/filesystems/ext4/) and the loads that decode their fields;
  * private to the ext4 parser (ext4_internal.h).
  *
@@ -16,7 +16,7 @@
 #define GPUOS_RUNTIME_EXT4_DISK_H
 
 #include "gpuos/port.h"
-#include "util.h"
+#include "../../util.h"
 
 GPUOS_EXTERN_C_BEGIN
 

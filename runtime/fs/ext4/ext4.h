@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/ext4.h - a read-only ext4 (and ext2/ext3) parser that runs where
+ * runtime/fs/ext4/ext4.h - a read-only ext4 (and ext2/ext3) parser that runs where
  * the runtime runs: a GPU lane or a host thread.
  *
  * Format: the kernel's Documentation/filesystems/ext4/ (the "ext4 Disk
@@ -52,11 +52,12 @@
  *   -EOVERFLOW   a logical block or offset beyond what ext4 can address
  *   -EIO         the io failed (or a read went past its end)
  */
-#ifndef GPUOS_RUNTIME_EXT4_H
-#define GPUOS_RUNTIME_EXT4_H
+#ifndef GPUOS_RUNTIME_FS_EXT4_H
+#define GPUOS_RUNTIME_FS_EXT4_H
 
 #include "gpuos/port.h"
-#include "meta_io.h"
+#include "../../meta_io.h"
+#include "../fs_types.h"
 
 GPUOS_EXTERN_C_BEGIN
 
@@ -70,7 +71,7 @@ struct gpuos_rt_client;   /* gpuos/internal/rt.h: a client's uid, gid and groups
 #define GPUOS_EXT4_ROOT_INO      2u
 #define GPUOS_EXT4_MIN_BLOCK     1024u
 #define GPUOS_EXT4_MAX_BLOCK     65536u   /* largest block size read (log 6) */
-#define GPUOS_EXT4_NAME_MAX      255u     /* bytes of a file name */
+#define GPUOS_EXT4_NAME_MAX      GPUOS_FS_NAME_MAX /* bytes of a file name (255) */
 #define GPUOS_EXT4_PATH_MAX      4096u    /* bytes of a path, NUL included (PATH_MAX) */
 #define GPUOS_EXT4_SYMLINK_MAX   4095u    /* bytes of a symlink target */
 #define GPUOS_EXT4_MAX_SYMLINKS  40u      /* symlinks followed per lookup (MAXSYMLINKS) */
@@ -112,9 +113,10 @@ struct gpuos_rt_client;   /* gpuos/internal/rt.h: a client's uid, gid and groups
 #define GPUOS_EXT4_MAP_INLINE       3u  /* i_block, then the system.data xattr */
 #define GPUOS_EXT4_MAP_FAST_SYMLINK 4u  /* the target in i_block */
 
-/* Mapping flags (gpuos_ext4_bmap() and struct gpuos_ext4_extent.flags). */
-#define GPUOS_EXT4_BMAP_HOLE       (1u << 0)  /* no block: reads as zeros */
-#define GPUOS_EXT4_BMAP_UNWRITTEN  (1u << 1)  /* allocated, not written: reads as zeros */
+/* Mapping flags (gpuos_ext4_bmap() and struct gpuos_fs_extent.flags): the
+ * interface's. */
+#define GPUOS_EXT4_BMAP_HOLE       GPUOS_FS_EXT_HOLE       /* no block: reads as zeros */
+#define GPUOS_EXT4_BMAP_UNWRITTEN  GPUOS_FS_EXT_UNWRITTEN  /* allocated, not written: reads as zeros */
 
 /* Inode flags (i_flags) a caller may care about. */
 #define GPUOS_EXT4_IFL_IMMUTABLE   0x00000010u
@@ -166,7 +168,7 @@ struct gpuos_rt_client;   /* gpuos/internal/rt.h: a client's uid, gid and groups
 #define GPUOS_EXT4_RO_COMPAT_METADATA_CSUM 0x0400u
 
 /* gpuos_ext4_extents(): *next when nothing follows. */
-#define GPUOS_EXT4_EXTENTS_END UINT64_MAX
+#define GPUOS_EXT4_EXTENTS_END GPUOS_FS_EXTENTS_END
 
 /* ---- results ------------------------------------------------------------------ */
 
@@ -206,23 +208,8 @@ struct gpuos_ext4_inode {
 static_assert(sizeof(struct gpuos_ext4_inode) == 192, "ext4 inode size");
 static_assert(offsetof(struct gpuos_ext4_inode, i_block) == 0x80, "ext4 inode i_block");
 
-/* A run of logical blocks mapped to consecutive physical blocks. */
-struct gpuos_ext4_extent {
-	uint64_t lblk;         /* 0x00 first logical block (file offset / block size) */
-	uint64_t pblk;         /* 0x08 first physical block (byte = pblk * block_size) */
-	uint32_t len;          /* 0x10 blocks */
-	uint32_t flags;        /* 0x14 GPUOS_EXT4_BMAP_UNWRITTEN or 0 */
-};
-static_assert(sizeof(struct gpuos_ext4_extent) == 24, "ext4 extent size");
-
-struct gpuos_ext4_dirent {
-	uint32_t ino;          /* 0x00 */
-	uint8_t type;          /* 0x04 GPUOS_EXT4_FT_* (UNKNOWN without the filetype feature) */
-	uint8_t name_len;      /* 0x05 1..255 */
-	uint16_t rsvd6;        /* 0x06 */
-	char name[GPUOS_EXT4_NAME_MAX + 1]; /* 0x08 NUL-terminated */
-};
-static_assert(sizeof(struct gpuos_ext4_dirent) == 264, "ext4 dirent size");
+/* Extents and directory entries are the file-system interface's
+ * (runtime/fs/fs_types.h, struct gpuos_fs_extent and gpuos_fs_dirent). */
 
 /* A mounted file system. Fill it with gpuos_ext4_mount(); the fields after
  * `why` are read-only for callers. */
@@ -369,7 +356,7 @@ GPUOS_HD int gpuos_ext4_bmap(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
  * gpuos_ext4_bmap().
  */
 GPUOS_HD int gpuos_ext4_extents(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *inode,
-				uint64_t start, struct gpuos_ext4_extent *out, uint32_t cap,
+				uint64_t start, struct gpuos_fs_extent *out, uint32_t cap,
 				uint32_t *n, uint64_t *next);
 
 /*
@@ -391,7 +378,7 @@ GPUOS_HD int gpuos_ext4_read(struct gpuos_ext4 *fs, const struct gpuos_ext4_inod
  * not hand out), -EOPNOTSUPP (encrypted), -EIO.
  */
 GPUOS_HD int gpuos_ext4_readdir(struct gpuos_ext4 *fs, const struct gpuos_ext4_inode *dir,
-				uint64_t *cookie, struct gpuos_ext4_dirent *out);
+				uint64_t *cookie, struct gpuos_fs_dirent *out);
 
 /*
  * Copy a symlink's target into buf and NUL-terminate it; *len is its length
@@ -406,4 +393,4 @@ GPUOS_HD const char *gpuos_ext4_incompat_name(uint32_t bit);
 
 GPUOS_EXTERN_C_END
 
-#endif /* GPUOS_RUNTIME_EXT4_H */
+#endif /* GPUOS_RUNTIME_FS_EXT4_H */
