@@ -2028,6 +2028,26 @@ GPUOS_TOK_FN uint32_t gpuos_tok_split_gpt2(const uint32_t *cp, const uint8_t *fl
 	return nb;
 }
 
+/* llama3's contractions, (?i:'s|'t|'re|'ve|'m|'ll|'d), at the quote at
+ * pos of a piece ending at b: the code points they take, 0 if none. */
+GPUOS_TOK_FN uint32_t gpuos_tok_llama3_contraction(const uint32_t *cp, uint32_t pos, uint32_t b)
+{
+	uint32_t c1, c2;
+	if (pos + 1u >= b)
+		return 0;
+	c1 = cp[pos + 1u];
+	c1 = (c1 >= 'A' && c1 <= 'Z') ? c1 + 32u : c1;
+	if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')
+		return 2u;
+	if (pos + 2u >= b)
+		return 0;
+	c2 = cp[pos + 2u];
+	c2 = (c2 >= 'A' && c2 <= 'Z') ? c2 + 32u : c2;
+	if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+		return 3u;
+	return 0;
+}
+
 /* llama3's regex (digits: 3; qwen2's: 1), as llama.cpp's matcher runs it:
  * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  * ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
@@ -2036,24 +2056,11 @@ GPUOS_TOK_FN uint32_t gpuos_tok_split_llama3(const uint32_t *cp, const uint8_t *
 {
 	uint32_t pos = a, prev = a;
 	while (pos < b) {
-		uint32_t c = cp[pos], f = GPUOS_TOK_F(pos), f2, nw, last;
-		if (c == '\'' && pos + 1u < b) {
-			uint32_t c1 = cp[pos + 1u];
-			c1 = (c1 >= 'A' && c1 <= 'Z') ? c1 + 32u : c1;
-			if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
-				pos += 2u;
-				GPUOS_TOK_CUT();
-				continue;
-			}
-			if (pos + 2u < b) {
-				uint32_t c2 = cp[pos + 2u];
-				c2 = (c2 >= 'A' && c2 <= 'Z') ? c2 + 32u : c2;
-				if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
-					pos += 3u;
-					GPUOS_TOK_CUT();
-					continue;
-				}
-			}
+		uint32_t c = cp[pos], f = GPUOS_TOK_F(pos), f2, nw, last, nc;
+		if (c == '\'' && (nc = gpuos_tok_llama3_contraction(cp, pos, b)) != 0) {
+			pos += nc;
+			GPUOS_TOK_CUT();
+			continue;
 		}
 		if (!(c == '\r' || c == '\n' || GPUOS_TOK_IS_N(f)) &&
 		    (GPUOS_TOK_IS_L(f) || GPUOS_TOK_IS_L(GPUOS_TOK_F(pos + 1u)))) {
@@ -2213,6 +2220,119 @@ GPUOS_TOK_FN int gpuos_tok_isspace(uint8_t c)
 	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
+/* The work area of an encode call for a text of len bytes, carved from
+ * work (gpuos_tok_work_bytes(len) of it); ids (room for cap) its output. */
+GPUOS_TOK_FN void gpuos_tok_work_carve(struct gpuos_tok_work *w, void *work, uint32_t len, int32_t *ids, uint32_t cap)
+{
+	uint8_t *p = (uint8_t *)work;
+	uint64_t n = (uint64_t)len + 4u;
+	w->frag = (struct gpuos_tok_frag *)p;
+	p += gpuos_tok_align8(16u * (2u * n));
+	w->buf = p;
+	p += gpuos_tok_align8(6u * n + 8u);
+	w->cp = (uint32_t *)p;
+	p += gpuos_tok_align8(4u * n);
+	w->fl = p;
+	p += gpuos_tok_align8(n);
+	w->pa = (uint32_t *)p;
+	p += gpuos_tok_align8(4u * n);
+	w->pb = (uint32_t *)p;
+	p += gpuos_tok_align8(4u * n);
+	w->sym = (struct gpuos_tok_sym *)p;
+	p += gpuos_tok_align8(16u * (3u * n));
+	w->heap = (struct gpuos_tok_big *)p;
+	w->cap_heap = (uint32_t)(9u * n);
+	w->cap_frag = (uint32_t)(2u * n);
+	w->n_heap = 0;
+	w->ids = ids;
+	w->cap = ids ? cap : 0;
+	w->n = 0;
+}
+
+/* Cut the special token id (text tt, lt bytes; attributes a) out of the
+ * raw fragment *fp of s wherever it occurs, with the spaces its LSTRIP and
+ * RSTRIP take; *fp ends at the last fragment made. Returns 0, or
+ * GPUOS_TOK_E_NOSPC when the fragments run out. */
+GPUOS_TOK_FN int gpuos_tok_cut_frag(struct gpuos_tok_work *w, int32_t *fp, const uint8_t *s, int32_t id, uint32_t a,
+				    const uint8_t *tt, uint32_t lt)
+{
+	int32_t f = *fp;
+	while (w->frag[f].tok < 0 && w->frag[f].len >= lt) {
+		uint32_t off = w->frag[f].off, fl = w->frag[f].len, q, m, ll, ro, rl;
+		for (q = 0; q + lt <= fl; q++)
+			if (s[off + q] == tt[0] && gpuos_tok_eq(s + off + q, tt, lt))
+				break;
+		if (q + lt > fl)
+			break;
+		m = off + q;
+		ll = q;
+		if (a & GPUOS_TOK_A_LSTRIP)
+			while (ll > 0 && gpuos_tok_isspace(s[off + ll - 1u]))
+				ll--;
+		ro = m + lt;
+		rl = off + fl - ro;
+		if (a & GPUOS_TOK_A_RSTRIP)
+			while (rl > 0 && gpuos_tok_isspace(s[ro])) {
+				ro++;
+				rl--;
+			}
+		if (w->n_frag + 2u > w->cap_frag)
+			return GPUOS_TOK_E_NOSPC; /* cannot happen: 2 per match, a match per byte */
+		if (ll > 0) {
+			int32_t g = (int32_t)w->n_frag++;
+			w->frag[f].len = ll;
+			w->frag[g].next = w->frag[f].next;
+			w->frag[f].next = g;
+			f = g;
+		}
+		w->frag[f].off = m;
+		w->frag[f].len = lt;
+		w->frag[f].tok = id;
+		if (rl > 0) {
+			int32_t g = (int32_t)w->n_frag++;
+			w->frag[g].off = ro;
+			w->frag[g].len = rl;
+			w->frag[g].tok = -1;
+			w->frag[g].next = w->frag[f].next;
+			w->frag[f].next = g;
+			f = g;
+		}
+	}
+	*fp = f;
+	return 0;
+}
+
+/* The text (len bytes) as a list of fragments: the special tokens' texts
+ * cut out, longest first (control and unknown ones only with
+ * GPUOS_TOK_PARSE_SPECIAL), raw text between them. 0, or GPUOS_TOK_E_NOSPC. */
+GPUOS_TOK_FN int gpuos_tok_cut_specials(const struct gpuos_tok *t, struct gpuos_tok_work *w, const uint8_t *s,
+					uint32_t len, uint32_t flags)
+{
+	const int32_t *sp = (const int32_t *)(gpuos_tok_base(t) + t->special_off);
+	const uint16_t *attr = (const uint16_t *)(gpuos_tok_base(t) + t->attr_off);
+	uint32_t k;
+	int32_t f;
+	w->n_frag = 0;
+	if (len) {
+		w->frag[0].off = 0;
+		w->frag[0].len = len;
+		w->frag[0].tok = -1;
+		w->frag[0].next = -1;
+		w->n_frag = 1;
+	}
+	for (k = 0; k < t->n_special && w->n_frag; k++) {
+		int32_t id = sp[k];
+		uint32_t a = attr[id], lt;
+		const uint8_t *tt = gpuos_tok_text(t, id, &lt);
+		if (!(flags & GPUOS_TOK_PARSE_SPECIAL) && (a & (GPUOS_TOK_A_CONTROL | GPUOS_TOK_A_UNKNOWN)))
+			continue;
+		for (f = 0; f >= 0; f = w->frag[f].next)
+			if (gpuos_tok_cut_frag(w, &f, s, id, a, tt, lt))
+				return GPUOS_TOK_E_NOSPC;
+	}
+	return 0;
+}
+
 /*
  * Tokenize text (len bytes) into ids (room for cap): returns the number of
  * tokens (when more than cap, only the first cap are written: call again
@@ -2226,11 +2346,6 @@ GPUOS_TOK_ENTRY int64_t gpuos_tok_encode(const struct gpuos_tok *t, const char *
 {
 	struct gpuos_tok_work w;
 	const uint8_t *s = (const uint8_t *)text;
-	uint8_t *p = (uint8_t *)work;
-	uint64_t n = (uint64_t)len + 4u;
-	const int32_t *sp;
-	const uint16_t *attr;
-	uint32_t k;
 	int32_t f;
 	int prev_special = 1;
 
@@ -2238,89 +2353,9 @@ GPUOS_TOK_ENTRY int64_t gpuos_tok_encode(const struct gpuos_tok *t, const char *
 		return GPUOS_TOK_E_ARENA;
 	if (!work || work_len < gpuos_tok_work_bytes(len) || ((uintptr_t)work & 7u))
 		return GPUOS_TOK_E_NOSPC;
-	w.frag = (struct gpuos_tok_frag *)p;
-	p += gpuos_tok_align8(16u * (2u * n));
-	w.buf = p;
-	p += gpuos_tok_align8(6u * n + 8u);
-	w.cp = (uint32_t *)p;
-	p += gpuos_tok_align8(4u * n);
-	w.fl = p;
-	p += gpuos_tok_align8(n);
-	w.pa = (uint32_t *)p;
-	p += gpuos_tok_align8(4u * n);
-	w.pb = (uint32_t *)p;
-	p += gpuos_tok_align8(4u * n);
-	w.sym = (struct gpuos_tok_sym *)p;
-	p += gpuos_tok_align8(16u * (3u * n));
-	w.heap = (struct gpuos_tok_big *)p;
-	w.cap_heap = (uint32_t)(9u * n);
-	w.cap_frag = (uint32_t)(2u * n);
-	w.n_heap = 0;
-	w.ids = ids;
-	w.cap = ids ? cap : 0;
-	w.n = 0;
-
-	/* the special tokens' texts cut out, longest first */
-	w.n_frag = 0;
-	if (len) {
-		w.frag[0].off = 0;
-		w.frag[0].len = len;
-		w.frag[0].tok = -1;
-		w.frag[0].next = -1;
-		w.n_frag = 1;
-	}
-	sp = (const int32_t *)(gpuos_tok_base(t) + t->special_off);
-	attr = (const uint16_t *)(gpuos_tok_base(t) + t->attr_off);
-	for (k = 0; k < t->n_special && w.n_frag; k++) {
-		int32_t id = sp[k];
-		uint32_t a = attr[id], lt;
-		const uint8_t *tt = gpuos_tok_text(t, id, &lt);
-		if (!(flags & GPUOS_TOK_PARSE_SPECIAL) && (a & (GPUOS_TOK_A_CONTROL | GPUOS_TOK_A_UNKNOWN)))
-			continue;
-		for (f = 0; f >= 0; f = w.frag[f].next) {
-			while (w.frag[f].tok < 0 && w.frag[f].len >= lt) {
-				uint32_t off = w.frag[f].off, fl = w.frag[f].len, q, m, ll, ro, rl;
-				for (q = 0; q + lt <= fl; q++)
-					if (s[off + q] == tt[0] && gpuos_tok_eq(s + off + q, tt, lt))
-						break;
-				if (q + lt > fl)
-					break;
-				m = off + q;
-				ll = q;
-				if (a & GPUOS_TOK_A_LSTRIP)
-					while (ll > 0 && gpuos_tok_isspace(s[off + ll - 1u]))
-						ll--;
-				ro = m + lt;
-				rl = off + fl - ro;
-				if (a & GPUOS_TOK_A_RSTRIP)
-					while (rl > 0 && gpuos_tok_isspace(s[ro])) {
-						ro++;
-						rl--;
-					}
-				if (w.n_frag + 2u > w.cap_frag)
-					return GPUOS_TOK_E_NOSPC; /* cannot happen: 2 per match, a match per byte */
-				if (ll > 0) {
-					int32_t g = (int32_t)w.n_frag++;
-					w.frag[f].len = ll;
-					w.frag[g].next = w.frag[f].next;
-					w.frag[f].next = g;
-					f = g;
-				}
-				w.frag[f].off = m;
-				w.frag[f].len = lt;
-				w.frag[f].tok = id;
-				if (rl > 0) {
-					int32_t g = (int32_t)w.n_frag++;
-					w.frag[g].off = ro;
-					w.frag[g].len = rl;
-					w.frag[g].tok = -1;
-					w.frag[g].next = w.frag[f].next;
-					w.frag[f].next = g;
-					f = g;
-				}
-			}
-		}
-	}
+	gpuos_tok_work_carve(&w, work, len, ids, cap);
+	if (gpuos_tok_cut_specials(t, &w, s, len, flags))
+		return GPUOS_TOK_E_NOSPC;
 
 	if ((flags & GPUOS_TOK_ADD_SPECIAL) && (t->flags & GPUOS_TOK_F_ADD_BOS) && t->id[GPUOS_TOK_ID_BOS] >= 0)
 		gpuos_tok_emit(&w, t->id[GPUOS_TOK_ID_BOS]);
