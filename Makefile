@@ -48,7 +48,7 @@ endif
 # runtime/engine/ holds the parts of runtime/engine.c, one translation unit: not compiled alone.
 # runtime/fs/ holds the file-system interface, each file system in a folder below it.
 RUNTIME_SRC := $(wildcard runtime/*.c runtime/fs/*.c runtime/fs/*/*.c)
-BOOT_SRC    := $(filter-out boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/pci/*.c boot/emu/*.c))
+BOOT_SRC    := $(filter-out boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/sys/*.c boot/ctrl/*.c boot/pci/*.c boot/emu/*.c))
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 # The command line is a client of the library, not part of it (libgpuos
 # exports gpuos_* only): its own archive, for the gpuos binaries and the

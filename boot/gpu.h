@@ -28,6 +28,10 @@
 
 struct gpuos_gpu;
 
+/* The runtime image linked into the gpuos binary (kernels/image.S); absent
+ * from a build without CUDA, which runs in host mode only. */
+extern const char gpuos_rt_image[] __attribute__((weak));
+
 /* Open GPU dev (a CUDA device ordinal, 0 the first). -ENODEV (with the
  * reason in why) when there is no driver or no such device: the caller
  * runs in host mode. Every call on g makes its device the calling

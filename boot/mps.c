@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "gpuos/host.h"
-#include "sys_internal.h"
+#include "gpu.h"
 
 #define MPS_PIPE_DEFAULT "/tmp/nvidia-mps"  /* where CUDA looks when the variable is unset */
 #define MPS_LOG_DEFAULT "/tmp/nvidia-log"   /* as scripts/mps-start.sh */

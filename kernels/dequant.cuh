@@ -3,7 +3,7 @@
 // thread k of K converts elements k, k + K, ... of the tensor, so that a
 // warp writes 32 neighbouring elements (coalesced) and reads the one block
 // they share. Built into the runtime image so that it is loaded before the
-// runtime spins (docs/platform.md: no module loads later); boot/sys_dequant.c
+// runtime spins (docs/platform.md: no module loads later); boot/sys/sys_dequant.c
 // launches it on a stream of the library's own and waits for that stream.
 #include "gpuos/quant.h"
 

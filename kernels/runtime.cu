@@ -34,7 +34,7 @@
 // at most 48 KiB.
 static_assert(GPUOS_RT_LOCAL_MAX_BYTES <= 48u * 1024u, "a warp's state fits static shared memory");
 
-// The descriptor comes by value (boot/sys_run.c): read-only, it is read from the
+// The descriptor comes by value (boot/sys/sys_run.c): read-only, it is read from the
 // kernel's parameter space through the constant cache, which the service
 // loop's acquire loads do not invalidate (an L2 round trip per field else).
 extern "C" __global__ void __launch_bounds__(32) gpuos_rt_kernel(const __grid_constant__ struct gpuos_rt_desc desc)

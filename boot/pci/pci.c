@@ -45,7 +45,7 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
-#include "../ctrl.h"
+#include "../ctrl/ctrl.h"
 #include "pci_internal.h"
 
 #define SYS_PCI "/sys/bus/pci/devices/"
@@ -246,7 +246,7 @@ static int iova_pick_locked(struct gpuos_ctrl *c, struct pci_priv *p, size_t len
 	return -ENOSPC;
 }
 
-/* A group's runtimes pick from their own threads (boot/ctrl.h, iova_lock). */
+/* A group's runtimes pick from their own threads (boot/ctrl/ctrl.h, iova_lock). */
 static int iova_pick(struct gpuos_ctrl *c, struct pci_priv *p, size_t len, uint64_t *out)
 {
 	int r;

@@ -488,7 +488,7 @@ GPUOS_NOINLINE GPUOS_HD static int intake_clients(const struct gpuos_rt_desc *d,
 	const struct gpuos_rt_doors *D = (const struct gpuos_rt_doors *)(uintptr_t)d->doors;
 	/* One word for the warp (broadcast: it steers a loop of warp-wide
 	 * ballots). Pairs with the service's release of it after the epoch
-	 * (boot/sys_mem.c, doors_publish). */
+	 * (boot/sys/sys_mem.c, doors_publish). */
 	uint32_t open = gpuos_warp_bcast32(gpuos_load_acquire_sys32(&D->open), 0);
 
 	for (first = 0; first < nc && open; first += width) {

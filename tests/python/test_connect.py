@@ -88,7 +88,7 @@ def settled(secs=5):
 
 
 def pieces_of(file_off, length, piece=16 << 20):
-    """The requests boot/sys_load.c cuts a range of a file into."""
+    """The requests boot/sys/sys_load.c cuts a range of a file into."""
     if length <= piece:
         return 1 if length else 0
     return (file_off + length - 1) // piece - file_off // piece + 1

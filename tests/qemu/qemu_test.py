@@ -857,7 +857,7 @@ def evaluate(plan, secs, qrc, qerr, con, res, trace):
         tally["other"].append(plan.name + "-poweroff")
     # The IOMMU would log a DMA outside the mapped IOVAs here (the command
     # itself may still complete with status 0). Each process maps its own
-    # random IOVAs (boot/ctrl.h): a late DMA of an earlier one faults here.
+    # random IOVAs (boot/ctrl/ctrl.h): a late DMA of an earlier one faults here.
     dmar = [l for l in klog + read_text(con).split("\n") if "DMAR: [DMA" in l or "DMAR: DRHD: handling fault" in l]
     if dmar:
         bad(plan.name + "-no-dmar-faults", "; ".join(dmar[:3]))

@@ -12,6 +12,11 @@ lines (part of make check):
 - boot/ (and apps/, bench/) reach the runtime only through include/gpuos/internal/rt.h,
   never a runtime/ header;
 - boot/emu/ is a device: nvme.h and port.h of include/gpuos/, its own headers;
+- boot/ctrl/ (the controllers behind ctrl.h, bring-up) knows nothing of the
+  system that uses it (boot/sys/); boot/sys/ reaches a controller only
+  through boot/ctrl/ctrl.h and bringup.h; the rest of boot/ (the service,
+  app images, the CUDA glue) uses the system through host.h, nothing of
+  boot/sys/ or boot/ctrl/;
 - boot/cli/ is a client of include/gpuos/host.h; boot/ does not include it;
 - the installed headers (include/gpuos/*.h) name no internal one
   (include/gpuos/internal/, not installed), nor do apps/ and boot/cli/,
@@ -79,14 +84,32 @@ for d in ("boot", "bench"):
     check(d, ["include/gpuos/", "boot/", "bench/"],
           "boot/ and bench/ reach the runtime only through include/gpuos/internal/rt.h")
 for d in ("boot/emu", "boot/pci"):
-    check(d, ["include/gpuos/", "boot/emu/", "boot/pci/", "boot/ctrl.h", "boot/gpu.h"],
+    check(d, ["include/gpuos/", "boot/emu/", "boot/pci/", "boot/ctrl/ctrl.h", "boot/gpu.h"],
           "a controller knows boot/ only through ctrl.h (and gpu.h for DMA into VRAM)")
 check("boot/cli", ["include/gpuos/", "boot/cli/"], "boot/cli/ is a client of host.h")
+check("boot/ctrl", ["include/gpuos/", "boot/ctrl/", "boot/gpu.h", "boot/emu/emu.h"],
+      "boot/ctrl/ is the controllers: it knows nothing of the system that drives them (boot/sys/)")
+check("boot/sys", ["include/gpuos/", "boot/sys/", "boot/ctrl/ctrl.h", "boot/ctrl/bringup.h", "boot/gpu.h"],
+      "boot/sys/ reaches a controller through boot/ctrl/ctrl.h and bringup.h alone")
+rooms = [pathlib.Path("boot", r).resolve() for r in ("sys", "ctrl")]
 for f in sorted(pathlib.Path("boot").glob("*.[ch]")):
     for h in inc.findall(f.read_text()):
-        if h.startswith("cli/") and (str(f), h) not in KNOWN:
+        if h.startswith("gpuos/") or not any((f.parent / h).resolve().is_relative_to(r) for r in rooms):
+            continue
+        if (str(f), h) in KNOWN:
+            seen.add((str(f), h))
+        else:
+            bad.append("%s includes %s: the service, app images and CUDA glue use the system through "
+                       "host.h, nothing of boot/sys/ or boot/ctrl/" % (f, h))
+for f in files("boot"):
+    if f.parts[1] == "cli":
+        continue
+    for h in inc.findall(f.read_text()):
+        if h.startswith("gpuos/") or not (f.parent / h).resolve().is_relative_to(pathlib.Path("boot/cli").resolve()):
+            continue
+        if (str(f), h) not in KNOWN:
             bad.append("%s includes %s: the system does not depend on its command line" % (f, h))
-        elif h.startswith("cli/"):
+        else:
             seen.add((str(f), h))
 check("apps", ["include/gpuos/", "apps/"], "apps/ see include/gpuos/ only")
 check("boot/emu", ["include/gpuos/nvme.h", "include/gpuos/port.h", "boot/emu/"],

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/unit/test_ctrl.c - boot/ctrl.c: the IOVAs a controller that picks
+ * tests/unit/test_ctrl.c - boot/ctrl/ctrl.c: the IOVAs a controller that picks
  * them itself hands out start at a random base for each controller opened
  * (so for each process), a multiple of 1 MiB in [4 GiB, 256 GiB), so that
  * a late DMA of an earlier process finds nothing mapped where this one's
- * buffers are (boot/ctrl.h). Checked on the emulator's null controller:
+ * buffers are (boot/ctrl/ctrl.h). Checked on the emulator's null controller:
  * bases differ between controllers, every region lies above its
  * controller's base and within 39 bits (the narrowest IOMMU address width),
  * regions follow one another as before.
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../boot/ctrl.h"
+#include "../../boot/ctrl/ctrl.h"
 
 #define NBASES ((GPUOS_IOVA_BASE_MAX - GPUOS_IOVA_BASE_MIN) / GPUOS_IOVA_ALIGN)
 

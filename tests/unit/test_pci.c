@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../boot/ctrl.h"
+#include "../../boot/ctrl/ctrl.h"
 #include "../../boot/pci/pci_internal.h"
 
 static void bdf_ok(const char *in, const char *want)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/unit/test_plan.c - the geometry of a runtime (boot/sys_plan.c), a
+ * tests/unit/test_plan.c - the geometry of a runtime (boot/sys/sys_plan.c), a
  * pure function of the options and the controllers' limits: the defaults;
  * clamping to what the controllers allow (MDTS below the transfer size, a
  * small MQES, few queues granted, gpu-null); arrays of controllers (common
@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../boot/sys_plan.h"
+#include "../../boot/sys/sys_plan.h"
 #include "gpuos/internal/rt.h"
 
 /* ---- the fixture: a device and options ------------------------------------------- */

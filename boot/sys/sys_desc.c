@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The descriptor the runtime reads (include/gpuos/internal/rt.h), written on the host
- * from the plan (boot/sys_plan.h) and the regions of boot/sys_mem.c, with
+ * from the plan (boot/sys/sys_plan.h) and the regions of boot/sys/sys_mem.c, with
  * what the runtime alone uses: its command word, its admin table, its state
  * and its files region. Read-only for the runtime, which gets it by value at
- * each launch (boot/sys_run.c).
+ * each launch (boot/sys/sys_run.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +52,7 @@ static void desc_geometry(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 }
 
 /* The mailbox, the control block and the command word the runtime polls:
- * &ctl->cmd in host mode, a copy in VRAM on the GPU (boot/sys_run.c says why). */
+ * &ctl->cmd in host mode, a copy in VRAM on the GPU (boot/sys/sys_run.c says why). */
 static int desc_control(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, size_t errlen)
 {
 	int r;
@@ -144,7 +144,7 @@ static void desc_queue(struct gpuos_rt_queue *dq, const struct gpuos_dma *sq, co
 }
 
 /* The service warps' queue pairs, with the doorbells their controller
- * placed (boot/sys_ctrl.c). */
+ * placed (boot/sys/sys_ctrl.c). */
 static void desc_queues(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 {
 	const struct gpuos_plan *p = &s->plan;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/sys_dequant.c - gpuos_dequant (host.h): n elements of a GGUF tensor
+ * boot/sys/sys_dequant.c - gpuos_dequant (host.h): n elements of a GGUF tensor
  * type into F32, F16 or BF16, the values of gpuos/quant.h. On the GPU its
  * kernel (kernels/dequant.cuh, in the runtime image, so loaded before the
  * runtime spins) runs on the library's work stream, beside the runtime, and

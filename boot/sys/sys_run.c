@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The runtime's life (boot/sys_internal.h): start it (one persistent kernel
+ * The runtime's life (boot/sys/sys_internal.h): start it (one persistent kernel
  * on the GPU, one warp per block; or CPU threads in host mode,
- * boot/sys_threads.c), park it and resume it around what must not run
+ * boot/sys/sys_threads.c), park it and resume it around what must not run
  * beside it, stop it. The admin queues change hands at each start and stop.
  */
 #include <errno.h>
@@ -71,7 +71,7 @@ static void admin_from_runtime(struct gpuos_sys *s)
 }
 
 /* The persistent kernel (and before it, a controller's own work on the GPU:
- * gpu-null's loopback kernel, boot/ctrl.h's start hook). */
+ * gpu-null's loopback kernel, boot/ctrl/ctrl.h's start hook). */
 static int launch_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	int r;

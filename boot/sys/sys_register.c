@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/sys_register.c - the caller's own memory as a destination
+ * boot/sys/sys_register.c - the caller's own memory as a destination
  * (gpuos_sys_register, host.h): park the runtime, pin and map the memory
  * where it can be, add a region to the descriptor, resume. The descriptor
  * goes to the runtime when it starts (by value on the GPU, by pointer to
@@ -324,7 +324,7 @@ int gpuos_sys_client_forget(struct gpuos_sys *s, uint32_t k)
 }
 
 /* Every region of client k + 1 goes (the caller has parked: the renewal
- * of its area, boot/sys_mem.c). */
+ * of its area, boot/sys/sys_mem.c). */
 void gpuos_sys_client_regions_drop(struct gpuos_sys *s, uint32_t k)
 {
 	struct reg_req q;

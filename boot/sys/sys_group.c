@@ -4,14 +4,14 @@
  * docs/design.md, "Scale-out"). The first runtime owns the controllers: it
  * brings them up and asks for every runtime's queue pairs at once (Number
  * of Queues is set once per controller reset). Each runtime is planned
- * alike and takes its own range of qids (boot/sys_plan.h,
+ * alike and takes its own range of qids (boot/sys/sys_plan.h,
  * gpuos_plan_runtime), with memory, mailbox and heap of its own on its own
  * GPU. The order matters:
  *  - every GPU is opened, and the runtime image loaded on it, before any
  *    runtime starts: a module load waits for every kernel of its context;
  *  - every queue pair is created before any runtime starts, through the
  *    owner's admin queue (none of the runtimes holds it: a group's runtimes
- *    abort and reset nothing, boot/sys_desc.c says why);
+ *    abort and reset nothing, boot/sys/sys_desc.c says why);
  *  - the queue pairs are deleted after every runtime has stopped, and the
  *    controllers shut down after that.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The memory of a system (boot/sys_internal.h), sized by the plan
- * (boot/sys_plan.h). By who touches it:
+ * The memory of a system (boot/sys/sys_internal.h), sized by the plan
+ * (boot/sys/sys_plan.h). By who touches it:
  * - queues (SQ/CQ) and PRP lists: pinned host memory the controller DMAs
  *   (Tier 1); bounce buffers: VRAM on the GPU (emulated P2P for emu:), host
  *   memory otherwise and for controllers that cannot DMA into VRAM (pci:);
@@ -9,7 +9,7 @@
  *   so host clients in other processes can post (the service,
  *   boot/cli/cmd_boot.c), registered with the GPU;
  * - control block: pinned host memory; runtime state: VRAM (the descriptor
- *   goes by value, boot/sys_run.c).
+ *   goes by value, boot/sys/sys_run.c).
  */
 #include <errno.h>
 #include <fcntl.h>

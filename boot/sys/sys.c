@@ -3,7 +3,7 @@
  * Booting a runtime (include/gpuos/host.h): the GPU, the controllers, the
  * plan, the queues, the memory, the descriptor, and the runtime itself on
  * the GPU or on CPU threads (host mode), one named step each; identify and
- * shutdown; what a running system reports. boot/sys_internal.h lists the
+ * shutdown; what a running system reports. boot/sys/sys_internal.h lists the
  * files the steps live in.
  */
 #include <errno.h>
@@ -163,7 +163,7 @@ static void print_notices(const struct gpuos_boot_opts *o, const struct gpuos_pl
 
 /* Ask every controller for the queue pairs the options want (plan step 2).
  * A controller that makes its queues itself is planned as one
- * (boot/sys_plan.h, own_queues). */
+ * (boot/sys/sys_plan.h, own_queues). */
 static int grant_queues(struct gpuos_sys *s, const struct gpuos_boot_opts *o, struct gpuos_plan_in *in,
 			uint32_t runtimes, char *err, size_t errlen)
 {
@@ -347,7 +347,7 @@ void gpuos_sys_stats(const struct gpuos_sys *s, struct gpuos_stats *st)
 			st->dup_by_ctrl[i] += __atomic_load_n(&x->dup_by_ctrl[i], __ATOMIC_RELAXED);
 	}
 	/* pairs with the release stores of the state: boot's at start and
-	 * stop (boot/sys_run.c), the runtime's FATAL */
+	 * stop (boot/sys/sys_run.c), the runtime's FATAL */
 	st->state = __atomic_load_n(&ctl->state, __ATOMIC_ACQUIRE);
 	st->notices = __atomic_load_n(&ctl->notices, __ATOMIC_RELAXED);
 	/* the acquire of the state above orders them (the runtime's stores

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ctrl.h"
-#include "emu/emu.h"
+#include "../emu/emu.h"
 
 struct emu_priv {
 	struct gpuos_emu *emu[GPUOS_EMU_MAX_SSDS]; /* the members */

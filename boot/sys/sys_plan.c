@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The geometry of a runtime, planned (boot/sys_plan.h): pure functions of
+ * The geometry of a runtime, planned (boot/sys/sys_plan.h): pure functions of
  * the options and the controllers' limits. Counts that multiply are taken
  * in 64 bits, so that no input, however large, wraps around into a small
  * plan.

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The controllers of a system (boot/sys_internal.h): bring-up of every
+ * The controllers of a system (boot/sys/sys_internal.h): bring-up of every
  * controller of the device, the number of queues, the I/O queue pairs, the
  * SMART log and the way back (delete queues, CC.SHN). One controller at a
- * time through boot/bringup.h; an error from an array's member names it.
+ * time through boot/ctrl/bringup.h; an error from an array's member names it.
  * A group's runtimes (sys_group.c) use their owner's controllers: its
  * nvme[] and admin queues, under its admin_lock.
  */
@@ -23,7 +23,7 @@ static void member_err(const struct gpuos_sys *s, uint32_t m, uint32_t n, const 
 }
 
 /* The namespace the runtime serves and the limits every controller keeps
- * (boot/sys_plan.h). */
+ * (boot/sys/sys_plan.h). */
 static int plan_device(struct gpuos_sys *s, char *err, size_t errlen)
 {
 	struct gpuos_plan_ctrl c[GPUOS_CTRL_MAX_MEMBERS];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/ctrl.h - controllers behind one ops table, chosen at run time from the
+ * boot/ctrl/ctrl.h - controllers behind one ops table, chosen at run time from the
  * device string (docs/design.md, "Controllers"): "emu:PATH[,k=v...]",
  * "null[:SIZE]", "pci:DDDD:BB:DD.F". And the DMA memory every controller
  * reads and writes.
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu.h"
+#include "../gpu.h"
 #include "gpuos/host.h"
 #include "gpuos/port.h"
 
@@ -27,7 +27,7 @@
 
 struct gpuos_ctrl;
 struct gpuos_dma;
-struct gpuos_nvme_dev; /* boot/bringup.h */
+struct gpuos_nvme_dev; /* boot/ctrl/bringup.h */
 
 struct gpuos_ctrl_ops {
 	const char *prefix;    /* device string prefix: "emu:", "null", "pci:" */
@@ -56,7 +56,7 @@ struct gpuos_ctrl_ops {
 	/* Optional: member i's own counters. 0 or -EINVAL (no member i). */
 	int (*counters)(struct gpuos_ctrl *c, uint32_t i, struct gpuos_ctrl_stats *out);
 	/* ---- hooks of a controller that is no NVMe register file (gpu-null) ----
-	 * Each is optional; NULL is the NVMe way (boot/bringup.h): CC.EN and
+	 * Each is optional; NULL is the NVMe way (boot/ctrl/bringup.h): CC.EN and
 	 * Identify through the registers, Set Features Number of Queues, queue
 	 * pairs created on the admin queue, nothing to start or stop beside
 	 * the runtime. A controller with identity has no admin queue, so
@@ -70,7 +70,7 @@ struct gpuos_ctrl_ops {
 	 * depth entries itself; sq[], cq[] their DMA records and sq_db[],
 	 * cq_db[] their doorbells (runtime space). 0 or -errno, reason in err.
 	 * Such a controller moves no data (the runtime's metadata warp has
-	 * nothing to read) and shares no queues among runtimes (boot/sys_plan.h). */
+	 * nothing to read) and shares no queues among runtimes (boot/sys/sys_plan.h). */
 	int (*queues)(struct gpuos_ctrl *c, uint32_t nq, uint32_t depth, struct gpuos_dma *sq, struct gpuos_dma *cq,
 		      uint64_t *sq_db, uint64_t *cq_db, char *err, size_t errlen);
 	/* Start the controller's own work with image (before the runtime's
@@ -84,7 +84,7 @@ struct gpuos_ctrl_ops {
 	/* 1: the device string may list several controllers, "A+B+..." (pci:) */
 	int lists;
 	/* 1: map pins the pages it maps (VFIO): a mapped range cannot take
-	 * fresh pages later (a service's client areas, boot/sys_mem.c) */
+	 * fresh pages later (a service's client areas, boot/sys/sys_mem.c) */
 	int pins;
 };
 

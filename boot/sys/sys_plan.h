@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/sys_plan.h - the geometry of a runtime, planned from the boot options
+ * boot/sys/sys_plan.h - the geometry of a runtime, planned from the boot options
  * (include/gpuos/host.h) and what the controllers report: pure functions, no
  * allocation, no I/O, no notices printed (they come back as text), so that
  * tests/unit/test_plan.c can try every corner without a controller.
  *
- * Three steps, as boot takes them (boot/sys.c):
+ * Three steps, as boot takes them (boot/sys/sys.c):
  *  1. gpuos_plan_device: what the controllers of the device have in common,
  *     one controller's limits or an array's (docs/design.md, "Arrays of SSDs");
  *  2. gpuos_plan_ask: how many I/O queue pairs to ask each controller for
@@ -30,7 +30,7 @@
 
 #include "gpuos/host.h"
 
-/* One controller as bring-up found it (boot/bringup.h, struct gpuos_nvme_dev). */
+/* One controller as bring-up found it (boot/ctrl/bringup.h, struct gpuos_nvme_dev). */
 struct gpuos_plan_ctrl {
 	const char *name;        /* for messages: "emu member 1", "pci:0000:01:00.0" */
 	uint32_t mqes;           /* CAP.MQES + 1: entries per queue at most */
@@ -58,7 +58,7 @@ struct gpuos_plan_in {
 	const struct gpuos_boot_opts *opts;
 	struct gpuos_plan_device dev;
 	/* Non-NULL, the controller's name: it makes its queue pairs itself
-	 * (gpu-null; boot/ctrl.h's queues hook): one controller that grants
+	 * (gpu-null; boot/ctrl/ctrl.h's queues hook): one controller that grants
 	 * what it is asked, moves no data so serves no files, and has no
 	 * controller's queues to share among the runtimes of a group */
 	const char *own_queues;

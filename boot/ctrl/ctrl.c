@@ -13,9 +13,9 @@
 
 /* The kinds of controller, one row each (a kind is its file's ops table),
  * longest prefix first: "gpu-null" before "null". */
-extern const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops;     /* boot/ctrl_emu.c */
-extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops; /* boot/loopback.c */
-extern const struct gpuos_ctrl_ops gpuos_ctrl_null_ops;    /* boot/ctrl_emu.c */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_emu_ops;     /* boot/ctrl/ctrl_emu.c */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_gpunull_ops; /* boot/ctrl/loopback.c */
+extern const struct gpuos_ctrl_ops gpuos_ctrl_null_ops;    /* boot/ctrl/ctrl_emu.c */
 /* A strong reference: a weak one pulls no member out of libgpuos.a, and the
  * binary with CUDA then had no pci: at all (issue 13). */
 extern const struct gpuos_ctrl_ops gpuos_ctrl_pci_ops;     /* boot/pci/pci.c */
@@ -134,7 +134,7 @@ int gpuos_ctrl_open(const char *dev, struct gpuos_gpu *gpu, int force, int sim_v
 	c->gpu = gpu;
 	c->force = force;
 	c->sim_vram = sim_vram && !gpu;
-	c->next_iova = gpuos_iova_base(); /* boot/ctrl.h says why random */
+	c->next_iova = gpuos_iova_base(); /* boot/ctrl/ctrl.h says why random */
 	pthread_mutex_init(&c->iova_lock, NULL);
 	c->nmembers = 1;
 	snprintf(c->member[0].name, sizeof(c->member[0].name), "%s%s", ops->prefix, dev);

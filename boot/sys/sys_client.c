@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/sys_client.c - a system that is a client of the service
+ * boot/sys/sys_client.c - a system that is a client of the service
  * (gpuos_connect, host.h; docs/design.md section 12). No runtime runs in
  * this process: it attaches to the one `gpuos boot` runs, posts through
- * its own mailbox (the loads of boot/sys_load.c, unchanged), and lends the
+ * its own mailbox (the loads of boot/sys/sys_load.c, unchanged), and lends the
  * service memory of its own as destinations: memfds it maps here and
  * there, VRAM by its IPC handle. The runtime address of each range is the
  * service's: requests name that, this process touches its own mapping.

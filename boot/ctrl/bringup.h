@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/bringup.h - controller bring-up on the host, for any controller behind
+ * boot/ctrl/bringup.h - controller bring-up on the host, for any controller behind
  * the ops table (NVMe base spec 3.5.1 "Memory-based controller
  * initialization"): disable and wait for RDY=0, admin queues, enable and wait
  * for RDY=1, identify, number of queues, I/O queue pairs, and the way back

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/sys_internal.h - the system of include/gpuos/host.h from inside:
- * struct gpuos_sys and what its files share, one file per idea:
+ * boot/sys/sys_internal.h - the system of include/gpuos/host.h from inside:
+ * struct gpuos_sys and what its files share, one file per idea. The room
+ * uses the controllers of boot/ctrl/ (ctrl.h, bringup.h), which know
+ * nothing of it; within it the arrows run down this list where they can
+ * (sys_run.c knows no group, sys_threads.c no sys_run.c):
  *   sys.c          boot, identify and shutdown as named steps; info and statistics
  *   sys_group.c    several runtimes on one device's controllers (a group)
  *   sys_plan.c     the geometry, planned: pure, unit-tested (sys_plan.h)
@@ -27,20 +30,16 @@
 
 #include "gpuos/host.h"
 #include "gpuos/internal/rt.h"
-#include "bringup.h"
-#include "ctrl.h"
-#include "gpu.h"
+#include "../ctrl/bringup.h"
+#include "../ctrl/ctrl.h"
+#include "../gpu.h"
 #include "sys_plan.h"
 
-/* The runtime image linked into the gpuos binary (kernels/image.S); absent
- * from a build without CUDA, which runs in host mode only. */
-extern const char gpuos_rt_image[] __attribute__((weak));
-
-struct sys_model; /* a model opened once for many loads (boot/sys_load.c) */
+struct sys_model; /* a model opened once for many loads (boot/sys/sys_load.c) */
 
 struct gpuos_sys {
 	struct gpuos_boot_opts opts;
-	/* A client of a service (gpuos_connect, boot/sys_client.c), not a
+	/* A client of a service (gpuos_connect, boot/sys/sys_client.c), not a
 	 * runtime: its mailbox, share and memory are the connection's, and
 	 * the calls that take one dispatch there. NULL for a booted runtime. */
 	struct sys_client *client;
@@ -77,7 +76,7 @@ struct gpuos_sys {
 	/* and their doorbells in runtime space, as the controller placed them */
 	uint64_t sq_db[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL], cq_db[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL];
 	struct gpuos_rt_desc *desc;   /* host copy */
-	struct sys_user_region {      /* the caller's own memory (gpuos_sys_register, boot/sys_register.c) */
+	struct sys_user_region {      /* the caller's own memory (gpuos_sys_register, boot/sys/sys_register.c) */
 		void *ptr;
 		size_t len;
 		uint64_t iova;            /* where the controller reaches it (mapped), else 0 */
@@ -90,7 +89,7 @@ struct gpuos_sys {
 		uint64_t ipc;             /* that client's VRAM, opened here: closed with the region */
 	} user[GPUOS_SYS_USER_REGIONS];
 	uint32_t nuser;
-	struct sys_load {             /* loading from host code (boot/sys_load.c) */
+	struct sys_load {             /* loading from host code (boot/sys/sys_load.c) */
 		pthread_mutex_t lock;     /* the scratch buffer and the checks */
 		char *scratch;            /* paths, names and answers: gpuos_sys_alloc'ed */
 		size_t scratch_len;
@@ -166,7 +165,7 @@ int gpuos_sys_bring_up(struct gpuos_sys *s, char *err, size_t errlen);
 int gpuos_sys_set_queues(struct gpuos_sys *s, uint32_t want, char *err, size_t errlen);
 /* The service warps' and the metadata warp's queue pairs (s->plan), each
  * allocated and created in turn, or made by the controller itself (its
- * queues hook, boot/ctrl.h); their doorbells into s->sq_db, s->cq_db. */
+ * queues hook, boot/ctrl/ctrl.h); their doorbells into s->sq_db, s->cq_db. */
 int gpuos_sys_create_queues(struct gpuos_sys *s, char *err, size_t errlen);
 /* Delete every controller's I/O queue pairs, newest first. 0 or the first error. */
 int gpuos_sys_delete_queues(struct gpuos_sys *s, char *err, size_t errlen);
@@ -202,7 +201,7 @@ void gpuos_sys_user_free(struct gpuos_sys *s);
  * the caller has parked the runtime. */
 void gpuos_sys_client_regions_drop(struct gpuos_sys *s, uint32_t k);
 
-/* ---- a client of a service (boot/sys_client.c) ---- */
+/* ---- a client of a service (boot/sys/sys_client.c) ---- */
 /* The runtime address of [p, p + len): in a range the client registered
  * (or its share, where share): 0, else -EFAULT. */
 int gpuos_conn_rt(const struct gpuos_sys *s, const void *p, uint64_t len, int share, uint64_t *rt);

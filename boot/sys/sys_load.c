@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * boot/sys_load.c - loading from host code, no kernel to write (host.h,
+ * boot/sys/sys_load.c - loading from host code, no kernel to write (host.h,
  * docs/embedding.md): gpuos_model_load_host, gpuos_file_load_host and what
  * they stand on. The calling thread is a client of the runtime's own
  * mailbox, like any host tool; paths, names and answers travel in a scratch
@@ -78,7 +78,7 @@ static int st_errno(uint32_t st)
 
 /* Where the runtime finds p: registered host memory of the runtime's own
  * process is at its pointer; a client of a service translates (its share,
- * the ranges it registered: boot/sys_client.c). 0: nowhere. */
+ * the ranges it registered: boot/sys/sys_client.c). 0: nowhere. */
 static uint64_t rt(const struct gpuos_sys *s, const void *p)
 {
 	uint64_t a = 0;

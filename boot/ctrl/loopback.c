@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * "gpu-null": the loopback controller of kernels/loopback.cuh behind the ops
- * table. No register file and no admin queue: its hooks (boot/ctrl.h) stand
+ * table. No register file and no admin queue: its hooks (boot/ctrl/ctrl.h) stand
  * in for bring-up (identity), Set Features (grant) and Create I/O SQ/CQ
  * (queues), and start the loopback kernel before the runtime and stop it
  * after. Everything that is gpu-null's alone lives in this file.
