@@ -3,8 +3,7 @@
  * boot/sys/sys_internal.h - the system of include/gpuos/host.h from inside:
  * struct gpuos_sys and what its files share, one file per idea. The room
  * uses the controllers of boot/ctrl/ (ctrl.h, bringup.h), which know
- * nothing of it; within it the arrows run down this list where they can
- * (sys_run.c knows no group, sys_threads.c no sys_run.c):
+ * nothing of it:
  *   sys.c          boot, identify and shutdown as named steps; info and statistics
  *   sys_group.c    several runtimes on one device's controllers (a group)
  *   sys_plan.c     the geometry, planned: pure, unit-tested (sys_plan.h)
