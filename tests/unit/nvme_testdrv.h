@@ -24,7 +24,9 @@
 #define TD_ARENA_IOVA  0x10000000ull
 #define TD_ARENA_BYTES (16u << 20)
 #define TD_MAXQ        16u
-#define TD_TIMEOUT_MS  2000u
+/* a hang guard, not a bound: at load 30-50 a command waited past 2 s (a
+ * fresh clone's make test, 2026-12-02) */
+#define TD_TIMEOUT_MS  30000u
 
 struct td_q {
 	uint16_t qid;

@@ -1269,7 +1269,7 @@ Test(emu_io, cq_phase_wraps_many_rounds)
 		}
 		td_sq_ring(&d, &d.q[1]);
 		for (int i = 0; i < 3; i++) {
-			cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0, "round %d", round);
+			cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, TD_TIMEOUT_MS, 1), 0, "round %d", round);
 			cr_assert_eq(stat_of(&c), 0);
 			cr_assert_eq(c.cid, round * 3 + i, "in order without ooo");
 		}
