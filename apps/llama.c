@@ -979,27 +979,94 @@ static inline GPUOS_HD const char *kv_string(const struct gpuos_gguf_export *x, 
 	return (const char *)x + x->arena_off + kv->str.off;
 }
 
+/* Bytes the array KV key takes at the end of vram (aligned), 0 when absent. */
+static inline GPUOS_HD uint64_t kv_array_bytes(const struct gpuos_gguf_export *x, const char *key)
+{
+	const struct gpuos_gguf_kv *kv = kv_of(x, key);
+	return kv ? kv->val_bytes + ALIGN : 0;
+}
+
+/* The vocabulary's source: its KVs from the export x, its arrays read
+ * from the file that holds them to *tmp (advanced past them). 0, or a
+ * reason in r. */
+static inline GPUOS_HD int vocab_src(struct gpuos_app_args *a, struct model *m, const struct gpuos_gguf_export *x,
+				     uint8_t **tmp, struct gpuos_tok_src *src, struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint64_t size;
+	uint32_t h = 0, st, k;
+	uint8_t *p = *tmp;
+	char *path = m->kvpath, *why = m->why;
+	kv_file(argv[0], x, path, GPUOS_PATH_MAX);
+	why[0] = 0;
+	st = gpuos_open(mb, path, 0, &h, &size, why, sizeof(m->why));
+	if (st != GPUOS_ST_OK) {
+		ropen_failed(r, "llama", path, st, why);
+		return -1;
+	}
+	gpuos_tok_src_clear(src);
+	src->model = kv_string(x, "tokenizer.ggml.model", &src->model_len);
+	src->pre = kv_string(x, "tokenizer.ggml.pre", &src->pre_len);
+	src->name = kv_string(x, "general.name", &src->name_len);
+	src->tokens = kv_array(mb, h, x, "tokenizer.ggml.tokens", &p, &src->tokens_len, &st);
+	src->scores = kv_array(mb, h, x, "tokenizer.ggml.scores", &p, &src->scores_len, &st);
+	src->types = kv_array(mb, h, x, "tokenizer.ggml.token_type", &p, &src->types_len, &st);
+	src->merges = kv_array(mb, h, x, "tokenizer.ggml.merges", &p, &src->merges_len, &st);
+	*tmp = p;
+	gpuos_close(mb, h);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "llama: reading the vocabulary: ");
+		rs(r, stname(st));
+		rs(r, "\n");
+		return -1;
+	}
+	for (k = 0; k < GPUOS_TOK_KEY_COUNT; k++)
+		src->id[k] = kv_id(x, gpuos_tok_key_name(k));
+	src->add_bos = (int32_t)kv_id(x, "tokenizer.ggml.add_bos_token");
+	src->add_eos = (int32_t)kv_id(x, "tokenizer.ggml.add_eos_token");
+	src->add_space_prefix = (int32_t)kv_id(x, "tokenizer.ggml.add_space_prefix");
+	return 0;
+}
+
+/* The vocabulary's arena from src at *at (kept, for decoding the output),
+ * if it fits below tmp; m->tok. 0, or a reason in r. */
+static inline GPUOS_HD int vocab_arena(struct model *m, const struct gpuos_tok_src *src, uint8_t **at, const uint8_t *tmp,
+				       struct rep *r)
+{
+	uint64_t need = 0;
+	int rc = gpuos_tok_init(src, NULL, 0, &need, m->why, sizeof(m->why));
+	if (rc == GPUOS_TOK_E_NOSPC && (uint64_t)(tmp - *at) >= need + ALIGN) {
+		uint8_t *arena = bump(at, need);
+		rc = gpuos_tok_init(src, arena, need, &need, m->why, sizeof(m->why));
+		if (rc == GPUOS_TOK_OK)
+			m->tok = (const struct gpuos_tok *)arena;
+	}
+	if (rc != GPUOS_TOK_OK) {
+		rs(r, "llama: the vocabulary: ");
+		rs(r, rc == GPUOS_TOK_E_NOSPC ? "needs more vram (--vram-mib)" : m->why);
+		rs(r, "\n");
+		return -1;
+	}
+	return 0;
+}
+
 /* With --prompt: the vocabulary's arena at *at (kept, for decoding the
  * output), and the prompt's ids. The arrays are read from the file into
  * the end of vram for the while. 0, or a reason in r. */
 static inline GPUOS_HD int tokenizer(struct gpuos_app_args *a, struct model *m, const struct gpuos_gguf_export *x,
 				     uint8_t **at, const char *prompt, uint32_t *n_ids, struct rep *r)
 {
-	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
-	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
 	uint8_t *base = (uint8_t *)(uintptr_t)a->vram, *end = base + a->vram_len;
 	struct gpuos_tok_src src;
-	uint64_t need = 0, total = 0, size, plen = 0, wb;
-	uint32_t h = 0, st, k;
+	uint64_t total = 0, plen = 0, wb;
 	uint8_t *tmp;
-	char *path = m->kvpath, *why = m->why;
-	int rc;
 	int64_t n;
 	/* how much the arrays take, to place them at the end of vram */
-	total += kv_of(x, "tokenizer.ggml.tokens") ? kv_of(x, "tokenizer.ggml.tokens")->val_bytes + ALIGN : 0;
-	total += kv_of(x, "tokenizer.ggml.scores") ? kv_of(x, "tokenizer.ggml.scores")->val_bytes + ALIGN : 0;
-	total += kv_of(x, "tokenizer.ggml.token_type") ? kv_of(x, "tokenizer.ggml.token_type")->val_bytes + ALIGN : 0;
-	total += kv_of(x, "tokenizer.ggml.merges") ? kv_of(x, "tokenizer.ggml.merges")->val_bytes + ALIGN : 0;
+	total += kv_array_bytes(x, "tokenizer.ggml.tokens");
+	total += kv_array_bytes(x, "tokenizer.ggml.scores");
+	total += kv_array_bytes(x, "tokenizer.ggml.token_type");
+	total += kv_array_bytes(x, "tokenizer.ggml.merges");
 	if (!prompt)
 		return 0;
 	while (prompt[plen])
@@ -1010,50 +1077,8 @@ static inline GPUOS_HD int tokenizer(struct gpuos_app_args *a, struct model *m, 
 		return -1;
 	}
 	tmp = (uint8_t *)((uintptr_t)(end - total - wb - ALIGN) & ~(uintptr_t)(ALIGN - 1u));
-	kv_file(argv[0], x, path, GPUOS_PATH_MAX);
-	why[0] = 0;
-	st = gpuos_open(mb, path, 0, &h, &size, why, sizeof(m->why));
-	if (st != GPUOS_ST_OK) {
-		ropen_failed(r, "llama", path, st, why);
+	if (vocab_src(a, m, x, &tmp, &src, r) || vocab_arena(m, &src, at, tmp, r))
 		return -1;
-	}
-	gpuos_tok_src_clear(&src);
-	src.model = kv_string(x, "tokenizer.ggml.model", &src.model_len);
-	src.pre = kv_string(x, "tokenizer.ggml.pre", &src.pre_len);
-	src.name = kv_string(x, "general.name", &src.name_len);
-	{
-		uint8_t *p = tmp;
-		src.tokens = kv_array(mb, h, x, "tokenizer.ggml.tokens", &p, &src.tokens_len, &st);
-		src.scores = kv_array(mb, h, x, "tokenizer.ggml.scores", &p, &src.scores_len, &st);
-		src.types = kv_array(mb, h, x, "tokenizer.ggml.token_type", &p, &src.types_len, &st);
-		src.merges = kv_array(mb, h, x, "tokenizer.ggml.merges", &p, &src.merges_len, &st);
-		tmp = p;
-	}
-	gpuos_close(mb, h);
-	if (st != GPUOS_ST_OK) {
-		rs(r, "llama: reading the vocabulary: ");
-		rs(r, stname(st));
-		rs(r, "\n");
-		return -1;
-	}
-	for (k = 0; k < GPUOS_TOK_KEY_COUNT; k++)
-		src.id[k] = kv_id(x, gpuos_tok_key_name(k));
-	src.add_bos = (int32_t)kv_id(x, "tokenizer.ggml.add_bos_token");
-	src.add_eos = (int32_t)kv_id(x, "tokenizer.ggml.add_eos_token");
-	src.add_space_prefix = (int32_t)kv_id(x, "tokenizer.ggml.add_space_prefix");
-	rc = gpuos_tok_init(&src, NULL, 0, &need, why, sizeof(m->why));
-	if (rc == GPUOS_TOK_E_NOSPC && (uint64_t)(tmp - *at) >= need + ALIGN) {
-		uint8_t *arena = bump(at, need);
-		rc = gpuos_tok_init(&src, arena, need, &need, why, sizeof(m->why));
-		if (rc == GPUOS_TOK_OK)
-			m->tok = (const struct gpuos_tok *)arena;
-	}
-	if (rc != GPUOS_TOK_OK) {
-		rs(r, "llama: the vocabulary: ");
-		rs(r, rc == GPUOS_TOK_E_NOSPC ? "needs more vram (--vram-mib)" : why);
-		rs(r, "\n");
-		return -1;
-	}
 	/* as llama.cpp's completion: BOS as the vocabulary says, special texts parsed */
 	n = gpuos_tok_encode(m->tok, prompt, (uint32_t)plen, GPUOS_TOK_ADD_SPECIAL | GPUOS_TOK_PARSE_SPECIAL,
 			     (int32_t *)m->ids[0], MAX_IDS, tmp, wb);
@@ -1067,18 +1092,46 @@ static inline GPUOS_HD int tokenizer(struct gpuos_app_args *a, struct model *m, 
 	return 0;
 }
 
+/* What the command line says beside what setup keeps in the model. */
+struct opts {
+	int64_t ntok, resident, budget; /* --tokens; --resident, --vram-gib (-1: not given) */
+	const char *prompt;             /* --prompt TEXT, or NULL */
+	uint32_t n_ids;                 /* the ids --prompt-ids gave, in ids[0] */
+};
 
-static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, struct rep *r)
+/* --prompt-ids' value v: ids separated by commas, appended to m->ids[0]
+ * (*n_ids of them). 0, or a reason in r. */
+static inline GPUOS_HD int prompt_ids(struct model *m, const char *v, uint32_t *n_ids, struct rep *r)
 {
-	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const char *p = v;
+	while (*p && *n_ids < MAX_IDS) {
+		int64_t id = 0;
+		const char *s = p;
+		for (; *p >= '0' && *p <= '9' && id < 100000000; p++)
+			id = id * 10 + (*p - '0');
+		if (p == s || (*p && *p != ','))
+			break;
+		m->ids[0][(*n_ids)++] = (uint32_t)id;
+		if (*p == ',')
+			p++;
+	}
+	if (*p || !*n_ids) {
+		rs(r, "llama: --prompt-ids takes token ids separated by commas\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The options after MODEL_PATH: the sampling, batch and --timeline ones
+ * into m, the rest into o. 0, or a reason in r. */
+static inline GPUOS_HD int parse_args(struct gpuos_app_args *a, struct model *m, struct opts *o, struct rep *r)
+{
 	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
-	uint8_t *base = (uint8_t *)(uintptr_t)a->vram, *at = base + GPUOS_ALIGN_UP(sizeof(*m), (uint64_t)ALIGN), *xt;
-	struct gpuos_gguf_export *x = (struct gpuos_gguf_export *)m->xhdr;
-	uint64_t ntens, needed, kvd, actb, i, nb;
-	uint32_t st, l, k, n_ids = 0;
-	int64_t ntok = 16, resident = -1, budget = -1;
-	int have = 0;
-	const char *prompt = NULL;
+	uint32_t k;
+	o->ntok = 16;
+	o->resident = o->budget = -1;
+	o->prompt = NULL;
+	o->n_ids = 0;
 	m->temp = 0.0f;
 	m->seed = 1;
 	m->nb = 1;
@@ -1090,116 +1143,116 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 		return -1;
 	}
 	for (k = 1; k < a->argc; k++) {
-		const char *o = argv[k], *v = k + 1 < a->argc ? argv[k + 1] : "";
-		if (streq(o, "--tokens") && (ntok = num(v)) >= 0)
+		const char *op = argv[k], *v = k + 1 < a->argc ? argv[k + 1] : "";
+		if (streq(op, "--tokens") && (o->ntok = num(v)) >= 0)
 			k++;
-		else if (streq(o, "--resident") && (resident = num(v)) >= 0)
+		else if (streq(op, "--resident") && (o->resident = num(v)) >= 0)
 			k++;
-		else if (streq(o, "--vram-gib") && (budget = gib_bytes(v)) >= 0)
+		else if (streq(op, "--vram-gib") && (o->budget = gib_bytes(v)) >= 0)
 			k++;
-		else if (streq(o, "--ignore-eos"))
+		else if (streq(op, "--ignore-eos"))
 			m->ignore_eos = 1;
-		else if (streq(o, "--timeline"))
+		else if (streq(op, "--timeline"))
 			m->timeline = 1;
-		else if (streq(o, "--batch") && num(v) >= 1 && num(v) <= (int64_t)LLAMA_MAX_BATCH)
+		else if (streq(op, "--batch") && num(v) >= 1 && num(v) <= (int64_t)LLAMA_MAX_BATCH)
 			m->nb = (uint32_t)num(v), k++;
-		else if (streq(o, "--seed") && num(v) >= 0)
+		else if (streq(op, "--seed") && num(v) >= 0)
 			m->seed = (uint64_t)num(v), k++;
-		else if (streq(o, "--temp") && num(v) >= 0)
+		else if (streq(op, "--temp") && num(v) >= 0)
 			m->temp = (float)num(v) / 100.0f, k++; /* hundredths: no strtod on a GPU lane */
-		else if (streq(o, "--prompt") && k + 1 < a->argc)
-			prompt = v, k++;
-		else if (streq(o, "--prompt-ids")) {
-			const char *p = v;
-			while (*p && n_ids < MAX_IDS) {
-				int64_t id = 0;
-				const char *s = p;
-				for (; *p >= '0' && *p <= '9' && id < 100000000; p++)
-					id = id * 10 + (*p - '0');
-				if (p == s || (*p && *p != ','))
-					break;
-				m->ids[0][n_ids++] = (uint32_t)id;
-				if (*p == ',')
-					p++;
-			}
-			if (*p || !n_ids) {
-				rs(r, "llama: --prompt-ids takes token ids separated by commas\n");
+		else if (streq(op, "--prompt") && k + 1 < a->argc)
+			o->prompt = v, k++;
+		else if (streq(op, "--prompt-ids")) {
+			if (prompt_ids(m, v, &o->n_ids, r))
 				return -1;
-			}
 			k++;
 		} else {
 			rs(r, "llama: unknown or incomplete option ");
-			rs(r, o);
+			rs(r, op);
 			rs(r, " (--prompt, --prompt-ids, --tokens, --resident, --vram-gib, --temp in hundredths, --seed, --ignore-eos, "
 			      "--timeline, --batch 1..32)\n");
 			return -1;
 		}
 	}
-	if (resident >= 0 && budget >= 0) {
+	if (o->resident >= 0 && o->budget >= 0) {
 		rs(r, "llama: give --resident R or --vram-gib G, not both\n");
 		return -1;
 	}
-	if (!n_ids == !prompt) {
+	if (!o->n_ids == !o->prompt) {
 		rs(r, "llama: give the prompt as --prompt TEXT or --prompt-ids ID,... (one of them)\n");
 		return -1;
 	}
+	return 0;
+}
+
+/* Open the model and read its tables (KVs included) to *at, after the
+ * model struct, for the hyperparameters and the vocabulary; kept there
+ * (*xt), *at advanced past them. 0, or a reason in r. */
+static inline GPUOS_HD int open_model(struct gpuos_app_args *a, struct model *m, uint8_t **at, uint8_t **xt,
+				      struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	const char *const *argv = (const char *const *)(uintptr_t)a->argv;
+	uint8_t *base = (uint8_t *)(uintptr_t)a->vram;
+	uint64_t ntens, needed;
+	uint32_t st;
 	m->why[0] = 0;
 	st = gpuos_model_open(mb, argv[0], 0, &m->handle, &ntens, m->why, sizeof(m->why));
 	if (st != GPUOS_ST_OK) {
 		ropen_failed(r, "llama", argv[0], st, m->why);
 		return -1;
 	}
-	/* The tables (KVs included) after the model struct, for the
-	 * hyperparameters and the vocabulary; kept there. */
-	xt = at;
-	st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)xt, sizeof(struct gpuos_gguf_export), &needed);
-	if (st == GPUOS_ST_OK && (uint64_t)(xt - base) + needed > a->vram_len)
+	*xt = *at;
+	st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)*xt, sizeof(struct gpuos_gguf_export), &needed);
+	if (st == GPUOS_ST_OK && (uint64_t)(*xt - base) + needed > a->vram_len)
 		st = GPUOS_ST_NOSPC;
 	if (st == GPUOS_ST_OK)
-		bump(&at, needed);
+		bump(at, needed);
 	if (st == GPUOS_ST_OK)
-		st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)xt, needed, &needed);
+		st = gpuos_model_info(mb, m->handle, (struct gpuos_gguf_export *)*xt, needed, &needed);
 	if (st != GPUOS_ST_OK) {
 		rs(r, "llama: model tables: ");
 		rs(r, stname(st));
 		rs(r, "\n");
 		return -1;
 	}
-	*x = *(struct gpuos_gguf_export *)xt;
-	{
-		const struct gpuos_gguf_export *e = (const struct gpuos_gguf_export *)xt;
-		const char *arch = kv_str(e, "general.architecture");
-		if (!streq(arch, "llama")) {
-			rs(r, "llama: architecture '");
-			rs(r, arch);
-			rs(r, "' is not one the engine runs (llama)\n");
-			return -1;
-		}
-		m->n_embd = (uint32_t)kv_num(e, "llama.embedding_length", 0, &have);
-		m->n_layer = (uint32_t)kv_num(e, "llama.block_count", 0, NULL);
-		m->n_ff = (uint32_t)kv_num(e, "llama.feed_forward_length", 0, NULL);
-		m->n_head = (uint32_t)kv_num(e, "llama.attention.head_count", 0, NULL);
-		m->n_head_kv = (uint32_t)kv_num(e, "llama.attention.head_count_kv", m->n_head, NULL);
-		m->eps = (float)kv_num(e, "llama.attention.layer_norm_rms_epsilon", 1e-5, NULL);
-		m->rope_base = (float)kv_num(e, "llama.rope.freq_base", 10000.0, NULL);
-		m->head_dim = m->n_head ? m->n_embd / m->n_head : 0;
-		m->n_rot = (uint32_t)kv_num(e, "llama.rope.dimension_count", m->head_dim, NULL);
-		m->eos = (uint32_t)kv_num(e, "tokenizer.ggml.eos_token_id", 2, NULL);
+	*(struct gpuos_gguf_export *)m->xhdr = *(struct gpuos_gguf_export *)*xt;
+	return 0;
+}
+
+/* The architecture and hyperparameters from the KVs of e. 0, or a reason in r. */
+static inline GPUOS_HD int hyperparams(struct model *m, const struct gpuos_gguf_export *e, struct rep *r)
+{
+	const char *arch = kv_str(e, "general.architecture");
+	int have = 0;
+	if (!streq(arch, "llama")) {
+		rs(r, "llama: architecture '");
+		rs(r, arch);
+		rs(r, "' is not one the engine runs (llama)\n");
+		return -1;
 	}
+	m->n_embd = (uint32_t)kv_num(e, "llama.embedding_length", 0, &have);
+	m->n_layer = (uint32_t)kv_num(e, "llama.block_count", 0, NULL);
+	m->n_ff = (uint32_t)kv_num(e, "llama.feed_forward_length", 0, NULL);
+	m->n_head = (uint32_t)kv_num(e, "llama.attention.head_count", 0, NULL);
+	m->n_head_kv = (uint32_t)kv_num(e, "llama.attention.head_count_kv", m->n_head, NULL);
+	m->eps = (float)kv_num(e, "llama.attention.layer_norm_rms_epsilon", 1e-5, NULL);
+	m->rope_base = (float)kv_num(e, "llama.rope.freq_base", 10000.0, NULL);
+	m->head_dim = m->n_head ? m->n_embd / m->n_head : 0;
+	m->n_rot = (uint32_t)kv_num(e, "llama.rope.dimension_count", m->head_dim, NULL);
+	m->eos = (uint32_t)kv_num(e, "tokenizer.ggml.eos_token_id", 2, NULL);
 	if (!have || !m->n_layer || !m->n_head || !m->n_head_kv || m->n_head % m->n_head_kv || m->n_embd % m->n_head ||
 	    m->n_layer > MAX_LAYERS || m->head_dim > 256u || m->n_rot > m->head_dim || m->n_rot % 2u) {
 		rs(r, "llama: hyperparameters the engine cannot run (embedding, heads, layers up to 512, head size up to 256)\n");
 		return -1;
 	}
-	m->tok = NULL;
-	if (tokenizer(a, m, (const struct gpuos_gguf_export *)xt, &at, prompt, &n_ids, r))
-		return -1;
-	m->n_prompt = n_ids;
-	m->n_gen = (uint32_t)ntok;
-	if (n_ids + ntok > MAX_IDS) {
-		rs(r, "llama: prompt and tokens above 1024\n");
-		return -1;
-	}
+	return 0;
+}
+
+/* The global tensors: the embeddings, the output norm and the output head
+ * (the embeddings themselves where they are tied). 0, or a reason in r. */
+static inline GPUOS_HD int find_globals(struct gpuos_mbox *mb, struct model *m, struct rep *r)
+{
 	if (find(mb, m, "token_embd.weight", &m->embd, r) || find(mb, m, "output_norm.weight", &m->out_norm, r))
 		return -1;
 	m->n_vocab = (uint32_t)m->embd.ne1;
@@ -1213,135 +1266,176 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 	    shape(&m->out_norm, m->n_embd, 1, "output_norm.weight", r) || m->out_norm.type != GPUOS_GGML_TYPE_F32 ||
 	    shape(&m->output, m->n_embd, m->n_vocab, "output.weight", r))
 		return -1;
-	kvd = (uint64_t)m->n_head_kv * m->head_dim;
-	for (l = 0; l < m->n_layer; l++) {
-		uint64_t off = 0;
-		for (k = 0; k < T_PER_LAYER; k++) {
-			char name[64];
-			uint32_t n = 0, d = l, j;
-			char digits[12];
-			int nd = 0;
-			const char *s = "blk.";
-			struct wt *w = &m->layer[l][k];
-			uint64_t ne0, ne1;
-			while (*s)
-				name[n++] = *s++;
-			do {
-				digits[nd++] = (char)('0' + d % 10u);
-				d /= 10u;
-			} while (d);
-			while (nd)
-				name[n++] = digits[--nd];
-			name[n++] = '.';
-			for (j = 0; tname(k)[j]; j++)
-				name[n++] = tname(k)[j];
-			name[n] = 0;
-			if (find(mb, m, name, w, r))
-				return -1;
-			ne0 = k == T_DOWN ? m->n_ff : m->n_embd;
-			ne1 = k == T_ATTN_NORM || k == T_FFN_NORM ? 1u : k == T_K || k == T_V ? kvd
-				: k == T_GATE || k == T_UP ? m->n_ff : m->n_embd;
-			if (shape(w, ne0, ne1, name, r))
-				return -1;
-			if ((k == T_ATTN_NORM || k == T_FFN_NORM) && w->type != GPUOS_GGML_TYPE_F32) {
-				rs(r, "llama: ");
-				rs(r, name);
-				rs(r, " is not F32\n");
-				return -1;
-			}
-			w->off = off;
-			off = GPUOS_ALIGN_UP(off + w->size, (uint64_t)ALIGN);
+	return 0;
+}
+
+/* The name of tensor k of layer l, "blk.L.NAME", into name (64 bytes). */
+static inline GPUOS_HD void layer_name(uint32_t l, uint32_t k, char *name)
+{
+	uint32_t n = 0, d = l, j;
+	char digits[12];
+	int nd = 0;
+	const char *s = "blk.";
+	while (*s)
+		name[n++] = *s++;
+	do {
+		digits[nd++] = (char)('0' + d % 10u);
+		d /= 10u;
+	} while (d);
+	while (nd)
+		name[n++] = digits[--nd];
+	name[n++] = '.';
+	for (j = 0; tname(k)[j]; j++)
+		name[n++] = tname(k)[j];
+	name[n] = 0;
+}
+
+/* Layer l's tensors: found, their shapes and types checked, each placed
+ * in the layer's memory; its bytes, and its span in layer_mem[l] until
+ * the layers are placed. 0, or a reason in r. */
+static inline GPUOS_HD int find_layer(struct gpuos_mbox *mb, struct model *m, uint32_t l, struct rep *r)
+{
+	uint64_t off = 0, kvd = (uint64_t)m->n_head_kv * m->head_dim;
+	uint32_t k;
+	for (k = 0; k < T_PER_LAYER; k++) {
+		char name[64];
+		struct wt *w = &m->layer[l][k];
+		uint64_t ne0, ne1;
+		layer_name(l, k, name);
+		if (find(mb, m, name, w, r))
+			return -1;
+		ne0 = k == T_DOWN ? m->n_ff : m->n_embd;
+		ne1 = k == T_ATTN_NORM || k == T_FFN_NORM ? 1u : k == T_K || k == T_V ? kvd
+			: k == T_GATE || k == T_UP ? m->n_ff : m->n_embd;
+		if (shape(w, ne0, ne1, name, r))
+			return -1;
+		if ((k == T_ATTN_NORM || k == T_FFN_NORM) && w->type != GPUOS_GGML_TYPE_F32) {
+			rs(r, "llama: ");
+			rs(r, name);
+			rs(r, " is not F32\n");
+			return -1;
 		}
-		m->layer_bytes[l] = 0;
-		for (k = 0; k < T_PER_LAYER; k++)
-			m->layer_bytes[l] += m->layer[l][k].size;
-		m->layer_mem[l] = (uint8_t *)(uintptr_t)off; /* its span, for now */
+		w->off = off;
+		off = GPUOS_ALIGN_UP(off + w->size, (uint64_t)ALIGN);
 	}
-	m->n_ctx = n_ids + (uint32_t)ntok;
-	nb = m->nb;
-	/* activations, KV cache, then weights */
+	m->layer_bytes[l] = 0;
+	for (k = 0; k < T_PER_LAYER; k++)
+		m->layer_bytes[l] += m->layer[l][k].size;
+	m->layer_mem[l] = (uint8_t *)(uintptr_t)off; /* its span, for now */
+	return 0;
+}
+
+/* The activations and the KV cache at *at, then the global tensors. */
+static inline GPUOS_HD void place_activations(struct model *m, uint8_t **at)
+{
+	uint64_t kvd = (uint64_t)m->n_head_kv * m->head_dim, nb = m->nb, actb;
 	/* a row of activations in any dot type, or an embedding row as stored;
 	 * a multiple of 16 bytes */
 	actb = GPUOS_ALIGN_UP(4u * (uint64_t)(m->n_ff > m->n_embd ? m->n_ff : m->n_embd) + 1024u, (uint64_t)ALIGN);
 	m->act_stride = actb;
-	m->x = (float *)bump(&at, 4u * nb * m->n_embd);
+	m->x = (float *)bump(at, 4u * nb * m->n_embd);
 	/* O's and down's output: a plane for each unit of their rows (matvec) */
-	m->xb = (float *)bump(&at, 4u * nb * m->n_embd *
+	m->xb = (float *)bump(at, 4u * nb * m->n_embd *
 			      units_of(GPUOS_GGML_TYPE_Q4_0, m->n_ff > m->n_embd ? m->n_ff : m->n_embd));
-	m->xb2 = (float *)bump(&at, 4u * nb * m->n_embd);
-	m->q = (float *)bump(&at, 4u * nb * m->n_embd);
-	m->k = (float *)bump(&at, 4u * nb * kvd);
-	m->v = (float *)bump(&at, 4u * nb * kvd);
-	m->att = (float *)bump(&at, 4u * nb * m->n_head * m->n_ctx);
-	m->hb = (float *)bump(&at, 4u * nb * m->n_ff);
-	m->hb2 = (float *)bump(&at, 4u * nb * m->n_ff);
-	m->logits = (float *)bump(&at, 4u * nb * m->n_vocab);
-	m->act = bump(&at, nb * actb);
-	m->kc = (uint16_t *)bump(&at, 2u * nb * m->n_layer * m->n_ctx * kvd);
-	m->vc = (uint16_t *)bump(&at, 2u * nb * m->n_layer * m->n_ctx * kvd);
-	m->glob = bump(&at, GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN) + m->output.size);
+	m->xb2 = (float *)bump(at, 4u * nb * m->n_embd);
+	m->q = (float *)bump(at, 4u * nb * m->n_embd);
+	m->k = (float *)bump(at, 4u * nb * kvd);
+	m->v = (float *)bump(at, 4u * nb * kvd);
+	m->att = (float *)bump(at, 4u * nb * m->n_head * m->n_ctx);
+	m->hb = (float *)bump(at, 4u * nb * m->n_ff);
+	m->hb2 = (float *)bump(at, 4u * nb * m->n_ff);
+	m->logits = (float *)bump(at, 4u * nb * m->n_vocab);
+	m->act = bump(at, nb * actb);
+	m->kc = (uint16_t *)bump(at, 2u * nb * m->n_layer * m->n_ctx * kvd);
+	m->vc = (uint16_t *)bump(at, 2u * nb * m->n_layer * m->n_ctx * kvd);
+	m->glob = bump(at, GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN) + m->output.size);
 	m->output.off = GPUOS_ALIGN_UP(m->out_norm.size, (uint64_t)ALIGN);
 	m->out_norm.off = 0;
-	{
-		/* What the weights need with R layers resident: those layers, and
-		 * two slots of the largest streamed one when any is streamed. */
-		uint64_t fixed = (uint64_t)(at - base), cap = a->vram_len, need = 0;
-		int64_t R;
-		if (budget >= 0 && (uint64_t)budget < cap)
-			cap = (uint64_t)budget;
-		if (budget < 0 && resident < 0)
-			resident = 0; /* every layer streamed */
-		if (resident > (int64_t)m->n_layer) {
-			rs(r, "llama: --resident is more than the model's layers\n");
-			return -1;
-		}
-		for (R = resident >= 0 ? resident : (int64_t)m->n_layer; R >= 0; R--) {
-			uint64_t slot = 0;
-			need = fixed;
-			for (l = 0; l < m->n_layer; l++) {
-				uint64_t span = GPUOS_ALIGN_UP((uint64_t)(uintptr_t)m->layer_mem[l], (uint64_t)ALIGN);
-				if (l < (uint32_t)R)
-					need += span;
-				else
-					slot = span > slot ? span : slot;
-			}
-			need += 2u * slot;
-			if (need <= cap || resident >= 0 || R == 0)
-				break;
-		}
-		if (need > cap) {
-			rs(r, "llama: the model needs ");
-			rn(r, need);
-			rs(r, " bytes of vram (activations, KV cache, output head, resident layers and two slots); there are ");
-			rn(r, cap);
-			rs(r, budget >= 0 && (uint64_t)budget < a->vram_len ? " (--vram-gib)\n" : " (--vram-mib)\n");
-			return -1;
-		}
-		m->resident = (uint32_t)R;
-		m->by_budget = budget >= 0;
-		{
-			uint64_t slot = 0;
-			for (l = 0; l < m->n_layer; l++) {
-				uint64_t span = (uint64_t)(uintptr_t)m->layer_mem[l];
-				if (l < m->resident)
-					m->layer_mem[l] = bump(&at, span);
-				else
-					slot = span > slot ? span : slot;
-			}
-			m->slot[0] = slot ? bump(&at, slot) : NULL;
-			m->slot[1] = slot ? bump(&at, slot) : NULL;
-			/* a streamed layer's loads stay in the mailbox until collected,
-			 * beside the embedding row's */
-			if (slot && ((struct gpuos_mbox *)(uintptr_t)a->mbox)->nslots < T_PER_LAYER + 1u) {
-				rs(r, "llama: streaming a layer needs a mailbox of at least 10 slots (--mbox-slots)\n");
-				return -1;
-			}
-			/* two layers in flight take two layers' slots */
-			m->pend_max = ((struct gpuos_mbox *)(uintptr_t)a->mbox)->nslots >= 2u * T_PER_LAYER + 1u ? 2u : 1u;
-			m->seq = 0;
-			m->pend_n = m->pend_head = 0;
-		}
+}
+
+/* What the weights need with R layers resident, beside fixed bytes: those
+ * layers, and two slots of the largest streamed one when any is streamed. */
+static inline GPUOS_HD uint64_t weights_need(const struct model *m, uint64_t fixed, int64_t R)
+{
+	uint64_t need = fixed, slot = 0;
+	uint32_t l;
+	for (l = 0; l < m->n_layer; l++) {
+		uint64_t span = GPUOS_ALIGN_UP((uint64_t)(uintptr_t)m->layer_mem[l], (uint64_t)ALIGN);
+		if (l < (uint32_t)R)
+			need += span;
+		else
+			slot = span > slot ? span : slot;
 	}
+	return need + 2u * slot;
+}
+
+/* How many layers stay resident beside fixed bytes: --resident's count,
+ * or the most that fit in --vram-gib's budget (within the app's vram), or
+ * none. 0 with m->resident set, or a reason in r. */
+static inline GPUOS_HD int choose_resident(struct gpuos_app_args *a, struct model *m, uint64_t fixed, int64_t resident,
+					   int64_t budget, struct rep *r)
+{
+	uint64_t cap = a->vram_len, need = 0;
+	int64_t R;
+	if (budget >= 0 && (uint64_t)budget < cap)
+		cap = (uint64_t)budget;
+	if (budget < 0 && resident < 0)
+		resident = 0; /* every layer streamed */
+	if (resident > (int64_t)m->n_layer) {
+		rs(r, "llama: --resident is more than the model's layers\n");
+		return -1;
+	}
+	for (R = resident >= 0 ? resident : (int64_t)m->n_layer; R >= 0; R--) {
+		need = weights_need(m, fixed, R);
+		if (need <= cap || resident >= 0 || R == 0)
+			break;
+	}
+	if (need > cap) {
+		rs(r, "llama: the model needs ");
+		rn(r, need);
+		rs(r, " bytes of vram (activations, KV cache, output head, resident layers and two slots); there are ");
+		rn(r, cap);
+		rs(r, budget >= 0 && (uint64_t)budget < a->vram_len ? " (--vram-gib)\n" : " (--vram-mib)\n");
+		return -1;
+	}
+	m->resident = (uint32_t)R;
+	m->by_budget = budget >= 0;
+	return 0;
+}
+
+/* The resident layers' memory at *at, then the two slots the streamed ones
+ * land in, and the loads' bookkeeping. 0, or a reason in r. */
+static inline GPUOS_HD int place_layers(struct gpuos_app_args *a, struct model *m, uint8_t **at, struct rep *r)
+{
+	uint32_t nslots = ((struct gpuos_mbox *)(uintptr_t)a->mbox)->nslots, l;
+	uint64_t slot = 0;
+	for (l = 0; l < m->n_layer; l++) {
+		uint64_t span = (uint64_t)(uintptr_t)m->layer_mem[l];
+		if (l < m->resident)
+			m->layer_mem[l] = bump(at, span);
+		else
+			slot = span > slot ? span : slot;
+	}
+	m->slot[0] = slot ? bump(at, slot) : NULL;
+	m->slot[1] = slot ? bump(at, slot) : NULL;
+	/* a streamed layer's loads stay in the mailbox until collected,
+	 * beside the embedding row's */
+	if (slot && nslots < T_PER_LAYER + 1u) {
+		rs(r, "llama: streaming a layer needs a mailbox of at least 10 slots (--mbox-slots)\n");
+		return -1;
+	}
+	/* two layers in flight take two layers' slots */
+	m->pend_max = nslots >= 2u * T_PER_LAYER + 1u ? 2u : 1u;
+	m->seq = 0;
+	m->pend_n = m->pend_head = 0;
+	return 0;
+}
+
+/* The prompt's n_ids ids checked against the vocabulary, then every
+ * sequence starting from them with a seed of its own. 0, or a reason in r. */
+static inline GPUOS_HD int start_sequences(struct model *m, uint32_t n_ids, struct rep *r)
+{
+	uint32_t i, k;
 	for (i = 0; i < n_ids; i++)
 		if (m->ids[0][i] >= m->n_vocab) {
 			rs(r, "llama: token id ");
@@ -1349,36 +1443,73 @@ static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, stru
 			rs(r, " is past the vocabulary\n");
 			return -1;
 		}
-	/* every sequence starts from the prompt, with a seed of its own */
 	for (k = 0; k < m->nb; k++) {
 		for (i = 0; i < n_ids; i++)
 			m->ids[k][i] = m->ids[0][i];
 		m->len[k] = n_ids;
 		m->seeds[k] = m->seed + k;
 	}
-	/* the global tensors and the resident layers, once */
-	{
-		uint32_t idx[2] = {m->out_norm.idx, m->output.idx};
-		void *dst[2] = {m->glob + m->out_norm.off, m->glob + m->output.off};
-		uint64_t got = 0;
-		st = gpuos_model_load_tensors(mb, m->handle, idx, dst, 2, &got);
-		if (st == GPUOS_ST_OK && got != m->out_norm.size + m->output.size)
-			st = GPUOS_ST_BAD_RANGE;
-		for (l = 0; st == GPUOS_ST_OK && l < m->resident; l++)
-			st = load_layer(a, m, l, m->layer_mem[l]);
-		if (st != GPUOS_ST_OK) {
-			rs(r, "llama: loading the weights: ");
-			rs(r, stname(st));
-			rs(r, "\n");
+	return 0;
+}
+
+/* The global tensors and the resident layers, loaded once. 0, or a reason in r. */
+static inline GPUOS_HD int load_resident(struct gpuos_app_args *a, struct model *m, struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint32_t idx[2] = {m->out_norm.idx, m->output.idx};
+	void *dst[2] = {m->glob + m->out_norm.off, m->glob + m->output.off};
+	uint64_t got = 0;
+	uint32_t st, l;
+	st = gpuos_model_load_tensors(mb, m->handle, idx, dst, 2, &got);
+	if (st == GPUOS_ST_OK && got != m->out_norm.size + m->output.size)
+		st = GPUOS_ST_BAD_RANGE;
+	for (l = 0; st == GPUOS_ST_OK && l < m->resident; l++)
+		st = load_layer(a, m, l, m->layer_mem[l]);
+	if (st != GPUOS_ST_OK) {
+		rs(r, "llama: loading the weights: ");
+		rs(r, stname(st));
+		rs(r, "\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Thread 0 before the first token: the options, the model's tables,
+ * tensors and vocabulary, the memory (a table area, the activations and
+ * KV cache, then the weights) and the resident weights loaded. 0, or a
+ * reason in r. */
+static inline GPUOS_HD int setup(struct gpuos_app_args *a, struct model *m, struct rep *r)
+{
+	struct gpuos_mbox *mb = (struct gpuos_mbox *)(uintptr_t)a->mbox;
+	uint8_t *base = (uint8_t *)(uintptr_t)a->vram, *at = base + GPUOS_ALIGN_UP(sizeof(*m), (uint64_t)ALIGN), *xt;
+	struct opts o;
+	uint64_t streamed = 0;
+	uint32_t l;
+	if (parse_args(a, m, &o, r) || open_model(a, m, &at, &xt, r) ||
+	    hyperparams(m, (const struct gpuos_gguf_export *)xt, r))
+		return -1;
+	m->tok = NULL;
+	if (tokenizer(a, m, (const struct gpuos_gguf_export *)xt, &at, o.prompt, &o.n_ids, r))
+		return -1;
+	m->n_prompt = o.n_ids;
+	m->n_gen = (uint32_t)o.ntok;
+	if (o.n_ids + o.ntok > MAX_IDS) {
+		rs(r, "llama: prompt and tokens above 1024\n");
+		return -1;
+	}
+	if (find_globals(mb, m, r))
+		return -1;
+	for (l = 0; l < m->n_layer; l++)
+		if (find_layer(mb, m, l, r))
 			return -1;
-		}
-	}
-	{
-		uint64_t streamed = 0;
-		for (l = m->resident; l < m->n_layer; l++)
-			streamed += m->layer_bytes[l];
-		gpuos_app_progress_total(a, streamed * (n_ids + (uint64_t)ntok));
-	}
+	m->n_ctx = o.n_ids + (uint32_t)o.ntok;
+	place_activations(m, &at);
+	if (choose_resident(a, m, (uint64_t)(at - base), o.resident, o.budget, r) || place_layers(a, m, &at, r) ||
+	    start_sequences(m, o.n_ids, r) || load_resident(a, m, r))
+		return -1;
+	for (l = m->resident; l < m->n_layer; l++)
+		streamed += m->layer_bytes[l];
+	gpuos_app_progress_total(a, streamed * (o.n_ids + (uint64_t)o.ntok));
 	return 0;
 }
 
@@ -1723,6 +1854,151 @@ static inline GPUOS_HD int whole_warps(void)
 #endif
 }
 
+/* Thread 0: set up, and publish the model or the failure (its reason in
+ * r); 0 when the tokens may begin. */
+static inline GPUOS_HD int start(struct gpuos_app_args *a, struct model *m, struct shared *sh, struct rep *r)
+{
+	if (!whole_warps() || a->vram_len < sizeof(*m) + (1u << 20) || setup(a, m, r)) {
+		if (!whole_warps())
+			rs(r, "llama: on the GPU --block must be a multiple of 32 (a warp is the engine's unit)\n");
+		else if (a->vram_len < sizeof(*m) + (1u << 20))
+			rs(r, "llama: needs more vram (--vram-mib)\n");
+		a->status = 2;
+		/* Publish "failed"; pairs with the others' acquire load of state. */
+		gpuos_store_release_dev32(&sh->state, 2);
+		return -1;
+	}
+	m->t_start = gpuos_now_ns();
+	/* Publish the model's tables; pairs with the others' acquire load. */
+	gpuos_store_release_dev32(&sh->state, 1);
+	return 0;
+}
+
+/* Collect the loads still in flight: posted before the end of the text,
+ * or before a failure. */
+static inline GPUOS_HD void drain_loads(struct gpuos_app_args *a, struct model *m)
+{
+	for (; m->pend_n; m->pend_n--, m->pend_head = (m->pend_head + 1u) % 2u)
+		gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend[m->pend_head].slot, T_PER_LAYER,
+					 NULL);
+}
+
+/* Sequence 0's generated text (its first n_all ids), decoded. */
+static inline GPUOS_HD void report_text(struct model *m, uint32_t n_all, struct rep *r)
+{
+	int64_t n;
+	if (!m->tok || n_all <= m->n_prompt)
+		return;
+	n = gpuos_tok_decode(m->tok, (const int32_t *)m->ids[0] + m->n_prompt, n_all - m->n_prompt, 0, m->text,
+			     m->text_cap);
+	if (n >= 0) {
+		m->text[n < (int64_t)m->text_cap ? n : (int64_t)m->text_cap] = 0;
+		rs(r, m->text);
+		rs(r, "\n");
+	}
+}
+
+/* "tokens: P | G" for sequence 0 (what the referee reads), "tokens B:
+ * P | G" for the others. */
+static inline GPUOS_HD void report_tokens(const struct model *m, struct rep *r)
+{
+	uint32_t sq, pos;
+	for (sq = 0; sq < m->nb; sq++) {
+		uint32_t n = m->len[sq] & ~(1u << 31);
+		rs(r, "tokens");
+		if (sq) {
+			rs(r, " ");
+			rn(r, sq);
+		}
+		rs(r, ":");
+		for (pos = 0; pos < n; pos++) {
+			rs(r, pos == m->n_prompt ? " |" : "");
+			rs(r, " ");
+			rn(r, m->ids[sq][pos]);
+		}
+		rs(r, "\n");
+	}
+}
+
+/* The run's rates: tokens/s, the load rate and compute's wait for the
+ * loads; with a batch, its tokens/s in all. n_all: sequence 0's ids. */
+static inline GPUOS_HD void report_rate(const struct gpuos_app_args *a, const struct model *m, uint32_t n_all,
+					struct rep *r)
+{
+	uint64_t ns = m->t_end - m->t_start, gen = n_all - m->n_prompt, steps = (m->n_done & ~(1u << 31)) - 1u;
+	rs(r, "llama: ");
+	rn(r, m->n_layer);
+	rs(r, " layers (");
+	rn(r, m->resident);
+	rs(r, m->by_budget ? " resident, as --vram-gib allows), " : " resident), ");
+	rn(r, gen);
+	rs(r, m->len[0] >> 31 ? " tokens (then the end of the text) in " : " tokens in ");
+	rf(r, ns / 1000u, 1000u, 3, 0);
+	rs(r, " ms: ");
+	rf(r, ns ? steps * 1000000000000ull / ns : 0, 1000u, 3, 0);
+	rs(r, " tokens/s (prompt included), streamed ");
+	rn(r, m->load_bytes);
+	rs(r, " bytes at ");
+	rf(r, ns ? m->load_bytes * 1000u / ns : 0, 1000u, 3, 0);
+	rs(r, " GB/s over the run, compute waited ");
+	rf(r, m->stall_ns / 1000u, 1000u, 3, 0);
+	rs(r, " ms for them");
+	rs(r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
+	if (m->nb > 1) {
+		/* each position computed is a token of every sequence */
+		rs(r, "llama: batch ");
+		rn(r, m->nb);
+		rs(r, ": ");
+		rf(r, ns ? steps * m->nb * 1000000000000ull / ns : 0, 1000u, 3, 0);
+		rs(r, " tokens/s in all, ");
+		rf(r, ns ? steps * 1000000000000ull / ns : 0, 1000u, 3, 0);
+		rs(r, " a sequence (prompt included)\n");
+	}
+}
+
+/* --timeline: the last token's layers, microseconds from its start. */
+static inline GPUOS_HD void report_layers(const struct model *m, struct rep *r)
+{
+	uint32_t l;
+	rs(r, "timeline: layer load_posted load_landed compute_begin compute_end (us from the last token's start)\n");
+	for (l = 0; l < m->n_layer; l++) {
+		uint64_t t0 = m->t_token;
+		rs(r, "timeline: ");
+		rn(r, l);
+		if (l < m->resident) {
+			rs(r, " resident - -");
+		} else {
+			/* posted during the token before: negative */
+			rs(r, m->t_post[l] < t0 ? " -" : " ");
+			rf(r, (m->t_post[l] < t0 ? t0 - m->t_post[l] : m->t_post[l] - t0) / 1000u, 1u, 0, 0);
+			rs(r, " ");
+			rf(r, (m->t_ready[l] - t0) / 1000u, 1u, 0, 0);
+		}
+		rs(r, " ");
+		rf(r, (m->t_begin[l] - t0) / 1000u, 1u, 0, 0);
+		rs(r, " ");
+		rf(r, (m->t_done[l] - t0) / 1000u, 1u, 0, 0);
+		rs(r, "\n");
+	}
+}
+
+/* --timeline: the last token's steps, mean microseconds over the layers. */
+static inline GPUOS_HD void report_steps(const struct model *m, struct rep *r)
+{
+	uint32_t l, k;
+	rs(r, "timeline: steps (us, mean of the last token's layers):");
+	for (k = 0; k < S_STEPS; k++) {
+		uint64_t sum = 0;
+		for (l = 0; l < m->n_layer; l++)
+			sum += m->t_step[l][k] - (k ? m->t_step[l][k - 1] : m->t_begin[l]);
+		rs(r, " ");
+		rs(r, sname(k));
+		rs(r, "=");
+		rf(r, sum / m->n_layer, 1000u, 1, 0);
+	}
+	rs(r, "\n");
+}
+
 GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t nthreads)
 {
 	struct shared *sh = (struct shared *)(uintptr_t)a->scratch;
@@ -1732,21 +2008,8 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	r.p = (char *)(uintptr_t)a->out;
 	r.n = 0;
 	r.cap = a->out_len;
-	if (tid == 0) {
-		if (!whole_warps() || a->vram_len < sizeof(*m) + (1u << 20) || setup(a, m, &r)) {
-			if (!whole_warps())
-				rs(&r, "llama: on the GPU --block must be a multiple of 32 (a warp is the engine's unit)\n");
-			else if (a->vram_len < sizeof(*m) + (1u << 20))
-				rs(&r, "llama: needs more vram (--vram-mib)\n");
-			a->status = 2;
-			/* Publish "failed"; pairs with the others' acquire load of state. */
-			gpuos_store_release_dev32(&sh->state, 2);
-			return;
-		}
-		m->t_start = gpuos_now_ns();
-		/* Publish the model's tables; pairs with the others' acquire load. */
-		gpuos_store_release_dev32(&sh->state, 1);
-	}
+	if (tid == 0 && start(a, m, sh, &r))
+		return;
 	while (gpuos_load_acquire_dev32(&sh->state) == 0)
 		gpuos_backoff(&spins);
 	if (gpuos_load_acquire_dev32(&sh->state) == 2)
@@ -1779,10 +2042,7 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 	if (tid != 0)
 		return;
 	m->t_end = gpuos_now_ns();
-	for (; m->pend_n; m->pend_n--, m->pend_head = (m->pend_head + 1u) % 2u) /* posted before the end of the text, or before a failure */
-		gpuos_model_wait_tensors((struct gpuos_mbox *)(uintptr_t)a->mbox, m->pend[m->pend_head].slot, T_PER_LAYER,
-					 NULL);
-	n_all = m->n_done & ~(1u << 31);
+	drain_loads(a, m);
 	if (fail) {
 		rs(&r, "llama: loading weights at position ");
 		rn(&r, pos);
@@ -1792,104 +2052,12 @@ GPUOS_HD static void llama_main(struct gpuos_app_args *a, uint32_t tid, uint32_t
 		a->status = 1;
 	}
 	n_all = m->len[0] & ~(1u << 31); /* sequence 0's: its text and ids first */
-	if (m->tok && n_all > m->n_prompt) {
-		int64_t n = gpuos_tok_decode(m->tok, (const int32_t *)m->ids[0] + m->n_prompt, n_all - m->n_prompt, 0,
-					     m->text, m->text_cap);
-		if (n >= 0) {
-			m->text[n < (int64_t)m->text_cap ? n : (int64_t)m->text_cap] = 0;
-			rs(&r, m->text);
-			rs(&r, "\n");
-		}
-	}
-	{
-		/* "tokens: P | G" for sequence 0 (what the referee reads), "tokens
-		 * B: P | G" for the others */
-		uint32_t sq;
-		for (sq = 0; sq < m->nb; sq++) {
-			uint32_t n = m->len[sq] & ~(1u << 31);
-			rs(&r, "tokens");
-			if (sq) {
-				rs(&r, " ");
-				rn(&r, sq);
-			}
-			rs(&r, ":");
-			for (pos = 0; pos < n; pos++) {
-				rs(&r, pos == m->n_prompt ? " |" : "");
-				rs(&r, " ");
-				rn(&r, m->ids[sq][pos]);
-			}
-			rs(&r, "\n");
-		}
-	}
-	{
-		uint64_t ns = m->t_end - m->t_start, gen = n_all - m->n_prompt, steps = (m->n_done & ~(1u << 31)) - 1u;
-		rs(&r, "llama: ");
-		rn(&r, m->n_layer);
-		rs(&r, " layers (");
-		rn(&r, m->resident);
-		rs(&r, m->by_budget ? " resident, as --vram-gib allows), " : " resident), ");
-		rn(&r, gen);
-		rs(&r, m->len[0] >> 31 ? " tokens (then the end of the text) in " : " tokens in ");
-		rf(&r, ns / 1000u, 1000u, 3, 0);
-		rs(&r, " ms: ");
-		rf(&r, ns ? steps * 1000000000000ull / ns : 0, 1000u, 3, 0);
-		rs(&r, " tokens/s (prompt included), streamed ");
-		rn(&r, m->load_bytes);
-		rs(&r, " bytes at ");
-		rf(&r, ns ? m->load_bytes * 1000u / ns : 0, 1000u, 3, 0);
-		rs(&r, " GB/s over the run, compute waited ");
-		rf(&r, m->stall_ns / 1000u, 1000u, 3, 0);
-		rs(&r, " ms for them");
-		rs(&r, a->on_gpu ? " on the GPU\n" : " (host mode)\n");
-		if (m->nb > 1) {
-			/* each position computed is a token of every sequence */
-			rs(&r, "llama: batch ");
-			rn(&r, m->nb);
-			rs(&r, ": ");
-			rf(&r, ns ? steps * m->nb * 1000000000000ull / ns : 0, 1000u, 3, 0);
-			rs(&r, " tokens/s in all, ");
-			rf(&r, ns ? steps * 1000000000000ull / ns : 0, 1000u, 3, 0);
-			rs(&r, " a sequence (prompt included)\n");
-		}
-	}
+	report_text(m, n_all, &r);
+	report_tokens(m, &r);
+	report_rate(a, m, n_all, &r);
 	if (m->timeline && !fail && n_all > 1u) { /* a forward pass ran */
-		/* the last token's layers, microseconds from its start */
-		uint32_t l;
-		rs(&r, "timeline: layer load_posted load_landed compute_begin compute_end (us from the last token's start)\n");
-		for (l = 0; l < m->n_layer; l++) {
-			uint64_t t0 = m->t_token;
-			rs(&r, "timeline: ");
-			rn(&r, l);
-			if (l < m->resident) {
-				rs(&r, " resident - -");
-			} else {
-				/* posted during the token before: negative */
-				rs(&r, m->t_post[l] < t0 ? " -" : " ");
-				rf(&r, (m->t_post[l] < t0 ? t0 - m->t_post[l] : m->t_post[l] - t0) / 1000u, 1u, 0, 0);
-				rs(&r, " ");
-				rf(&r, (m->t_ready[l] - t0) / 1000u, 1u, 0, 0);
-			}
-			rs(&r, " ");
-			rf(&r, (m->t_begin[l] - t0) / 1000u, 1u, 0, 0);
-			rs(&r, " ");
-			rf(&r, (m->t_done[l] - t0) / 1000u, 1u, 0, 0);
-			rs(&r, "\n");
-		}
-	}
-	if (m->timeline && !fail && n_all > 1u) {
-		/* the last token's steps, mean microseconds over the layers */
-		uint32_t l, k;
-		rs(&r, "timeline: steps (us, mean of the last token's layers):");
-		for (k = 0; k < S_STEPS; k++) {
-			uint64_t sum = 0;
-			for (l = 0; l < m->n_layer; l++)
-				sum += m->t_step[l][k] - (k ? m->t_step[l][k - 1] : m->t_begin[l]);
-			rs(&r, " ");
-			rs(&r, sname(k));
-			rs(&r, "=");
-			rf(&r, sum / m->n_layer, 1000u, 1, 0);
-		}
-		rs(&r, "\n");
+		report_layers(m, &r);
+		report_steps(m, &r);
 	}
 	gpuos_close((struct gpuos_mbox *)(uintptr_t)a->mbox, m->handle);
 }
