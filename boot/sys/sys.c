@@ -293,8 +293,10 @@ int gpuos_shutdown(struct gpuos_sys *s, char *err, size_t errlen)
 
 	if (!s)
 		return 0;
-	if (s->client)
+	if (s->client) {
+		gpuos_sys_load_fini(s); /* its loads and models go before its memory (sys_load.c is above sys_client.c) */
 		return gpuos_conn_shutdown(s);
+	}
 	if (s->group) {
 		snprintf(err, errlen, "a runtime of a group: gpuos_group_shutdown stops them all");
 		return -EINVAL;
@@ -401,72 +403,3 @@ void gpuos_sys_describe_ctrl(const struct gpuos_sys *s, char *buf, size_t len)
 	else if (len)
 		buf[0] = 0;
 }
-
-struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s)
-{
-	if (s->client)
-		return gpuos_conn_mbox(s);
-	return (struct gpuos_mbox *)((char *)s->shm + GPUOS_SHM_MBOX_OFF);
-}
-
-void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len)
-{
-	const struct gpuos_shm_hdr *h = (const struct gpuos_shm_hdr *)s->shm;
-	if (s->client)
-		return gpuos_conn_share(s, rt_addr, len);
-	if (rt_addr)
-		*rt_addr = s->shm_rt + h->heap_off;
-	if (len)
-		*len = h->heap_len;
-	return (char *)s->shm + h->heap_off;
-}
-
-void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, uint64_t *len)
-{
-	uint64_t heap_rt, n = s->opts.heap_shares > 1u ? s->opts.heap_shares : 1u;
-	uint64_t at = (uint64_t)k * s->plan.share_bytes + s->plan.cmbox_bytes; /* past a client's mailbox */
-	char *heap = gpuos_sys_heap(s, &heap_rt, NULL);
-	if (k >= n)
-		return NULL;
-	if (rt_addr)
-		*rt_addr = heap_rt + at;
-	if (len)
-		*len = s->plan.share_bytes - s->plan.cmbox_bytes;
-	return heap + at;
-}
-
-int gpuos_sys_client_area(const struct gpuos_sys *s, uint32_t k, uint64_t *rt, uint64_t *len, uint64_t *share_off)
-{
-	uint32_t nhost = s->plan.nclients - s->plan.ngpu_clients;
-	if (k >= s->plan.nclients)
-		return -1;
-	*rt = k < nhost ? s->desc->share_base + (uint64_t)k * s->plan.share_bytes
-			: s->garea_rt + (uint64_t)(k - nhost) * s->plan.gpu_area_bytes;
-	*len = k < nhost ? s->plan.share_bytes : s->plan.gpu_area_bytes;
-	*share_off = s->plan.cmbox_bytes;
-	return s->area_fd[k];
-}
-
-int gpuos_sys_client_gpu(const struct gpuos_sys *s, uint32_t k)
-{
-	return k < s->plan.nclients && k >= s->plan.nclients - s->plan.ngpu_clients;
-}
-
-uint32_t gpuos_sys_gpu_clients(const struct gpuos_sys *s)
-{
-	return s->plan.ngpu_clients;
-}
-
-uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s)
-{
-	return s->desc->mbox;
-}
-
-uint64_t gpuos_sys_dev_heap(const struct gpuos_sys *s, uint64_t *len)
-{
-	if (len)
-		*len = s->dev_heap.len;
-	return s->dev_heap.rt;
-}
-
-

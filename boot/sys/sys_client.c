@@ -375,8 +375,8 @@ int gpuos_conn_shutdown(struct gpuos_sys *s)
 {
 	struct sys_client *c = s->client;
 	uint32_t i;
-	gpuos_sys_load_fini(s);
-	/* Every range taken back first, each under the service's park, so that
+	/* Its loads are finished already (gpuos_shutdown: gpuos_sys_load_fini).
+	 * Every range taken back first, each under the service's park, so that
 	 * nothing of this process's memory is mapped there when it is freed:
 	 * CUDA leaves VRAM freed under another process's IPC mapping undefined.
 	 * Detaching would drop them too, but later (the area's renewal). A

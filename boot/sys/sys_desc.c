@@ -52,7 +52,7 @@ static void desc_geometry(struct gpuos_sys *s, struct gpuos_rt_desc *d)
 }
 
 /* The mailbox, the control block and the command word the runtime polls:
- * &ctl->cmd in host mode, a copy in VRAM on the GPU (boot/sys/sys_run.c says why). */
+ * &ctl->cmd in host mode, a copy in VRAM on the GPU (boot/sys/sys_cmd.c says why). */
 static int desc_control(struct gpuos_sys *s, struct gpuos_rt_desc *d, char *err, size_t errlen)
 {
 	int r;

@@ -14,6 +14,8 @@
  *    abort and reset nothing, boot/sys/sys_desc.c says why);
  *  - the queue pairs are deleted after every runtime has stopped, and the
  *    controllers shut down after that.
+ * A park of one runtime parks every runtime on its GPU (boot/sys/sys_park.c,
+ * with the group's park counts of struct gpuos_group, sys_internal.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,14 +23,6 @@
 #include <string.h>
 
 #include "sys_internal.h"
-
-struct gpuos_group {
-	uint32_t n;
-	struct gpuos_sys *sys[GPUOS_GROUP_MAX];   /* [0] owns the controllers */
-	pthread_mutex_t park_lock;
-	uint32_t parks[GPUOS_GROUP_MAX];          /* parks outstanding on each (they nest) */
-	uint32_t was_running[GPUOS_GROUP_MAX];    /* running when its first park came */
-};
 
 uint32_t gpuos_group_size(const struct gpuos_group *g)
 {
@@ -38,61 +32,6 @@ uint32_t gpuos_group_size(const struct gpuos_group *g)
 struct gpuos_sys *gpuos_group_sys(const struct gpuos_group *g, uint32_t i)
 {
 	return g && i < g->n ? g->sys[i] : NULL;
-}
-
-/* Runtimes whose kernels share a context: the same GPU. In host mode
- * nothing needs another runtime parked. */
-static int same_gpu(const struct gpuos_sys *a, const struct gpuos_sys *b)
-{
-	return a == b || (a->gpu && b->gpu && a->opts.gpu == b->opts.gpu);
-}
-
-/* Park (park 1) or resume every runtime on s's GPU. Parks nest: the park
- * that takes a runtime's count from 0 stops it (and notes whether it was
- * running), the resume that brings it back to 0 restarts it if it was. A
- * park that fails undoes what it did, so nothing stays parked for a caller
- * that does not resume after an error. */
-static int park_same_gpu(struct gpuos_sys *s, int park, char *err, size_t errlen)
-{
-	struct gpuos_group *g = s->group;
-	uint32_t took[GPUOS_GROUP_MAX] = { 0 };
-	char e2[256];
-	uint32_t i;
-	int r = 0;
-	pthread_mutex_lock(&g->park_lock);
-	for (i = 0; i < g->n && !r; i++) {
-		struct gpuos_sys *t = g->sys[i];
-		if (!same_gpu(s, t))
-			continue;
-		if (park) {
-			took[i] = 1;
-			if (g->parks[i]++)
-				continue;
-			g->was_running[i] = (uint32_t)t->running;
-			if (t->running)
-				r = gpuos_sys_stop(t, GPUOS_RT_CMD_PARK, err, errlen);
-		} else if (g->parks[i] ? --g->parks[i] == 0 : t == s) {
-			/* the last resume, or a resume of s itself with no park
-			 * outstanding (after a start that failed): start it if it ran */
-			if (g->was_running[i] && !t->running)
-				r = gpuos_sys_start(t, err, errlen);
-		}
-	}
-	for (i = 0; park && r && i < g->n; i++) /* undo: this park never happened */
-		if (took[i] && --g->parks[i] == 0 && g->was_running[i] && !g->sys[i]->running)
-			gpuos_sys_start(g->sys[i], e2, sizeof(e2));
-	pthread_mutex_unlock(&g->park_lock);
-	return r;
-}
-
-int gpuos_group_park(struct gpuos_sys *s, char *err, size_t errlen)
-{
-	return park_same_gpu(s, 1, err, errlen);
-}
-
-int gpuos_group_resume(struct gpuos_sys *s, char *err, size_t errlen)
-{
-	return park_same_gpu(s, 0, err, errlen);
 }
 
 /* "runtime I (GPU K): reason" for what failed on one runtime. */

@@ -3,19 +3,33 @@
  * boot/sys/sys_internal.h - the system of include/gpuos/host.h from inside:
  * struct gpuos_sys and what its files share, one file per idea. The room
  * uses the controllers of boot/ctrl/ (ctrl.h, bringup.h), which know
- * nothing of it:
- *   sys.c          boot, identify and shutdown as named steps; info and statistics
+ * nothing of it. Within it the calls run one way, down this list: a file
+ * calls functions of the files below it only, never of one above
+ * (tests/tools/check_arrows.py keeps the list, SYS_LAYERS, and checks it
+ * from the functions each file defines and names):
  *   sys_group.c    several runtimes on one device's controllers (a group)
- *   sys_plan.c     the geometry, planned: pure, unit-tested (sys_plan.h)
- *   sys_ctrl.c     the controllers: bring-up, queue counts, queue pairs, SMART log, shutdown
- *   sys_mem.c      DMA and VRAM regions, the shared-memory segment, freeing them
- *   sys_desc.c     the descriptor the runtime reads
- *   sys_run.c      starting, parking and stopping the runtime (the GPU launch or host mode)
- *   sys_threads.c  the host-mode threads (the runtime's warps on CPU threads)
- *   sys_app.c      app images (gpuos run) and GPU clients
- *   sys_register.c the caller's own memory, and memory of the system's, as destinations
+ *   sys.c          boot, identify and shutdown as named steps; info and statistics
  *   sys_load.c     loading from host code: models and files into that memory
  *   sys_dequant.c  quantised tensors into F32, F16 or BF16 (the GPU kernel or CPU threads)
+ *   sys_desc.c     the descriptor the runtime reads
+ *   sys_ctrl.c     the controllers: bring-up, queue counts, queue pairs, SMART log, shutdown
+ *   sys_mem.c      DMA and VRAM regions, the shared-memory segment, freeing them; where they are
+ *   sys_register.c the caller's own memory, and memory of the system's, as destinations
+ *   sys_app.c      app images (gpuos run) and GPU clients
+ *   sys_park.c     parking and resuming (gpuos_park): a runtime, or a group's on one GPU
+ *   sys_run.c      starting and stopping the runtime (the GPU launch or host mode)
+ *   sys_threads.c  the host-mode threads (the runtime's warps on CPU threads)
+ *   sys_cmd.c      the runtime's command word: run, park, stop
+ *   sys_client.c   a client of a service (gpuos_connect): its mailbox and its memory
+ *   sys_drain.c    the load state's locks, and waiting for the stream-ordered loads
+ *   sys_error.c    the calling thread's reason (gpuos_sys_error, gpuos_sys_fail)
+ *   sys_plan.c     the geometry, planned: pure, unit-tested (sys_plan.h)
+ * What a lower file needs of a higher one's work it is handed, or the
+ * shared piece lives low: the command word (sys_cmd.c) under the threads
+ * that stop on it; the group's park above start and stop (sys_park.c);
+ * the reason and the wait for loads (sys_error.c, sys_drain.c) under
+ * everything that reports or frees; where the mailbox and heap are with
+ * the memory (sys_mem.c), under the loads that post there.
  * An array ("emu:IMG,ssds=N", "pci:A+B"; docs/design.md, "Arrays of SSDs")
  * is brought up controller by controller; the runtime stripes over all of
  * them.
@@ -127,6 +141,22 @@ struct gpuos_sys {
 	int running;
 };
 
+/* A group (sys_group.c boots it and shuts it down; sys_park.c parks its
+ * runtimes on one GPU together). */
+struct gpuos_group {
+	uint32_t n;
+	struct gpuos_sys *sys[GPUOS_GROUP_MAX];   /* [0] owns the controllers */
+	pthread_mutex_t park_lock;
+	uint32_t parks[GPUOS_GROUP_MAX];          /* parks outstanding on each (they nest) */
+	uint32_t was_running[GPUOS_GROUP_MAX];    /* running when its first park came */
+};
+
+/* The control block the runtime shares with the host (rt.h). */
+static inline struct gpuos_rt_ctl *gpuos_sys_ctl(struct gpuos_sys *s)
+{
+	return (struct gpuos_rt_ctl *)s->ctl.host;
+}
+
 /* The system whose controllers s uses: s itself, or its group's owner. */
 static inline struct gpuos_sys *gpuos_sys_ctrls(struct gpuos_sys *s)
 {
@@ -147,13 +177,6 @@ int gpuos_sys_boot_runtime(struct gpuos_sys *s, char *err, size_t errlen);
 /* Free what s holds (stopping its runtime first); the controllers only
  * where s owns them. */
 void gpuos_sys_teardown(struct gpuos_sys *s);
-
-/* ---- sys_group.c: parking a group's runtime ------------------------------------- */
-/* Park or resume s and, in a group, every runtime on its GPU: a module
- * load, a stack limit or a VRAM mapping waits for every kernel of the
- * context, so none of them may spin. Nested parks resume at the last. */
-int gpuos_group_park(struct gpuos_sys *s, char *err, size_t errlen);
-int gpuos_group_resume(struct gpuos_sys *s, char *err, size_t errlen);
 
 /* ---- sys_ctrl.c: the controllers ------------------------------------------------- */
 /* Errors name the controller of an array they come from. */
@@ -216,10 +239,18 @@ int gpuos_conn_unregister(struct gpuos_sys *s, void *ptr);
 int gpuos_conn_shutdown(struct gpuos_sys *s);
 
 /* ---- sys_load.c: loading from host code ---------------------------------------- */
-void gpuos_sys_load_init(struct gpuos_sys *s);
-/* Wait for the stream-ordered loads still to come (before the runtime stops). */
-void gpuos_sys_load_drain(struct gpuos_sys *s);
+/* Wait for the loads still to come, then close the models kept (their
+ * memory; the handles go with the runtime or the client). */
 void gpuos_sys_load_fini(struct gpuos_sys *s);
+
+/* ---- sys_drain.c: the load state ------------------------------------------------- */
+void gpuos_sys_load_init(struct gpuos_sys *s);
+/* Wait for the stream-ordered loads still to come (before the runtime stops,
+ * or memory they may write goes). */
+void gpuos_sys_load_drain(struct gpuos_sys *s);
+
+/* ---- sys_error.c: the calling thread's reason ------------------------------------ */
+#define GPUOS_SYS_WHY_LEN 512u
 /* Set the calling thread's reason (gpuos_sys_error) and return r: for every
  * call of host.h that reports through it ("" clears it). */
 int gpuos_sys_fail(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -229,11 +260,14 @@ int gpuos_sys_fail(int r, const char *fmt, ...) __attribute__((format(printf, 2,
  * alone uses (its command word, admin table, state, files region). */
 int gpuos_sys_build_desc(struct gpuos_sys *s, char *err, size_t errlen);
 
-/* ---- sys_run.c: the runtime's life ----------------------------------------------- */
+/* ---- sys_cmd.c: the command word ------------------------------------------------ */
 /* Tell the runtime to run, park or stop (GPUOS_RT_CMD_*). */
 int gpuos_sys_set_cmd(struct gpuos_sys *s, uint32_t cmd);
+
+/* ---- sys_run.c: the runtime's life ----------------------------------------------- */
 /* Start it (the kernel, or host-mode threads); stop or park it and wait
- * until every warp has left. */
+ * until every warp has left. gpuos_park and gpuos_resume (host.h,
+ * sys_park.c) take a group's runtimes on the same GPU along. */
 int gpuos_sys_start(struct gpuos_sys *s, char *err, size_t errlen);
 int gpuos_sys_stop(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen);
 

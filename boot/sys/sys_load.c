@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,23 +31,7 @@
 /* Polls between looks at whether the GPU runtime still runs. */
 #define LIVENESS_POLLS 4096u
 
-static __thread char last_err[512];
-
-const char *gpuos_sys_error(const struct gpuos_sys *s)
-{
-	(void)s;
-	return last_err;
-}
-
-#define fail gpuos_sys_fail /* sys_internal.h: other files report through last_err too */
-int gpuos_sys_fail(int r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_err, sizeof(last_err), fmt, ap);
-	va_end(ap);
-	return r;
-}
+#define fail gpuos_sys_fail /* the calling thread's reason: boot/sys/sys_error.c */
 
 /* What a runtime status means as an errno (host.h lists them). */
 static int st_errno(uint32_t st)
@@ -169,10 +152,10 @@ static int scratch(struct gpuos_sys *s, size_t need, char **out)
 static void close_handle(struct gpuos_sys *s, uint32_t h)
 {
 	struct gpuos_result res;
-	char keep[sizeof(last_err)];
-	memcpy(keep, last_err, sizeof(keep)); /* a failure before the close keeps its reason */
+	char keep[GPUOS_SYS_WHY_LEN];
+	memcpy(keep, gpuos_sys_error(s), sizeof(keep)); /* a failure before the close keeps its reason */
 	call(s, GPUOS_OP_CLOSE, 0, h, 0, 0, 0, 0, &res);
-	memcpy(last_err, keep, sizeof(keep));
+	gpuos_sys_fail(0, "%s", keep);
 }
 
 /* Open path, a model (GGUF_OPEN) or a regular file (OPEN): *h and the
@@ -274,7 +257,7 @@ static void describe(const struct load_job *j, const struct piece *p, char *buf,
 }
 
 /* Send every piece of j, collect every answer, close the handle; 0 or the
- * first failure (its reason in last_err). */
+ * first failure (its reason in gpuos_sys_error). */
 static int run_job(struct load_job *j)
 {
 	struct gpuos_sys *s = j->s;
@@ -394,7 +377,7 @@ static void job_on_stream(void *arg)
 	pthread_mutex_lock(&s->load.async_lock);
 	if (r && !s->load.async_err) {
 		s->load.async_err = r;
-		snprintf(s->load.async_why, sizeof(s->load.async_why), "%s", last_err);
+		snprintf(s->load.async_why, sizeof(s->load.async_why), "%s", gpuos_sys_error(s));
 	}
 	s->load.pending--;
 	pthread_cond_broadcast(&s->load.idle);
@@ -429,7 +412,7 @@ static int launch(struct gpuos_sys *s, struct load_job *j, void *stream)
 
 static int usable(struct gpuos_sys *s, const char *path, uint32_t n, const void *a, const void *b)
 {
-	last_err[0] = 0;
+	gpuos_sys_fail(0, "%s", "");
 	if (!s || !path || !n || !a || !b)
 		return fail(-EINVAL, "a NULL argument, or nothing to load (n = 0)");
 	if (gpuos_sys_mbox_device(s))
@@ -650,17 +633,17 @@ static int model_job(struct gpuos_sys *s, const char *path, uint32_t h, uint16_t
  * name, say), and the load goes tensor by tensor. */
 static uint32_t model_file(struct gpuos_sys *s, char *sc, const char *path, uint64_t file_size)
 {
-	char keep[sizeof(last_err)];
+	char keep[GPUOS_SYS_WHY_LEN];
 	uint64_t size = 0;
 	uint32_t fh = 0;
-	memcpy(keep, last_err, sizeof(keep)); /* not opening is no failure of the load's */
+	memcpy(keep, gpuos_sys_error(s), sizeof(keep)); /* not opening is no failure of the load's */
 	if (open_path(s, sc, path, 0, &fh, &size))
 		fh = 0;
 	else if (size != file_size) {
 		close_handle(s, fh); /* not the file the tables describe: replaced since */
 		fh = 0;
 	}
-	memcpy(last_err, keep, sizeof(keep));
+	gpuos_sys_fail(0, "%s", keep);
 	return fh;
 }
 
@@ -919,16 +902,16 @@ int gpuos_model_open_host(struct gpuos_sys *s, const char *path, uint32_t *id, s
 			m->fid = mid;
 		}
 		if (!r)
-			last_err[0] = 0; /* a stat refused is no failure of the open: the loads go by path */
+			gpuos_sys_fail(0, "%s", ""); /* a stat refused is no failure of the open: the loads go by path */
 		close_handle(s, h);
 	}
 	if (!r && m->known && keep_room(s, m)) {
 		uint32_t fh;
-		char keep[sizeof(last_err)];
-		memcpy(keep, last_err, sizeof(keep));
+		char keep[GPUOS_SYS_WHY_LEN];
+		memcpy(keep, gpuos_sys_error(s), sizeof(keep));
 		if (!model_reopen(s, sc, m, &fh))
 			m->fh = fh; /* else the first load opens it (and says why it cannot) */
-		memcpy(last_err, keep, sizeof(keep));
+		gpuos_sys_fail(0, "%s", keep);
 	}
 	if (!r && s->load.nmodels == s->load.models_cap) {
 		uint32_t cap = s->load.models_cap ? 2 * s->load.models_cap : 8;
@@ -1030,7 +1013,7 @@ int gpuos_model_close_host(struct gpuos_sys *s, uint32_t id)
 	uint32_t at;
 	if (!s)
 		return fail(-EINVAL, "a NULL argument");
-	last_err[0] = 0;
+	gpuos_sys_fail(0, "%s", "");
 	pthread_mutex_lock(&s->load.lock);
 	if ((m = model_find(s, id, &at)))
 		s->load.models[at] = s->load.models[--s->load.nmodels];
@@ -1120,30 +1103,10 @@ int gpuos_sys_sync(struct gpuos_sys *s)
 	gpuos_sys_load_drain(s);
 	pthread_mutex_lock(&s->load.async_lock);
 	r = s->load.async_err;
-	last_err[0] = 0;
-	if (r)
-		snprintf(last_err, sizeof(last_err), "%s", s->load.async_why);
+	gpuos_sys_fail(0, "%s", r ? s->load.async_why : "");
 	s->load.async_err = 0;
 	pthread_mutex_unlock(&s->load.async_lock);
 	return r;
-}
-
-void gpuos_sys_load_init(struct gpuos_sys *s)
-{
-	pthread_mutex_init(&s->load.lock, NULL);
-	pthread_mutex_init(&s->load.async_lock, NULL);
-	pthread_cond_init(&s->load.idle, NULL);
-	s->load.inited = 1;
-}
-
-void gpuos_sys_load_drain(struct gpuos_sys *s)
-{
-	if (!s->load.inited)
-		return;
-	pthread_mutex_lock(&s->load.async_lock);
-	while (s->load.pending)
-		pthread_cond_wait(&s->load.idle, &s->load.async_lock);
-	pthread_mutex_unlock(&s->load.async_lock);
 }
 
 void gpuos_sys_load_fini(struct gpuos_sys *s)

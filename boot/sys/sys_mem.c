@@ -10,6 +10,8 @@
  *   boot/cli/cmd_boot.c), registered with the GPU;
  * - control block: pinned host memory; runtime state: VRAM (the descriptor
  *   goes by value, boot/sys/sys_run.c).
+ * And where they are (host.h: gpuos_sys_mbox, gpuos_sys_heap, the shares
+ * and the clients' areas), for the loads above and the service.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -552,4 +554,74 @@ void gpuos_sys_free_mem(struct gpuos_sys *s)
 	free_dma(s, &s->doors);
 	free_dma(s, &s->mbox_dev);
 	free_dma(s, &s->dev_heap);
+}
+
+/* ---- where the regions are (host.h): the mailbox, the heap and its shares,
+ * the clients' areas; a client's are its connection's (sys_client.c) ---- */
+
+struct gpuos_mbox *gpuos_sys_mbox(const struct gpuos_sys *s)
+{
+	if (s->client)
+		return gpuos_conn_mbox(s);
+	return (struct gpuos_mbox *)((char *)s->shm + GPUOS_SHM_MBOX_OFF);
+}
+
+void *gpuos_sys_heap(const struct gpuos_sys *s, uint64_t *rt_addr, uint64_t *len)
+{
+	const struct gpuos_shm_hdr *h = (const struct gpuos_shm_hdr *)s->shm;
+	if (s->client)
+		return gpuos_conn_share(s, rt_addr, len);
+	if (rt_addr)
+		*rt_addr = s->shm_rt + h->heap_off;
+	if (len)
+		*len = h->heap_len;
+	return (char *)s->shm + h->heap_off;
+}
+
+void *gpuos_sys_share(const struct gpuos_sys *s, uint32_t k, uint64_t *rt_addr, uint64_t *len)
+{
+	uint64_t heap_rt, n = s->opts.heap_shares > 1u ? s->opts.heap_shares : 1u;
+	uint64_t at = (uint64_t)k * s->plan.share_bytes + s->plan.cmbox_bytes; /* past a client's mailbox */
+	char *heap = gpuos_sys_heap(s, &heap_rt, NULL);
+	if (k >= n)
+		return NULL;
+	if (rt_addr)
+		*rt_addr = heap_rt + at;
+	if (len)
+		*len = s->plan.share_bytes - s->plan.cmbox_bytes;
+	return heap + at;
+}
+
+int gpuos_sys_client_area(const struct gpuos_sys *s, uint32_t k, uint64_t *rt, uint64_t *len, uint64_t *share_off)
+{
+	uint32_t nhost = s->plan.nclients - s->plan.ngpu_clients;
+	if (k >= s->plan.nclients)
+		return -1;
+	*rt = k < nhost ? s->desc->share_base + (uint64_t)k * s->plan.share_bytes
+			: s->garea_rt + (uint64_t)(k - nhost) * s->plan.gpu_area_bytes;
+	*len = k < nhost ? s->plan.share_bytes : s->plan.gpu_area_bytes;
+	*share_off = s->plan.cmbox_bytes;
+	return s->area_fd[k];
+}
+
+int gpuos_sys_client_gpu(const struct gpuos_sys *s, uint32_t k)
+{
+	return k < s->plan.nclients && k >= s->plan.nclients - s->plan.ngpu_clients;
+}
+
+uint32_t gpuos_sys_gpu_clients(const struct gpuos_sys *s)
+{
+	return s->plan.ngpu_clients;
+}
+
+uint64_t gpuos_sys_mbox_rt(const struct gpuos_sys *s)
+{
+	return s->desc->mbox;
+}
+
+uint64_t gpuos_sys_dev_heap(const struct gpuos_sys *s, uint64_t *len)
+{
+	if (len)
+		*len = s->dev_heap.len;
+	return s->dev_heap.rt;
 }

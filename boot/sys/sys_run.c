@@ -2,8 +2,10 @@
 /*
  * The runtime's life (boot/sys/sys_internal.h): start it (one persistent kernel
  * on the GPU, one warp per block; or CPU threads in host mode,
- * boot/sys/sys_threads.c), park it and resume it around what must not run
- * beside it, stop it. The admin queues change hands at each start and stop.
+ * boot/sys/sys_threads.c), stop it or park it (the command word:
+ * boot/sys/sys_cmd.c). The admin queues change hands at each start and
+ * stop. Whom a park must take along (a group's runtimes on one GPU) is
+ * boot/sys/sys_park.c's, above this file.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,25 +13,6 @@
 #include <unistd.h>
 
 #include "sys_internal.h"
-
-static struct gpuos_rt_ctl *ctl_host(struct gpuos_sys *s)
-{
-	return (struct gpuos_rt_ctl *)s->ctl.host;
-}
-
-/* Tell the runtime to run, park or stop. ctl->cmd is the record and, in
- * host mode, what the runtime threads poll (pairs with their acquire load).
- * On the GPU they poll a copy in VRAM (d->cmd): a load of host memory is a
- * PCIe round trip that stalls the service loop (about 1.2 us on an H100).
- * The copy goes through the copy engine, which the persistent kernel does
- * not block. */
-int gpuos_sys_set_cmd(struct gpuos_sys *s, uint32_t cmd)
-{
-	__atomic_store_n(&ctl_host(s)->cmd, cmd, __ATOMIC_RELEASE);
-	if (s->gpu && s->cmd.len)
-		return gpuos_gpu_copy(s->gpu, (void *)(uintptr_t)s->cmd.rt, &cmd, sizeof(cmd), 1);
-	return 0;
-}
 
 /* The admin queues change hands (docs/design.md, "The life of a command"):
  * the runtime uses them to abort and reset while it runs, boot before and
@@ -86,7 +69,7 @@ static int launch_gpu(struct gpuos_sys *s, char *err, size_t errlen)
 
 int gpuos_sys_start(struct gpuos_sys *s, char *err, size_t errlen)
 {
-	struct gpuos_rt_ctl *ctl = ctl_host(s);
+	struct gpuos_rt_ctl *ctl = gpuos_sys_ctl(s);
 	int r;
 
 	/* Publish cmd=RUN and every descriptor write before the runtime starts
@@ -129,7 +112,7 @@ static int wait_runtime(struct gpuos_sys *s, char *err, size_t errlen)
 
 int gpuos_sys_stop(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen)
 {
-	struct gpuos_rt_ctl *ctl = ctl_host(s);
+	struct gpuos_rt_ctl *ctl = gpuos_sys_ctl(s);
 	int r;
 
 	if (!s->running)
@@ -150,26 +133,6 @@ int gpuos_sys_stop(struct gpuos_sys *s, uint32_t cmd, char *err, size_t errlen)
 		__atomic_store_n(&ctl->state, cmd == GPUOS_RT_CMD_PARK ? GPUOS_RT_STATE_PARKED : GPUOS_RT_STATE_STOPPED,
 				 __ATOMIC_RELEASE);
 	return r;
-}
-
-int gpuos_park(struct gpuos_sys *s, char *err, size_t errlen)
-{
-	if (s->client)
-		return 0; /* the service's runtime: nothing of this process spins */
-	if (s->group)
-		return gpuos_group_park(s, err, errlen);
-	return gpuos_sys_stop(s, GPUOS_RT_CMD_PARK, err, errlen);
-}
-
-int gpuos_resume(struct gpuos_sys *s, char *err, size_t errlen)
-{
-	if (s->client)
-		return 0;
-	if (s->group)
-		return gpuos_group_resume(s, err, errlen);
-	if (s->running)
-		return 0;
-	return gpuos_sys_start(s, err, errlen);
 }
 
 int gpuos_sys_check(struct gpuos_sys *s, char *err, size_t errlen)

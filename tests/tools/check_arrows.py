@@ -18,6 +18,10 @@ lines (part of make check):
   app images, the CUDA glue) uses the system through host.h, nothing of
   boot/sys/ or boot/ctrl/;
 - boot/cli/ is a client of include/gpuos/host.h; boot/ does not include it;
+- inside boot/sys/ the calls run one way, down SYS_LAYERS (the order of
+  boot/sys/sys_internal.h's list): from the functions each file defines and
+  the names each file uses, a file names no function of a file above it, and
+  every boot/sys/*.c has its place in the list;
 - the installed headers (include/gpuos/*.h) name no internal one
   (include/gpuos/internal/, not installed), nor do apps/ and boot/cli/,
   which build against the installed API.
@@ -91,6 +95,31 @@ check("boot/ctrl", ["include/gpuos/", "boot/ctrl/", "boot/gpu.h", "boot/emu/emu.
       "boot/ctrl/ is the controllers: it knows nothing of the system that drives them (boot/sys/)")
 check("boot/sys", ["include/gpuos/", "boot/sys/", "boot/ctrl/ctrl.h", "boot/ctrl/bringup.h", "boot/gpu.h"],
       "boot/sys/ reaches a controller through boot/ctrl/ctrl.h and bringup.h alone")
+# boot/sys/: a file calls (names) functions of the files below it only.
+SYS_LAYERS = ["sys_group.c", "sys.c", "sys_load.c", "sys_dequant.c", "sys_desc.c", "sys_ctrl.c", "sys_mem.c",
+              "sys_register.c", "sys_app.c", "sys_park.c", "sys_run.c", "sys_threads.c", "sys_cmd.c",
+              "sys_client.c", "sys_drain.c", "sys_error.c", "sys_plan.c"]
+not_code = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
+sys_code = {f.name: not_code.sub(" ", f.read_text()) for f in sorted(pathlib.Path("boot/sys").glob("*.c"))}
+fn_def = re.compile(r"^(static\s+)?[A-Za-z_][^;{}()#=]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", re.M)
+sys_defs, sys_static = {}, {}
+for n, c in sys_code.items():
+    for m in fn_def.finditer(c):
+        if m.group(1):
+            sys_static.setdefault(n, set()).add(m.group(2))
+        elif sys_defs.setdefault(m.group(2), n) != n:
+            bad.append("boot/sys/%s and boot/sys/%s both define %s" % (sys_defs[m.group(2)], n, m.group(2)))
+for n in sorted(set(sys_code) ^ set(SYS_LAYERS)):
+    bad.append("boot/sys/%s: %s" % (n, "not in SYS_LAYERS of %s: give it its place" % sys.argv[0] if n in sys_code
+                                    else "in SYS_LAYERS but not there: take it off"))
+for n, c in sys_code.items():
+    if n in SYS_LAYERS and not any(v == n for v in sys_defs.values()):
+        bad.append("boot/sys/%s: no function found in it (does %s still read it?)" % (n, sys.argv[0]))
+    for name in sorted(set(re.findall(r"\b[A-Za-z_]\w*\b", c)) - sys_static.get(n, set())):
+        g = sys_defs.get(name)
+        if g and g != n and n in SYS_LAYERS and g in SYS_LAYERS and SYS_LAYERS.index(g) < SYS_LAYERS.index(n):
+            bad.append("boot/sys/%s names %s of boot/sys/%s, above it: the calls in boot/sys/ run down SYS_LAYERS "
+                       "(boot/sys/sys_internal.h)" % (n, name, g))
 rooms = [pathlib.Path("boot", r).resolve() for r in ("sys", "ctrl")]
 for f in sorted(pathlib.Path("boot").glob("*.[ch]")):
     for h in inc.findall(f.read_text()):
