@@ -46,8 +46,9 @@ endif
 
 
 # runtime/engine/ holds the parts of runtime/engine.c, one translation unit: not compiled alone.
-# runtime/fs/ holds the file-system interface, each file system in a folder below it.
-RUNTIME_SRC := $(wildcard runtime/*.c runtime/fs/*.c runtime/fs/*/*.c)
+# runtime/fs/ holds the file-system interface, each file system in a folder below it;
+# runtime/model/ the model-format interface, each format in a folder below it.
+RUNTIME_SRC := $(wildcard runtime/*.c runtime/fs/*.c runtime/fs/*/*.c runtime/model/*.c runtime/model/*/*.c)
 BOOT_SRC    := $(filter-out boot/cuda.c boot/cuda_none.c,$(wildcard boot/*.c boot/sys/*.c boot/ctrl/*.c boot/pci/*.c boot/emu/*.c))
 CORE_OBJ    := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) $(BOOT_SRC:%.c=$(BUILD)/%.o)
 # The command line is a client of the library, not part of it (libgpuos
@@ -100,7 +101,8 @@ $(CLI_LIB): $(CLI_SRC:%.c=$(BUILD)/%.o)
 # of one cubin per architecture. The cubins are separate targets so that
 # `make -j` compiles them side by side (ptxas takes most of a build).
 RT_DEPS := kernels/runtime.cu $(wildcard kernels/*.cuh bench/*.cuh runtime/*.c runtime/*.h runtime/engine/*.c runtime/engine/*.h \
-	   runtime/fs/*.[ch] runtime/fs/*/*.[ch] include/gpuos/*.h include/gpuos/internal/*.h)
+	   runtime/fs/*.[ch] runtime/fs/*/*.[ch] runtime/model/*.[ch] runtime/model/*/*.[ch] include/gpuos/*.h \
+	   include/gpuos/internal/*.h)
 RT_CUBINS := $(CUDA_ARCH:%=$(BUILD)/kernels/runtime.%.cubin)
 # Its cumulative stack must fit the stack every kernel gets (boot/gpu.h): a
 # launch that needs more waits for an idle device, which a persistent
@@ -289,10 +291,13 @@ FUZZ_SECONDS ?= 15
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_TARGETS := gguf gpt ext4 safetensors
 FUZZ_SA := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Iinclude
-# A target's sources: runtime/NAME*.c, or a file system's folder (runtime/fs/NAME/).
-FUZZ_SRC = $(wildcard runtime/$*.c runtime/$*_*.c runtime/fs/$*/*.c) runtime/crc.c
+# A target's sources: runtime/NAME*.c, a file system's folder (runtime/fs/NAME/),
+# or a model format's parser (runtime/model/NAME/NAME.c: its opener is the
+# metadata warp's).
+FUZZ_SRC = $(wildcard runtime/$*.c runtime/$*_*.c runtime/fs/$*/*.c runtime/model/$*/$*.c) runtime/crc.c
 $(FUZZ_DIR)/sa_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone.c $(RUNTIME_SRC) \
-		$(wildcard runtime/*.h runtime/fs/*.h runtime/fs/*/*.h include/gpuos/*.h include/gpuos/internal/*.h)
+		$(wildcard runtime/*.h runtime/fs/*.h runtime/fs/*/*.h runtime/model/*.h runtime/model/*/*.h include/gpuos/*.h \
+		include/gpuos/internal/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@ (ASan+UBSan fuzz driver)")
 	$(Q)$(CC) $(FUZZ_SA) -o $@ tests/fuzz/standalone.c $< $(FUZZ_SRC)

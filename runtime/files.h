@@ -2,12 +2,13 @@
 /*
  * runtime/files.h - files and models inside the runtime (docs/design.md,
  * "Files and models"): the metadata warp, open handles with their extent
- * maps, a block cache, parsed GGUF tables, all in one zeroed region of
+ * maps, a block cache, parsed model tables, all in one zeroed region of
  * device memory (d->files).
  *
  * Who does what:
  * - The metadata warp (one lane of it) runs the parsers (GPT, the file
- *   system behind runtime/fs/fs.h, GGUF).
+ *   system behind runtime/fs/fs.h, the model formats behind
+ *   runtime/model/model.h).
  *   They block on reads, so it owns a queue pair of its own (d->queue[nqueues])
  *   and reads synchronously through a small block cache; the service warps
  *   never wait for it.
@@ -28,7 +29,6 @@
 #include "gpuos/internal/rt.h"
 #include "gpuos/gguf.h"
 #include "fs/fs.h"
-#include "safetensors.h"
 
 GPUOS_EXTERN_C_BEGIN
 
@@ -37,7 +37,7 @@ GPUOS_EXTERN_C_BEGIN
  * many unless boot says otherwise: 6 MiB, --files-mib): a file may have any
  * number of extents the pool holds beside the other open maps. */
 #define GPUOS_RT_MAP_EXTENTS    262144u
-#define GPUOS_RT_MODELS         4u      /* parsed GGUF tables at once */
+#define GPUOS_RT_MODELS         4u      /* parsed model tables at once */
 #define GPUOS_RT_MODEL_TENSORS  16384u
 #define GPUOS_RT_MODEL_KV       4096u
 #define GPUOS_RT_MODEL_ARENA    (1u << 20)

@@ -8,7 +8,9 @@
  *                  opening handles and their extent maps (the table that
  *                  reads them, with the service warps: engine/handles.c);
  *                  PARTS, OPEN, STAT, READDIR, READ, CLOSE
- *   files_model.c  GGUF models: GGUF_OPEN, INFO, FIND, TENSOR, LAYER
+ *   files_model.c  models, whatever their format (runtime/model/model.h,
+ *                  which each format's folder is behind): GGUF_OPEN, INFO,
+ *                  FIND, TENSOR, LAYER
  *   files_loop.c   the ring from the service warps, replies, the dispatch of
  *                  requests, the metadata warp's loop
  *
@@ -21,7 +23,7 @@
 
 #include "files.h"
 #include "recover.h"
-#include "gguf.h"
+#include "model/model.h"
 #include "gpt.h"
 #include "gpuos/internal/queue.h"
 #include "util.h"
@@ -40,7 +42,7 @@ struct rt_io {                  /* ctx of a gpuos_meta_io */
 
 /* The files an open model reads from (files_model.c). */
 struct rt_model_files {
-	uint32_t n;                 /* 1, or its shards (GPUOS_GGUF_F_SPLIT) */
+	uint32_t n;                 /* 1, or its shards or indexed files (GPUOS_GGUF_F_SPLIT) */
 	uint32_t split_no;          /* the split KVs of what was opened (GPUOS_GGUF_F_SHARD, _SPLIT) */
 	uint32_t split_count;
 	uint32_t file[GPUOS_RT_MODEL_SHARDS]; /* handle numbers: [0] the model's, then its H_SHARD ones */
@@ -97,11 +99,7 @@ struct rt_files {
 	int32_t model_owner[GPUOS_RT_MODELS];                    /* handle slot + 1, 0: free */
 	struct rt_model_files mfiles[GPUOS_RT_MODELS];
 	struct gpuos_gguf model[GPUOS_RT_MODELS];
-	struct gpuos_gguf shard;    /* a split model's shard being parsed into the tail of its tables */
-	struct gpuos_gguf_parser gp;
-	struct gpuos_st st;         /* a safetensors file being parsed (files_st.c) */
-	struct gpuos_st_index stix; /* the index being opened */
-	struct gpuos_st_error sterr;
+	struct gpuos_model_state fmt; /* the formats' state while a model opens (model/model.h) */
 	uint8_t first[4];           /* the first bytes of the model file being opened */
 	uint32_t n_first;
 	struct gpuos_gpt gpt;
@@ -110,7 +108,8 @@ struct rt_files {
 	struct gpuos_fs_inode ino;
 	struct gpuos_fs_dirent de;
 	char path[GPUOS_PATH_MAX];
-	char prefix[GPUOS_PATH_MAX]; /* a split model's shard names without -0000k-of-0000n.gguf */
+	char prefix[GPUOS_PATH_MAX]; /* what a model's file names share (a format's opener: a split
+				      * GGUF's shard names without -0000k-of-0000n.gguf, an index's folder) */
 	char why[WHY_MAX];
 	char reason[WHY_MAX];       /* a reason being built: here, not on the lane's stack, which all
 				     * kernels share (GPUOS_GPU_STACK_BYTES, boot/gpu.h) */
@@ -131,34 +130,10 @@ GPUOS_INLINE GPUOS_HD uint64_t off_models(void)
 {
 	return off_cache() + (uint64_t)GPUOS_RT_CACHE_SETS * GPUOS_RT_CACHE_WAYS * GPUOS_RT_CACHE_PAGE;
 }
-/* safetensors' scratch, used while a model opens (files_st.c): a file's
- * header, an index's JSON, the parser's tables, and a bitmap of the tensors
- * an index named. */
-GPUOS_INLINE GPUOS_HD uint64_t off_st(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
-GPUOS_INLINE GPUOS_HD uint64_t st_hdr_bytes(void) { return gpuos_align_line(GPUOS_RT_ST_HEADER); }
-GPUOS_INLINE GPUOS_HD uint64_t st_json_bytes(void) { return gpuos_align_line(GPUOS_RT_ST_INDEX); }
-GPUOS_INLINE GPUOS_HD uint64_t st_tab_bytes(void)
-{
-	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_st_tensor));
-}
-GPUOS_INLINE GPUOS_HD uint64_t st_meta_bytes(void)
-{
-	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_KV * sizeof(struct gpuos_st_meta));
-}
-GPUOS_INLINE GPUOS_HD uint64_t st_ent_bytes(void)
-{
-	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_TENSORS * sizeof(struct gpuos_st_index_entry));
-}
-GPUOS_INLINE GPUOS_HD uint64_t st_files_bytes(void)
-{
-	return gpuos_align_line((uint64_t)GPUOS_RT_MODEL_SHARDS * sizeof(struct gpuos_st_index_file));
-}
-GPUOS_INLINE GPUOS_HD uint64_t st_seen_bytes(void) { return gpuos_align_line(GPUOS_RT_MODEL_TENSORS / 8u); }
-GPUOS_INLINE GPUOS_HD uint64_t off_ring(void)
-{
-	return off_st() + st_hdr_bytes() + st_json_bytes() + st_tab_bytes() + st_meta_bytes() + st_ent_bytes() +
-	       st_files_bytes() + st_seen_bytes();
-}
+/* The formats' scratch, used while a model opens (gpuos_model_scratch()
+ * bytes: each format lays out its own, runtime/model/). */
+GPUOS_INLINE GPUOS_HD uint64_t off_model_scratch(void) { return off_models() + GPUOS_RT_MODELS * model_bytes(); }
+GPUOS_INLINE GPUOS_HD uint64_t off_ring(void) { return off_model_scratch() + gpuos_model_scratch(); }
 /* The extent pool, last: its size is the boot's (desc->map_extents). */
 GPUOS_INLINE GPUOS_HD uint32_t map_extents(const struct gpuos_rt_desc *d)
 {
@@ -337,34 +312,25 @@ GPUOS_HD void files_op_close(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_parts(struct rt_files *F, const struct mreq *q);
 GPUOS_HD void files_op_release(struct rt_files *F, const struct mreq *q);
 
-/* files_model.c: models, and GGUF's side of them. The helpers are shared
- * with files_st.c: the tables of model m; "shard K of N (NAME): " into sb;
- * a refusal with that prefix; open F->path as a model's file (k of n, n 0
- * for a file alone), -1 after replying; close m's files opened so far; make
- * slot i m's handle and answer OK. */
+/* files_model.c: models, whatever their format. The helpers are shared
+ * with the formats' openers (runtime/model/): the tables of model m; bytes
+ * [off, off + len) of handle slot i into dst (0 or -EIO); "shard K of N
+ * (NAME): " into sb; a refusal with that prefix; open F->path as a model's
+ * file (k of n, n 0 for a file alone), -1 after replying; close m's files
+ * opened so far; make slot i m's handle and answer OK. */
 GPUOS_HD void files_model_mem(const struct gpuos_rt_desc *d, uint32_t m, struct gpuos_gguf_mem *mem);
+GPUOS_HD int files_model_read(struct rt_files *F, uint32_t i, uint64_t off, uint32_t len, void *dst);
 GPUOS_HD void files_shard_prefix(const struct rt_files *F, struct sbuf *sb, uint64_t k, uint64_t n);
 GPUOS_HD void files_shard_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint64_t k, uint64_t n,
 				 const char *what, const char *detail);
 GPUOS_HD int files_open_model_file(struct rt_files *F, const struct mreq *q, uint64_t k, uint64_t n);
 GPUOS_HD void files_model_close(struct rt_files *F, uint32_t m, uint32_t first);
 GPUOS_HD void files_model_opened(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
-GPUOS_HD void files_op_gguf_open(struct rt_files *F, const struct mreq *q);
-GPUOS_HD void files_op_gguf_info(struct rt_files *F, const struct mreq *q);
-GPUOS_HD void files_op_gguf_find(struct rt_files *F, const struct mreq *q);
-GPUOS_HD void files_op_gguf_tensor(struct rt_files *F, const struct mreq *q);
-GPUOS_HD void files_op_gguf_layer(struct rt_files *F, const struct mreq *q);
-
-/* files_st.c: safetensors. What handle slot i holds, from its first bytes;
- * open it as model m (a file, or an index and the shards it names): the
- * model's handle slot, or -1 after replying (slot i closed either way). */
-enum { MODEL_GGUF = 0, MODEL_SAFETENSORS = 1, MODEL_ST_INDEX = 2, MODEL_UNKNOWN = 3, MODEL_IO = 4 };
-GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i);
-GPUOS_HD int files_st_open(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
-GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i);
-/* The refusal of a file files_model_format found no model in (its first
- * bytes, which files_model_format left in F->first, named). */
-GPUOS_HD void files_st_refuse_unknown(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_model_open(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_model_info(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_model_find(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_model_tensor(struct rt_files *F, const struct mreq *q);
+GPUOS_HD void files_op_model_layer(struct rt_files *F, const struct mreq *q);
 
 GPUOS_EXTERN_C_END
 

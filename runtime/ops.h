@@ -51,12 +51,12 @@ enum rt_need {
 	X(CLOSE, RT_ROUTE_META, RT_NEED_FILES, files_op_close)                                  \
 	X(RELEASE, RT_ROUTE_META, RT_NEED_FILES | RT_NEED_SERVICE, files_op_release)            \
 	X(PARTS, RT_ROUTE_META, RT_NEED_FILES, files_op_parts)                                  \
-	X(GGUF_OPEN, RT_ROUTE_META, RT_NEED_FILES, files_op_gguf_open)                          \
-	X(GGUF_INFO, RT_ROUTE_META, RT_NEED_FILES, files_op_gguf_info)                          \
-	X(GGUF_FIND, RT_ROUTE_META, RT_NEED_FILES, files_op_gguf_find)                          \
-	X(GGUF_TENSOR, RT_ROUTE_META, RT_NEED_FILES, files_op_gguf_tensor)                      \
+	X(GGUF_OPEN, RT_ROUTE_META, RT_NEED_FILES, files_op_model_open)                         \
+	X(GGUF_INFO, RT_ROUTE_META, RT_NEED_FILES, files_op_model_info)                         \
+	X(GGUF_FIND, RT_ROUTE_META, RT_NEED_FILES, files_op_model_find)                         \
+	X(GGUF_TENSOR, RT_ROUTE_META, RT_NEED_FILES, files_op_model_tensor)                     \
 	X(GGUF_LOAD, RT_ROUTE_FILE, RT_NEED_FILES, files_op_not_forwarded)                      \
-	X(GGUF_LAYER, RT_ROUTE_META, RT_NEED_FILES, files_op_gguf_layer)
+	X(GGUF_LAYER, RT_ROUTE_META, RT_NEED_FILES, files_op_model_layer)
 
 /* Opcode op's row: its route and needs (RT_ROUTE_NONE: not an opcode). */
 struct rt_op {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/fuzz/fuzz_gguf.c - fuzz target for runtime/gguf.c. The input is the
- * GGUF file itself, read through a gpuos_meta_io over the buffer (the io
- * refuses reads past its size, as the runtime's does, so ASan sees any read
- * the parser makes outside the file).
+ * tests/fuzz/fuzz_gguf.c - fuzz target for runtime/model/gguf/gguf.c. The
+ * input is the GGUF file itself, read through a gpuos_meta_io over the
+ * buffer (the io refuses reads past its size, as the runtime's does, so
+ * ASan sees any read the parser makes outside the file).
  *
  * Each input is parsed three ways and the results must agree:
  *   big tables (with a name index), tiny tables (-ENOSPC paths), no tables.
@@ -12,9 +12,9 @@
  * bounds and NUL-terminated.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude \
- *         tests/fuzz/fuzz_gguf.c runtime/gguf.c -o build/fuzz_gguf
+ *         tests/fuzz/fuzz_gguf.c runtime/model/gguf/gguf.c -o build/fuzz_gguf
  *   gcc -g -O1 -fsanitize=address,undefined -D_GNU_SOURCE -Iinclude \
- *       tests/fuzz/standalone.c tests/fuzz/fuzz_gguf.c runtime/gguf.c -o build/fuzz_gguf_sa
+ *       tests/fuzz/standalone.c tests/fuzz/fuzz_gguf.c runtime/model/gguf/gguf.c -o build/fuzz_gguf_sa
  */
 #include <errno.h>
 #include <stdint.h>
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/gguf.h"
+#include "../../runtime/model/gguf/gguf.h"
 
 #define CHECK(c)                                                                   \
 	do {                                                                       \

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/fuzz/fuzz_safetensors.c - fuzz target for runtime/safetensors.c. The
- * input is the safetensors file itself; the header is copied into a buffer of
- * exactly its length, so ASan sees any read the parser makes past it.
+ * tests/fuzz/fuzz_safetensors.c - fuzz target for
+ * runtime/model/safetensors/safetensors.c. The input is the safetensors
+ * file itself; the header is copied into a buffer of exactly its length, so
+ * ASan sees any read the parser makes past it.
  *
  * Each input is parsed three ways and the results must agree:
  *   big tables (tensors and metadata), tiny tables (-ENOSPC paths), none.
@@ -15,9 +16,9 @@
  * Random spans of the header go through the string helpers too.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude \
- *         tests/fuzz/fuzz_safetensors.c runtime/safetensors.c -o build/fuzz_safetensors
+ *         tests/fuzz/fuzz_safetensors.c runtime/model/safetensors/safetensors.c -o build/fuzz_safetensors
  *   gcc -g -O1 -fsanitize=address,undefined -D_GNU_SOURCE -Iinclude tests/fuzz/standalone.c \
- *       tests/fuzz/fuzz_safetensors.c runtime/safetensors.c -o build/fuzz_safetensors_sa
+ *       tests/fuzz/fuzz_safetensors.c runtime/model/safetensors/safetensors.c -o build/fuzz_safetensors_sa
  */
 #include <errno.h>
 #include <stdint.h>
@@ -25,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/safetensors.h"
+#include "../../runtime/model/safetensors/safetensors.h"
 
 #define CHECK(c)                                                                          \
 	do {                                                                              \

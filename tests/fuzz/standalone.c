@@ -9,7 +9,7 @@
  *
  *   gcc -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
  *       -D_GNU_SOURCE -Iinclude tests/fuzz/standalone.c tests/fuzz/fuzz_gguf.c \
- *       runtime/gguf.c -o build/fuzz_gguf_sa
+ *       runtime/model/gguf/gguf.c -o build/fuzz_gguf_sa
  *   build/fuzz_gguf_sa [-n 100000] [-s SEED] [-t SECONDS] [-m MAXLEN] CORPUS...
  *
  * Mutations: bit flips, random bytes, "interesting" integers (0, -1, 2^31,

@@ -9,6 +9,14 @@ lines (part of make check):
   basic headers; a file system's folder (runtime/fs/NAME/) is included only
   from runtime/fs/, and runtime/ outside runtime/fs/ names none of its
   identifiers (gpuos_NAME_*, GPUOS_NAME_*: comments aside);
+- runtime/model/ is the same seam for model formats: a format's folder
+  (runtime/model/NAME/) is included only from runtime/model/, and runtime/
+  outside runtime/model/ names nothing its headers declare (functions,
+  types, macros: comments aside); the tables (runtime/model/tables.h, the
+  records of gpuos/gguf.h) and model.h are what it uses. A format's parser
+  (runtime/model/NAME/NAME.[ch]) and tables.h include only include/gpuos/,
+  tables.h, the parser's own header and the runtime's basic headers: they
+  build alone (the fuzz targets, tests/tools);
 - boot/ (and apps/, bench/) reach the runtime only through include/gpuos/internal/rt.h,
   never a runtime/ header;
 - boot/emu/ is a device: nvme.h and port.h of include/gpuos/, its own headers;
@@ -84,6 +92,46 @@ for f in files("runtime"):
         m = re.search(r"\b(gpuos|GPUOS)_%s_\w+" % re.escape(d.name), code, re.I)
         if m:
             bad.append("%s names %s: a file system is reached through runtime/fs/fs.h" % (f, m.group(0)))
+# runtime/model/: the formats behind model.h.
+MODEL = sorted(p for p in pathlib.Path("runtime/model").iterdir() if p.is_dir())
+BASIC = ["include/gpuos/", "runtime/meta_io.h", "runtime/util.h", "runtime/crc.h"]
+decl = [re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M),
+        re.compile(r"\b(?:struct|union|enum)[ \t]+(\w+)\s*\{"),
+        re.compile(r"^[ \t]*(?:GPUOS_\w+[ \t]+)+(?:const[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?\w+[ \t*]+(\w+)\s*\(", re.M)]
+declared = {}
+for d in MODEL:
+    for h in sorted(d.glob("*.h")):
+        code = comment.sub(" ", h.read_text())
+        for r in decl:
+            for name in r.findall(code):
+                declared.setdefault(name, h)
+    for f in (d / (d.name + ".c"), d / (d.name + ".h")):
+        if not f.exists():
+            bad.append("%s: a format's parser is runtime/model/NAME/NAME.[ch] (make's FUZZ_SRC)" % f)
+            continue
+        for h in inc.findall(f.read_text()):
+            root = str((f.parent / h).resolve().relative_to(pathlib.Path.cwd().resolve())) \
+                if not h.startswith("gpuos/") else "include/" + h
+            if not any(root.startswith(a) for a in BASIC + ["runtime/model/tables.h", str(d / (d.name + ".h"))]):
+                bad.append("%s includes %s: a format's parser builds alone (include/gpuos/, tables.h, "
+                           "the runtime's basic headers)" % (f, h))
+for h in inc.findall(pathlib.Path("runtime/model/tables.h").read_text()):
+    if not h.startswith("gpuos/"):
+        bad.append("runtime/model/tables.h includes %s: the tables are include/gpuos/'s records" % h)
+name_re = re.compile(r"\b(%s)\b" % "|".join(sorted(map(re.escape, declared)))) if declared else None
+for f in files("runtime"):
+    if f.is_relative_to("runtime/model"):
+        continue
+    text = f.read_text()
+    for h in inc.findall(text):
+        target = (f.parent / h).resolve()
+        for d in MODEL:
+            if target.is_relative_to(d.resolve()):
+                bad.append("%s includes %s: a model format is reached through runtime/model/model.h" % (f, h))
+    m = name_re.search(comment.sub(" ", text)) if name_re else None
+    if m:
+        bad.append("%s names %s (%s): a model format is reached through runtime/model/model.h" %
+                   (f, m.group(1), declared[m.group(1)]))
 for d in ("boot", "bench"):
     check(d, ["include/gpuos/", "boot/", "bench/"],
           "boot/ and bench/ reach the runtime only through include/gpuos/internal/rt.h")

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/tools/gguf_dump.c - host tool: parse a GGUF with runtime/gguf.c and
- * print it as JSON (tests/tools/gguf_parsed.h), for gguf_compare.py against
- * gguf_ref.mjs or gguf_writer.py. --offset reads a GGUF written raw at that
- * byte offset of a bigger image (the raw-LBA layout).
+ * tests/tools/gguf_dump.c - host tool: parse a GGUF with
+ * runtime/model/gguf/gguf.c and print it as JSON (tests/tools/gguf_parsed.h),
+ * for gguf_compare.py against gguf_ref.mjs or gguf_writer.py. --offset
+ * reads a GGUF written raw at that byte offset of a bigger image (the
+ * raw-LBA layout).
  *
  *   cc -std=c11 -D_GNU_SOURCE -Iinclude -o build/gguf_dump tests/tools/gguf_dump.c \
- *      runtime/gguf.c -lm
+ *      runtime/model/gguf/gguf.c -lm
  *   build/gguf_dump [--offset BYTES] [--reads] FILE > out.json
  *
  * Exit status: 0 parsed, 1 refused (the reason on stderr), 2 usage or I/O.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/tools/gguf_parsed.h - host-only, for tests and tools that run the
- * parser of runtime/gguf.c themselves: its result as the JSON of
+ * parser of runtime/model/gguf/gguf.c themselves: its result as the JSON of
  * `gpuos gguf --json` (boot/cli/gguf_json.c), and a failed parse as one line:
  *   corrupt GGUF (EINVAL): tensor 3 'blk.0.ffn_up.weight' has data past the end of the file
  *   [byte 1184, value 70368744177696]
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../../boot/cli/gguf_json.h"
-#include "../../runtime/gguf.h"
+#include "../../runtime/model/gguf/gguf.h"
 
 static inline void gguf_view_of_parse(struct gguf_view *v, const struct gpuos_gguf *g)
 {

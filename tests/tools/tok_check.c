@@ -5,12 +5,12 @@
  * tests/tools/llama_ref.mjs (llama.cpp's side) so that tests/emu/llama_tok.sh
  * can compare the two line by line.
  *
- *   cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -o build/tok_check tests/tools/tok_check.c runtime/gguf.c
+ *   cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -o build/tok_check tests/tools/tok_check.c runtime/model/gguf/gguf.c
  *   build/tok_check MODEL.gguf [--bos] [--special] [--text] < strings.jsonl   (tokenize)
  *   build/tok_check MODEL.gguf --decode [--remove-special] [--special] < ids.jsonl
  *   build/tok_check MODEL.gguf --info
  *
- * The GGUF is parsed by runtime/gguf.c (plain stdio underneath); each
+ * The GGUF is parsed by runtime/model/gguf/gguf.c (plain stdio underneath); each
  * tokenizer KV's encoded value is read from the file at its val_off,
  * val_bytes long, and handed to gpuos_tok_init as the runtime would hand it
  * on the GPU; the arena it builds is used through a copy (it holds offsets,
@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/gguf.h"
+#include "../../runtime/model/gguf/gguf.h"
 #include "../../apps/llama/tokenizer.h"
 
 static int fd = -1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/unit/test_gguf.c - the GGUF parser (runtime/gguf.c) against
+ * tests/unit/test_gguf.c - the GGUF parser (runtime/model/gguf/gguf.c) against
  *  - files written by tests/tools/gguf_writer.py, compared field by field with
  *    the writer's own JSON description through tests/tools/gguf_compare.py;
  *  - the writer's catalogue of hostile files, each with its errno and reason;
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/gguf.h"
+#include "../../runtime/model/gguf/gguf.h"
 #include "../../runtime/util.h"
 #include "../tools/gguf_parsed.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/unit/test_safetensors.c - the safetensors parser (runtime/safetensors.c)
- * against
+ * tests/unit/test_safetensors.c - the safetensors parser
+ * (runtime/model/safetensors/safetensors.c) against
  *  - files written by tests/tools/safetensors_writer.py, compared field by
  *    field with the writer's description, and every tensor's bytes checked
  *    where the parse says they are: every dtype, empty tensors and scalars,
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runtime/safetensors.h"
+#include "../../runtime/model/safetensors/safetensors.h"
 #include "../../runtime/util.h"
 
 #define WRITER "tests/tools/safetensors_writer.py"

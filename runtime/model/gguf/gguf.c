@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/gguf.c - GGUF v2/v3 parser (see gguf.h for the format and the rules).
+ * runtime/model/gguf/gguf.c - GGUF v2/v3 parser (see gguf.h for the format
+ * and the rules), and the lookups of the model tables (../tables.h).
  *
  * One pass over the header: KVs, then tensor infos. Everything is read
  * through a 4 KiB window (p->win) that is refilled from the io at 512-byte
@@ -8,7 +9,7 @@
  * without reading them. Nested arrays are walked with p->stack.
  */
 #include "gguf.h"
-#include "util.h"
+#include "../../util.h"
 
 /* Smallest encodings: a KV is an empty key, a type and a one-byte value; a
  * tensor info is an empty name, n_dims 0, a type and an offset. */

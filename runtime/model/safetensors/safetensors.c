@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/safetensors.c - safetensors header parser (see safetensors.h for
- * the format and the rules).
+ * runtime/model/safetensors/safetensors.c - safetensors header parser (see
+ * safetensors.h for the format and the rules).
  *
  * The JSON is parsed against the schema, not into a tree: the top object's
  * entries are either "__metadata__" (an object of strings, or null) or a
@@ -20,7 +20,7 @@
  * sources in one translation unit.
  */
 #include "safetensors.h"
-#include "util.h"
+#include "../../util.h"
 
 #define ST_FNV_OFFSET 2166136261u
 #define ST_FNV_PRIME  16777619u

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/safetensors.h - safetensors headers, parsed where the runtime runs
- * (a GPU lane or a host thread).
+ * runtime/model/safetensors/safetensors.h - safetensors headers, parsed where
+ * the runtime runs (a GPU lane or a host thread). The runtime reaches it
+ * through runtime/model/model.h alone.
  *
  * Format (huggingface/safetensors, README "Format" and safetensors/src/tensor.rs):
  *
@@ -60,8 +61,8 @@
  * the lookups. Time: one pass over the header plus heapsorts of the tables,
  * O(N + t log t); no allocation, no recursion, every loop bounded by N.
  */
-#ifndef GPUOS_RUNTIME_SAFETENSORS_H
-#define GPUOS_RUNTIME_SAFETENSORS_H
+#ifndef GPUOS_RUNTIME_MODEL_SAFETENSORS_H
+#define GPUOS_RUNTIME_MODEL_SAFETENSORS_H
 
 #include <errno.h>
 
@@ -347,4 +348,4 @@ GPUOS_HD uint32_t gpuos_st_dtype_size(uint32_t dtype);
 
 GPUOS_EXTERN_C_END
 
-#endif /* GPUOS_RUNTIME_SAFETENSORS_H */
+#endif /* GPUOS_RUNTIME_MODEL_SAFETENSORS_H */

@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/files_st.c - safetensors models in the metadata warp (files.h): a
- * file's header (safetensors.h) parsed into the model tables GGUF uses
- * (gpuos/gguf.h: GPUOS_GGUF_F_SAFETENSORS), and a Hugging Face sharded
- * checkpoint opened through its model.safetensors.index.json as one model
- * over the files its weight_map names (GPUOS_GGUF_F_ST_INDEX). Everything
- * above the tables (INFO, FIND, TENSOR, LAYER, loads) is format-blind.
+ * runtime/model/safetensors/st_open.c - safetensors' opener in the metadata
+ * warp (../model.h): a file's header (safetensors.h) parsed into the model
+ * tables GGUF's records make (../tables.h, gpuos/gguf.h:
+ * GPUOS_GGUF_F_SAFETENSORS), and a Hugging Face sharded checkpoint opened
+ * through its model.safetensors.index.json as one model over the files its
+ * weight_map names (GPUOS_GGUF_F_ST_INDEX). Everything above the tables
+ * (INFO, FIND, TENSOR, LAYER, loads) is format-blind.
  *
- * Memory: the scratch of files_internal.h (off_st), used only while a model
- * opens; the metadata warp opens one model at a time.
+ * Memory: the model scratch of files_internal.h (off_model_scratch, laid
+ * out in st_open.h), used only while a model opens; the metadata warp
+ * opens one model at a time.
  */
-#include "files_internal.h"
+#include "st_open.h"
+#include "../model.h"
+#include "../../files_internal.h"
 
 /* ---- scratch ------------------------------------------------------------------------ */
 
 GPUOS_INLINE GPUOS_HD uint8_t *st_hdr_buf(const struct gpuos_rt_desc *d)
 {
-	return (uint8_t *)(uintptr_t)(d->files + off_st());
+	return (uint8_t *)(uintptr_t)(d->files + off_model_scratch());
 }
 GPUOS_INLINE GPUOS_HD uint8_t *st_json_buf(const struct gpuos_rt_desc *d) { return st_hdr_buf(d) + st_hdr_bytes(); }
 GPUOS_INLINE GPUOS_HD struct gpuos_st_tensor *st_tab(const struct gpuos_rt_desc *d)
@@ -40,85 +44,41 @@ GPUOS_INLINE GPUOS_HD uint8_t *st_seen(const struct gpuos_rt_desc *d)
 	return (uint8_t *)st_file_tab(d) + st_files_bytes();
 }
 
-/* Bytes [off, off + len) of handle slot i into dst. */
-GPUOS_HD static int st_read(struct rt_files *F, uint32_t i, uint64_t off, uint32_t len, void *dst)
-{
-	F->io_file.F = F;
-	F->io_file.handle = i;
-	F->io_file.hint = 0;
-	return files_io_file_read(&F->io_file, off, len, dst);
-}
+/* ---- which file it is ------------------------------------------------------------------- */
 
-GPUOS_HD int files_model_format(struct rt_files *F, uint32_t i)
+GPUOS_HD int gpuos_st_model_sniff(struct rt_files *F, const uint8_t *b, uint32_t k, uint64_t size)
 {
-	uint8_t b[9];
-	uint64_t size = F->h[i].size, n, at;
-	uint32_t k = (uint32_t)GPUOS_MIN(size, (uint64_t)sizeof(b)), j;
-
-	if (k && st_read(F, i, 0, k, b))
-		return MODEL_IO;
-	F->n_first = GPUOS_MIN(k, 4u);
-	for (j = 0; j < F->n_first; j++)
-		F->first[j] = b[j];
-	if (k >= 4 && b[0] == 'G' && b[1] == 'G' && b[2] == 'U' && b[3] == 'F')
-		return MODEL_GGUF;
+	uint64_t n;
 	/* safetensors: a little-endian length, then the JSON, which MUST begin
 	 * with '{'. A length below 2^56 has a NUL byte at 7, which JSON text
 	 * never holds: with one, a bad length is safetensors' to report. */
-	if (k == 9 && b[8] == '{' && (!gpuos_st_header_len(b, size, &n, &F->sterr) || b[7] == 0))
-		return MODEL_SAFETENSORS;
+	return k == 9 && b[8] == '{' && (!gpuos_st_header_len(b, size, &n, &F->fmt.st.err) || b[7] == 0);
+}
+
+GPUOS_HD int gpuos_st_model_index_sniff(struct rt_files *F, uint32_t i, const uint8_t *first, uint32_t k)
+{
+	uint8_t b[9];
+	uint64_t size = F->h[i].size, at;
+	uint32_t j;
+
+	gpuos_buf_copy(b, first, k);
 	/* an index: a JSON object, after any whitespace (read on, 9 bytes at a time, up to 4 KiB) */
 	for (at = 0;;) {
 		for (j = 0; j < k; j++) {
 			if (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r')
 				continue;
-			return b[j] == '{' ? MODEL_ST_INDEX : MODEL_UNKNOWN;
+			return b[j] == '{';
 		}
 		at += k;
 		if (at >= size || at >= 4096u)
-			return MODEL_UNKNOWN;
+			return 0;
 		k = (uint32_t)GPUOS_MIN(size - at, (uint64_t)sizeof(b));
-		if (st_read(F, i, at, k, b))
-			return MODEL_IO;
+		if (files_model_read(F, i, at, k, b))
+			return -EIO;
 	}
 }
 
 /* ---- refusals ----------------------------------------------------------------------- */
-
-GPUOS_NOINLINE GPUOS_HD void files_st_refuse_unknown(struct rt_files *F, const struct mreq *q)
-{
-	const char *hex = "0123456789abcdef";
-	struct sbuf sb;
-	uint32_t j;
-	sb.p = F->reason;
-	sb.n = 0;
-	sb.cap = sizeof(F->reason);
-	sb_str(&sb, "not a model gpuos reads (bad magic): it starts with");
-	if (!F->n_first)
-		sb_str(&sb, " nothing (an empty file)");
-	for (j = 0; j < F->n_first; j++) {
-		char x[4];
-		x[0] = ' ';
-		x[1] = hex[F->first[j] >> 4];
-		x[2] = hex[F->first[j] & 15u];
-		x[3] = 0;
-		sb_str(&sb, x);
-	}
-	if (F->n_first) {
-		sb_str(&sb, " (\"");
-		for (j = 0; j < F->n_first; j++) {
-			char c[2];
-			c[0] = F->first[j] >= 0x20 && F->first[j] < 0x7f ? (char)F->first[j] : '.';
-			c[1] = 0;
-			sb_str(&sb, c);
-		}
-		sb_str(&sb, "\")");
-	}
-	sb_str(&sb, ", not GGUF's magic \"GGUF\", a safetensors header (a length, then '{') or a JSON object "
-		    "(model.safetensors.index.json)");
-	/* CORRUPT, as a GGUF with a bad magic always was (-EUCLEAN to host callers) */
-	files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, F->reason);
-}
 
 /* A reply: "[shard K of N (NAME): ]what[ 'token'][ (tensor 'name')][ [value V]][ at byte B]". */
 GPUOS_NOINLINE GPUOS_HD static void st_refuse(struct rt_files *F, const struct mreq *q, uint32_t st, uint32_t k,
@@ -215,7 +175,7 @@ GPUOS_INLINE GPUOS_HD uint32_t st_model_type(uint32_t dtype)
 	}
 }
 
-/* F->st's "__metadata__" as string KVs of g (keys and values in its arena;
+/* F->fmt.st.file's "__metadata__" as string KVs of g (keys and values in its arena;
  * a value cut at GPUOS_GGUF_STR_MAX is marked as GGUF's are). 0, or a
  * negative errno (-ENOSPC: the tables or arena are full). */
 GPUOS_HD static int st_kvs(struct gpuos_gguf *g, const struct gpuos_st *st)
@@ -253,32 +213,32 @@ GPUOS_HD static int st_kvs(struct gpuos_gguf *g, const struct gpuos_st *st)
 }
 
 /* Read and parse the header of the safetensors file in handle slot i (file
- * k of n) into F->st, its tables the runtime's. 0, or -1 after replying. */
+ * k of n) into F->fmt.st.file, its tables the runtime's. 0, or -1 after replying. */
 GPUOS_HD static int st_load_header(struct rt_files *F, const struct mreq *q, uint32_t i, uint32_t k,
 				   uint32_t n)
 {
 	const struct gpuos_rt_desc *d = F->d;
-	struct gpuos_st *st = &F->st;
+	struct gpuos_st *st = &F->fmt.st.file;
 	uint64_t size = F->h[i].size, len = 0;
 	uint8_t first8[8];
 	int r;
 
-	if (size >= 8 && st_read(F, i, 0, 8, first8)) {
+	if (size >= 8 && files_model_read(F, i, 0, 8, first8)) {
 		st_refuse(F, q, GPUOS_ST_IO, k, n, "cannot read the safetensors file", 0);
 		return -1;
 	}
-	if ((r = gpuos_st_header_len(first8, size, &len, &F->sterr))) {
-		st_refuse(F, q, st_status(r), k, n, "corrupt safetensors header", &F->sterr);
+	if ((r = gpuos_st_header_len(first8, size, &len, &F->fmt.st.err))) {
+		st_refuse(F, q, st_status(r), k, n, "corrupt safetensors header", &F->fmt.st.err);
 		return -1;
 	}
 	if (len > GPUOS_RT_ST_HEADER) {
-		F->sterr.why = "a header longer than the runtime reads (8 MiB)";
-		F->sterr.bad = len;
-		F->sterr.off = 0;
-		st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors too large for the runtime", &F->sterr);
+		F->fmt.st.err.why = "a header longer than the runtime reads (8 MiB)";
+		F->fmt.st.err.bad = len;
+		F->fmt.st.err.off = 0;
+		st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors too large for the runtime", &F->fmt.st.err);
 		return -1;
 	}
-	if (st_read(F, i, 8, (uint32_t)len, st_hdr_buf(d))) {
+	if (files_model_read(F, i, 8, (uint32_t)len, st_hdr_buf(d))) {
 		st_refuse(F, q, GPUOS_ST_IO, k, n, "cannot read the safetensors header", 0);
 		return -1;
 	}
@@ -286,27 +246,27 @@ GPUOS_HD static int st_load_header(struct rt_files *F, const struct mreq *q, uin
 	st->tensor_cap = GPUOS_RT_MODEL_TENSORS;
 	st->meta = st_meta_tab(d);
 	st->meta_cap = GPUOS_RT_MODEL_KV;
-	if ((r = gpuos_st_parse(st, st_hdr_buf(d), len, size, &F->sterr))) {
+	if ((r = gpuos_st_parse(st, st_hdr_buf(d), len, size, &F->fmt.st.err))) {
 		if (r == -ENOSPC) {
-			F->sterr.why = "more tensors or metadata entries than the runtime's tables hold (16384, 4096)";
-			F->sterr.bad = GPUOS_MAX(st->n_tensors, st->n_meta);
-			F->sterr.off = 0;
-			st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors too large for the runtime", &F->sterr);
+			F->fmt.st.err.why = "more tensors or metadata entries than the runtime's tables hold (16384, 4096)";
+			F->fmt.st.err.bad = GPUOS_MAX(st->n_tensors, st->n_meta);
+			F->fmt.st.err.off = 0;
+			st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors too large for the runtime", &F->fmt.st.err);
 		} else {
 			st_refuse(F, q, st_status(r),  k, n,
-				  r == -EPROTONOSUPPORT ? "unsupported safetensors" : "corrupt safetensors header", &F->sterr);
+				  r == -EPROTONOSUPPORT ? "unsupported safetensors" : "corrupt safetensors header", &F->fmt.st.err);
 		}
 		return -1;
 	}
 	return 0;
 }
 
-/* Append the tensors F->st holds (file k of n) to g's tables as `shard`,
+/* Append the tensors F->fmt.st.file holds (file k of n) to g's tables as `shard`,
  * in ggml's order of dimensions. 0, or -1 after replying. */
 GPUOS_HD static int st_add_tensors(struct rt_files *F, const struct mreq *q, struct gpuos_gguf *g,
 				   uint32_t shard, uint32_t k, uint32_t n)
 {
-	const struct gpuos_st *st = &F->st;
+	const struct gpuos_st *st = &F->fmt.st.file;
 	uint32_t j, dim;
 
 	for (j = 0; j < st->n_tensors; j++) {
@@ -314,11 +274,11 @@ GPUOS_HD static int st_add_tensors(struct rt_files *F, const struct mreq *q, str
 		struct gpuos_gguf_tensor *o;
 		char *name;
 		if (g->n_tensors >= g->mem.tensor_cap) {
-			F->sterr.why = "more tensors than the runtime's tables hold (16384)";
-			F->sterr.bad = (uint64_t)g->n_tensors + st->n_tensors - j;
-			F->sterr.off = 0;
-			F->sterr.name[0] = F->sterr.token[0] = 0;
-			st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors too large for the runtime", &F->sterr);
+			F->fmt.st.err.why = "more tensors than the runtime's tables hold (16384)";
+			F->fmt.st.err.bad = (uint64_t)g->n_tensors + st->n_tensors - j;
+			F->fmt.st.err.off = 0;
+			F->fmt.st.err.name[0] = F->fmt.st.err.token[0] = 0;
+			st_refuse(F, q, GPUOS_ST_NOSPC, k, n, "safetensors too large for the runtime", &F->fmt.st.err);
 			return -1;
 		}
 		o = &g->mem.tensors[g->n_tensors];
@@ -358,7 +318,7 @@ GPUOS_HD static int st_add_tensors(struct rt_files *F, const struct mreq *q, str
 GPUOS_NOINLINE GPUOS_HD static int st_load(struct rt_files *F, const struct mreq *q, struct gpuos_gguf *g, uint32_t i,
 					   uint32_t shard, uint32_t k, uint32_t n, int kvs)
 {
-	struct gpuos_st *st = &F->st;
+	struct gpuos_st *st = &F->fmt.st.file;
 	uint64_t size = F->h[i].size;
 
 	if (st_load_header(F, q, i, k, n))
@@ -412,7 +372,7 @@ GPUOS_HD static int st_index_names(struct rt_files *F, const struct mreq *q, str
 	return 0;
 }
 
-GPUOS_NOINLINE GPUOS_HD int files_st_open(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
+GPUOS_NOINLINE GPUOS_HD int gpuos_st_model_open(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
 {
 	struct gpuos_gguf *g = st_tables(F, m);
 	struct rt_model_files *mf = &F->mfiles[m];
@@ -435,7 +395,7 @@ GPUOS_NOINLINE GPUOS_HD int files_st_open(struct rt_files *F, const struct mreq 
  * -1 after replying. F->why holds names meanwhile. */
 GPUOS_NOINLINE GPUOS_HD static int st_check_map(struct rt_files *F, const struct mreq *q, struct gpuos_gguf *g)
 {
-	const struct gpuos_st_index *ix = &F->stix;
+	const struct gpuos_st_index *ix = &F->fmt.st.ix;
 	uint8_t *seen = st_seen(F->d);
 	char *name = F->why;
 	uint32_t e, t;
@@ -485,25 +445,25 @@ GPUOS_NOINLINE GPUOS_HD static int st_check_map(struct rt_files *F, const struct
 }
 
 /* Read the index in handle slot i, which is freed (its bytes are all it
- * gives), and parse it into F->stix, its tables the runtime's. 0, or -1
+ * gives), and parse it into F->fmt.st.ix, its tables the runtime's. 0, or -1
  * after replying. */
 GPUOS_HD static int st_read_index(struct rt_files *F, const struct mreq *q, uint32_t i)
 {
 	const struct gpuos_rt_desc *d = F->d;
-	struct gpuos_st_index *ix = &F->stix;
+	struct gpuos_st_index *ix = &F->fmt.st.ix;
 	uint64_t size = F->h[i].size;
 	int r;
 
 	if (size > GPUOS_RT_ST_INDEX) {
 		F->h[i].kind = H_FREE;
-		F->sterr.why = "an index longer than the runtime reads (4 MiB)";
-		F->sterr.bad = size;
-		F->sterr.off = 0;
-		F->sterr.name[0] = F->sterr.token[0] = 0;
-		st_refuse(F, q, GPUOS_ST_NOSPC, 0, 0, "safetensors index too large for the runtime", &F->sterr);
+		F->fmt.st.err.why = "an index longer than the runtime reads (4 MiB)";
+		F->fmt.st.err.bad = size;
+		F->fmt.st.err.off = 0;
+		F->fmt.st.err.name[0] = F->fmt.st.err.token[0] = 0;
+		st_refuse(F, q, GPUOS_ST_NOSPC, 0, 0, "safetensors index too large for the runtime", &F->fmt.st.err);
 		return -1;
 	}
-	r = st_read(F, i, 0, (uint32_t)size, st_json_buf(d));
+	r = files_model_read(F, i, 0, (uint32_t)size, st_json_buf(d));
 	F->h[i].kind = H_FREE; /* its bytes are all it gives */
 	if (r) {
 		st_refuse(F, q, GPUOS_ST_IO, 0, 0, "cannot read the safetensors index", 0);
@@ -513,7 +473,7 @@ GPUOS_HD static int st_read_index(struct rt_files *F, const struct mreq *q, uint
 	ix->entry_cap = GPUOS_RT_MODEL_TENSORS;
 	ix->files = st_file_tab(d);
 	ix->file_cap = GPUOS_RT_MODEL_SHARDS;
-	if ((r = gpuos_st_index_parse(ix, st_json_buf(d), size, &F->sterr))) {
+	if ((r = gpuos_st_index_parse(ix, st_json_buf(d), size, &F->fmt.st.err))) {
 		if (r == -ENOSPC && ix->n_files > ix->file_cap)
 			st_refuse(F, q, GPUOS_ST_UNSUPPORTED, 0, 0,
 				  "a safetensors index naming more files than the runtime opens (32)", 0);
@@ -521,15 +481,15 @@ GPUOS_HD static int st_read_index(struct rt_files *F, const struct mreq *q, uint
 			st_refuse(F, q, GPUOS_ST_NOSPC, 0, 0,
 				  "a safetensors index naming more tensors than the runtime's tables hold (16384)", 0);
 		else
-			st_refuse(F, q, st_status(r), 0, 0, "corrupt safetensors index", &F->sterr);
+			st_refuse(F, q, st_status(r), 0, 0, "corrupt safetensors index", &F->fmt.st.err);
 		return -1;
 	}
 	return 0;
 }
 
-GPUOS_NOINLINE GPUOS_HD int files_st_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
+GPUOS_NOINLINE GPUOS_HD int gpuos_st_model_open_index(struct rt_files *F, const struct mreq *q, uint32_t m, uint32_t i)
 {
-	const struct gpuos_st_index *ix = &F->stix;
+	const struct gpuos_st_index *ix = &F->fmt.st.ix;
 	struct rt_model_files *mf = &F->mfiles[m];
 	struct gpuos_gguf *g = st_tables(F, m);
 	uint32_t len, slash = 0, k, n, first = 0;
@@ -566,10 +526,10 @@ GPUOS_NOINLINE GPUOS_HD int files_st_open_index(struct rt_files *F, const struct
 			F->h[slot].kind = H_SHARD;
 		mf->file[k] = handle_number(&F->h[slot], (uint32_t)slot);
 		mf->n = k + 1u;
-		r = files_model_format(F, (uint32_t)slot);
-		if (r != MODEL_SAFETENSORS) {
-			st_refuse(F, q, r == MODEL_IO ? GPUOS_ST_IO : GPUOS_ST_CORRUPT, k + 1u, n,
-				  r == MODEL_IO ? "cannot read it" : "not a safetensors file", 0);
+		r = (int)gpuos_model_detect(F, (uint32_t)slot);
+		if (r != GPUOS_MODEL_SAFETENSORS) {
+			st_refuse(F, q, r == GPUOS_MODEL_IO ? GPUOS_ST_IO : GPUOS_ST_CORRUPT, k + 1u, n,
+				  r == GPUOS_MODEL_IO ? "cannot read it" : "not a safetensors file", 0);
 			files_model_close(F, m, first);
 			return -1;
 		}
