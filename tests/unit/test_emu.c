@@ -135,12 +135,14 @@ static struct gpuos_emu_stats stats(struct td *d)
 }
 
 TestSuite(nvme_spec);
-TestSuite(emu_regs, .fini = cleanup, .timeout = 20);
-TestSuite(emu_admin, .fini = cleanup, .timeout = 20);
-TestSuite(emu_io, .fini = cleanup, .timeout = 20);
-TestSuite(emu_fault, .fini = cleanup, .timeout = 20);
-TestSuite(emu_backend, .fini = cleanup, .timeout = 20);
-TestSuite(emu_opts, .fini = cleanup, .timeout = 20);
+/* Hang guards, not bounds on speed (issue 35): 20 s was one that a loaded
+ * 2-core machine could break. */
+TestSuite(emu_regs, .fini = cleanup, .timeout = 300);
+TestSuite(emu_admin, .fini = cleanup, .timeout = 300);
+TestSuite(emu_io, .fini = cleanup, .timeout = 300);
+TestSuite(emu_fault, .fini = cleanup, .timeout = 300);
+TestSuite(emu_backend, .fini = cleanup, .timeout = 300);
+TestSuite(emu_opts, .fini = cleanup, .timeout = 300);
 
 /* ---- spec layouts (nvme.h) ------------------------------------------------ */
 
@@ -1391,10 +1393,11 @@ Test(emu_io, delete_sq_with_commands_in_flight)
 	struct td d;
 	struct gpuos_nvme_sqe s;
 
-	/* 2 s of latency against a bound of 1 s: a busy machine (make test
-	 * runs suites side by side) can delay the deletion's answer by a good
-	 * part of a second, never by the model's latency. */
-	up(&d, 1, 16, "latency_us=2000000");
+	/* 30 s of latency against a bound of half that: a busy machine (make
+	 * test runs suites side by side) delays the deletion's answer by
+	 * seconds at worst, never by the model's latency (issue 35: 2 s against
+	 * a bound of 1 s was one a loaded machine could break). */
+	up(&d, 1, 16, "latency_us=30000000");
 	uint8_t *buf = td_alloc(&d, 4096, 4096, NULL);
 	for (int i = 0; i < 4; i++) {
 		td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, 0, 1, td_iova(&d, buf), 0);
@@ -1404,7 +1407,7 @@ Test(emu_io, delete_sq_with_commands_in_flight)
 	td_sq_ring(&d, &d.q[1]);
 	uint64_t t0 = gpuos_now_ns();
 	cr_assert_eq(td_delete_sq(&d, 1), 0);
-	cr_assert_lt(ms_since(t0), 1000, "deletion does not wait for the model's latency");
+	cr_assert_lt(ms_since(t0), 15000, "deletion does not wait for the model's latency");
 	cr_assert_eq(td_delete_cq(&d, 1), 0);
 	td_close(&d);
 }
@@ -1638,15 +1641,18 @@ Test(emu_fault, duplicate_completions)
 	td_close(&d);
 	cleanup();
 
-	/* the copy 1 s late, the completion at once: within half of that, which
-	 * a busy machine's scheduling delays stay far below */
-	up(&d, 1, 128, "faults=duplate:1:1000");
+	/* the copy 10 s late, the completion at once: within half of the
+	 * copy's time (issue 35: 1 s against a bound of 500 ms was one a busy
+	 * machine could break); the poll's limit is a hang guard */
+	up(&d, 1, 128, "faults=duplate:1:10000");
 	uint8_t *buf = td_alloc(&d, 512, 4096, NULL);
-	uint64_t t0 = gpuos_now_ns();
+	uint64_t t0 = gpuos_now_ns(), at;
 	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 1, buf), 0);
-	cr_assert_lt(ms_since(t0), 500u, "the completion at once");
-	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 5000, 1), 0, "the copy comes");
-	cr_assert_geq(ms_since(t0), 1000u, "the copy after %lu ms", (unsigned long)ms_since(t0));
+	at = ms_since(t0);
+	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 120000, 1), 0, "the copy comes");
+	cr_assert_geq(ms_since(t0), 10000u, "the copy after %lu ms", (unsigned long)ms_since(t0));
+	cr_assert_lt(at * 2, ms_since(t0), "the completion at once: %lu ms, the copy %lu ms", (unsigned long)at,
+		     (unsigned long)ms_since(t0));
 	cr_assert_eq(c.cid, 0);
 	cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 100, 1), -ETIMEDOUT, "once");
 	cr_assert_eq(stats(&d).dups, 1);
@@ -1707,7 +1713,8 @@ Test(emu_fault, cid_conflicts_are_counted)
 		td_sq_ring(&d, &d.q[1]);
 		if (i % 2) {
 			uint64_t t0 = gpuos_now_ns();
-			while (stats(&d).lost < (uint64_t)(i + 1) / 2u && ms_since(t0) < 2000)
+			/* until the controller has dropped it (a hang guard) */
+			while (stats(&d).lost < (uint64_t)(i + 1) / 2u && ms_since(t0) < 60000)
 				usleep(100);
 		} else {
 			cr_assert_eq(td_cq_poll(&d, &d.q[1], &c, 1000, 1), 0);
@@ -2443,48 +2450,59 @@ Test(emu_array, options_and_serials)
 	td_close(&d[2]);
 }
 
+/* 200 reads on each of the first n members of d at once; ms until all
+ * are back (the polls' limit a hang guard). */
+static uint64_t members_round(struct td *d, uint8_t **buf, int n)
+{
+	struct gpuos_nvme_cqe c;
+	uint64_t t0 = gpuos_now_ns();
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < 200; k++) {
+			struct gpuos_nvme_sqe s;
+			td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)k, 1, td_iova(&d[i], buf[i] + k * 512), 0);
+			s.cid = (uint16_t)k;
+			td_sq_push(&d[i], &d[i].q[1], &s);
+		}
+		td_sq_ring(&d[i], &d[i].q[1]);
+	}
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 200; k++)
+			cr_assert_eq(td_cq_poll(&d[i], &d[i].q[1], &c, 60000, 1), 0);
+	return ms_since(t0);
+}
+
 Test(emu_array, each_member_has_its_own_model)
 {
 	struct gpuos_emu_opts o;
 	struct gpuos_emu *m[GPUOS_EMU_MAX_SSDS];
 	char err[256];
 	struct td d[2];
-	struct gpuos_nvme_cqe c;
 
-	cr_assert_eq(gpuos_emu_parse("null,ssds=2,iops=2000,size=1G", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpuos_emu_parse("null,ssds=2,iops=200,size=1G", &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(gpuos_emu_create_array(&o, NULL, m, err, sizeof(err)), 0, "%s", err);
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(td_attach(&d[i], m[i], &o), 0);
 		cr_assert_eq(td_bringup(&d[i], 1, 256), 0);
 	}
-	/* 200 commands on each member at once: 2000 IOPS each means 100 ms for
-	 * both together, not the 200 ms one shared timeline would take. Never
-	 * faster than the model; a busy machine only adds, so the best of
-	 * three rounds must show the two timelines. */
+	/* 200 commands at 200 IOPS: 1 s on one member. On both members at
+	 * once, 1 s again with a model each, 2 s on one shared timeline.
+	 * Measured against one member alone in the same round (issue 35: no
+	 * wall-clock bound; a busy machine adds to both): under 1.5 times it,
+	 * in one of up to five rounds. Never faster than the model. */
 	uint8_t *buf[2];
-	uint64_t best = UINT64_MAX;
+	uint64_t one = 0, both = 0;
+	int met = 0;
 	for (int i = 0; i < 2; i++)
 		buf[i] = td_alloc(&d[i], 200 * 512, 4096, NULL);
-	for (int round = 0; round < 3 && best >= 180; round++) {
-		uint64_t t0 = gpuos_now_ns();
-		for (int i = 0; i < 2; i++) {
-			for (int k = 0; k < 200; k++) {
-				struct gpuos_nvme_sqe s;
-				td_rw_sqe(&s, GPUOS_NVME_CMD_READ, 1, (uint64_t)k, 1, td_iova(&d[i], buf[i] + k * 512), 0);
-				s.cid = (uint16_t)k;
-				td_sq_push(&d[i], &d[i].q[1], &s);
-			}
-			td_sq_ring(&d[i], &d[i].q[1]);
-		}
-		for (int i = 0; i < 2; i++)
-			for (int k = 0; k < 200; k++)
-				cr_assert_eq(td_cq_poll(&d[i], &d[i].q[1], &c, 3000, 1), 0);
-		uint64_t ms = ms_since(t0);
-		cr_assert(ms >= 90, "2 x 200 commands at 2000 IOPS per member in %llu ms: faster than the model",
-			  (unsigned long long)ms);
-		best = GPUOS_MIN(best, ms);
+	for (int round = 0; round < 5 && !met; round++) {
+		one = members_round(d, buf, 1);
+		both = members_round(d, buf, 2);
+		cr_assert(one >= 900 && both >= 900, "200 commands at 200 IOPS in %llu ms, on both members in %llu ms: "
+			  "faster than the model", (unsigned long long)one, (unsigned long long)both);
+		met = both * 2 < one * 3;
 	}
-	cr_assert(best < 180, "2 x 200 commands at 2000 IOPS per member: %llu ms at best", (unsigned long long)best);
+	cr_assert(met, "2 x 200 commands at 200 IOPS per member: %llu ms, one member alone %llu ms",
+		  (unsigned long long)both, (unsigned long long)one);
 	td_close(&d[0]);
 	td_close(&d[1]);
 }

@@ -390,13 +390,14 @@ Test(st_writer, twenty_thousand_tensors, .init = mktmp, .fini = rmtmp, .timeout 
 	cr_assert_eq(p.st.n_tensors, 20000);
 	cr_assert_eq(p.st.n_layers, 2500);
 	parsed_free(&p);
+	/* timed for the log only: st_scale checks how the time grows, as a
+	 * ratio in one run (a fixed bound is one a loaded machine breaks) */
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	parse_blob(&f, &p, 20000, 0);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	cr_assert_eq(p.rc, 0);
 	ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
 	cr_log_info("20000 tensors parsed in %.1f ms", ms);
-	cr_assert_lt(ms, 2000.0, "20000 tensors took %.0f ms", ms);
 	parsed_free(&p);
 	free(f.buf);
 }
@@ -941,51 +942,86 @@ Test(st_tables, metadata_in_header_order)
 
 /* ---- scale ------------------------------------------------------------------------------- */
 
-/* 100000 tensors listed in reverse file order, in two dtypes: the sorts stay
- * O(n log n). */
-Test(st_scale, hundred_thousand_reversed, .timeout = 60)
+/* A header of n tensors listed in reverse file order, in two dtypes (NUL
+ * ended, *len without it); *total: their data's bytes. */
+static char *reversed_header(uint32_t n, size_t *len, uint64_t *total)
 {
-	const uint32_t N = 100000;
-	size_t cap = (size_t)N * 96 + 16, len = 0;
+	size_t cap = (size_t)n * 96 + 16, l = 0;
 	char *h = (char *)malloc(cap);
-	struct timespec a, c;
-	struct parsed p;
-	struct blob b;
-	uint64_t off = 0, total = 0;
+	uint64_t off;
 	uint32_t i, sz;
-	double ms;
 
 	cr_assert(h);
-	for (i = 0; i < N; i++)
-		total += (i & 1) ? 4 : 2;
-	h[len++] = '{';
-	off = total;
-	for (i = 0; i < N; i++) {
+	for (*total = 0, i = 0; i < n; i++)
+		*total += (i & 1) ? 4 : 2;
+	h[l++] = '{';
+	off = *total;
+	for (i = 0; i < n; i++) {
 		sz = (i & 1) ? 4 : 2;
 		off -= sz;
-		len += (size_t)snprintf(h + len, cap - len,
-					"%s\"model.layers.%u.w\":{\"dtype\":\"%s\",\"shape\":[1],"
-					"\"data_offsets\":[%llu,%llu]}", i ? "," : "", i, (i & 1) ? "F32" : "F16",
-					(unsigned long long)off, (unsigned long long)(off + sz));
+		l += (size_t)snprintf(h + l, cap - l,
+				      "%s\"model.layers.%u.w\":{\"dtype\":\"%s\",\"shape\":[1],"
+				      "\"data_offsets\":[%llu,%llu]}", i ? "," : "", i, (i & 1) ? "F32" : "F16",
+				      (unsigned long long)off, (unsigned long long)(off + sz));
 	}
-	h[len++] = '}';
+	h[l++] = '}';
+	h[l] = 0;
+	*len = l;
+	return h;
+}
+
+/* The fastest of three parses of b, in ms (a loaded machine only adds). */
+static double best_parse_ms(const struct blob *b, uint32_t n)
+{
+	struct timespec a, c;
+	struct parsed p;
+	double ms, best = 1e12;
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		parse_blob(b, &p, n, 0);
+		clock_gettime(CLOCK_MONOTONIC, &c);
+		cr_assert_eq(p.rc, 0, "%s", p.err.why);
+		parsed_free(&p);
+		ms = (double)(c.tv_sec - a.tv_sec) * 1e3 + (double)(c.tv_nsec - a.tv_nsec) / 1e6;
+		best = ms < best ? ms : best;
+	}
+	return best;
+}
+
+/* 100000 tensors listed in reverse file order, in two dtypes: the sorts stay
+ * O(n log n). Timed against 10000 of them in the same run (issue 35: no
+ * wall-clock bound): 10 times the tensors take about 12 times as long
+ * (n log n), 100 times if quadratic; under 40 times passes. */
+Test(st_scale, hundred_thousand_reversed, .timeout = 120)
+{
+	const uint32_t N = 100000;
+	size_t len, len10;
+	uint64_t total, total10;
+	char *h = reversed_header(N, &len, &total), *h10 = reversed_header(N / 10, &len10, &total10);
+	struct parsed p;
+	struct blob b, b10 = make_file(h10, len10, total10);
+	double ms, ms10;
+
 	b = make_file(h, len, total);
-	clock_gettime(CLOCK_MONOTONIC, &a);
 	parse_blob(&b, &p, N, 0);
-	clock_gettime(CLOCK_MONOTONIC, &c);
 	cr_assert_eq(p.rc, 0, "%s", p.err.why);
 	cr_assert_eq(p.st.n_tensors, N);
 	check_tiles(&p.st);
 	cr_assert_eq(p.st.tensors[0].index, N - 1);
 	cr_assert_eq(p.st.tensors[N - 1].index, 0);
 	cr_assert_eq(p.st.n_layers, N > GPUOS_ST_MAX_LAYER ? 0 : N);
-	ms = (double)(c.tv_sec - a.tv_sec) * 1e3 + (double)(c.tv_nsec - a.tv_nsec) / 1e6;
-	cr_log_info("100000 tensors parsed in %.1f ms", ms);
-	cr_assert_lt(ms, 5000.0, "100000 tensors took %.0f ms", ms);
+	parsed_free(&p);
+	ms10 = best_parse_ms(&b10, N / 10);
+	ms = best_parse_ms(&b, N);
+	cr_log_info("100000 tensors parsed in %.1f ms, 10000 in %.1f ms", ms, ms10);
+	cr_assert_lt(ms, 40.0 * ms10 + 5.0, "100000 tensors took %.1f ms, 10000 %.1f ms", ms, ms10);
+	free(b10.buf);
+	free(h10);
 	/* and a duplicate among them is found */
 	memcpy(strstr(h, "\"model.layers.77777.w\""), "\"model.layers.77776.w\"", 22);
 	free(b.buf);
-	parsed_free(&p);
 	b = make_file(h, len, total);
 	cr_assert_eq(parse_blob(&b, &p, N, 0), -EINVAL);
 	cr_assert(strstr(p.err.why, "duplicate tensor name"));
