@@ -61,7 +61,9 @@ GPUOS_HD int gpuos_st_model_index_sniff(struct rt_files *F, uint32_t i, const ui
 	uint64_t size = F->h[i].size, at;
 	uint32_t j;
 
-	gpuos_buf_copy(b, first, k);
+	k = GPUOS_MIN(k, (uint32_t)sizeof(b));
+	for (j = 0; j < k; j++)
+		b[j] = first[j];
 	/* an index: a JSON object, after any whitespace (read on, 9 bytes at a time, up to 4 KiB) */
 	for (at = 0;;) {
 		for (j = 0; j < k; j++) {
