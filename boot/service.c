@@ -97,8 +97,9 @@
  * is answered this much later, at the loop's next tick after it: a client
  * that asks again and again waits, rather than costing the others a core. */
 #define SVC_REFUSE_DELAY_MS 200u
-/* A client refused for want of a free share asks again for this long. */
-#define SVC_ATTACH_WAIT_MS 3000u
+/* What a refusal for want of a share adds where shares that count against
+ * it are being given back: it passes, and a client asks again (attach). */
+#define SVC_DRAINING " being given back)"
 /* What the service maps of a client's area to count its requests: the
  * mailbox header (status). */
 #define SVC_MBOX_MAP GPUOS_ALIGN_UP(sizeof(struct gpuos_mbox), (size_t)4096)
@@ -449,6 +450,34 @@ static void conn_close(struct gpuos_service *v, struct svc_conn *c)
 	c->pass_fd = -1;
 }
 
+/* Attached clients that have gone (hung up) before the loop read their
+ * end, closed now: a client that exits just before the next one attaches
+ * had its share counted as held, not as being given back. How many. */
+static unsigned conns_reap_gone(struct gpuos_service *v, const struct svc_conn *me)
+{
+	struct pollfd pf[SVC_MAX_CONN];
+	struct svc_conn *at[SVC_MAX_CONN];
+	unsigned i, n = 0, gone = 0;
+
+	for (i = 0; i < SVC_MAX_CONN; i++) {
+		struct svc_conn *c = &v->conn[i];
+		if (c == me || c->fd < 0 || c->share < 0 || c->app >= 0)
+			continue;
+		pf[n].fd = c->fd;
+		pf[n].events = 0; /* POLLHUP and POLLERR come all the same */
+		pf[n].revents = 0;
+		at[n++] = c;
+	}
+	if (!n || poll(pf, (nfds_t)n, 0) <= 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (pf[i].revents & (POLLHUP | POLLERR)) {
+			conn_close(v, at[i]);
+			gone++;
+		}
+	return gone;
+}
+
 /* Write what is queued; 0, or -1 when the client is gone. */
 static int conn_flush(struct svc_conn *c)
 {
@@ -612,6 +641,16 @@ static unsigned share_reserve(unsigned n)
 	return n / 4u;
 }
 
+/* A refusal's reason names the n shares counted against it that are being
+ * given back (SVC_DRAINING), where there are any: then it passes. -1. */
+static int say_back(char *why, size_t whylen, unsigned n)
+{
+	size_t l = strlen(why);
+	if (n && l < whylen)
+		snprintf(why + l, whylen - l, " (%u" SVC_DRAINING, n);
+	return -1;
+}
+
 /* A free share of the kind asked for (a host client's, or a GPU
  * client's) for this peer: no uid but root and the service's may hold
  * more than half of a kind (at least one), so no one user locks the
@@ -621,31 +660,37 @@ static int share_take(struct gpuos_service *v, const struct svc_conn *c, int gpu
 {
 	unsigned lo = gpu ? GPUOS_SERVICE_SHARES : 0, hi = gpu ? v->nshares : GPUOS_SERVICE_SHARES;
 	unsigned k, held = 0, users = 0, freek = hi, n = hi - lo;
+	unsigned back_mine = 0, back_users = 0, back_all = 0; /* of those, being given back */
 	const char *kind = gpu ? "GPU client areas" : "client shares";
 	for (k = lo; k < hi; k++) {
+		int drain = v->share[k].state == SHARE_DRAINING;
+		back_all += drain;
 		if (v->share[k].state == SHARE_FREE)
 			freek = freek == hi ? k : freek;
-		else if ((v->share[k].state == SHARE_HELD || v->share[k].state == SHARE_DRAINING) &&
-			 v->share[k].uid == c->peer.uid)
+		else if ((v->share[k].state == SHARE_HELD || drain) && v->share[k].uid == c->peer.uid) {
 			held++; /* one given back counts until it is free again: leaving and coming back
 				 * in a loop, a user holds no more than by staying */
+			back_mine += drain;
+		}
 		/* Held by users, or given back by them and not yet free again */
-		if ((v->share[k].state == SHARE_HELD || v->share[k].state == SHARE_DRAINING) && !v->share[k].privileged)
+		if ((v->share[k].state == SHARE_HELD || drain) && !v->share[k].privileged) {
 			users++;
+			back_users += drain;
+		}
 	}
 	if (!c->privileged && held >= (n / 2 ? n / 2 : 1)) {
 		snprintf(why, whylen, "uid %u holds %u of the %u %s, as many as one user may", (unsigned)c->peer.uid,
 			 held, n, kind);
-		return -1;
+		return say_back(why, whylen, back_mine);
 	}
 	if (!c->privileged && users >= n - share_reserve(n)) {
 		snprintf(why, whylen, "users hold %u of the %u %s; the other %u are kept for root and uid %u", users, n,
 			 kind, share_reserve(n), (unsigned)v->uid);
-		return -1;
+		return say_back(why, whylen, back_users);
 	}
 	if (freek == hi) {
 		snprintf(why, whylen, "all %u %s in use", n, kind);
-		return -1;
+		return say_back(why, whylen, back_all);
 	}
 	v->share[freek].state = SHARE_HELD;
 	v->share[freek].uid = c->peer.uid;
@@ -947,6 +992,8 @@ static int app_start(struct gpuos_service *v, struct svc_conn *c, const char *li
 	if (!a)
 		return conn_printf(c, "err %u apps run or wait their turn: try again later\n", SVC_MAX_APPS);
 	k = share_take(v, c, 0, why, sizeof(why));
+	if (k < 0 && conns_reap_gone(v, c))
+		k = share_take(v, c, 0, why, sizeof(why));
 	if (k < 0)
 		return conn_printf(c, "err %s\n", why);
 	memset(a, 0, sizeof(*a));
@@ -1162,6 +1209,8 @@ static int serve_line(struct gpuos_service *v, struct svc_conn *c, const char *l
 		if (c->out_n)
 			return -1; /* a client that sends attach behind unread replies */
 		k = share_take(v, c, gpu, why, sizeof(why));
+		if (k < 0 && conns_reap_gone(v, c))
+			k = share_take(v, c, gpu, why, sizeof(why));
 		if (k < 0) {
 			if (!c->privileged)
 				c->t_hold = now_ms() + SVC_REFUSE_DELAY_MS;
@@ -1932,13 +1981,50 @@ static int area_map_client(struct gpuos_attached *at, int sfd, int vram, uint64_
 	return 0;
 }
 
+/* The attach request and its reply; the connection, or -errno (err says
+ * why). A refusal that passes (shares being given back: SVC_DRAINING) is
+ * asked again: they come free once the service has renewed them (paced:
+ * renew_due), in seconds on a loaded machine. A hang guard, not a bound on
+ * the service's speed: it gives up once its answer has stayed the same for
+ * the client timeout (an app that holds renewals up, a runtime that no
+ * longer answers). *r: recv_line's result. */
+static int attach_ask(const char *path, const char *req, char *reply, size_t len, int *sfd, int *r, char *err,
+		      size_t errlen)
+{
+	char last[512] = "";
+	uint64_t t0 = now_ms();
+	int fd;
+
+	for (;; usleep(50000)) {
+		fd = gpuos_service_connect(path, err, errlen);
+		if (fd < 0)
+			return fd;
+		*r = send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)
+			     ? recv_line(fd, reply, len, (int)client_timeout_ms(), sfd)
+			     : -EIO;
+		if (*r || !strstr(reply, SVC_DRAINING))
+			return fd;
+		if (strcmp(reply, last)) { /* progress: shares came free (and went to others) */
+			snprintf(last, sizeof(last), "%s", reply);
+			t0 = now_ms();
+		} else if (now_ms() - t0 >= client_timeout_ms()) {
+			snprintf(reply + strlen(reply), len - strlen(reply), "; still so after %llu s",
+				 (unsigned long long)(client_timeout_ms() / 1000u));
+			return fd;
+		}
+		close(fd);
+		if (*sfd >= 0)
+			close(*sfd);
+		*sfd = -1;
+	}
+}
+
 static int attach(const char *path, int gpu, struct gpuos_attached *at, char *err, size_t errlen)
 {
 	char reply[512];
 	struct gpuos_mbox *hdr = malloc(sizeof(*hdr)); /* 16 KiB: off the stack */
-	uint64_t off, len, shm_len, rt, t0;
-	int fd, sfd = -1, r, vram = 0;
-	const char *req = gpu ? "attach gpu\n" : "attach\n";
+	uint64_t off, len, shm_len, rt;
+	int fd, sfd = -1, r = 0, vram = 0;
 
 	memset(at, 0, sizeof(*at));
 	at->sock = -1;
@@ -1946,26 +2032,10 @@ static int attach(const char *path, int gpu, struct gpuos_attached *at, char *er
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (t0 = now_ms();; usleep(50000)) {
-		fd = gpuos_service_connect(path, err, errlen);
-		if (fd < 0) {
-			free(hdr);
-			return fd;
-		}
-		r = send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)
-			    ? recv_line(fd, reply, sizeof(reply), (int)client_timeout_ms(), &sfd)
-			    : -EIO;
-		/* No share free for now: the ones given back come again once the
-		 * service has renewed them (a moment, paced: boot/service.c
-		 * renew_due), so ask again for a while. */
-		if (r || now_ms() - t0 >= SVC_ATTACH_WAIT_MS ||
-		    !(strstr(reply, " in use") || strstr(reply, "as many as one user may") ||
-		      strstr(reply, " are kept for root")))
-			break;
-		close(fd);
-		if (sfd >= 0)
-			close(sfd);
-		sfd = -1;
+	fd = attach_ask(path, gpu ? "attach gpu\n" : "attach\n", reply, sizeof(reply), &sfd, &r, err, errlen);
+	if (fd < 0) {
+		free(hdr);
+		return fd;
 	}
 	if (r || strncmp(reply, "ok ", 3)) {
 		snprintf(err, errlen, "service at %s refused to attach: %s", path,

@@ -54,32 +54,56 @@ goff=$(( $(debugfs -R "bmap /model.gguf 0" "$tmp/fs.img" 2>/dev/null) * \
 want=$(md5sum < "$tmp/src/big.bin" | cut -d' ' -f1)
 sock=$tmp/s.sock
 
+# The waits below end on what they wait for; their limits are hang guards
+# (issue 35), never bounds on speed: a boot, an interpreter's start or a
+# stop on the loaded 2-core machine of make test takes many seconds.
+hang=300
+# wait_ready FILE PID: until FILE says ready, or PID is gone (2 min at most)
+wait_ready() {
+	local i
+	for i in $(seq 1200); do
+		grep -q ready "$1" 2>/dev/null && return
+		kill -0 "$2" 2>/dev/null || return
+		sleep 0.1
+	done
+}
+# wait_sock PATH: until a socket is at PATH (a Python fake service's)
+wait_sock() { local i; for i in $(seq 1200); do [ -S "$1" ] && return; sleep 0.1; done; }
+# attached N: until the service on $sock lists N clients
+attached() {
+	local i
+	for i in $(seq 600); do
+		timeout $hang $gpuos status --socket "$sock" 2>/dev/null | grep -q "^clients  *$1 attached" && return
+		sleep 0.2
+	done
+}
 start() { # start ARGS...: a service on $sock
 	rm -f "$tmp/svc.out"
 	$gpuos boot --device "emu:$tmp/fs.img" --host --socket "$sock" "$@" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 	svc=$!
-	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+	wait_ready "$tmp/svc.out" $svc
 }
 stop() {
-	timeout 60 $gpuos stop --socket "$sock" 2>/dev/null
+	timeout $hang $gpuos stop --socket "$sock" 2>/dev/null
 	wait $svc 2>/dev/null
 	svc=
 }
-# stopped_in_time: gpuos stop answers, and the service ends, within 30 s
+# stopped_in_time: gpuos stop answers, and the service ends (a hang guard
+# of 5 minutes: a service that ignores stop runs on)
 stopped_in_time() {
 	local i rc
-	timeout 30 $gpuos stop --socket "$sock" > /dev/null 2>&1; rc=$?
-	for i in $(seq 300); do kill -0 $svc 2>/dev/null || break; sleep 0.1; done
+	timeout $hang $gpuos stop --socket "$sock" > /dev/null 2>&1; rc=$?
+	for i in $(seq $((hang * 10))); do kill -0 $svc 2>/dev/null || break; sleep 0.1; done
 	if kill -0 $svc 2>/dev/null; then kill -9 $svc; rc=1; fi
 	wait $svc 2>/dev/null
 	svc=
 	return $rc
 }
-good_cat() { [ "$(timeout 60 $gpuos cat --socket "$sock" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
-# attackers N FILES...: wait (up to 10 s) until N of them say they attack
+good_cat() { [ "$(timeout $hang $gpuos cat --socket "$sock" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
+# attackers N FILES...: wait until N of them say they attack (2 min at most)
 attackers() {
 	local n=$1 i; shift
-	for i in $(seq 100); do
+	for i in $(seq 1200); do
 		[ "$(cat "$@" 2>/dev/null | grep -c '^attacking$')" -ge "$n" ] && return
 		sleep 0.1
 	done
@@ -172,16 +196,18 @@ for round in 1 2 3; do
 	$client repost "$sock" /d/one 3 > "$tmp/repost.out" 2>&1 &
 	a1=$!
 	attackers 1 "$tmp/repost.out"
-	timeout 20 $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1 && grep -q one "$tmp/out" && during=$((during + 1))
+	# (the attack lasts 3 s: past it an ls is served whatever the attack
+	# did, unless it broke the service; the timeouts are hang guards)
+	timeout $hang $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1 && grep -q one "$tmp/out" && during=$((during + 1))
 	wait $a1
 	sed 's/^/       /' "$tmp/repost.out"
-	timeout 20 $gpuos stat --socket "$sock" /d/one > "$tmp/out" 2>&1 && grep -q Inode "$tmp/out" || break
+	timeout $hang $gpuos stat --socket "$sock" /d/one > "$tmp/out" 2>&1 && grep -q Inode "$tmp/out" || break
 	after=$((after + 1))
 done
 check "others' file requests are served meanwhile ($during of 3)" test $during -eq 3
 check "and after it ($after of 3)" test $after -eq 3
 check "and others still read files" good_cat
-check "gpuos stop stops the service within 30 s" stopped_in_time
+check "gpuos stop stops the service" stopped_in_time
 start --client-timeout-ms 2000
 
 echo "== clients that freeze the loop, and floods"
@@ -196,8 +222,8 @@ twin=$tmp/twin.sock
 $gpuos boot --device "emu:$tmp/fs.img" --host --socket "$twin" --client-timeout-ms 2000 > "$tmp/twin.out" \
 	2> "$tmp/twin.err" &
 twin_svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/twin.out" 2>/dev/null && break; sleep 0.1; done
-twin_cat() { [ "$(timeout 60 $gpuos cat --socket "$twin" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
+wait_ready "$tmp/twin.out" $twin_svc
+twin_cat() { [ "$(timeout $hang $gpuos cat --socket "$twin" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1)" = "$want" ]; }
 # paired_cats: 11 lines "MS_ATTACKED MS_TWIN"; a wrong read prints "fail"
 paired_cats() {
 	local i t0 t1 t2
@@ -247,50 +273,63 @@ check "a well-behaved client is served during the attacks" test $ok3 -eq 1 -a "$
 echo "       cat of 8 MiB, median of 11: $under ms under attack, $base ms the twin (interleaved)"
 check "its throughput drops by less than 20 % (against the twin)" test $((under * 100)) -le $((base * 125))
 stop
-timeout 60 $gpuos stop --socket "$twin" > /dev/null 2>&1
+timeout $hang $gpuos stop --socket "$twin" > /dev/null 2>&1
 wait $twin_svc 2>/dev/null; twin_svc=
 
 echo "== a client's waits end when its service is gone"
-# A device at 4 MB/s: a cat of 8 MiB takes 2 s; the service goes under it.
-# slow_cat NAME: start one in the background; gone_in_time NAME: it ended
-# within 10 s (timeout 20 ends it otherwise: 124), exit 1, saying why (the
-# runtime may answer a read "shutting down" before the service goes).
-slow_cat() { (t0=$(date +%s); timeout 20 $gpuos cat --socket "$sock" /big.bin > /dev/null 2> "$tmp/$1.err"
-	echo "$? $(( $(date +%s) - t0 ))" > "$tmp/$1.rc") & }
+# A device at 4 MB/s: a cat of 8 MiB takes 2 s; the service goes under it,
+# once the cat has attached. slow_cat NAME: start one in the background;
+# gone_in_time NAME: it ended by itself, exit 1, saying why (the runtime
+# may answer a read "shutting down" before the service goes). Its client
+# timeout is 10 minutes and `timeout` ends it after 5 (124): only a cat
+# that saw the service go ends by itself. (It had to within 10 s, which a
+# loaded machine can break: issue 35.)
+slow_cat() { (GPUOS_CLIENT_TIMEOUT_MS=600000 timeout $hang $gpuos cat --socket "$sock" /big.bin > /dev/null \
+	2> "$tmp/$1.err"; echo "$?" > "$tmp/$1.rc") & }
 gone_in_time() {
-	local i
-	for i in $(seq 250); do [ -s "$tmp/$1.rc" ] && break; sleep 0.1; done
+	local i rc
+	for i in $(seq $((hang * 10 + 100))); do [ -s "$tmp/$1.rc" ] && break; sleep 0.1; done
 	sed 's/^/       /' "$tmp/$1.err" | head -3
-	read -r rc secs < "$tmp/$1.rc" && [ "$rc" -eq 1 ] && [ "$secs" -le 10 ] &&
-		grep -Eq "the service is gone|shutting down" "$tmp/$1.err"
+	read -r rc < "$tmp/$1.rc" && [ "$rc" -eq 1 ] && grep -Eq "the service is gone|shutting down" "$tmp/$1.err"
 }
 startslow() {
 	rm -f "$tmp/svc.out"
 	$gpuos boot --device "emu:$tmp/fs.img,gbps=0.004" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 	svc=$!
-	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+	wait_ready "$tmp/svc.out" $svc
 }
 startslow
 slow_cat killed
-sleep 1
+attached 1
 kill -9 $svc; wait $svc 2>/dev/null; svc=
-check "the service killed under a cat: the cat ends at once, 'the service is gone'" gone_in_time killed
+check "the service killed under a cat: the cat ends by itself, 'the service is gone'" gone_in_time killed
 startslow
 slow_cat stopped
-sleep 1
+attached 1
 check "(gpuos stop under a cat)" stopped_in_time
 check "the service stopped under a cat: the cat ends (and its close), exit 1" gone_in_time stopped
-rm -f "$tmp/silent.sock"
+# A service that never answers: the client gives up after its timeout.
+# Two clients side by side, of 1.5 s and 9 s: the first ends first (the
+# same load slows both; a bound of 10 s on the first could break). Each
+# has a service of its own (one gives every client the same area).
+rm -f "$tmp/silent.sock" "$tmp/silent9.sock"
 $client silent-service "$tmp/silent.sock" > /dev/null 2>&1 &
 f=$!
-for i in $(seq 50); do [ -S "$tmp/silent.sock" ] && break; sleep 0.1; done
-t0=$(date +%s)
-GPUOS_CLIENT_TIMEOUT_MS=1500 timeout 20 $gpuos ls --socket "$tmp/silent.sock" / > /dev/null 2> "$tmp/err"; rc=$?
-t1=$(date +%s)
+$client silent-service "$tmp/silent9.sock" > /dev/null 2>&1 &
+f9=$!
+wait_sock "$tmp/silent.sock"
+wait_sock "$tmp/silent9.sock"
+(GPUOS_CLIENT_TIMEOUT_MS=9000 timeout $hang $gpuos ls --socket "$tmp/silent9.sock" / > /dev/null 2> "$tmp/err9"
+	echo "$? $(date +%s%N)" > "$tmp/rc9") &
+l9=$!
+GPUOS_CLIENT_TIMEOUT_MS=1500 timeout $hang $gpuos ls --socket "$tmp/silent.sock" / > /dev/null 2> "$tmp/err"; rc=$?
+t1=$(date +%s%N)
+wait $l9
+read -r rc9 t9 < "$tmp/rc9"
 sed 's/^/       /' "$tmp/err"
-check "a service that never answers: the client gives up after its timeout (here 1.5 s), exit 1" \
-	eval '[ $rc -eq 1 ] && [ $((t1 - t0)) -le 10 ] && grep -q "the service is gone" "$tmp/err"'
-kill $f 2>/dev/null; wait $f 2>/dev/null
+check "a service that never answers: the client gives up after its timeout (1.5 s, before one of 9 s), exit 1" \
+	eval '[ $rc -eq 1 ] && [ "$rc9" -eq 1 ] && [ $t1 -lt $t9 ] && grep -q "the service is gone" "$tmp/err"'
+kill $f $f9 2>/dev/null; wait $f $f9 2>/dev/null
 
 echo "== who may connect, and what they may do"
 if [ "$(id -u)" -ne 0 ]; then
@@ -314,13 +353,13 @@ else
 	check "root still attaches beside it" good_cat
 	# Two users at their cap each would hold every share: users together
 	# leave 2 of the 8 to root and the service's uid.
-	sleep 1 # the hoard's shares come back (renewed) first
-	$client as-nobody hoard-hold "$sock" 10 > "$tmp/h1" 2>&1 &
+	# (hoard-hold asks again while the hoard's shares are being given back)
+	$client as-nobody hoard-hold "$sock" $hang > "$tmp/h1" 2>&1 &
 	a1=$!
-	for i in $(seq 100); do grep -q attached "$tmp/h1" && break; sleep 0.1; done
-	$client as-uid 65533 hoard-hold "$sock" 10 > "$tmp/h2" 2>&1 &
+	for i in $(seq 1200); do grep -q attached "$tmp/h1" && break; sleep 0.1; done
+	$client as-uid 65533 hoard-hold "$sock" $hang > "$tmp/h2" 2>&1 &
 	a2=$!
-	for i in $(seq 100); do grep -q attached "$tmp/h2" && break; sleep 0.1; done
+	for i in $(seq 1200); do grep -q attached "$tmp/h2" && break; sleep 0.1; done
 	sed 's/^/       /' "$tmp/h1" "$tmp/h2"
 	check "a second user gets 2 shares, not 4: 2 of the 8 are kept for root" grep -qx \
 		"attached 2, then: err users hold 6 of the 8 client shares; the other 2 are kept for root and uid 0" "$tmp/h2"
@@ -329,7 +368,8 @@ else
 	# Slowloris: connections that each trickle a line in, a byte every
 	# 0.5 s, never finishing it. One user holds at most 16 connections,
 	# and a line must end within the client timeout however it trickles.
-	$client as-nobody slowloris "$sock" 64 0.5 8 > "$tmp/slow.out" 2>&1 &
+	# (it trickles until the service has closed all; $hang: a hang guard)
+	$client as-nobody slowloris "$sock" 64 0.5 $hang > "$tmp/slow.out" 2>&1 &
 	a1=$!
 	attackers 1 "$tmp/slow.out"
 	t0=$(date +%s%N)
@@ -339,8 +379,10 @@ else
 	sed 's/^/       /' "$tmp/slow.out"
 	check "one user holds at most 16 connections: no more than 16 kept longer than 1 s" \
 		test "$(grep -o '[0-9]* kept longer' "$tmp/slow.out" | tr -dc 0-9)" -le 16
+	# A byte each 0.5 s, a client timeout of 2 s: a service that timed a
+	# line from its last byte would keep them until the hang guard.
 	check "a line that trickles in is cut off after the client timeout (2 s), however it trickles" \
-		eval 'grep -q ", 0 still open" "$tmp/slow.out" && [ "$(grep -o "the last after [0-9]*" "$tmp/slow.out" | tr -dc 0-9)" -le 5 ]'
+		grep -q ", 0 still open" "$tmp/slow.out"
 	# A well-behaved client's throughput while another user floods the
 	# service with reads (4 KiB, in every slot of its mailbox), and while
 	# another attaches and leaves as fast as the service lets it: in one
@@ -403,7 +445,7 @@ else
 	mkdir "$tmp/nobody"; chown 65534:65534 "$tmp/nobody"; chmod 755 "$tmp"
 	$client as-nobody fake-service "$tmp/nobody/fake.sock" good > /dev/null 2>&1 &
 	f=$!
-	for i in $(seq 50); do [ -S "$tmp/nobody/fake.sock" ] && break; sleep 0.1; done
+	wait_sock "$tmp/nobody/fake.sock"
 	check "(the other user's fake service listens)" test -S "$tmp/nobody/fake.sock"
 	$gpuos ls --socket "$tmp/nobody/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
 	check "a socket owned by another user: the client refuses it" says $rc 1 "neither root nor you" "$tmp/err"
@@ -413,7 +455,7 @@ for kind in overflow nofd short garbage; do
 	rm -f "$tmp/fake.sock"
 	$client fake-service "$tmp/fake.sock" $kind > /dev/null 2>&1 &
 	f=$!
-	for i in $(seq 50); do [ -S "$tmp/fake.sock" ] && break; sleep 0.1; done
+	wait_sock "$tmp/fake.sock"
 	$gpuos ls --socket "$tmp/fake.sock" / > /dev/null 2> "$tmp/err"; rc=$?
 	check "a fake service's $kind attach reply: refused cleanly (exit 1, no crash)" says $rc 1 "attach" "$tmp/err"
 	kill $f 2>/dev/null; wait $f 2>/dev/null
@@ -445,10 +487,10 @@ $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 32 -
 x1=$!
 $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 32 --go "$tmp/go" > "$tmp/xc2" 2>&1 &
 x2=$!
-sleep 1
+attached 2
 $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 32 --go "$tmp/go" > "$tmp/xc3" 2>&1 &
 x3=$!
-sleep 1
+attached 3
 $xc --socket "$sock" --mode rtt --iters 10 > /dev/null 2> "$tmp/err"; rc=$?
 check "a fourth GPU client while three areas are held: refused" says $rc 1 "all 3 GPU client areas in use" "$tmp/err"
 touch "$tmp/go"
@@ -460,11 +502,11 @@ check "three GPU client processes at once: every byte each read matches the devi
 check "each in an area of its own" test "$(grep -ho '"share": [0-9]*' "$tmp/xc1" "$tmp/xc2" "$tmp/xc3" | sort -u | wc -l)" -eq 3
 check "a host client beside them is served" test $cat_rc -eq 0
 # One after another: an area comes back once the service has renewed it
-# (on its next tick), so a client that finds all three still renewing
-# tries again, as the single-area test below does.
+# (on its next tick); the client asks again while the service says areas
+# are being given back, and this loop (a hang guard) where one is in use.
 n=0
 for i in $(seq 8); do
-	for try in $(seq 30); do
+	for try in $(seq 300); do
 		$xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 2 --iters 8 > "$tmp/xcn" 2>&1 && { n=$((n + 1)); break; }
 		grep -q "GPU client areas in use" "$tmp/xcn" || break
 		sleep 0.1
@@ -478,10 +520,10 @@ start --allow-raw --gpu-clients 1 --gpu-client-mib 4
 rm -f "$tmp/go"
 $xc --socket "$sock" --mode stale --go "$tmp/go" > "$tmp/stale" 2>&1 &
 xs=$!
-for i in $(seq 100); do grep -q left "$tmp/stale" && break; sleep 0.05; done
+for i in $(seq 2400); do grep -q left "$tmp/stale" && break; sleep 0.05; done
 n=1
 until $xc --socket "$sock" --mode check --image "$tmp/fs.img" --threads 8 --iters 64 > "$tmp/next" 2>&1; do
-	n=$((n + 1)); [ $n -gt 50 ] && break; sleep 0.1
+	n=$((n + 1)); [ $n -gt 600 ] && break; sleep 0.1
 done
 touch "$tmp/go"
 wait $xs; rs=$?

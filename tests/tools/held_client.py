@@ -34,7 +34,8 @@ def main():
         os.setgroups([])
         os.setgid(65534)
         os.setuid(uids[0])
-    s, line, fds = hc.attach(sock, gpu=gpu)
+    # again while the service says shares are being given back (renewed)
+    s, line, fds = hc.attach_retry(sock, gpu=gpu)
     if not line.startswith("ok"):
         say(d, "refused: " + line)
         return 1
