@@ -54,17 +54,23 @@ GPUOS_NOINLINE GPUOS_HD static int find_table(struct rt_files *F)
 	return r;
 }
 
-/* Why find_table refused the table: "primary and backup GPT are both
- * invalid (primary: GPT header CRC mismatch; backup: ...)". */
-GPUOS_HD static void table_why(const struct rt_files *F, struct sbuf *sb)
+/* Why find_table refused the table, as mount and PARTS both say it, into
+ * why (cap bytes, cut short to fit): "corrupt GPT: primary and backup GPT
+ * are both invalid (primary: GPT header CRC mismatch; backup: ...)". */
+GPUOS_HD static void table_refused(const struct rt_files *F, char *why, uint32_t cap)
 {
-	sb_str(sb, F->gptp.why);
+	struct sbuf sb;
+	sb.p = why;
+	sb.n = 0;
+	sb.cap = cap;
+	sb_str(&sb, "corrupt GPT: ");
+	sb_str(&sb, F->gptp.why);
 	if (F->gpt.primary_why || F->gpt.backup_why) {
-		sb_str(sb, " (primary: ");
-		sb_str(sb, F->gpt.primary_why ? F->gpt.primary_why : "valid");
-		sb_str(sb, "; backup: ");
-		sb_str(sb, F->gpt.backup_why ? F->gpt.backup_why : "not read");
-		sb_str(sb, ")");
+		sb_str(&sb, " (primary: ");
+		sb_str(&sb, F->gpt.primary_why ? F->gpt.primary_why : "valid");
+		sb_str(&sb, "; backup: ");
+		sb_str(&sb, F->gpt.backup_why ? F->gpt.backup_why : "not read");
+		sb_str(&sb, ")");
 	}
 }
 
@@ -140,13 +146,8 @@ GPUOS_NOINLINE GPUOS_HD static int mount_volume(struct rt_files *F)
 	}
 	if (r && r != -ENOSPC) {
 		char why[WHY_MAX];
-		struct sbuf sb;
-		sb.p = why;
-		sb.n = 0;
-		sb.cap = sizeof(why);
-		why[0] = 0;
-		table_why(F, &sb);
-		mount_fail(F, GPUOS_ST_CORRUPT, "corrupt GPT", why);
+		table_refused(F, why, sizeof(why));
+		mount_fail(F, GPUOS_ST_CORRUPT, why, 0);
 		return 0;
 	}
 	if (F->gpt.scheme == GPUOS_PT_NONE) {
@@ -327,12 +328,7 @@ GPUOS_NOINLINE GPUOS_HD void files_op_parts(struct rt_files *F, const struct mre
 	}
 	if (r && r != -ENOSPC) {
 		char why[WHY_MAX];
-		struct sbuf sb;
-		sb.p = why;
-		sb.n = 0;
-		sb.cap = sizeof(why);
-		sb_str(&sb, "corrupt GPT: ");
-		table_why(F, &sb);
+		table_refused(F, why, sizeof(why));
 		files_reply(F, q, GPUOS_ST_CORRUPT, 0, 0, why);
 		return;
 	}
