@@ -40,6 +40,12 @@ static void rm_tmp(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
+/* How long a start, stop or wait may take where it is to succeed or fail
+ * on its own (the fake control programs answer at once): a hang guard, not
+ * a bound on speed (issue 35: a shell script's start takes seconds on a
+ * loaded machine). The waits meant to run out stay short (300 ms, 200 ms). */
+#define MPS_WAIT_MS 60000u
+
 TestSuite(mps, .init = mk_tmp, .fini = rm_tmp);
 
 /* A socket bound at path; listening unless dead, else closed at once (what
@@ -164,7 +170,7 @@ Test(mps, start_a_daemon)
 	char err[256] = "", env[700] = "", want[700];
 	const char *prog = fake("mps-control", daemon_body);
 	FILE *f;
-	int r = gpuos_mps_start(prog, at("run/pipe"), at("log"), 5000, err, sizeof(err));
+	int r = gpuos_mps_start(prog, at("run/pipe"), at("log"), MPS_WAIT_MS, err, sizeof(err));
 	cr_assert_eq(r, 0, "start: %d %s", r, err);
 	cr_assert_eq(gpuos_mps_probe(at("run/pipe")), 1, "it answers");
 	f = fopen(at("log/env"), "r");
@@ -186,13 +192,13 @@ Test(mps, stop_the_daemon_started)
 	snprintf(m.dir, sizeof(m.dir), "%s", at("pipe"));
 	snprintf(m.log_dir, sizeof(m.log_dir), "%s", at("log"));
 	setenv("GPUOS_MPS_CONTROL", fake("mps-control", daemon_body), 1);
-	r = gpuos_mps_start(getenv("GPUOS_MPS_CONTROL"), m.dir, m.log_dir, 5000, err, sizeof(err));
+	r = gpuos_mps_start(getenv("GPUOS_MPS_CONTROL"), m.dir, m.log_dir, MPS_WAIT_MS, err, sizeof(err));
 	cr_assert_eq(r, 0, "%s", err);
 	m.state = GPUOS_MPS_JOINED;
-	cr_assert_eq(gpuos_mps_stop(&m, 5000, err, sizeof(err)), 0);
+	cr_assert_eq(gpuos_mps_stop(&m, MPS_WAIT_MS, err, sizeof(err)), 0);
 	cr_assert_eq(access(at("log/got"), F_OK), -1, "a daemon it only joined is left alone");
 	m.state = GPUOS_MPS_STARTED;
-	r = gpuos_mps_stop(&m, 5000, err, sizeof(err));
+	r = gpuos_mps_stop(&m, MPS_WAIT_MS, err, sizeof(err));
 	cr_assert_eq(r, 0, "%s", err);
 	f = fopen(at("log/got"), "r");
 	cr_assert_not_null(f, "the control program was run");
@@ -200,7 +206,7 @@ Test(mps, stop_the_daemon_started)
 	fclose(f);
 	snprintf(want, sizeof(want), "quit %s\n", m.dir);
 	cr_assert_str_eq(got, want, "it was told quit, at the daemon's pipe directory");
-	cr_assert_eq(gpuos_mps_wait_gone(m.dir, 5000), 0, "the daemon answers no more");
+	cr_assert_eq(gpuos_mps_wait_gone(m.dir, MPS_WAIT_MS), 0, "the daemon answers no more");
 	cr_assert_eq(gpuos_mps_probe(m.dir), 0);
 }
 
@@ -220,14 +226,14 @@ Test(mps, stop_a_daemon_that_ends_later)
 					 "mkfifo \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
 					 "(exec 3<>\"$CUDA_MPS_PIPE_DIRECTORY/control\"; exec sleep 30) > /dev/null 2>&1 &\n"
 					 "echo $! > \"$CUDA_MPS_LOG_DIRECTORY/pid\"\n"), 1);
-	r = gpuos_mps_start(getenv("GPUOS_MPS_CONTROL"), m.dir, m.log_dir, 5000, err, sizeof(err));
+	r = gpuos_mps_start(getenv("GPUOS_MPS_CONTROL"), m.dir, m.log_dir, MPS_WAIT_MS, err, sizeof(err));
 	cr_assert_eq(r, 0, "%s", err);
 	m.state = GPUOS_MPS_STARTED;
 	r = gpuos_mps_stop(&m, 300, err, sizeof(err));
 	cr_assert_eq(r, 0, "a quit still being taken is no failure: %d %s", r, err);
 	cr_assert_eq(gpuos_mps_wait_gone(m.dir, 300), -ETIMEDOUT, "the daemon still answers");
 	kill_daemon();
-	cr_assert_eq(gpuos_mps_wait_gone(m.dir, 5000), 0, "gone once it ended");
+	cr_assert_eq(gpuos_mps_wait_gone(m.dir, MPS_WAIT_MS), 0, "gone once it ended");
 }
 
 /* A control program that fails at once: the stop says how. */
@@ -240,7 +246,7 @@ Test(mps, stop_with_a_control_program_that_fails)
 	snprintf(m.log_dir, sizeof(m.log_dir), "%s", at("log"));
 	setenv("GPUOS_MPS_CONTROL", fake("mps-control", "exit 4"), 1);
 	m.state = GPUOS_MPS_STARTED;
-	cr_assert_eq(gpuos_mps_stop(&m, 3000, err, sizeof(err)), -EIO);
+	cr_assert_eq(gpuos_mps_stop(&m, MPS_WAIT_MS, err, sizeof(err)), -EIO);
 	cr_assert(strstr(err, "exit status 4"), "%s", err);
 }
 
@@ -248,7 +254,7 @@ Test(mps, start_a_program_that_fails)
 {
 	char err[256] = "";
 	const char *prog = fake("mps-control", "exit 3");
-	int r = gpuos_mps_start(prog, at("pipe"), at("log"), 2000, err, sizeof(err));
+	int r = gpuos_mps_start(prog, at("pipe"), at("log"), MPS_WAIT_MS, err, sizeof(err));
 	cr_assert_eq(r, -EIO);
 	cr_assert(strstr(err, "exited with status 3") && strstr(err, "control.log"), "%s", err);
 }
@@ -265,7 +271,7 @@ Test(mps, start_a_daemon_that_never_answers)
 Test(mps, start_no_such_program)
 {
 	char err[256] = "";
-	int r = gpuos_mps_start(at("nvidia-cuda-mps-control-missing"), at("pipe"), at("log"), 2000, err, sizeof(err));
+	int r = gpuos_mps_start(at("nvidia-cuda-mps-control-missing"), at("pipe"), at("log"), MPS_WAIT_MS, err, sizeof(err));
 	cr_assert_eq(r, -ENOENT);
 	cr_assert(strstr(err, "not installed") != NULL, "%s", err);
 }
