@@ -238,22 +238,24 @@ wait_ready
 # The client asking is started first and waits for the word: its
 # interpreter's start (a pyenv shim takes seconds on a loaded machine) had
 # eaten the app's run, and the question came when the app was nearly done.
-# It times the round trip itself and prints when the answer came.
+# It times the round trip itself and prints when the answer came. Its
+# limits (300 s) and the wait for it (5 min) are hang guards, not bounds on
+# speed (issue 35): the check below compares the answer with the app's run.
 rm -f "$tmp/py-ready" "$tmp/py-go"
 python3 -c 'import os, socket, sys, time
 open(sys.argv[2], "w").close()
 t = time.monotonic()
-while not os.path.exists(sys.argv[3]) and time.monotonic() - t < 60:
+while not os.path.exists(sys.argv[3]) and time.monotonic() - t < 300:
     time.sleep(0.01)
 t = time.monotonic()
-s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); s.sendall(b"stats\n")
+s = socket.socket(socket.AF_UNIX); s.settimeout(300); s.connect(sys.argv[1]); s.sendall(b"stats\n")
 r = s.recv(4096).decode().strip()
 ms = int((time.monotonic() - t) * 1000)
 print(r)
 print(ms)
 print(time.time_ns())' "$sock" "$tmp/py-ready" "$tmp/py-go" > "$tmp/stats" 2>&1 &
 pyp=$!
-for i in $(seq 600); do [ -e "$tmp/py-ready" ] && break; sleep 0.1; done
+for i in $(seq 3000); do [ -e "$tmp/py-ready" ] && break; sleep 0.1; done
 t0=$(date +%s%N)
 $gpuos run --socket "$sock" sha256.cubin -- /sub/deeper/big > "$tmp/out" 2> /dev/null &
 runp=$!

@@ -35,7 +35,13 @@ start() { # start ARGS...: a group service on $sock
 	rm -f "$tmp/svc.out"
 	$gpuos boot --device "emu:$tmp/fs.img" --host --socket "$sock" "$@" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 	svc=$!
-	for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+	# until it says ready, or is gone: a hang guard of 2 minutes, not a bound
+	# on a boot's speed (issue 35: a loaded machine took over 10 s)
+	for i in $(seq 1200); do
+		grep -q ready "$tmp/svc.out" 2>/dev/null && break
+		kill -0 $svc 2>/dev/null || break
+		sleep 0.1
+	done
 }
 md5_of() { $gpuos cat --socket "$1" /big.bin 2>/dev/null | md5sum | cut -d' ' -f1; }
 

@@ -65,10 +65,21 @@ check "read of a failing LBA: exit 1" test $rc -eq 1
 check "read of a failing LBA: decoded status" grep -q "Unrecovered Read Error" "$tmp/err"
 
 echo "== service"
+# svc_ready: until the service says ready, or is gone. A hang guard of 2
+# minutes, not a bound on a boot's speed (issue 35: a loaded machine took
+# over 10 s).
+svc_ready() {
+	local i
+	for i in $(seq 1200); do
+		grep -q ready "$tmp/svc.out" 2>/dev/null && return
+		kill -0 $svc 2>/dev/null || return
+		sleep 0.1
+	done
+}
 sock=$tmp/gpuos.sock
 $gpuos boot --device "emu:$img" --host --allow-raw --warps 2 --queues 4 --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+svc_ready
 check "service prints ready socket=PATH" grep -qx "ready socket=$sock" "$tmp/svc.out"
 $gpuos read --socket "$sock" --allow-raw --offset 1000 --length 2000000 -o "$tmp/out" 2> "$tmp/err"
 python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d[1000:2001000])" "$img" "$tmp/want"
@@ -93,7 +104,7 @@ check "socket removed" test ! -e "$sock"
 
 $gpuos boot --device "emu:$img" --host --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+svc_ready
 kill -TERM $svc
 wait $svc; rc=$?
 svc=
@@ -179,7 +190,7 @@ if unshare -m true 2>/dev/null; then
 	check "gpuos read with a 1 MiB /dev/shm: works, leaves no segment" bash -c \
 		"[ $rc -eq 0 ] && python3 -c \"import sys; d=open('$img','rb').read(); sys.exit(0 if open('$tmp/small-shm.out','rb').read() == d[100:3000100] else 1)\""
 	unshare -m sh -c "mount -t tmpfs -o size=1M none /dev/shm && ($gpuos boot --device emu:$img --allow-raw --socket $tmp/small.sock \
-		--heap-mib 16 > $tmp/small.out &) && for i in \$(seq 100); do grep -q ready $tmp/small.out && break; sleep 0.1; done && \
+		--heap-mib 16 > $tmp/small.out &) && for i in \$(seq 1200); do grep -q ready $tmp/small.out && break; sleep 0.1; done && \
 		$gpuos read --socket $tmp/small.sock --allow-raw --offset 100 --length 3000000 -o $tmp/small-svc.out && \
 		[ -z \"\$(ls /dev/shm)\" ] && $gpuos stop --socket $tmp/small.sock" 2> "$tmp/err"; rc=$?
 	check "a service with a 1 MiB /dev/shm: serves, leaves no segment" bash -c \
