@@ -298,7 +298,7 @@ Test(group, refusals)
  * runtime fails (CTRL_FATAL and the FATAL state), answering every request:
  * none waits forever, no wrong byte is returned, and the group shuts down,
  * reporting the controller that no longer answers (once: its queues go
- * with CC.EN = 0). to=2: CAP.TO of 1 s (500 ms units). */
+ * with CC.EN = 0). to=10: CAP.TO of 5 s (500 ms units). */
 Test(group, a_controller_that_stops_answering_fails_cleanly)
 {
 	struct gpuos_group *g = NULL;
@@ -309,7 +309,7 @@ Test(group, a_controller_that_stops_answering_fails_cleanly)
 	uint64_t s = 5;
 	int failed = 0;
 	uint64_t t0;
-	cr_assert_eq(group_boot(&g, 2, "faults=hang:0.02,seed=3,to=2", 1, 60, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(group_boot(&g, 2, "faults=hang:0.02,seed=3,to=10", 1, 60, err, sizeof(err)), 0, "%s", err);
 	for (i = 0; i < 2; i++) {
 		struct gpuos_sys *sys = gpuos_group_sys(g, i);
 		uint64_t rt;
@@ -333,8 +333,10 @@ Test(group, a_controller_that_stops_answering_fails_cleanly)
 	cr_assert_gt(failed, 0);
 	t0 = gpuos_now_ns();
 	cr_assert_neq(gpuos_group_shutdown(g, err, sizeof(err)), 0, "a hung controller's shutdown reports it");
-	cr_assert(strstr(err, "no completion within 1000 ms"), "%s", err);
-	/* one delete waited CAP.TO, then shutdown's CC.SHN: not one per queue */
-	cr_assert_lt(gpuos_now_ns() - t0, 7000000000ull, "shutdown took %.1f s", (gpuos_now_ns() - t0) / 1e9);
+	cr_assert(strstr(err, "no completion within 5000 ms"), "%s", err);
+	/* one delete waited CAP.TO, then shutdown's CC.SHN: not one per queue.
+	 * Counted in CAP.TOs (issue 35: a bound of 7 s against waits of 1 s
+	 * left a loaded machine, and TSan, little room): under 4 of them. */
+	cr_assert_lt(gpuos_now_ns() - t0, 4ull * 5000000000ull, "shutdown took %.1f s", (gpuos_now_ns() - t0) / 1e9);
 	free(image);
 }
