@@ -3,7 +3,7 @@
  * gpuos/gguf.h - GGUF model tables as the runtime hands them out (ggml
  * docs/gguf.md): value and tensor types, the KV and tensor records of a
  * parsed header, and the GGUF_INFO export (gpuos/abi.h) that carries them to
- * clients. The parser itself is runtime/gguf.h.
+ * clients. The parser itself is runtime/model/gguf/gguf.h.
  */
 #ifndef GPUOS_GGUF_H
 #define GPUOS_GGUF_H

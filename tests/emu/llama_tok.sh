@@ -170,8 +170,8 @@ if [ $nlc -eq 1 ] && [ ${#files[@]} -gt 0 ]; then
 fi
 
 echo "== the tools"
-check "tests/tools/tok_check.c builds (gcc -std=c11 -Wall -Wextra -Werror, with runtime/gguf.c)" \
-	gcc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -o "$tc" tests/tools/tok_check.c runtime/gguf.c
+check "tests/tools/tok_check.c builds (gcc -std=c11 -Wall -Wextra -Werror, with runtime/model/gguf/gguf.c)" \
+	gcc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -o "$tc" tests/tools/tok_check.c runtime/model/gguf/gguf.c
 check "apps/llama/tokenizer.h is valid C++17 (g++ -Wall -Wextra -Werror)" \
 	g++ -x c++ -std=c++17 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -fsyntax-only apps/llama/tokenizer.h
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

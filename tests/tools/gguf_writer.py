@@ -67,7 +67,7 @@ SCALAR_FMT = {
 }
 
 # ggml types: id -> (name, elements per block, bytes per block), from ggml's
-# ggml-common.h block structs (written out here independently of runtime/gguf.c).
+# ggml-common.h block structs (written out here independently of runtime/model/gguf/gguf.c).
 QK_K = 256
 GGML = {
     0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """st_header.py - a safetensors model's tensor table, read independently of
-gpuos (Python 3 standard library; nothing shared with runtime/safetensors.c):
+gpuos (Python 3 standard library; nothing shared with runtime/model/safetensors/safetensors.c):
 json.loads of each file's header, as the format's README describes it,
 
     u64 N (little-endian) | N bytes of JSON | the data area at 8 + N

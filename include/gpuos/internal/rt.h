@@ -132,7 +132,7 @@ struct gpuos_rt_desc {
 	uint32_t rsvd_mb;
 	uint64_t ctl;          /* struct gpuos_rt_ctl * */
 	uint64_t cmd;          /* uint32_t the runtime polls for GPUOS_RT_CMD_*: &ctl->cmd in host
-	                        * mode, a copy in VRAM on the GPU (boot/sys/sys_run.c, gpuos_sys_set_cmd) */
+	                        * mode, a copy in VRAM on the GPU (boot/sys/sys_cmd.c, gpuos_sys_set_cmd) */
 	uint64_t state;        /* runtime private state, state_bytes long, zeroed before first launch */
 	uint64_t state_bytes;
 	uint32_t slots_per_warp; /* in-flight commands per warp, <= GPUOS_RT_MAX_SLOTS_PER_WARP */
@@ -214,7 +214,7 @@ struct gpuos_rt_admin {
 	uint32_t rsvd_aqa;
 	/* Where the admin queue stands: written by whoever used it last (boot
 	 * before a launch, the runtime after each use); never by both while
-	 * the runtime runs (boot parks it first, boot/sys/sys_run.c). */
+	 * the runtime runs (boot parks it first, boot/sys/sys_park.c). */
 	uint32_t sq_tail, sq_head, cq_head, phase;
 	uint64_t sq_iova[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* each queue of the descriptor, as */
 	uint64_t cq_iova[GPUOS_RT_MAX_QUEUES + GPUOS_RT_MAX_CTRL]; /* the controller addresses it */
