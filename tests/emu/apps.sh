@@ -174,19 +174,10 @@ start_svc() {
 	: > "$tmp/svc.out"
 	$gpuos boot --device "$dev" --host --socket "$sock" "$@" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 	svc=$!
-	wait_ready
+	svc_wait
 }
-# wait_ready: until the service says ready, or is gone. A hang guard, not a
-# timing check (issue 35): 10 s was not enough for a boot on the loaded
-# 2-core machine (a run at nice 19, load average 50, failed 8 checks so).
-wait_ready() {
-	local i
-	for i in $(seq 1200); do
-		grep -q ready "$tmp/svc.out" 2>/dev/null && break
-		kill -0 $svc 2>/dev/null || break
-		sleep 0.1
-	done
-}
+. "$(dirname "$0")/wait.sh"
+svc_wait() { wait_ready "$tmp/svc.out" $svc; }
 start_svc
 $gpuos run --socket "$sock" sha256.cubin -- /one > /dev/null 2> "$tmp/err"; rc=$?
 check "a service without --apps runs no app: exit 1, says so" says $rc 1 "runs no apps" "$tmp/err"
@@ -234,7 +225,7 @@ dev_slow="$dev,latency_us=300000"
 : > "$tmp/svc.out"
 $gpuos boot --device "$dev_slow" --host --socket "$sock" --apps "$tmp/apps" --allow-host-apps > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!
-wait_ready
+svc_wait
 # The client asking is started first and waits for the word: its
 # interpreter's start (a pyenv shim takes seconds on a loaded machine) had
 # eaten the app's run, and the question came when the app was nearly done.

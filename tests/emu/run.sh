@@ -65,17 +65,8 @@ check "read of a failing LBA: exit 1" test $rc -eq 1
 check "read of a failing LBA: decoded status" grep -q "Unrecovered Read Error" "$tmp/err"
 
 echo "== service"
-# svc_ready: until the service says ready, or is gone. A hang guard of 2
-# minutes, not a bound on a boot's speed (issue 35: a loaded machine took
-# over 10 s).
-svc_ready() {
-	local i
-	for i in $(seq 1200); do
-		grep -q ready "$tmp/svc.out" 2>/dev/null && return
-		kill -0 $svc 2>/dev/null || return
-		sleep 0.1
-	done
-}
+. "$(dirname "$0")/wait.sh"
+svc_ready() { wait_ready "$tmp/svc.out" $svc; }
 sock=$tmp/gpuos.sock
 $gpuos boot --device "emu:$img" --host --allow-raw --warps 2 --queues 4 --socket "$sock" > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!

@@ -58,15 +58,7 @@ sock=$tmp/s.sock
 # (issue 35), never bounds on speed: a boot, an interpreter's start or a
 # stop on the loaded 2-core machine of make test takes many seconds.
 hang=300
-# wait_ready FILE PID: until FILE says ready, or PID is gone (2 min at most)
-wait_ready() {
-	local i
-	for i in $(seq 1200); do
-		grep -q ready "$1" 2>/dev/null && return
-		kill -0 "$2" 2>/dev/null || return
-		sleep 0.1
-	done
-}
+. "$(dirname "$0")/wait.sh" # wait_ready FILE PID
 # wait_sock PATH: until a socket is at PATH (a Python fake service's)
 wait_sock() { local i; for i in $(seq 1200); do [ -S "$1" ] && return; sleep 0.1; done; }
 # attached N: until the service on $sock lists N clients
