@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * boot/emu/emu_backend.c - where the emulated namespace keeps its data:
- *   ram    the image read into memory at start; writes stay in memory
+ *   ram    the image read into memory, a chunk when a command first touches
+ *          it; writes stay in memory
  *   file   preadv/pwritev on the image
  *   uring  io_uring, one ring per worker, a whole batch per submit; O_DIRECT
  *          where the file system allows and the request is aligned, the
@@ -130,32 +131,61 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 	return r;
 }
 
-/* The image's first img bytes into the ram backend's zeroed pages: only
- * its data, so that its holes (a sparse image of many GiB) cost neither
- * time nor memory. Where SEEK_DATA is not known, everything is read. */
-static int ram_load(struct gpuos_emu *e, int fd, size_t img, char *err, size_t errlen)
+/* The ram backend reads the image into memory a chunk at a time, when a
+ * command first touches the chunk: a tool that lists one directory of a
+ * 20 MiB image read all of it first, 0.06 s of its 0.09 s of CPU (issue 35),
+ * and a sparse image of many GiB costs only what is read. The image then
+ * holds what the file held when each chunk was first touched (a file
+ * replaced by rename keeps the one opened). A GPU process pins the memory
+ * and loads it whole at open instead (backend_open). */
+#define RAM_CHUNK_SHIFT 18u /* 256 KiB */
+enum { RAM_CHUNK_ABSENT, RAM_CHUNK_LOADING, RAM_CHUNK_HERE };
+
+/* Chunk k from the file; past the file's end (it may have shrunk since
+ * open) the zeros of the anonymous pages stay. */
+static int ram_chunk_load(struct emu_backend *b, size_t k)
 {
-	struct emu_backend *b = e->be;
-	size_t off = 0;
-	while (off < img) {
-		off_t data = lseek(fd, (off_t)off, SEEK_DATA), hole;
-		size_t end;
-		if (data < 0 && errno == ENXIO)
-			break; /* nothing but a hole from off on */
-		if (data < 0)
-			data = (off_t)off;
-		if ((size_t)data >= img)
+	size_t off = k << RAM_CHUNK_SHIFT;
+	size_t end = GPUOS_MIN(off + ((size_t)1 << RAM_CHUNK_SHIFT), b->ram_img);
+
+	while (off < end) {
+		ssize_t n = pread(b->fd, b->ram + off, end - off, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
 			break;
-		hole = lseek(fd, data, SEEK_HOLE);
-		end = hole < 0 || (size_t)hole > img ? img : (size_t)hole;
-		for (off = (size_t)data; off < end;) {
-			ssize_t k = pread(fd, b->ram + off, end - off, (off_t)off);
-			if (k <= 0) {
-				int r = k < 0 ? -errno : -EIO;
-				emu_errf(err, errlen, "emu: %s: %s", e->o.path, k < 0 ? strerror(-r) : "short read");
-				return r;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int emu_ram_ready(struct emu_backend *b, uint64_t off, uint64_t len)
+{
+	if (!len)
+		return 0;
+	for (size_t k = (size_t)(off >> RAM_CHUNK_SHIFT); k <= (size_t)((off + len - 1) >> RAM_CHUNK_SHIFT); k++) {
+		uint32_t spins = 0;
+		for (;;) {
+			/* acquire: pairs with the loader's release below, so
+			 * the chunk's bytes are seen once it says HERE */
+			uint8_t st = __atomic_load_n(&b->ram_chunk[k], __ATOMIC_ACQUIRE), want = RAM_CHUNK_ABSENT;
+			if (st == RAM_CHUNK_HERE)
+				break;
+			/* the CAS elects one loader; it publishes nothing */
+			if (st == RAM_CHUNK_ABSENT &&
+			    __atomic_compare_exchange_n(&b->ram_chunk[k], &want, RAM_CHUNK_LOADING, 0, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED)) {
+				int r = ram_chunk_load(b, k);
+				/* release: publishes the chunk's bytes to the acquire
+				 * above; a failed load leaves it to the next command */
+				__atomic_store_n(&b->ram_chunk[k], r ? RAM_CHUNK_ABSENT : RAM_CHUNK_HERE, __ATOMIC_RELEASE);
+				if (r)
+					return r;
+				break;
 			}
-			off += (size_t)k;
+			gpuos_backoff(&spins); /* another worker is loading it */
 		}
 	}
 	return 0;
@@ -196,15 +226,26 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 				 e->o.path, b->ram_len);
 			return -ENOMEM;
 		}
-		r = ram_load(e, fd, (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes), err, errlen);
-		close(fd);
-		if (r)
-			return r;
+		b->ram_img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
+		b->ram_chunk = calloc((b->ram_len >> RAM_CHUNK_SHIFT) + 1u, 1);
+		if (!b->ram_chunk) {
+			close(fd);
+			emu_errf(err, errlen, "emu: out of memory");
+			return -ENOMEM;
+		}
+		b->fd = fd; /* kept for the chunks still to load */
 		/* pinned and mapped: a read into VRAM is then one transfer from
 		 * here (docs/emulator.md, "The DMA engine"); without it, reads
-		 * stage through pinned memory */
-		if (b->env.host_register && b->env.dma_mark)
+		 * stage through pinned memory. Loaded whole first: no file read
+		 * on a transfer's way */
+		if (b->env.host_register && b->env.dma_mark) {
+			r = emu_ram_ready(b, 0, b->ram_len);
+			if (r) {
+				emu_errf(err, errlen, "emu: %s: %s", e->o.path, strerror(-r));
+				return r;
+			}
 			b->ram_registered = b->env.host_register(b->env.ctx, b->ram, b->ram_len) == 0;
+		}
 		return 0;
 	}
 	case GPUOS_EMU_FILE:
@@ -240,6 +281,7 @@ void emu_backend_close(struct gpuos_emu *e)
 		b->env.host_unregister(b->env.ctx, b->ram);
 	if (b->ram)
 		munmap(b->ram, b->ram_len);
+	free(b->ram_chunk);
 	if (b->fd_direct >= 0)
 		close(b->fd_direct);
 	if (b->fd >= 0)
@@ -280,10 +322,13 @@ static void iov_fill(struct iovec *iov, int cnt, int byte)
 		memset(iov[i].iov_base, byte, iov[i].iov_len);
 }
 
-static void ram_rw(struct emu_backend *b, struct emu_bio *bio)
+static int ram_rw(struct emu_backend *b, struct emu_bio *bio)
 {
 	uint8_t *p = b->ram + bio->off;
+	int r = emu_ram_ready(b, bio->off, bio->len);
 
+	if (r)
+		return r;
 	for (int i = 0; i < bio->iovcnt; i++) {
 		if (bio->op == EMU_OP_READ)
 			memcpy(bio->iov[i].iov_base, p, bio->iov[i].iov_len);
@@ -291,6 +336,7 @@ static void ram_rw(struct emu_backend *b, struct emu_bio *bio)
 			memcpy(p, bio->iov[i].iov_base, bio->iov[i].iov_len);
 		p += bio->iov[i].iov_len;
 	}
+	return 0;
 }
 
 /* preadv/pwritev until done, advancing over short transfers; bytes past the
@@ -455,9 +501,7 @@ void emu_backend_exec(struct gpuos_emu *e, struct emu_worker *w, struct emu_bio 
 		return;
 	case GPUOS_EMU_RAM:
 		for (unsigned i = 0; i < n; i++) {
-			if (b[i].op == EMU_OP_READ || b[i].op == EMU_OP_WRITE)
-				ram_rw(be, &b[i]);
-			b[i].res = 0;
+			b[i].res = b[i].op == EMU_OP_READ || b[i].op == EMU_OP_WRITE ? ram_rw(be, &b[i]) : 0;
 		}
 		return;
 	case GPUOS_EMU_URING:

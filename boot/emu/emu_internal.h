@@ -210,6 +210,8 @@ struct emu_backend {
 	int read_only;           /* the image could only be opened read-only */
 	uint8_t *ram;            /* ram: the image, padded to whole stripe rows */
 	size_t ram_len;
+	size_t ram_img;          /* ram: the image's bytes that ram holds (the rest is padding) */
+	uint8_t *ram_chunk;      /* ram: each chunk's RAM_CHUNK_* state, loaded when first touched */
 	int ram_registered;      /* env.host_register took it: a direct DMA source */
 	uint64_t bytes;          /* the image's bytes (null: the namespace size) */
 	struct gpuos_emu_env env;
@@ -353,6 +355,9 @@ void emu_backend_worker_fini(struct gpuos_emu *e, struct emu_worker *w);
 /* Serve n requests; each gets res. Called from worker w (or, for a flush at
  * shutdown, from the controller with w == NULL). */
 void emu_backend_exec(struct gpuos_emu *e, struct emu_worker *w, struct emu_bio *b, unsigned n);
+/* The ram backend's bytes [off, off + len) of the image loaded (by this
+ * thread or another): 0, or -errno where the image could not be read. */
+int emu_ram_ready(struct emu_backend *b, uint64_t off, uint64_t len);
 
 /* ---- options (emu_opts.c) ---- */
 int emu_opts_check(const struct gpuos_emu_opts *o, char *err, size_t errlen);

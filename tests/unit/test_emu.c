@@ -1882,6 +1882,38 @@ Test(emu_backend, ram_keeps_writes_in_memory)
 	cr_assert(!memcmp(chk, img, 4096));
 }
 
+/* The ram backend reads a chunk of the image when a command first touches
+ * it: a write into a chunk not yet read keeps the file's bytes around it,
+ * a chunk read stays as it was read, and one first touched after the file
+ * shrank reads as zeros, status OK (no SIGBUS, as a mapping of the file
+ * would give). */
+Test(emu_backend, ram_loads_what_commands_touch)
+{
+	struct td d;
+
+	up(&d, 2, 16, "backend=ram,workers=2");
+	uint8_t *buf = td_alloc(&d, 1u << 20, 4096, NULL);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	cr_assert(!memcmp(buf, img, 4096));
+	/* 8 LBAs in the middle of the second 256 KiB chunk */
+	td_pattern(buf, 4096, 5);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_WRITE, 700, 8, buf), 0);
+	cr_assert_eq(td_rw(&d, 2, GPUOS_NVME_CMD_READ, 512, 512, buf), 0);
+	cr_assert(!memcmp(buf, img + 512 * 512, 188 * 512), "the chunk's bytes before the write");
+	cr_assert(td_pattern_ok(buf + 188 * 512, 4096, 5));
+	cr_assert(!memcmp(buf + 196 * 512, img + 708 * 512, 316 * 512), "the chunk's bytes after it");
+	/* the file shrinks to 1 MiB under the controller */
+	cr_assert_eq(truncate(img_path, 1u << 20), 0);
+	cr_assert_eq(td_rw(&d, 1, GPUOS_NVME_CMD_READ, 0, 8, buf), 0);
+	cr_assert(!memcmp(buf, img, 4096), "a chunk read stays");
+	memset(buf, 0xee, 256u << 10);
+	cr_assert_eq(td_rw(&d, 2, GPUOS_NVME_CMD_READ, 6144, 512, buf), 0, "past the file's new end");
+	for (uint32_t i = 0; i < (256u << 10); i++)
+		cr_assert_eq(buf[i], 0, "byte %u", i);
+	cr_assert_eq(stats(&d).io_cmds, 5);
+	td_close(&d);
+}
+
 Test(emu_backend, null)
 {
 	struct td d;
