@@ -55,14 +55,32 @@ mke2fs -q -F -t ext4 -d "$tmp/src" "$tmp/img" 320M > /dev/null 2>&1 || { bad "mk
 # whole answer (with each step's two likeliest tokens) in $tmp/ref.json
 # (each answer asked of llama.cpp once: a node start and model load cost
 # seconds of CPU, and the suite asks for some twice)
+ref_file() { echo "$tmp/ref-$(printf '%s|%s|%s' "$1" "$2" "$3" | md5sum | cut -c1-16).json"; }
 ref() {
 	local k
-	k=$tmp/ref-$(printf '%s|%s|%s' "$1" "$N" "$2" | md5sum | cut -c1-16).json
+	k=$(ref_file "$1" "$N" "$2")
 	[ -s "$k" ] || node tests/tools/llama_ref.mjs generate "$tmp/src/$1.gguf" --prompt "$2" --tokens $N --ignore-eos \
 		--no-flash-attention --top2 > "$k" 2> "$tmp/ref.err" || rm -f "$k"
 	cp "$k" "$tmp/ref.json" 2> /dev/null || : > "$tmp/ref.json"
 	python3 tests/tools/llama_same.py --want "$tmp/ref.json"
 }
+# The answers the suite asks for below (model, tokens, prompt), asked of
+# one start of llama.cpp (generate --each: a start and a model load cost
+# about 2 s of CPU each, issue 35); ref() asks for any not here by itself.
+{
+	for p in "Hello world" "The quick brown fox jumps over the lazy dog" "Once upon a time, in a land far away"; do
+		echo "tiny	$N	$p"
+	done
+	for t in $types; do echo "$t	$N	Once upon a time"; done
+	printf 'Q4_K\t%s\tHello world\nfive\t16\tHello world\none\t%s\tHello world\n' $N $N
+} | while IFS='	' read -r m n p; do printf '%s\t%s\t%s\t%s\n' "$tmp/src/$m.gguf" "$n" "$p" "$(ref_file "$m" "$n" "$p")"; done |
+	python3 -c 'import json, sys
+for l in sys.stdin:
+    m, n, p, out = l.rstrip("\n").split("\t")
+    print(json.dumps({"model": m, "tokens": int(n), "prompt": p, "out": out}))' > "$tmp/each"
+node tests/tools/llama_ref.mjs generate --each "$tmp/each" --ignore-eos --no-flash-attention --top2 2> "$tmp/ref.err" ||
+	echo "  (llama.cpp refused some answers asked ahead: $(head -c 300 "$tmp/ref.err"); each is asked again)"
+
 # the engine's prompt ids and generated ids, printed as ref prints them:
 # model, prompt text, gpuos run's options, the app's options
 eng() {

@@ -14,6 +14,7 @@
 //   node tests/tools/llama_ref.mjs [--modules DIR] detokenize MODEL.gguf [--remove-special] [--special] < lines
 //   node tests/tools/llama_ref.mjs [--modules DIR] generate MODEL.gguf --prompt TEXT --tokens N [--ignore-eos]
 //                                  [--no-flash-attention]
+//   node tests/tools/llama_ref.mjs [--modules DIR] generate --each FILE [--ignore-eos] [--no-flash-attention]
 //   node tests/tools/llama_ref.mjs [--modules DIR] info MODEL.gguf
 //   node tests/tools/llama_ref.mjs [--modules DIR] batch --out-dir DIR --job "NAME|CMD|INPUT|OPTS"... MODEL.gguf...
 //
@@ -55,6 +56,12 @@
 //   --no-flash-attention: attention computed the standard way, as an
 //   engine without flash attention does (the last bits of the logits, and
 //   so a near tie between two tokens, can differ between the two).
+// generate --each FILE: one generate for each line of FILE, a JSON object
+//   {"model": PATH, "prompt": TEXT, "tokens": N, "out": PATH}, its answer
+//   written to "out", or to "out".err with llama.cpp's reason; one start of
+//   llama.cpp, each model loaded once (a start and a load cost about 2 s of
+//   CPU: tests/emu/llama.sh asks for 14 answers). The other options are the
+//   same for every line; exit status 1 when any was refused.
 // info: the vocabulary as llama.cpp loaded it: type, bos, eos, add_bos ...
 // batch --out-dir DIR --job "NAME|COMMAND|INPUT|OPTIONS"... MODEL...: each
 //   model loaded once for all the jobs (tokenize or detokenize, with their
@@ -84,6 +91,7 @@ const USAGE = `usage: node llama_ref.mjs [--modules DIR] [--verbose] COMMAND MOD
   tokenize [--out-dir DIR] MODEL.gguf... [--bos | --no-bos] [--special] [--text]   (stdin: JSON strings, one a line)
   detokenize [--out-dir DIR] MODEL.gguf... [--remove-special] [--special]          (stdin: JSON arrays of ids)
   generate MODEL.gguf --prompt TEXT --tokens N [--ignore-eos] [--no-flash-attention]
+  generate --each FILE [--ignore-eos] [--no-flash-attention]                       (FILE: JSON lines {model, prompt, tokens, out})
   info MODEL.gguf
   batch --out-dir DIR --job "NAME|tokenize or detokenize|INPUT|OPTIONS"... MODEL.gguf...`;
 
@@ -170,6 +178,41 @@ function runLines(cmd, mm, lines, o) {
 	return out;
 }
 
+// llama.cpp's greedy answer to one prompt, as the JSON line generate prints
+async function generate(mm, text, tokens, o) {
+	const { m } = mm;
+	// common_tokenize(ctx, prompt, add_special = true, parse_special = true)
+	const prompt = mm.addSpecial(text === "" ? [] : m.tokenize(text, true));
+	if (!prompt.length) throw new Error("the prompt has no tokens (and the model adds no BOS)");
+	const ctxOpts = { contextSize: Math.max(64, prompt.length + tokens + 8), sequences: 1, threads: 2 };
+	if (o.noFlashAttention) ctxOpts.flashAttention = false;
+	const ctx = await m.createContext(ctxOpts);
+	const seq = ctx.getSequence();
+	const out = [], top2 = [];
+	let stop = "length";
+	if (tokens > 0) {
+		const gen = o.top2 ? seq.evaluateWithMetadata(prompt, { probabilities: true }, { temperature: 0 })
+			: seq.evaluate(prompt, { temperature: 0 });
+		for await (const e of gen) {
+			const t = o.top2 ? e.token : e;
+			if (!o.ignoreEos && m.isEogToken(t)) {
+				stop = "eog";
+				break;
+			}
+			out.push(t);
+			if (o.top2) {
+				// the two likeliest next tokens at this step, and their probabilities
+				const best = [...e.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, 2);
+				top2.push(best.map(([tok, p]) => [tok, p]));
+			}
+			if (out.length >= tokens) break;
+		}
+	}
+	await ctx.dispose();
+	return JSON.stringify({ prompt_tokens: prompt, tokens: out, stop, text: m.detokenize(out),
+		...(o.top2 ? { top2 } : {}) });
+}
+
 // The options of a command (all but the global ones); the rest into pos.
 function parseOpts(args, pos, global) {
 	const o = { bos: false, special: false, text: false, removeSpecial: false, ignoreEos: false, noFlashAttention: false, prompt: null, tokens: null };
@@ -179,6 +222,7 @@ function parseOpts(args, pos, global) {
 		else if (global && a === "--verbose") verbose = true;
 		else if (global && a === "--out-dir" && i + 1 < args.length) global.outDir = args[++i];
 		else if (global && a === "--job" && i + 1 < args.length) global.jobs.push(args[++i]);
+		else if (global && a === "--each" && i + 1 < args.length) global.each = args[++i];
 		else if (a === "--bos") o.bos = true;
 		else if (a === "--no-bos") o.bos = false;
 		else if (a === "--special") o.special = true;
@@ -200,14 +244,34 @@ async function main() {
 		modules: join(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..", "..", "node_modules"),
 		outDir: null,
 		jobs: [],
+		each: null,
 	};
 	const pos = [];
 	const o = parseOpts(process.argv.slice(2), pos, g);
 	const modules = g.modules, outDir = g.outDir;
 	const [cmd, ...models] = pos;
+	// generate --each: the models are named in FILE
+	let each = null;
+	if (g.each !== null) {
+		if (cmd !== "generate" || models.length) usage("--each is for generate, without MODEL");
+		if (!existsSync(g.each)) usage(`${g.each}: no such file`);
+		each = readFileSync(g.each, "utf8").split("\n").filter((l) => l.trim()).map((l, k) => {
+			let v;
+			try {
+				v = JSON.parse(l);
+			} catch (e) {
+				usage(`${g.each} line ${k + 1}: not JSON: ${e.message}`);
+			}
+			if (typeof v.model !== "string" || typeof v.prompt !== "string" || typeof v.out !== "string" ||
+			    !Number.isInteger(v.tokens) || v.tokens < 0)
+				usage(`${g.each} line ${k + 1}: want {"model", "prompt", "tokens", "out"}`);
+			return v;
+		});
+		models.push(...new Set(each.map((j) => j.model)));
+	}
 	if (!cmd || !models.length) usage();
 	if (!["tokenize", "detokenize", "generate", "info", "batch"].includes(cmd)) usage(`unknown command ${cmd}`);
-	if (models.length > 1 && !outDir) usage("several models need --out-dir DIR");
+	if (models.length > 1 && !outDir && !each) usage("several models need --out-dir DIR");
 	if (outDir && !["tokenize", "detokenize", "batch"].includes(cmd)) usage("--out-dir is for tokenize, detokenize and batch");
 	// batch: jobs "NAME|tokenize or detokenize|INPUT FILE|OPTIONS", each into OUT-DIR/NAME/
 	const jobs = g.jobs.map((j) => {
@@ -220,7 +284,7 @@ async function main() {
 	});
 	if (cmd === "batch" && (!outDir || !jobs.length)) usage("batch needs --out-dir DIR and --job ...");
 	if (cmd !== "batch" && jobs.length) usage("--job is for batch");
-	if (cmd === "generate" && (o.prompt === null || !Number.isInteger(o.tokens) || o.tokens < 0))
+	if (cmd === "generate" && !each && (o.prompt === null || !Number.isInteger(o.tokens) || o.tokens < 0))
 		usage("generate needs --prompt TEXT and --tokens N");
 	for (const f of models) if (!existsSync(f)) usage(`${f}: no such file`);
 	if (outDir && !existsSync(outDir)) usage(`${outDir}: no such directory`);
@@ -247,6 +311,33 @@ async function main() {
 		fail(`no usable prebuilt llama.cpp (node-llama-cpp: ${e.message}); run scripts/deps.sh`);
 	}
 
+	if (each) {
+		let refused = 0;
+		for (const f of models) {
+			let mm = null;
+			try {
+				mm = await openModel(llama, f, false);
+			} catch (e) {
+				for (const j of each.filter((j) => j.model === f))
+					writeFileSync(j.out + ".err", `${f}: ${e.message}\n${logs.join("")}`);
+				logs.length = 0;
+				refused++;
+				continue;
+			}
+			for (const j of each.filter((j) => j.model === f)) {
+				try {
+					writeFileSync(j.out, await generate(mm, j.prompt, j.tokens, o) + "\n");
+				} catch (e) {
+					writeFileSync(j.out + ".err", `${e.message}\n${logs.join("")}`);
+					refused++;
+				}
+				logs.length = 0;
+			}
+			await mm.m.dispose();
+		}
+		return refused ? 1 : 0;
+	}
+
 	if (cmd === "info" || cmd === "generate") {
 		let mm;
 		try {
@@ -263,36 +354,11 @@ async function main() {
 			}) + "\n");
 			return 0;
 		}
-		// common_tokenize(ctx, prompt, add_special = true, parse_special = true)
-		const prompt = mm.addSpecial(o.prompt === "" ? [] : m.tokenize(o.prompt, true));
-		if (!prompt.length) fail("the prompt has no tokens (and the model adds no BOS)");
-		const ctxOpts = { contextSize: Math.max(64, prompt.length + o.tokens + 8), sequences: 1, threads: 2 };
-		if (o.noFlashAttention) ctxOpts.flashAttention = false;
-		const ctx = await m.createContext(ctxOpts);
-		const seq = ctx.getSequence();
-		const out = [], top2 = [];
-		let stop = "length";
-		if (o.tokens > 0) {
-			const gen = o.top2 ? seq.evaluateWithMetadata(prompt, { probabilities: true }, { temperature: 0 })
-				: seq.evaluate(prompt, { temperature: 0 });
-			for await (const e of gen) {
-				const t = o.top2 ? e.token : e;
-				if (!o.ignoreEos && m.isEogToken(t)) {
-					stop = "eog";
-					break;
-				}
-				out.push(t);
-				if (o.top2) {
-					// the two likeliest next tokens at this step, and their probabilities
-					const best = [...e.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, 2);
-					top2.push(best.map(([tok, p]) => [tok, p]));
-				}
-				if (out.length >= o.tokens) break;
-			}
+		try {
+			process.stdout.write(await generate(mm, o.prompt, o.tokens, o) + "\n");
+		} catch (e) {
+			fail(e.message);
 		}
-		process.stdout.write(JSON.stringify({ prompt_tokens: prompt, tokens: out, stop, text: m.detokenize(out),
-			...(o.top2 ? { top2 } : {}) }) + "\n");
-		await ctx.dispose();
 		return 0;
 	}
 

@@ -212,6 +212,15 @@ Test(runtime, lba_4096_and_small_mdts)
 	shut(&b);
 }
 
+/* GPUOS_QUICK=1 (make test's default, QUICK=0 there for the full counts):
+ * the long tests with a tenth of their requests; the GPU suite runs them
+ * whole. */
+static int test_quick(void)
+{
+	const char *q = getenv("GPUOS_QUICK");
+	return q && atoi(q) != 0;
+}
+
 struct hammer {
 	struct booted *b;
 	int id;
@@ -255,7 +264,7 @@ Test(runtime, many_clients_nothing_lost_or_duplicated, .timeout = 300)
 	struct hammer h[64];
 	struct gpuos_stats st;
 	uint64_t want_bytes = 0, got_bytes = 0;
-	int i, n = getenv("GPUOS_QUICK") ? 1000 : 10000;
+	int i, n = test_quick() ? 1000 : 10000;
 	boot_with(&b, "ooo=1", 4, 8, 0, 256);
 	for (i = 0; i < 64; i++) {
 		h[i].b = &b;
@@ -792,7 +801,7 @@ Test(runtime, array_queues_per_warp_and_controller)
 }
 
 /* ---- the fault campaign (issue 13, docs/testing.md) ------------------------------------
- * 64 clients x 10,000 requests (1,000 with GPUOS_QUICK) under each fault mode
+ * 64 clients x 10,000 requests (1,000 with GPUOS_QUICK=1) under each fault mode
  * of the emulated controller in turn. Each client reads random ranges into
  * its own part of the heap (zero copy where the range starts on an LBA, a
  * bounced tail otherwise) and checks every OK answer against the image. The
@@ -1074,7 +1083,7 @@ Test(runtime, fault_campaign, .timeout = 900)
 		 * the first comes while the second is out */
 		{ "dup", "faults=dup:0.01", 60000, "", 0, 0, 1u << GPUOS_ST_DUP_CQE },
 	};
-	int n = getenv("GPUOS_QUICK") ? 1000 : 10000;
+	int n = test_quick() ? 1000 : 10000;
 	const char *only = getenv("GPUOS_CAMPAIGN"); /* one mode by name, to chase a failure */
 	size_t i, ran = 0;
 	for (i = 0; i < GPUOS_ARRAY_SIZE(modes); i++) {
@@ -1115,7 +1124,7 @@ Test(runtime, fault_campaign_duplicates, .timeout = 900)
 		{ "dup+lost", "faults=rate:0.02+dup:0.2+late:0.1:3+lost:0.0005", 100, dev, 13, 65528,
 		  1u << GPUOS_ST_DUP_CQE },
 	};
-	int n = getenv("GPUOS_QUICK") ? 200 : 1000;
+	int n = test_quick() ? 200 : 1000;
 	size_t i;
 	for (i = 0; i < GPUOS_ARRAY_SIZE(modes); i++) {
 		struct gpuos_stats st;
