@@ -320,7 +320,7 @@ static void *ctrl_main(void *arg)
 			for (int i = 0; i < 16; i++)
 				gpuos_pause();
 		} else {
-			emu_nap_ns(idle < 2048 ? 20000 : emu_idle_nap_ns(idle - 2048, 200000));
+			emu_nap_ns(idle < 768 ? 20000 : emu_idle_nap_ns(idle - 768, 40000));
 		}
 	}
 	return NULL;

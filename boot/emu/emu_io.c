@@ -953,7 +953,7 @@ static void *worker_main(void *arg)
 		 * not at all while transfers are on the way */
 		uint64_t now = gpuos_now_ns();
 		uint64_t nap = ++idle < 512 || w->dma_landed < w->dma_issued ? 0 :
-			       idle < 4096 ? 20000 : emu_idle_nap_ns(idle - 4096, 100000);
+			       idle < 1024 ? 20000 : emu_idle_nap_ns(idle - 1024, 40000);
 		if (next_due != UINT64_MAX && next_due > now && next_due - now < nap)
 			nap = next_due - now;
 		if (nap < 5000) {

@@ -18,6 +18,7 @@
 # --help` accepts; a command's options are the long options that start a line
 # of its help ("  -o, --output FILE   ...") and those of its usage line.
 set -u
+. "$(dirname "$0")/wait.sh" # wait_ready FILE PID
 build=${1:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
@@ -241,7 +242,7 @@ echo served > "$tmp/svcimg/tree/x.txt"
 mke2fs -q -F -t ext4 -d "$tmp/svcimg/tree" "$tmp/svcimg/disk.img" 16M > /dev/null 2>&1
 "$gpuos" boot --config "$tmp/boot.conf" > "$tmp/boot.out" 2> "$tmp/boot.err" &
 svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/boot.out" 2>/dev/null && break; sleep 0.1; done
+wait_ready "$tmp/boot.out" $svc
 out=$(timeout 60 "$gpuos" cat --socket "$tmp/conf.sock" /x.txt 2>/dev/null)
 timeout 60 "$gpuos" stop --socket "$tmp/conf.sock" > /dev/null 2>&1
 kill $svc 2>/dev/null; wait $svc 2>/dev/null

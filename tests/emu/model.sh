@@ -25,6 +25,7 @@ build=${1:-build}
 gpuos=$build/gpuos
 here=$(cd "$(dirname "$0")/../.." && pwd)
 T=$here/tests/tools
+. "$here/tests/emu/wait.sh" # wait_ready FILE PID
 tmp=$(mktemp -d /tmp/gpuos-model.XXXXXX)
 chmod 755 "$tmp"
 svc=
@@ -225,7 +226,7 @@ opts=(--socket-mode 0660)
 # come and go quickly
 "$gpuos" boot --device "emu:$img" --host --socket "$sock" --heap-mib 16 "${opts[@]}" > "$tmp/svc.out" 2> "$tmp/svc.err" < /dev/null &
 svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+wait_ready "$tmp/svc.out" $svc
 check "a service boots" eval 'grep -q ready "$tmp/svc.out" || { cat "$tmp/svc.err"; false; }'
 # s ARGS...: model --socket ARGS, asked again (up to 3 times, a second
 # apart) while the service has no client share free: it renews them paced,

@@ -26,18 +26,18 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-if [ ! -f "$build/runtime/engine.o" ] || [ ! -f "$build/pic/runtime/engine.o" ]; then
+if [ ! -f "$build/runtime/engine.o" ]; then
 	echo "nocuda: FAIL, no objects in $build (make BUILD=$build all lib)"
 	exit 1
 fi
 rm -rf "$nb"
 mkdir -p "$nb"
-for d in runtime boot pic/runtime pic/boot; do
+for d in runtime boot; do
 	mkdir -p "$nb/$d"
 	cp -a "$build/$d/." "$nb/$d/"
 done
 # what differs, and every dependency file (they name BUILD_DIR's targets)
-rm -f "$nb/boot/cuda.o" "$nb/pic/boot/cuda.o" "$nb/boot/cli/main.o"
+rm -f "$nb/boot/cuda.o" "$nb/boot/cli/main.o"
 find "$nb" -name '*.d' -delete
 
 echo "== make CUDA=0 NVCC=/nonexistent/nvcc BUILD=$nb all lib"

@@ -6,6 +6,7 @@
 # the emulated controller, through the local commands and through a service.
 # Usage: tests/emu/root.sh BUILD_DIR
 set -u
+. "$(dirname "$0")/wait.sh" # wait_ready FILE PID
 build=${1:-build}
 gpuos=$build/gpuos
 tmp=$(mktemp -d /tmp/gpuos-root-test.XXXXXX)
@@ -96,7 +97,7 @@ echo "== a service with --root /pub"
 sock=$tmp/s.sock
 "$gpuos" boot --device "$dev" --host --socket "$sock" --root /pub > "$tmp/svc.out" 2> "$tmp/svc.err" &
 svc=$!
-for i in $(seq 100); do grep -q ready "$tmp/svc.out" 2>/dev/null && break; sleep 0.1; done
+wait_ready "$tmp/svc.out" $svc
 sock_cmd() { "$gpuos" "$@" --socket "$sock"; }
 cat_is "a client reads inside the root" /sub/b.txt "public b" sock_cmd
 cat_refused "a client's /../secret.txt" /../secret.txt 'no such file' sock_cmd
