@@ -142,12 +142,17 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 enum { RAM_CHUNK_ABSENT, RAM_CHUNK_LOADING, RAM_CHUNK_HERE };
 
 /* Chunk k from the file; past the file's end (it may have shrunk since
- * open) the zeros of the anonymous pages stay. */
+ * open) and in a chunk that is all hole the zeros of the anonymous pages
+ * stay, untouched: a sparse image costs neither time nor memory for its
+ * holes. Where SEEK_DATA is not known, everything is read. */
 static int ram_chunk_load(struct emu_backend *b, size_t k)
 {
 	size_t off = k << RAM_CHUNK_SHIFT;
 	size_t end = GPUOS_MIN(off + ((size_t)1 << RAM_CHUNK_SHIFT), b->ram_img);
+	off_t data = off < end ? lseek(b->fd, (off_t)off, SEEK_DATA) : -1;
 
+	if ((data < 0 && errno == ENXIO) || (data >= 0 && (size_t)data >= end))
+		return 0; /* a hole to the chunk's end */
 	while (off < end) {
 		ssize_t n = pread(b->fd, b->ram + off, end - off, (off_t)off);
 		if (n < 0 && errno == EINTR)

@@ -336,7 +336,10 @@ class C3Client(Connected):
         # That lock once went back to the watcher microseconds after it let
         # go, and a call waited for seconds (a 4 KiB read: 413 ms median).
         # Against the same run's mailbox round trip (size(), no call on the
-        # connection): a few times it, never a hundred.
+        # connection): a few times it, never a hundred. A read's two calls
+        # wait for the service's socket thread as well, and beside make
+        # test's other suites on 2 cores that took 121 ms against a 1 ms
+        # size() (issue 35): 50 ms more is allowed, well under the bug's.
         def median(fn, n=40):
             ts = []
             for _ in range(n):
@@ -346,7 +349,7 @@ class C3Client(Connected):
             return sorted(ts)[n // 2]
         size = median(lambda: self.sys.size("/models/st/all.safetensors"))
         read = median(lambda: self.sys.read("/models/st/all.safetensors", 0, 4096))
-        self.assertLess(read, 50 * size + 0.005, "a 4 KiB read %.2f ms, a size() %.3f ms" % (read * 1e3, size * 1e3))
+        self.assertLess(read, 50 * size + 0.05, "a 4 KiB read %.2f ms, a size() %.3f ms" % (read * 1e3, size * 1e3))
 
     def test_load_async(self):
         path = "/models/hf/model.safetensors.index.json"
