@@ -75,10 +75,10 @@ $(BUILD)/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"$(if $(filter 
 # and xproc-client again for all of CUDA_ARCH.
 ARCH_STAMP := $(BUILD)/kernels/archs
 .PHONY: FORCE
+ARCH_TEXT = $(CUDA_ARCH)$(if $(filter 1,$(RT_PTX)), (PTX))
 $(ARCH_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	$(Q)echo '$(CUDA_ARCH)$(if $(filter 1,$(RT_PTX)), (PTX))' | cmp -s - $@ || \
-		echo '$(CUDA_ARCH)$(if $(filter 1,$(RT_PTX)), (PTX))' > $@
+	$(Q)echo '$(ARCH_TEXT)' | cmp -s - $@ || echo '$(ARCH_TEXT)' > $@
 $(BUILD)/boot/cli/main.o: $(ARCH_STAMP)
 $(BUILD)/static/boot/cli/main.o: override CFLAGS += -DGPUOS_CUDA_ARCHS='"none (host mode only)"'
 

@@ -149,8 +149,11 @@ static int ram_chunk_load(struct emu_backend *b, size_t k)
 {
 	size_t off = k << RAM_CHUNK_SHIFT;
 	size_t end = GPUOS_MIN(off + ((size_t)1 << RAM_CHUNK_SHIFT), b->ram_img);
-	off_t data = off < end ? lseek(b->fd, (off_t)off, SEEK_DATA) : -1;
+	off_t data;
 
+	if (off >= end)
+		return 0; /* padding past the image */
+	data = lseek(b->fd, (off_t)off, SEEK_DATA);
 	if ((data < 0 && errno == ENXIO) || (data >= 0 && (size_t)data >= end))
 		return 0; /* a hole to the chunk's end */
 	while (off < end) {

@@ -273,8 +273,7 @@ static uint16_t ram_direct(struct gpuos_emu *e, struct emu_worker *w, struct emu
 		for (size_t done = 0; done < sg->len;) {
 			uint64_t run, img = emu_img_off(e, moff, &run);
 			size_t k = (size_t)GPUOS_MIN((uint64_t)(sg->len - done), run);
-			if (emu_ram_ready(e->be, img, k))
-				return ST(GPUOS_NVME_SCT_MEDIA, GPUOS_NVME_SC_UNRECOVERED_READ, 0);
+			/* no emu_ram_ready: a registered image was loaded whole at open */
 			int r = sg->device ? dma_put(e, sg->ptr + done, e->be->ram + img, k) :
 					     (memcpy(sg->ptr + done, e->be->ram + img, k), 0);
 			if (r)

@@ -849,10 +849,12 @@ static uint64_t now_ms_test(void)
 static int camp_named(const char *list, const char *name)
 {
 	size_t n = strlen(name);
-	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+	for (const char *p = list;; p++) {
 		if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0))
 			return 1;
-	return 0;
+		if (!(p = strchr(p, ',')))
+			return 0;
+	}
 }
 
 /* How long a client waits for one answer before it counts the request
