@@ -234,6 +234,12 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 				 e->o.path, b->ram_len);
 			return -ENOMEM;
 		}
+		/* Huge pages where the kernel grants them (THP "madvise"): every
+		 * command's first touch of a 4 KiB page is a fault, each a
+		 * hypervisor exit on a virtual machine; a loop of gpuos ls, stat
+		 * and cat of a 5 MiB file took 24 % less CPU (issue 35). Only a
+		 * hint: refused, the pages stay small. */
+		(void)madvise(b->ram, b->ram_len, MADV_HUGEPAGE);
 		b->ram_img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
 		b->ram_chunk = calloc((b->ram_len >> RAM_CHUNK_SHIFT) + 1u, 1);
 		if (!b->ram_chunk) {
