@@ -40,7 +40,7 @@ GPUOS_APP_ABI_NOTE;
 #define META_ITEMS 8192u          /* struct item[MAX_ITEMS] */
 #define META_BYTES (META_ITEMS + MAX_ITEMS * 256u + 8192u)
 
-enum { R_PENDING, R_OK, R_MISMATCH, R_LOADED, R_ERROR };
+enum { ITEM_PENDING, ITEM_OK, ITEM_MISMATCH, ITEM_LOADED, ITEM_ERROR };
 
 /* One tensor to load (or one spec that failed). */
 struct item {
@@ -51,10 +51,10 @@ struct item {
 	uint32_t has_want;     /* 0x14 */
 	uint32_t pieces;       /* 0x18 loads it took */
 	uint32_t rsvd1c;       /* 0x1c */
-	const char *msg;       /* 0x20 R_ERROR: what went wrong (a string literal) */
+	const char *msg;       /* 0x20 ITEM_ERROR: what went wrong (a string literal) */
 	uint8_t want[32];      /* 0x28 */
 	uint8_t got[32];       /* 0x48 */
-	char name[128];        /* 0x68 NUL-terminated; a spec's text for R_ERROR */
+	char name[128];        /* 0x68 NUL-terminated; a spec's text for ITEM_ERROR */
 	uint8_t rsvde8[24];    /* 0xe8 */
 };
 static_assert(sizeof(struct item) == 256, "item size");
@@ -115,7 +115,7 @@ static inline GPUOS_HD struct item *new_item(struct item *it, uint32_t *n)
 		return 0;
 	t = &it[(*n)++];
 	t->idx = 0;
-	t->result = R_PENDING;
+	t->result = ITEM_PENDING;
 	t->size = 0;
 	t->st = GPUOS_ST_OK;
 	t->has_want = 0;
@@ -131,7 +131,7 @@ static inline GPUOS_HD void fail_item(struct item *t, const char *spec, const ch
 	while (spec[n] && spec[n] != '=')
 		n++;
 	set_name(t->name, spec, n);
-	t->result = R_ERROR;
+	t->result = ITEM_ERROR;
 	t->msg = msg;
 	t->st = st;
 }
@@ -254,7 +254,7 @@ static inline GPUOS_HD void load_one(struct gpuos_app_args *a, struct gpuos_mbox
 			st = gpuos_model_load(mb, h, t->idx, buf, off, len, &got);
 		t->pieces++;
 		if (st != GPUOS_ST_OK || got != len) {
-			t->result = R_ERROR;
+			t->result = ITEM_ERROR;
 			t->st = st != GPUOS_ST_OK ? st : GPUOS_ST_BAD_RANGE;
 			t->msg = "load failed";
 			return;
@@ -268,13 +268,13 @@ static inline GPUOS_HD void load_one(struct gpuos_app_args *a, struct gpuos_mbox
 	}
 	sha256_final(&c, t->got);
 	if (!t->has_want) {
-		t->result = R_LOADED;
+		t->result = ITEM_LOADED;
 		return;
 	}
-	t->result = R_OK;
+	t->result = ITEM_OK;
 	for (i = 0; i < 32; i++)
 		if (t->got[i] != t->want[i])
-			t->result = R_MISMATCH;
+			t->result = ITEM_MISMATCH;
 }
 
 /* An item's line of the report after its result: its name, then its
@@ -282,7 +282,7 @@ static inline GPUOS_HD void load_one(struct gpuos_app_args *a, struct gpuos_mbox
 static inline GPUOS_HD void item_line(struct rep *r, const struct item *t)
 {
 	rs(r, t->name);
-	if (t->result == R_ERROR) {
+	if (t->result == ITEM_ERROR) {
 		rs(r, ": ");
 		rs(r, t->msg ? t->msg : "not done");
 		if (t->st != GPUOS_ST_OK) {
@@ -301,11 +301,11 @@ static inline GPUOS_HD void item_line(struct rep *r, const struct item *t)
 		rn(r, t->pieces);
 		rs(r, " pieces");
 	}
-	if (t->result != R_OK) {
+	if (t->result != ITEM_OK) {
 		rs(r, " sha256 ");
 		rhex(r, t->got, 32);
 	}
-	if (t->result == R_MISMATCH) {
+	if (t->result == ITEM_MISMATCH) {
 		rs(r, " expected ");
 		rhex(r, t->want, 32);
 	}
@@ -335,15 +335,15 @@ static inline GPUOS_HD void report(struct gpuos_app_args *a, struct shared *sh, 
 	for (i = 0; i < sh->nitems; i++) {
 		const struct item *t = &it[i];
 		switch (t->result) {
-		case R_OK:
+		case ITEM_OK:
 			ok++;
 			rs(&r, "ok        ");
 			break;
-		case R_MISMATCH:
+		case ITEM_MISMATCH:
 			bad++;
 			rs(&r, "MISMATCH  ");
 			break;
-		case R_LOADED:
+		case ITEM_LOADED:
 			loaded++;
 			rs(&r, "loaded    ");
 			break;
@@ -427,7 +427,7 @@ static inline GPUOS_HD int set_up(struct gpuos_app_args *a, struct shared *sh, u
 	sh->share = GPUOS_ALIGN_DOWN((a->vram_len - META_BYTES) / w, (uint64_t)4096);
 	sh->bytes = 0;
 	for (i = 0; i < n; i++)
-		if (it[i].result == R_PENDING)
+		if (it[i].result == ITEM_PENDING)
 			total += it[i].size;
 	gpuos_app_progress_total(a, total);
 	/* Publish the tensor list, handle and shares; pairs with the
@@ -463,7 +463,7 @@ GPUOS_HD static void gguf_load_main(struct gpuos_app_args *a, uint32_t tid, uint
 	if (tid < sh->workers) {
 		uint8_t *buf = (uint8_t *)meta + META_BYTES + (uint64_t)tid * sh->share;
 		for (i = tid; i < sh->nitems; i += sh->workers)
-			if (it[i].result == R_PENDING)
+			if (it[i].result == ITEM_PENDING)
 				load_one(a, mb, h, &it[i], buf, sh->share, &bytes);
 		if (bytes)
 			gpuos_fetch_add_relaxed_sys64(&sh->bytes, bytes);

@@ -199,10 +199,11 @@ static inline GPUOS_HD void arrive(struct shared *sh, uint32_t n)
 	if (gpuos_fetch_add_acq_rel_dev32(&sh->count, 1u) + 1u == n) {
 		gpuos_store_relaxed_sys32(&sh->count, 0);
 		gpuos_store_release_dev32(&sh->gen, g + 1u);
+		gpuos_wake32(&sh->gen); /* host threads asleep on the generation */
 		return;
 	}
 	while (gpuos_load_acquire_dev32(&sh->gen) == g)
-		gpuos_backoff(&spins);
+		gpuos_wait_change32(&sh->gen, g, &spins);
 }
 
 /* Every thread's writes before it reach every thread after it. On the GPU
