@@ -194,21 +194,28 @@ GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
  * bounds how late a long wait notices its answer, and the first ~100 ms of
  * a wait still poll often. Polling only: nothing here orders memory (the
  * caller's acquire loads do). */
+#if !GPUOS_ON_GPU
+/* The host's schedule: the nap for the next call of a wait (0: spin),
+ * counting it in *spins (saturating: a wait of 49 days stays at the longest
+ * nap). */
+static inline long gpuos_host_nap_ns(uint32_t *spins)
+{
+	uint32_t n = *spins < UINT32_MAX ? ++*spins : *spins;
+	uint32_t k = (n - 64u) >> 6;
+	return n < 64 ? 0 : k < 6 ? 20000L << k : 1000000L;
+}
+#endif
 GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 {
 #if GPUOS_ON_GPU
 	uint32_t n = ++*spins;
 	__nanosleep(n < 256 ? 20u : n < 8192 ? 200u : 1000u);
 #else
-	/* saturating: a wait of 49 days stays at the longest nap */
-	uint32_t n = *spins < UINT32_MAX ? ++*spins : *spins;
-	if (n < 64) {
-		gpuos_pause();
-	} else {
-		uint32_t k = (n - 64u) >> 6;
-		struct timespec ts = { 0, k < 6 ? 20000L << k : 1000000L };
+	struct timespec ts = { 0, gpuos_host_nap_ns(spins) };
+	if (ts.tv_nsec)
 		nanosleep(&ts, 0);
-	}
+	else
+		gpuos_pause();
 #endif
 }
 
@@ -234,14 +241,11 @@ GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 GPUOS_INLINE GPUOS_HD void gpuos_wait_change32(const uint32_t *word, uint32_t seen, uint32_t *spins)
 {
 #if GPUOS_HOST_FUTEX
-	uint32_t n = *spins < UINT32_MAX ? ++*spins : *spins;
-	if (n < 64) {
-		gpuos_pause();
-	} else {
-		uint32_t k = (n - 64u) >> 6;
-		struct timespec ts = { 0, k < 6 ? 20000L << k : 1000000L };
+	struct timespec ts = { 0, gpuos_host_nap_ns(spins) };
+	if (ts.tv_nsec)
 		(void)syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
-	}
+	else
+		gpuos_pause();
 #else
 	(void)word;
 	(void)seen;
