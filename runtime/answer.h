@@ -51,8 +51,6 @@ GPUOS_INLINE GPUOS_HD void gpuos_rt_answer_done(int dev, struct gpuos_mbox_slot 
 		gpuos_mbox_store_release(dev, &s->state, GPUOS_SLOT_DONE);
 	if (batch) /* checked at intake: registered memory the runtime may use atomics on */
 		gpuos_mbox_fetch_add_release(dev, (uint32_t *)(uintptr_t)batch, 1u);
-	/* a host client asleep in gpuos_wait (host mode; nothing on the GPU) */
-	gpuos_wake32(&s->state);
 }
 
 /* Answer the request in slot s: its status, NVMe status and result (bytes

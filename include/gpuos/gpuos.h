@@ -149,13 +149,8 @@ GPUOS_INLINE GPUOS_HD uint32_t gpuos_wait(struct gpuos_mbox *mb, uint32_t slot, 
 {
 	uint64_t t0 = timeout_ns ? gpuos_now_ns() : 0;
 	uint32_t spins = 0, polls = 0;
-	const uint32_t *state = &gpuos_mbox_slots(mb)[slot].state;
 	while (!gpuos_poll(mb, slot, res)) {
-		/* the state the answer moves on from (a host runtime's answer
-		 * wakes the wait; relaxed: gpuos_poll's acquire orders) */
-		uint32_t seen = gpuos_load_relaxed_sys32(state);
-		if (seen != GPUOS_SLOT_DONE)
-			gpuos_wait_change32(state, seen, &spins);
+		gpuos_backoff(&spins);
 		if (timeout_ns && (++polls & 63u) == 0 && gpuos_now_ns() - t0 > timeout_ns) {
 			res->status = GPUOS_ST_TIMEOUT;
 			res->nvme_status = 0;

@@ -222,9 +222,12 @@ GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 /* Wait politely for *word to leave `seen`: gpuos_backoff, where a host
  * thread's naps sleep in the kernel on the word (a futex), so that the
  * thread that changes it ends the nap by calling gpuos_wake32(word) after
- * its store (a barrier's generation, a mailbox slot's state). Under load
+ * its store (a barrier's generation). Under load
  * the waiter then neither holds a core nor oversleeps: the llama engine's
  * barrier took 22 % less CPU and time beside two busy suites (2026-12-03).
+ * Not for mailbox answers: a wake per answer and 64 clients asleep made
+ * test_runtime's many_clients test 3.5 times slower under TSan (every
+ * answer a switch to its client).
  * A nap that ends unwoken only polls again: a writer that does not wake
  * (the GPU) costs latency, not correctness. Polling only, as gpuos_backoff:
  * the futex compares the word and orders nothing; the caller's acquire load

@@ -162,6 +162,17 @@ else
 		timeout 420 python3 tests/gpu/connect_torch.py "$build" /dev/shm/gpuos-connect ${GPUOS_CONNECT_LAYERS:+--layers $GPUOS_CONNECT_LAYERS}
 	res $? "connect_torch.py: gpuos.connect() loads a 4.6 GB checkpoint into the process's own tensors while GEMMs run; cudaFree, a first cuBLAS call, synchronize, a CuPy JIT kernel within 5 s beside the service; 0.9x file_load"
 	rm -rf /dev/shm/gpuos-connect
+	# The MPS daemon the service started outlives it while a client holds
+	# a context: the Python process itself, which ran gpuos stop. Until the
+	# daemon ends no CUDA program gets the GPU (2026-12-03: every run of
+	# the llama step after this one found none), so the next step waits.
+	for i in $(seq 120); do
+		pgrep -x nvidia-cuda-mps-control > /dev/null || pgrep -f nvidia-cuda-mps-server > /dev/null || break
+		sleep 0.5
+	done
+	if pgrep -x nvidia-cuda-mps-control > /dev/null; then
+		echo "-- an MPS daemon still runs 60 s after connect_torch.py: the steps after may find no GPU"
+	fi
 fi
 
 step "the llama engine on the GPU (issue 19): llama.cpp's tokens, every type, layers streamed through gpuos"
