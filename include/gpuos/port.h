@@ -194,11 +194,11 @@ GPUOS_INLINE GPUOS_HD void gpuos_pause(void)
  * caller's acquire loads do). */
 #if !GPUOS_ON_GPU
 #include <sched.h>
-/* The host's schedule, for the next call of a wait: spin (a pause) the
- * first 64 calls, then yield until call naps_from, then nap: the nap's
- * length, 0 for a call that spun or yielded. *spins counts the calls
+/* One step of a host wait: a pause the first 64 calls, then a yield until
+ * call naps_from; after that the nap the caller takes, in ns (0 for a step
+ * that paused or yielded here). *spins counts the calls
  * (saturating: a wait of 49 days stays at the longest nap). */
-static inline long gpuos_host_nap_ns(uint32_t *spins, uint32_t naps_from)
+static inline long gpuos_host_wait_step(uint32_t *spins, uint32_t naps_from)
 {
 	uint32_t n = *spins < UINT32_MAX ? ++*spins : *spins;
 	uint32_t k = (n - naps_from) >> 6;
@@ -215,7 +215,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_backoff(uint32_t *spins)
 	uint32_t n = ++*spins;
 	__nanosleep(n < 256 ? 20u : n < 8192 ? 200u : 1000u);
 #else
-	struct timespec ts = { 0, gpuos_host_nap_ns(spins, 256) };
+	struct timespec ts = { 0, gpuos_host_wait_step(spins, 256) };
 	if (ts.tv_nsec)
 		nanosleep(&ts, 0);
 #endif
@@ -247,7 +247,7 @@ GPUOS_INLINE GPUOS_HD void gpuos_wait_change32(const uint32_t *word, uint32_t se
 {
 #if GPUOS_HOST_FUTEX
 	/* no yields: the waker's call ends the sleep */
-	struct timespec ts = { 0, gpuos_host_nap_ns(spins, 64) };
+	struct timespec ts = { 0, gpuos_host_wait_step(spins, 64) };
 	if (ts.tv_nsec)
 		(void)syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
 #else

@@ -15,7 +15,6 @@
 #define cr_assert_leq(a, b, ...) cr_assert((a) <= (b), __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) cr_assert(!strcmp((a), (b)), __VA_ARGS__)
 #define cr_assert_float_eq(a, b, eps, ...) cr_assert(fabs((double)(a) - (double)(b)) <= (eps), __VA_ARGS__)
-#define cr_skip_test(...) cr_skip(__VA_ARGS__)
 #else
 #include <criterion/criterion.h>
 #endif

@@ -6,7 +6,6 @@
  */
 #ifdef GPUOS_MINI_CRITERION
 #include "../gpu/mini_criterion.h" /* the GPU machine has no Criterion */
-#define cr_skip_test(...) cr_skip(__VA_ARGS__)
 #else
 #include <criterion/criterion.h>
 #endif
