@@ -199,6 +199,67 @@ int emu_ram_ready(struct emu_backend *b, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* The ram backend: the image in anonymous memory, loaded chunk by chunk
+ * on first use (emu_ram_ready), or whole where it is pinned. */
+static int ram_open(struct gpuos_emu *e, char *err, size_t errlen)
+{
+	struct emu_backend *b = e->be;
+	int r;
+	int fd = open_image(e, O_RDONLY, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	r = image_lbas(e, fd, err, errlen);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	/* alone: whole LBAs, the last one's tail zeros; in an array: whole
+	 * stripe rows, the padding zeros */
+	b->ram_len = (size_t)GPUOS_ALIGN_UP(b->bytes, 1ull << e->lba_shift);
+	if (e->arr_n > 1) {
+		uint64_t row = e->stripe_bytes * e->arr_n;
+		b->ram_len = (size_t)((b->bytes / row + (b->bytes % row != 0)) * row);
+	}
+	/* anonymous pages: a large image costs only what it holds */
+	b->ram = mmap(NULL, b->ram_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		      MAP_NORESERVE, -1, 0);
+	if (b->ram == MAP_FAILED) {
+		b->ram = NULL;
+		close(fd);
+		emu_errf(err, errlen, "emu: %s: cannot allocate %zu bytes for the ram backend",
+			 e->o.path, b->ram_len);
+		return -ENOMEM;
+	}
+	/* Huge pages where the kernel grants them (THP "madvise"): every
+	 * command's first touch of a 4 KiB page is a fault, each a
+	 * hypervisor exit on a virtual machine; a loop of gpuos ls, stat
+	 * and cat of a 5 MiB file took 24 % less CPU (issue 35). Only a
+	 * hint: refused, the pages stay small. */
+	(void)madvise(b->ram, b->ram_len, MADV_HUGEPAGE);
+	b->ram_img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
+	b->ram_chunk = calloc((b->ram_len >> RAM_CHUNK_SHIFT) + 1u, 1);
+	if (!b->ram_chunk) {
+		close(fd);
+		emu_errf(err, errlen, "emu: out of memory");
+		return -ENOMEM;
+	}
+	b->fd = fd; /* kept for the chunks still to load */
+	/* pinned and mapped: a read into VRAM is then one transfer from
+	 * here (docs/emulator.md, "The DMA engine"); without it, reads
+	 * stage through pinned memory. Loaded whole first: no file read
+	 * on a transfer's way */
+	if (b->env.host_register && b->env.dma_mark) {
+		r = emu_ram_ready(b, 0, b->ram_len);
+		if (r) {
+			emu_errf(err, errlen, "emu: %s: %s", e->o.path, strerror(-r));
+			return r;
+		}
+		b->ram_registered = b->env.host_register(b->env.ctx, b->ram, b->ram_len) == 0;
+	}
+	return 0;
+}
+
 static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 {
 	struct emu_backend *b = e->be;
@@ -208,60 +269,8 @@ static int backend_open(struct gpuos_emu *e, char *err, size_t errlen)
 	case GPUOS_EMU_NULL:
 		b->bytes = e->o.null_bytes;
 		return 0;
-	case GPUOS_EMU_RAM: {
-		int fd = open_image(e, O_RDONLY, err, errlen);
-		if (fd < 0)
-			return fd;
-		r = image_lbas(e, fd, err, errlen);
-		if (r) {
-			close(fd);
-			return r;
-		}
-		/* alone: whole LBAs, the last one's tail zeros; in an array: whole
-		 * stripe rows, the padding zeros */
-		b->ram_len = (size_t)GPUOS_ALIGN_UP(b->bytes, 1ull << e->lba_shift);
-		if (e->arr_n > 1) {
-			uint64_t row = e->stripe_bytes * e->arr_n;
-			b->ram_len = (size_t)((b->bytes / row + (b->bytes % row != 0)) * row);
-		}
-		/* anonymous pages: a large image costs only what it holds */
-		b->ram = mmap(NULL, b->ram_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-			      MAP_NORESERVE, -1, 0);
-		if (b->ram == MAP_FAILED) {
-			b->ram = NULL;
-			close(fd);
-			emu_errf(err, errlen, "emu: %s: cannot allocate %zu bytes for the ram backend",
-				 e->o.path, b->ram_len);
-			return -ENOMEM;
-		}
-		/* Huge pages where the kernel grants them (THP "madvise"): every
-		 * command's first touch of a 4 KiB page is a fault, each a
-		 * hypervisor exit on a virtual machine; a loop of gpuos ls, stat
-		 * and cat of a 5 MiB file took 24 % less CPU (issue 35). Only a
-		 * hint: refused, the pages stay small. */
-		(void)madvise(b->ram, b->ram_len, MADV_HUGEPAGE);
-		b->ram_img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
-		b->ram_chunk = calloc((b->ram_len >> RAM_CHUNK_SHIFT) + 1u, 1);
-		if (!b->ram_chunk) {
-			close(fd);
-			emu_errf(err, errlen, "emu: out of memory");
-			return -ENOMEM;
-		}
-		b->fd = fd; /* kept for the chunks still to load */
-		/* pinned and mapped: a read into VRAM is then one transfer from
-		 * here (docs/emulator.md, "The DMA engine"); without it, reads
-		 * stage through pinned memory. Loaded whole first: no file read
-		 * on a transfer's way */
-		if (b->env.host_register && b->env.dma_mark) {
-			r = emu_ram_ready(b, 0, b->ram_len);
-			if (r) {
-				emu_errf(err, errlen, "emu: %s: %s", e->o.path, strerror(-r));
-				return r;
-			}
-			b->ram_registered = b->env.host_register(b->env.ctx, b->ram, b->ram_len) == 0;
-		}
-		return 0;
-	}
+	case GPUOS_EMU_RAM:
+		return ram_open(e, err, errlen);
 	case GPUOS_EMU_FILE:
 	case GPUOS_EMU_URING:
 		b->fd = open_rw(e, 0, err, errlen);

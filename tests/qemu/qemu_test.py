@@ -51,8 +51,10 @@ timeouts and reset before the file tools and services, where they were
 when later reads went wrong: docs/testing.md), GPUOS_QEMU_TRACE=EV,EV...
 (more of QEMU's trace events into the trace log; with pci_nvme_io_cmd and
 pci_nvme_rw_cb the summary counts reads QEMU completed twice),
-GPUOS_QEMU_BOOT_TIMEOUT=S (a boot's limit, default 150 s).
+GPUOS_QEMU_BOOT_TIMEOUT=S (a boot's limit, default 150 s), GPUOS_QEMU_JOBS=N
+(the boots of a round side by side, default one per core, at most 3).
 """
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -916,8 +918,13 @@ def main():
         boots = int(os.environ.get("GPUOS_QEMU_BOOTS") or 1)
     except ValueError:
         boots = 0
-    if order not in ("reset-last", "reset-first") or boots < 1:
-        print("qemu: GPUOS_QEMU_ORDER is reset-last or reset-first, GPUOS_QEMU_BOOTS a number from 1")
+    try:
+        jobs = int(os.environ.get("GPUOS_QEMU_JOBS") or min(3, os.cpu_count() or 1))
+    except ValueError:
+        jobs = 0
+    if order not in ("reset-last", "reset-first") or boots < 1 or jobs < 1:
+        print("qemu: GPUOS_QEMU_ORDER is reset-last or reset-first, GPUOS_QEMU_BOOTS and GPUOS_QEMU_JOBS "
+              "numbers from 1")
         return 2
     run = os.path.join(build, "qemu", "run")
     Plan.run = run  # where the plans' expected files are (diagnosis of a wrong output)
@@ -938,30 +945,39 @@ def main():
              ("array", None, True, "two drives striped (pci:C+D), vfio-pci, intel-iommu"))
     tallies = {k[0]: [] for k in kinds}
     for b in range(boots):
+        todo = []
         for name, mk, iommu, what in kinds:
             # every plan is made, so that a seed makes the same plans whatever runs
             plan = (mk(run, rng, a_img, b_img, expect, reset_first=order == "reset-first") if mk else
                     plan_array(run, random.Random(seed + 3 + b), arr_img, arr_md5))
-            if only and only != name:
-                continue
-            print("== boot %s%s: %s; %d checks, %d reads of %.1f MiB" % (
-                name, " %d of %d" % (b + 1, boots) if boots > 1 else "", what, len(plan.checks), plan.reads,
-                plan.read_bytes / 2**20), flush=True)
-            secs, qrc, qerr, con, res, trace = boot(build, run, plan, iommu)
-            p, f, lines, tally = evaluate(plan, secs, qrc, qerr, con, res, trace)
-            tallies[name].append(tally)
-            print("\n".join(lines), flush=True)
-            if f:
-                if boots > 1:  # keep this boot's logs: the next boot of the kind writes its own
-                    for path in (con, res, trace):
-                        if os.path.exists(path):
-                            os.rename(path, path.replace(plan.name + "-", "%s-%d-" % (plan.name, b + 1)))
-                    con, res, trace = (x.replace(plan.name + "-", "%s-%d-" % (plan.name, b + 1))
-                                       for x in (con, res, trace))
-                print("   logs: %s %s %s" % (con, res, trace))
-                kept = True
-            total_p += p
-            total_f += f
+            if not only or only == name:
+                todo.append((name, plan, iommu, what))
+        # The round's boots side by side, the longest (vfio) first, at most
+        # one guest per core: each TCG guest is one thread (-smp 1), and its
+        # timing checks (the throttled controller's timeouts and reset) want
+        # that core to itself. Their logs and initrds are named by the plan;
+        # the drives are read-only, so the guests share the images.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            runs = [pool.submit(boot, build, run, plan, iommu) for _, plan, iommu, _ in todo]
+            for (name, plan, iommu, what), fut in zip(todo, runs):
+                secs, qrc, qerr, con, res, trace = fut.result()
+                print("== boot %s%s: %s; %d checks, %d reads of %.1f MiB" % (
+                    name, " %d of %d" % (b + 1, boots) if boots > 1 else "", what, len(plan.checks), plan.reads,
+                    plan.read_bytes / 2**20), flush=True)
+                p, f, lines, tally = evaluate(plan, secs, qrc, qerr, con, res, trace)
+                tallies[name].append(tally)
+                print("\n".join(lines), flush=True)
+                if f:
+                    if boots > 1:  # keep this boot's logs: the next boot of the kind writes its own
+                        for path in (con, res, trace):
+                            if os.path.exists(path):
+                                os.rename(path, path.replace(plan.name + "-", "%s-%d-" % (plan.name, b + 1)))
+                        con, res, trace = (x.replace(plan.name + "-", "%s-%d-" % (plan.name, b + 1))
+                                           for x in (con, res, trace))
+                    print("   logs: %s %s %s" % (con, res, trace))
+                    kept = True
+                total_p += p
+                total_f += f
     for name, _, _, _ in kinds:
         if tallies[name]:
             print(summary(name, order, tallies[name]))
