@@ -145,6 +145,26 @@ enum { RAM_CHUNK_ABSENT, RAM_CHUNK_LOADING, RAM_CHUNK_HERE };
  * open) and in a chunk that is all hole the zeros of the anonymous pages
  * stay, untouched: a sparse image costs neither time nor memory for its
  * holes. Where SEEK_DATA is not known, everything is read. */
+/* Huge pages for the 2 MiB block of the ram image at off, where the kernel
+ * grants them (THP "madvise"): each first write to a 4 KiB page is a fault,
+ * each a hypervisor exit on a virtual machine; a loop of gpuos ls, stat and
+ * cat of a 5 MiB file took 24 % less CPU (issue 35). Only blocks that hold
+ * data: in an advised block a read fault too fills a whole zeroed 2 MiB page
+ * (this kernel maps no huge zero page), so a sparse 4 GiB image read at 1024
+ * holes took 2 GiB and 6 s of CPU. A hint: refused, the pages stay small. */
+#define RAM_HUGE_SHIFT 21u /* 2 MiB: the block, aligned in the address space */
+static void ram_huge(struct emu_backend *b, size_t off)
+{
+	uintptr_t lo = (uintptr_t)b->ram, hi = lo + b->ram_len;
+	uintptr_t block = (lo + off) >> RAM_HUGE_SHIFT, at = GPUOS_MAX(block << RAM_HUGE_SHIFT, lo);
+
+	/* once a block (a second advice, by a racing worker, is harmless):
+	 * each advice splits or merges the mapping's areas */
+	if (__atomic_exchange_n(&b->ram_huge[block - (lo >> RAM_HUGE_SHIFT)], 1, __ATOMIC_RELAXED))
+		return;
+	(void)madvise((void *)at, GPUOS_MIN(hi, (block + 1) << RAM_HUGE_SHIFT) - at, MADV_HUGEPAGE);
+}
+
 static int ram_chunk_load(struct emu_backend *b, size_t k)
 {
 	size_t off = k << RAM_CHUNK_SHIFT;
@@ -156,6 +176,7 @@ static int ram_chunk_load(struct emu_backend *b, size_t k)
 	data = lseek(b->fd, (off_t)off, SEEK_DATA);
 	if ((data < 0 && errno == ENXIO) || (data >= 0 && (size_t)data >= end))
 		return 0; /* a hole to the chunk's end */
+	ram_huge(b, off);
 	while (off < end) {
 		ssize_t n = pread(b->fd, b->ram + off, end - off, (off_t)off);
 		if (n < 0 && errno == EINTR)
@@ -231,15 +252,10 @@ static int ram_open(struct gpuos_emu *e, char *err, size_t errlen)
 			 e->o.path, b->ram_len);
 		return -ENOMEM;
 	}
-	/* Huge pages where the kernel grants them (THP "madvise"): every
-	 * command's first touch of a 4 KiB page is a fault, each a
-	 * hypervisor exit on a virtual machine; a loop of gpuos ls, stat
-	 * and cat of a 5 MiB file took 24 % less CPU (issue 35). Only a
-	 * hint: refused, the pages stay small. */
-	(void)madvise(b->ram, b->ram_len, MADV_HUGEPAGE);
 	b->ram_img = (size_t)GPUOS_MIN((uint64_t)b->ram_len, b->bytes);
 	b->ram_chunk = calloc((b->ram_len >> RAM_CHUNK_SHIFT) + 1u, 1);
-	if (!b->ram_chunk) {
+	b->ram_huge = calloc((b->ram_len >> RAM_HUGE_SHIFT) + 2u, 1);
+	if (!b->ram_chunk || !b->ram_huge) {
 		close(fd);
 		emu_errf(err, errlen, "emu: out of memory");
 		return -ENOMEM;
@@ -305,6 +321,7 @@ void emu_backend_close(struct gpuos_emu *e)
 	if (b->ram)
 		munmap(b->ram, b->ram_len);
 	free(b->ram_chunk);
+	free(b->ram_huge);
 	if (b->fd_direct >= 0)
 		close(b->fd_direct);
 	if (b->fd >= 0)

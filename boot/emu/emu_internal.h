@@ -212,6 +212,7 @@ struct emu_backend {
 	size_t ram_len;
 	size_t ram_img;          /* ram: the image's bytes that ram holds (the rest is padding) */
 	uint8_t *ram_chunk;      /* ram: each chunk's RAM_CHUNK_* state, loaded when first touched */
+	uint8_t *ram_huge;       /* ram: 1 for each 2 MiB block advised huge (one madvise a block) */
 	int ram_registered;      /* env.host_register took it: a direct DMA source */
 	uint64_t bytes;          /* the image's bytes (null: the namespace size) */
 	struct gpuos_emu_env env;
