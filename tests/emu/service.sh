@@ -142,8 +142,9 @@ $gpuos ls --socket "$sock" /d > "$tmp/out" 2>&1; rc=$?
 check "ls after them" says $rc 0 one "$tmp/out"
 $client hold-handles "$sock" 60 > "$tmp/out" 2>&1; rc=$?
 check "one client may hold 40 handles, not all 128 (the 41st: NOSPC)" says_line $rc 0 "opened 40, then: NOSPC" "$tmp/out"
-# (failed once on CI-like runs, 2026-12-02, its output unseen: now shown)
-says_line $rc 0 "opened 40, then: NOSPC" "$tmp/out" || { sed 's/^/    | /' "$tmp/out" | head -5;
+# (failed on CI-like runs, 2026-12-02 and 03: the attach met shares still
+# renewing; the end of the client's output is shown, where a traceback ends)
+says_line $rc 0 "opened 40, then: NOSPC" "$tmp/out" || { sed 's/^/    | /' "$tmp/out" | tail -8;
 	$gpuos status --socket "$sock" 2>&1 | sed 's/^/    | /' | head -20; }
 check "and others still open files" good_cat
 

@@ -211,7 +211,10 @@ class Mailbox:
 
 
 def hold_handles(path, n):
-    s, line, fds = attach(path)
+    # after the killed clients, their shares may still be renewing: wait as
+    # gpuos's own clients do (a plain attach met "draining" on a loaded
+    # 2-core machine, and Mailbox() failed on the refusal, 2026-12-03)
+    s, line, fds = attach_retry(path)
     mb = Mailbox(line, fds[0])
     rt = mb.put(0, b"/d/one\0\0")
     opened = 0
@@ -620,7 +623,7 @@ def rt_leak(path, pid):
     """How far the attach reply's rt= lies from the service's code,
     libraries, heap and stack (its /proc/PID/maps; root reads it): an
     address next to them would give their places away."""
-    s, line, fds = attach(path)
+    s, line, fds = attach_retry(path)
     rt = Mailbox(line, fds[0]).rt
     near = None
     for l in open("/proc/%s/maps" % pid):
@@ -797,8 +800,8 @@ def own_memory(path, name="/d/one"):
     A gives it back and names it again. One line per attempt."""
     f = name.encode() + b"\0"
     page = mmap.PAGESIZE
-    sa, la, fa = attach(path)
-    sb, lb, fb = attach(path)
+    sa, la, fa = attach_retry(path)
+    sb, lb, fb = attach_retry(path)
     a, b = Mailbox(la, fa[0]), Mailbox(lb, fb[0])
     fd = memfd(16 * page)
     mine = mmap.mmap(fd, 16 * page)
@@ -871,7 +874,7 @@ def lend_and_die(path, name, ready):
     """attach, lend a memfd of 64 MiB, keep reads of name into it in flight
     until killed; touch `ready` once the first read is posted"""
     f = name.encode() + b"\0"
-    s, line, fds = attach(path)
+    s, line, fds = attach_retry(path)
     mb = Mailbox(line, fds[0])
     size = 64 << 20
     r = ask(s, "register host off=0 len=%d" % size, memfd(size))
