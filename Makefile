@@ -477,7 +477,7 @@ bench: deps bench-build
 
 # The inner loop (issue 35): the quick unit suites, the command line's
 # front door and the layout checks, on the build that exists; a few
-# minutes, not make test's half hour. make test still runs everything.
+# minutes, not make test's 11 to 15. make test still runs everything.
 FAST_UNIT := ctrl cuda gguf gpt ext4 parts safetensors plan mps image pci
 # Side by side, each one's output whole (as make test runs them).
 check-fast: $(FAST_UNIT:%=$(BUILD)/tests/unit/test_%) $(BUILD)/gpuos $(BUILD)/files-img/ok
