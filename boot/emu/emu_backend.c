@@ -137,14 +137,10 @@ int emu_backend_open(struct gpuos_emu *e, char *err, size_t errlen)
  * and a sparse image of many GiB costs only what is read. The image then
  * holds what the file held when each chunk was first touched (a file
  * replaced by rename keeps the one opened). A GPU process pins the memory
- * and loads it whole at open instead (backend_open). */
+ * and loads it whole at open instead (ram_open). */
 #define RAM_CHUNK_SHIFT 18u /* 256 KiB */
 enum { RAM_CHUNK_ABSENT, RAM_CHUNK_LOADING, RAM_CHUNK_HERE };
 
-/* Chunk k from the file; past the file's end (it may have shrunk since
- * open) and in a chunk that is all hole the zeros of the anonymous pages
- * stay, untouched: a sparse image costs neither time nor memory for its
- * holes. Where SEEK_DATA is not known, everything is read. */
 /* Huge pages for the 2 MiB block of the ram image at off, where the kernel
  * grants them (THP "madvise"): each first write to a 4 KiB page is a fault,
  * each a hypervisor exit on a virtual machine; a loop of gpuos ls, stat and
@@ -165,6 +161,10 @@ static void ram_huge(struct emu_backend *b, size_t off)
 	(void)madvise((void *)at, GPUOS_MIN(hi, (block + 1) << RAM_HUGE_SHIFT) - at, MADV_HUGEPAGE);
 }
 
+/* Chunk k from the file; past the file's end (it may have shrunk since
+ * open) and in a chunk that is all hole the zeros of the anonymous pages
+ * stay, untouched: a sparse image costs neither time nor memory for its
+ * holes. Where SEEK_DATA is not known, everything is read. */
 static int ram_chunk_load(struct emu_backend *b, size_t k)
 {
 	size_t off = k << RAM_CHUNK_SHIFT;
